@@ -1,0 +1,215 @@
+//! Readers for the offline formats: UCR-style series files and MIL CSV. Every error names
+//! the file, the line and (where there is one) the column, 1-based.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use thiserror::Error;
+
+use crate::mil::{Bag, Dataset, Sample};
+
+/// A file that cannot be read as a dataset.
+#[derive(Debug, Error)]
+pub enum DataError {
+    #[error("{file}: {source}")]
+    Io { file: String, source: std::io::Error },
+    #[error("{file}:{line}:{column}: {message}")]
+    At { file: String, line: usize, column: usize, message: String },
+    #[error("{file}: {message}")]
+    File { file: String, message: String },
+}
+
+/// The two offline input layouts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// One series per line: label, then the values (comma or tab separated).
+    Ucr,
+    /// Header, then `bag_id,label,f1,...,fd`, one instance per row.
+    Mil,
+}
+
+/// Reads a dataset, detecting the format from the header when `format` is None: a first
+/// field named `bag_id` means MIL CSV, anything else UCR.
+pub fn read_dataset(path: &Path, format: Option<Format>) -> Result<Dataset, DataError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| DataError::Io { file: file.clone(), source })?;
+    let format = format.unwrap_or_else(|| detect_format(&text));
+    match format {
+        Format::Ucr => parse_ucr(&file, &text),
+        Format::Mil => parse_mil(&file, &text),
+    }
+}
+
+pub fn detect_format(text: &str) -> Format {
+    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let field = first.split([',', '\t']).next().unwrap_or("").trim().trim_matches('"');
+    if field.eq_ignore_ascii_case("bag_id") {
+        Format::Mil
+    } else {
+        Format::Ucr
+    }
+}
+
+fn split_fields(line: &str) -> Vec<&str> {
+    if line.contains('\t') {
+        line.split('\t').collect()
+    } else if line.contains(',') {
+        line.split(',').collect()
+    } else {
+        line.split_whitespace().collect()
+    }
+}
+
+fn parse_value(file: &str, line: usize, column: usize, field: &str) -> Result<f64, DataError> {
+    let at = |message: String| DataError::At { file: file.to_string(), line, column, message };
+    let v: f64 = field.trim().parse().map_err(|_| at(format!("'{}' is not a number", field.trim())))?;
+    if !v.is_finite() {
+        return Err(at(format!("value '{}' is not finite", field.trim())));
+    }
+    Ok(v)
+}
+
+/// UCR layout. Trailing `NaN` fields are the UCR 2018 archive's padding of shorter series
+/// and are dropped; a NaN before the last real value is an error.
+pub fn parse_ucr(file: &str, text: &str) -> Result<Dataset, DataError> {
+    let mut ds = Dataset::default();
+    for (n, line) in text.lines().enumerate() {
+        let line_no = n + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let fields = split_fields(line.trim_end_matches('\r'));
+        let label = fields[0].trim().trim_matches('"');
+        if label.is_empty() {
+            return Err(DataError::At { file: file.into(), line: line_no, column: 1, message: "empty class label".into() });
+        }
+        let mut end = fields.len();
+        while end > 1 && fields[end - 1].trim().eq_ignore_ascii_case("nan") {
+            end -= 1;
+        }
+        let mut values = Vec::with_capacity(end - 1);
+        for (c, f) in fields[1..end].iter().enumerate() {
+            values.push(parse_value(file, line_no, c + 2, f)?);
+        }
+        if values.is_empty() {
+            return Err(DataError::At { file: file.into(), line: line_no, column: 2, message: "a series needs at least one value".into() });
+        }
+        ds.ids.push(format!("{file}:{line_no}"));
+        ds.labels.push(label.to_string());
+        ds.samples.push(Sample::Series(values));
+    }
+    if ds.is_empty() {
+        return Err(DataError::File { file: file.into(), message: "no series in the file".into() });
+    }
+    Ok(ds)
+}
+
+/// MIL CSV: `bag_id,label,f1..fd`. Bags are kept in order of first appearance; their rows
+/// need not be adjacent, but they must agree on the label.
+pub fn parse_mil(file: &str, text: &str) -> Result<Dataset, DataError> {
+    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let (_, header) = lines.next().ok_or_else(|| DataError::File { file: file.into(), message: "empty file".into() })?;
+    let width = split_fields(header).len();
+    if width < 3 {
+        return Err(DataError::At {
+            file: file.into(),
+            line: 1,
+            column: width,
+            message: "the header needs bag_id, label and at least one feature".into(),
+        });
+    }
+    let dim = width - 2;
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut rows: Vec<Vec<f64>> = Vec::new();
+    let mut first_line: Vec<usize> = Vec::new();
+    let mut ds = Dataset::default();
+    for (n, line) in lines {
+        let line_no = n + 1;
+        let fields = split_fields(line.trim_end_matches('\r'));
+        if fields.len() != width {
+            return Err(DataError::At {
+                file: file.into(),
+                line: line_no,
+                column: fields.len().min(width) + 1,
+                message: format!("row has {} fields, the header has {width}", fields.len()),
+            });
+        }
+        let id = fields[0].trim().to_string();
+        let label = fields[1].trim().trim_matches('"').to_string();
+        let b = *index.entry(id.clone()).or_insert_with(|| {
+            ds.ids.push(id.clone());
+            ds.labels.push(label.clone());
+            rows.push(Vec::new());
+            first_line.push(line_no);
+            rows.len() - 1
+        });
+        if ds.labels[b] != label {
+            return Err(DataError::At {
+                file: file.into(),
+                line: line_no,
+                column: 2,
+                message: format!("bag '{id}' has label '{label}' here but '{}' on line {}", ds.labels[b], first_line[b]),
+            });
+        }
+        for (c, f) in fields[2..].iter().enumerate() {
+            rows[b].push(parse_value(file, line_no, c + 3, f)?);
+        }
+    }
+    for (b, data) in rows.into_iter().enumerate() {
+        let bag = Bag::new(dim, data).map_err(|e| DataError::At {
+            file: file.into(),
+            line: first_line[b],
+            column: 1,
+            message: format!("bag '{}': {e}", ds.ids[b]),
+        })?;
+        ds.samples.push(Sample::Bag(bag));
+    }
+    if ds.is_empty() {
+        return Err(DataError::File { file: file.into(), message: "no bags in the file".into() });
+    }
+    Ok(ds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ucr_comma_tab_and_padding() {
+        let ds = parse_ucr("f", "1,0.5,1.5\n2\t3\t4\t5\tNaN\tNaN\n").unwrap();
+        assert_eq!(ds.labels, vec!["1", "2"]);
+        assert_eq!(ds.samples[1], Sample::Series(vec![3.0, 4.0, 5.0]));
+    }
+
+    #[test]
+    fn ucr_errors_name_line_and_column() {
+        let e = parse_ucr("a.tsv", "1,0.5\n2,0.1,abc\n").unwrap_err().to_string();
+        assert_eq!(e, "a.tsv:2:3: 'abc' is not a number");
+        let e = parse_ucr("a.tsv", "1,0.5,inf\n").unwrap_err().to_string();
+        assert_eq!(e, "a.tsv:1:3: value 'inf' is not finite");
+        let e = parse_ucr("a.tsv", "1,NaN,3\n").unwrap_err().to_string();
+        assert!(e.starts_with("a.tsv:1:2:"), "{e}");
+    }
+
+    #[test]
+    fn mil_csv_groups_bags() {
+        let ds = parse_mil("m.csv", "bag_id,label,f1,f2\na,1,1,2\nb,0,3,4\na,1,5,6\n").unwrap();
+        assert_eq!(ds.ids, vec!["a", "b"]);
+        match &ds.samples[0] {
+            Sample::Bag(b) => assert_eq!(b.as_slice(), &[1.0, 2.0, 5.0, 6.0]),
+            _ => panic!("a bag"),
+        }
+        assert_eq!(detect_format("bag_id,label,f1\n"), Format::Mil);
+        assert_eq!(detect_format("1,0.5,0.7\n"), Format::Ucr);
+    }
+
+    #[test]
+    fn mil_csv_errors() {
+        let e = parse_mil("m.csv", "bag_id,label,f1,f2\na,1,1\n").unwrap_err().to_string();
+        assert_eq!(e, "m.csv:2:4: row has 3 fields, the header has 4");
+        let e = parse_mil("m.csv", "bag_id,label,f1\na,1,1\na,0,2\n").unwrap_err().to_string();
+        assert!(e.starts_with("m.csv:3:2: bag 'a' has label '0'"), "{e}");
+        let e = parse_mil("m.csv", "bag_id,label,f1\na,1,x\n").unwrap_err().to_string();
+        assert_eq!(e, "m.csv:2:3: 'x' is not a number");
+    }
+}

@@ -1,0 +1,433 @@
+//! The `milstream` command line: offline train / predict / explain / eval / cv / bench.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+
+use milstream::data::{read_dataset, Format};
+use milstream::mil::model::KernelSpec;
+use milstream::mil::select::{accuracy, auc, best_index, cross_validate_grid, default_grid};
+use milstream::mil::{Dataset, FitParams, Model, ShapeletLength, WeakKind};
+
+#[derive(Parser)]
+#[command(name = "milstream", version, about = "Streaming multiple-instance learning: LPBoost over kernelized shapelets")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Fit a model on a dataset and write the JSON artifact.
+    Train {
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        opts: FitOptions,
+    },
+    /// Score every bag of a dataset with a saved model (one line per bag).
+    Predict {
+        #[arg(long)]
+        model: PathBuf,
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long, value_enum)]
+        format: Option<Format>,
+        /// Print one JSON object per bag.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Like predict, with each hypothesis's maximising instance and contribution w_j h_j(B).
+    Explain {
+        #[arg(long)]
+        model: PathBuf,
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long, value_enum)]
+        format: Option<Format>,
+        /// Contributions shown per bag.
+        #[arg(long, default_value_t = 5)]
+        top: usize,
+    },
+    /// Fit on a training file, score a test file.
+    Eval {
+        #[arg(long)]
+        train: PathBuf,
+        #[arg(long)]
+        test: PathBuf,
+        #[command(flatten)]
+        opts: FitOptions,
+    },
+    /// k-fold cross-validated accuracy on one file.
+    Cv {
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long, default_value_t = 10)]
+        folds: usize,
+        #[command(flatten)]
+        opts: FitOptions,
+    },
+    /// Time one fit, and the full cross-validated grid search, on a training file.
+    Bench {
+        #[arg(long)]
+        data: PathBuf,
+        /// Repetitions of the single fit (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        repeat: usize,
+        /// Skip the grid-search timing.
+        #[arg(long)]
+        fit_only: bool,
+        #[command(flatten)]
+        opts: FitOptions,
+    },
+}
+
+/// Hyperparameters shared by train, eval, cv and bench.
+#[derive(Args, Clone)]
+struct FitOptions {
+    /// Input layout; detected from the header when omitted (`bag_id,...` means mil).
+    #[arg(long, value_enum)]
+    format: Option<Format>,
+    /// Instance kernel.
+    #[arg(long, value_enum, default_value_t = KernelArg::Gaussian)]
+    kernel: KernelArg,
+    /// Gaussian width in exp(-sigma |x-z|^2). Default `auto`: the median heuristic,
+    /// 1 / median squared distance between training instances, per shapelet length.
+    #[arg(long, default_value = "auto")]
+    sigma: String,
+    /// Multiplier on the median-heuristic sigma (ignored with an explicit --sigma).
+    #[arg(long, default_value_t = 1.0)]
+    sigma_scale: f64,
+    /// Polynomial kernel degree.
+    #[arg(long, default_value_t = 2)]
+    degree: u32,
+    /// Polynomial kernel offset.
+    #[arg(long, default_value_t = 1.0)]
+    coef0: f64,
+    /// Soft-margin parameter nu in (0, 1].
+    #[arg(long, default_value_t = 0.2)]
+    nu: f64,
+    /// Shapelet lengths, comma separated: absolute (45) or a fraction of the shortest
+    /// series (0.2). Several lengths form one model. Ignored for bag data.
+    #[arg(long, value_delimiter = ',', default_value = "0.2")]
+    shapelet_length: Vec<ShapeletLength>,
+    /// Representatives per length from k-means++, or `all`.
+    #[arg(long, default_value = "100")]
+    k: String,
+    /// Weak-learner subproblem: op2 (l1 ball, LP, sparse) or op1 (RKHS ball, SOCP).
+    #[arg(long, value_enum, default_value_t = WeakArg::Op2)]
+    weak: WeakArg,
+    /// Most boosting rounds.
+    #[arg(long, default_value_t = 100)]
+    max_rounds: usize,
+    /// Stopping tolerance of LPBoost and the DC loop.
+    #[arg(long, default_value_t = 1e-4)]
+    epsilon: f64,
+    /// Most DC iterations per weak-learner call.
+    #[arg(long, default_value_t = 10)]
+    dc_max_iters: usize,
+    /// Subsequence stride used in training (prediction always uses every subsequence).
+    #[arg(long, default_value_t = 1)]
+    stride: usize,
+    /// Choose length, nu and sigma by 5-fold cross-validation on the training data over the
+    /// paper's grid (see `milstream::mil::select::default_grid`).
+    #[arg(long)]
+    search: bool,
+    /// Seed of k-means, fold assignment and the median heuristic.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Print a JSON summary as the last line of stdout.
+    #[arg(long)]
+    json: bool,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+enum KernelArg {
+    Gaussian,
+    Linear,
+    Poly,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+enum WeakArg {
+    Op1,
+    Op2,
+}
+
+impl FitOptions {
+    fn params(&self) -> Result<FitParams> {
+        let kernel = match self.kernel {
+            KernelArg::Gaussian => {
+                let sigma = match self.sigma.as_str() {
+                    "auto" => None,
+                    s => Some(s.parse::<f64>().with_context(|| format!("--sigma '{s}' is neither `auto` nor a number"))?),
+                };
+                KernelSpec::Gaussian { sigma, scale: self.sigma_scale }
+            }
+            KernelArg::Linear => KernelSpec::Linear,
+            KernelArg::Poly => KernelSpec::Polynomial { degree: self.degree, coef0: self.coef0 },
+        };
+        let k = match self.k.as_str() {
+            "all" => None,
+            s => Some(s.parse::<usize>().with_context(|| format!("--k '{s}' is neither `all` nor a count"))?),
+        };
+        let p = FitParams {
+            kernel,
+            lengths: self.shapelet_length.clone(),
+            stride: self.stride,
+            k,
+            nu: self.nu,
+            epsilon: self.epsilon,
+            max_rounds: self.max_rounds,
+            weak: match self.weak {
+                WeakArg::Op1 => WeakKind::Op1,
+                WeakArg::Op2 => WeakKind::Op2,
+            },
+            dc_max_iters: self.dc_max_iters,
+            seed: self.seed,
+        };
+        p.validate()?;
+        Ok(p)
+    }
+}
+
+fn progress(len: u64, what: &str, quiet: bool) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(len);
+    pb.set_style(
+        ProgressStyle::with_template("{msg:>12} [{bar:30}] {pos}/{len} {elapsed_precise} eta {eta}")
+            .expect("static progress template is valid")
+            .progress_chars("=> "),
+    );
+    pb.set_message(what.to_string());
+    pb
+}
+
+fn spinner(what: &str, quiet: bool) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new_spinner();
+    pb.set_message(what.to_string());
+    pb.enable_steady_tick(std::time::Duration::from_millis(120));
+    pb
+}
+
+fn load(path: &Path, format: Option<Format>) -> Result<Dataset> {
+    Ok(read_dataset(path, format)?)
+}
+
+fn load_model(path: &Path) -> Result<Model> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading model {}", path.display()))?;
+    Model::from_json(&text).with_context(|| format!("loading model {}", path.display()))
+}
+
+/// Fits with `opts`, running the inner grid search first when asked.
+fn fit(train: &Dataset, opts: &FitOptions) -> Result<(Model, FitParams, f64)> {
+    let mut params = opts.params()?;
+    if opts.search {
+        let input = train.check_trainable()?;
+        let grid = default_grid(&params, input);
+        let folds = 5.min(train.len());
+        let pb = progress((grid.len() * folds) as u64, "search", opts.quiet);
+        let est = cross_validate_grid(train, &grid, folds, opts.seed, &|| pb.inc(1))?;
+        pb.finish_and_clear();
+        let best = best_index(&est);
+        params = grid[best].clone();
+        eprintln!(
+            "search: best of {} grid points: lengths {:?}, nu {}, kernel {:?} (inner CV accuracy {:.4})",
+            grid.len(),
+            params.lengths.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            params.nu,
+            params.kernel,
+            est[best].mean
+        );
+    }
+    let pb = spinner("training", opts.quiet);
+    let t = Instant::now();
+    let model = Model::fit(train, &params)?;
+    let secs = t.elapsed().as_secs_f64();
+    pb.finish_and_clear();
+    Ok((model, params, secs))
+}
+
+/// Accuracy and (for two classes) AUC of `model` on `test`, with the time taken.
+fn score(model: &Model, test: &Dataset, quiet: bool) -> Result<(f64, Option<f64>, f64)> {
+    let pb = progress(test.len() as u64, "predicting", quiet);
+    let t = Instant::now();
+    let mut labels = Vec::with_capacity(test.len());
+    let mut scores = Vec::with_capacity(test.len());
+    for (i, s) in test.samples.iter().enumerate() {
+        let p = model.predict(s).with_context(|| format!("predicting {}", test.ids[i]))?;
+        scores.push(p.scores.clone());
+        labels.push(p.label);
+        pb.inc(1);
+    }
+    let secs = t.elapsed().as_secs_f64();
+    pb.finish_and_clear();
+    let classes = model.classes();
+    let roc = if classes.len() == 2 {
+        let pos: Vec<bool> = test.labels.iter().map(|l| *l == classes[1]).collect();
+        auc(&scores.iter().map(|s| s[1]).collect::<Vec<_>>(), &pos)
+    } else {
+        None
+    };
+    Ok((accuracy(&labels, &test.labels), roc, secs))
+}
+
+fn summary_json(model: &Model) -> serde_json::Value {
+    match model {
+        Model::LpboostShapelet(m) => json!({
+            "kind": model.kind_name(),
+            "classes": m.classes,
+            "lengths": m.spaces.iter().map(|s| s.length).collect::<Vec<_>>(),
+            "kernels": m.spaces.iter().map(|s| s.kernel).collect::<Vec<_>>(),
+            "nu": m.params.nu,
+            "rounds": m.summary.rounds,
+            "hypotheses": m.ensembles.iter().map(|e| e.hypotheses.len()).sum::<usize>(),
+            "rho": m.summary.rho,
+            "sparsity": m.summary.sparsity,
+            "lp_solves": m.summary.lp_solves,
+            "max_generated_rows": m.summary.max_generated_rows,
+        }),
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Train { data, out, opts } => {
+            let train = load(&data, opts.format)?;
+            let (model, _, secs) = fit(&train, &opts)?;
+            std::fs::write(&out, model.to_json()).with_context(|| format!("writing {}", out.display()))?;
+            let mut s = summary_json(&model);
+            s["train_seconds"] = json!(secs);
+            s["n_train"] = json!(train.len());
+            s["model"] = json!(out.display().to_string());
+            if opts.json {
+                println!("{s}");
+            } else {
+                println!("wrote {} ({} examples, {:.2} s): {s}", out.display(), train.len(), secs);
+            }
+        }
+        Command::Predict { model, data, format, json } => {
+            let model = load_model(&model)?;
+            let ds = load(&data, format)?;
+            for (i, s) in ds.samples.iter().enumerate() {
+                let p = model.predict(s).with_context(|| format!("predicting {}", ds.ids[i]))?;
+                if json {
+                    println!("{}", json!({"id": ds.ids[i], "label": p.label, "scores": p.scores, "truth": ds.labels[i]}));
+                } else {
+                    println!("{}\t{}\t{}", ds.ids[i], p.label, p.scores.iter().map(|v| format!("{v:.6}")).collect::<Vec<_>>().join(","));
+                }
+            }
+        }
+        Command::Explain { model, data, format, top } => {
+            let model = load_model(&model)?;
+            let ds = load(&data, format)?;
+            for (i, s) in ds.samples.iter().enumerate() {
+                let mut e = model.explain(s).with_context(|| format!("explaining {}", ds.ids[i]))?;
+                e.contributions.truncate(top);
+                println!("{}", json!({"id": ds.ids[i], "truth": ds.labels[i], "explanation": e}));
+            }
+        }
+        Command::Eval { train, test, opts } => {
+            let tr = load(&train, opts.format)?;
+            let te = load(&test, opts.format)?;
+            let (model, _, train_secs) = fit(&tr, &opts)?;
+            let (acc, roc, pred_secs) = score(&model, &te, opts.quiet)?;
+            let mut s = summary_json(&model);
+            s["accuracy"] = json!(acc);
+            s["auc"] = json!(roc);
+            s["train_seconds"] = json!(train_secs);
+            s["predict_seconds"] = json!(pred_secs);
+            s["n_train"] = json!(tr.len());
+            s["n_test"] = json!(te.len());
+            if opts.json {
+                println!("{s}");
+            } else {
+                println!(
+                    "accuracy {acc:.4}{}  train {train_secs:.2} s  predict {pred_secs:.2} s  ({} train, {} test)",
+                    roc.map(|a| format!("  auc {a:.4}")).unwrap_or_default(),
+                    tr.len(),
+                    te.len()
+                );
+            }
+        }
+        Command::Cv { data, folds, opts } => {
+            let ds = load(&data, opts.format)?;
+            let params = opts.params()?;
+            if opts.search {
+                bail!("cv --search would need nested cross-validation; run cv with fixed options, or eval --search");
+            }
+            let pb = progress(folds as u64, "folds", opts.quiet);
+            let t = Instant::now();
+            let est = cross_validate_grid(&ds, std::slice::from_ref(&params), folds, opts.seed, &|| pb.inc(1))?;
+            pb.finish_and_clear();
+            let e = &est[0];
+            let secs = t.elapsed().as_secs_f64();
+            if opts.json {
+                println!(
+                    "{}",
+                    json!({"accuracy": e.mean, "accuracy_std": e.std, "fold_accuracies": e.fold_accuracies,
+                           "folds": folds, "n": ds.len(), "n_train": ds.len() - ds.len() / folds, "n_test": ds.len() / folds,
+                           "seconds": secs, "train_seconds": secs, "predict_seconds": 0.0, "auc": null})
+                );
+            } else {
+                println!("{folds}-fold accuracy {:.4} +- {:.4}  ({:.1} s)", e.mean, e.std, secs);
+            }
+        }
+        Command::Bench { data, repeat, fit_only, opts } => {
+            let ds = load(&data, opts.format)?;
+            let params = opts.params()?;
+            let mut times = Vec::new();
+            for r in 0..repeat.max(1) {
+                let t = Instant::now();
+                let m = Model::fit(&ds, &params)?;
+                times.push(t.elapsed().as_secs_f64());
+                if r == 0 && !opts.json {
+                    eprintln!("fit: {}", summary_json(&m));
+                }
+            }
+            times.sort_by(f64::total_cmp);
+            let fit_median = times[times.len() / 2];
+            let mut out = json!({"fit_seconds_median": fit_median, "fit_seconds": times, "n_train": ds.len(),
+                                 "threads": rayon::current_num_threads()});
+            if !fit_only {
+                let input = ds.check_trainable()?;
+                let grid = default_grid(&params, input);
+                let pb = progress((grid.len() * 5) as u64, "search", opts.quiet);
+                let t = Instant::now();
+                let est = cross_validate_grid(&ds, &grid, 5, opts.seed, &|| pb.inc(1))?;
+                pb.finish_and_clear();
+                out["search_seconds"] = json!(t.elapsed().as_secs_f64());
+                out["search_grid_points"] = json!(grid.len());
+                out["search_best_cv_accuracy"] = json!(est[best_index(&est)].mean);
+            }
+            println!("{out}");
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! Bags, samples and datasets.
+
+use serde::{Deserialize, Serialize};
+
+use super::error::{MilError, Result};
+
+/// A bag: a non-empty set of instances of one dimension, stored row-major in one buffer so
+/// the kernel loops walk contiguous memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bag {
+    dim: usize,
+    data: Vec<f64>,
+}
+
+impl Bag {
+    /// A bag from a row-major buffer of `data.len() / dim` instances.
+    pub fn new(dim: usize, data: Vec<f64>) -> Result<Self> {
+        if dim == 0 {
+            return Err(MilError::InvalidData("bag instances have dimension 0".into()));
+        }
+        if data.is_empty() {
+            return Err(MilError::InvalidData("empty bag".into()));
+        }
+        if data.len() % dim != 0 {
+            return Err(MilError::InvalidData(format!(
+                "bag buffer of {} values is not a whole number of instances of dimension {dim}",
+                data.len()
+            )));
+        }
+        if let Some(pos) = data.iter().position(|v| !v.is_finite()) {
+            return Err(MilError::InvalidData(format!(
+                "instance {} feature {} is not finite ({})",
+                pos / dim,
+                pos % dim,
+                data[pos]
+            )));
+        }
+        Ok(Self { dim, data })
+    }
+
+    /// A bag from instance vectors, which must share one dimension.
+    pub fn from_instances(instances: &[Vec<f64>]) -> Result<Self> {
+        let dim = instances.first().map_or(0, Vec::len);
+        if let Some((i, x)) = instances.iter().enumerate().find(|(_, x)| x.len() != dim) {
+            return Err(MilError::InvalidData(format!(
+                "instance {i} has dimension {} but instance 0 has {dim}",
+                x.len()
+            )));
+        }
+        Self::new(dim, instances.concat())
+    }
+
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Number of instances.
+    pub fn len(&self) -> usize {
+        self.data.len() / self.dim
+    }
+
+    /// Always false: a bag is never empty (checked on construction).
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    pub fn instance(&self, i: usize) -> &[f64] {
+        &self.data[i * self.dim..(i + 1) * self.dim]
+    }
+
+    pub fn instances(&self) -> std::slice::ChunksExact<'_, f64> {
+        self.data.chunks_exact(self.dim)
+    }
+
+    pub fn as_slice(&self) -> &[f64] {
+        &self.data
+    }
+}
+
+/// One example: a time series (scored as the bag of its subsequences) or a bag.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Sample {
+    Series(Vec<f64>),
+    Bag(Bag),
+}
+
+/// What a model takes as input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum InputKind {
+    /// Univariate time series of any length (at least the longest shapelet).
+    Series,
+    /// Bags of instances of a fixed dimension.
+    Bag { dim: usize },
+}
+
+/// Labelled examples, all of one input kind. Labels are arbitrary strings.
+#[derive(Debug, Clone, Default)]
+pub struct Dataset {
+    pub ids: Vec<String>,
+    pub samples: Vec<Sample>,
+    pub labels: Vec<String>,
+}
+
+impl Dataset {
+    pub fn len(&self) -> usize {
+        self.samples.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty()
+    }
+
+    /// The common input kind; an error if the samples mix kinds or bag dimensions.
+    pub fn input_kind(&self) -> Result<InputKind> {
+        let first = self
+            .samples
+            .first()
+            .ok_or_else(|| MilError::InvalidData("the dataset is empty".into()))?;
+        let kind = match first {
+            Sample::Series(_) => InputKind::Series,
+            Sample::Bag(b) => InputKind::Bag { dim: b.dim() },
+        };
+        for (i, s) in self.samples.iter().enumerate() {
+            let k = match s {
+                Sample::Series(_) => InputKind::Series,
+                Sample::Bag(b) => InputKind::Bag { dim: b.dim() },
+            };
+            if k != kind {
+                return Err(MilError::InvalidData(format!(
+                    "sample {} ({}) is {k:?} but sample 0 is {kind:?}",
+                    i, self.ids[i]
+                )));
+            }
+        }
+        Ok(kind)
+    }
+
+    /// Sorted distinct labels.
+    pub fn classes(&self) -> Vec<String> {
+        let mut c = self.labels.clone();
+        c.sort();
+        c.dedup();
+        c
+    }
+
+    /// Length of the shortest series (None for bag data).
+    pub fn min_series_len(&self) -> Option<usize> {
+        self.samples
+            .iter()
+            .filter_map(|s| match s {
+                Sample::Series(v) => Some(v.len()),
+                Sample::Bag(_) => None,
+            })
+            .min()
+    }
+
+    /// The examples at `idx`, in that order.
+    pub fn subset(&self, idx: &[usize]) -> Dataset {
+        Dataset {
+            ids: idx.iter().map(|&i| self.ids[i].clone()).collect(),
+            samples: idx.iter().map(|&i| self.samples[i].clone()).collect(),
+            labels: idx.iter().map(|&i| self.labels[i].clone()).collect(),
+        }
+    }
+
+    /// Checks shared by every trainer: non-empty, one input kind, at least two classes.
+    pub fn check_trainable(&self) -> Result<InputKind> {
+        let kind = self.input_kind()?;
+        let classes = self.classes();
+        if classes.len() < 2 {
+            return Err(MilError::InvalidData(format!(
+                "a training set needs at least two classes, found only {:?} in {} examples",
+                classes,
+                self.len()
+            )));
+        }
+        Ok(kind)
+    }
+}
+
+/// All instances of a set of bags in one row-major buffer, with bag boundaries: the layout
+/// the trainer's kernel tables are built from.
+#[derive(Debug, Clone)]
+pub struct InstanceSet {
+    pub dim: usize,
+    pub data: Vec<f64>,
+    /// Bag i holds instances `offsets[i]..offsets[i + 1]`.
+    pub offsets: Vec<usize>,
+}
+
+impl InstanceSet {
+    pub fn n_bags(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    pub fn n_instances(&self) -> usize {
+        *self.offsets.last().expect("offsets always holds at least one entry")
+    }
+
+    pub fn instance(&self, j: usize) -> &[f64] {
+        &self.data[j * self.dim..(j + 1) * self.dim]
+    }
+
+    pub fn bag_range(&self, i: usize) -> std::ops::Range<usize> {
+        self.offsets[i]..self.offsets[i + 1]
+    }
+}
+
+/// Per-feature z-scoring of bag instances, fitted on training instances and stored in the
+/// artifact so prediction applies the same map. Constant features keep scale 1.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Standardizer {
+    pub mean: Vec<f64>,
+    pub scale: Vec<f64>,
+}
+
+impl Standardizer {
+    pub fn fit(bags: &[&Bag]) -> Self {
+        let dim = bags.first().map_or(0, |b| b.dim());
+        let mut mean = vec![0.0; dim];
+        let mut sq = vec![0.0; dim];
+        let mut n = 0usize;
+        for b in bags {
+            for x in b.instances() {
+                n += 1;
+                for (f, v) in x.iter().enumerate() {
+                    mean[f] += v;
+                    sq[f] += v * v;
+                }
+            }
+        }
+        let n = n.max(1) as f64;
+        let mut scale = vec![1.0; dim];
+        for f in 0..dim {
+            mean[f] /= n;
+            let var = (sq[f] / n - mean[f] * mean[f]).max(0.0);
+            if var > 1e-12 {
+                scale[f] = var.sqrt();
+            }
+        }
+        Self { mean, scale }
+    }
+
+    pub fn apply(&self, x: &[f64], out: &mut [f64]) {
+        for f in 0..x.len() {
+            out[f] = (x[f] - self.mean[f]) / self.scale[f];
+        }
+    }
+}

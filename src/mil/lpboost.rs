@@ -1,0 +1,175 @@
+//! LPBoost by column generation (the paper, Algorithm 1; Demiriz et al., 2002).
+
+use super::error::{MilError, Result};
+use super::solver::ConicProgram;
+
+/// Stopping and soft-margin parameters of Algorithm 1.
+#[derive(Debug, Clone, Copy)]
+pub struct BoostParams {
+    /// Soft-margin parameter nu in (0, 1]: caps every d_i at 1 / (nu m).
+    pub nu: f64,
+    /// Stop when the new hypothesis's edge is not above gamma + epsilon.
+    pub epsilon: f64,
+    pub max_rounds: usize,
+}
+
+/// The solution of the restricted dual (5): sample weights d, edge bound gamma, and from its
+/// multipliers the hypothesis weights w and the primal margin rho of problem (4).
+#[derive(Debug, Clone)]
+pub struct MasterSolution {
+    pub d: Vec<f64>,
+    pub gamma: f64,
+    pub w: Vec<f64>,
+    pub rho: f64,
+}
+
+/// Solves the master LP of Algorithm 1:
+/// min gamma  s.t.  sum_i y_i d_i h_j(B_i) <= gamma (each j),  0 <= d_i <= 1/(nu m),  sum d = 1.
+/// `outputs[j][i]` is h_j(B_i). w_j is the multiplier of row j (the paper: "w <- Lagrangian
+/// multipliers of the last solution"); rho is the negated multiplier of sum d = 1.
+pub fn solve_master(y: &[f64], outputs: &[Vec<f64>], nu: f64) -> Result<MasterSolution> {
+    let m = y.len();
+    let t = outputs.len();
+    let cap = 1.0 / (nu * m as f64);
+    let gamma = m; // index of gamma among the variables
+    let mut p = ConicProgram::new(m + 1);
+    let mut q = vec![0.0; m + 1];
+    q[gamma] = 1.0;
+    p.set_objective(q);
+    p.add_eq((0..m).map(|i| (i, 1.0)).collect(), 1.0);
+    for h in outputs {
+        let mut row: Vec<(usize, f64)> = (0..m).map(|i| (i, y[i] * h[i])).collect();
+        row.push((gamma, -1.0));
+        p.add_le(row, 0.0);
+    }
+    for i in 0..m {
+        p.add_le(vec![(i, -1.0)], 0.0);
+        p.add_le(vec![(i, 1.0)], cap);
+    }
+    let sol = p.solve(&format!("LPBoost master LP (round {t}, {m} bags)"))?;
+    let d: Vec<f64> = sol.x[..m].iter().map(|v| v.clamp(0.0, cap)).collect();
+    let dsum: f64 = d.iter().sum();
+    let d = d.iter().map(|v| v / dsum).collect();
+    let mut w: Vec<f64> = sol.le_duals[..t].iter().map(|v| v.max(0.0)).collect();
+    let wsum: f64 = w.iter().sum();
+    if wsum > 0.0 {
+        w.iter_mut().for_each(|v| *v /= wsum);
+    }
+    Ok(MasterSolution { d, gamma: sol.x[gamma], w, rho: -sol.eq_duals[0] })
+}
+
+/// One accepted hypothesis: its payload, its outputs h(B_i) on the training bags.
+#[derive(Debug, Clone)]
+pub struct Boosted<H> {
+    pub hypotheses: Vec<(H, Vec<f64>)>,
+    pub weights: Vec<f64>,
+    pub gamma: f64,
+    pub rho: f64,
+    pub rounds: usize,
+    pub stop_reason: String,
+}
+
+/// Algorithm 1. `weak(d)` returns a hypothesis and its outputs on the training bags. A weak
+/// learner or master LP that fails after the first round ends boosting with the ensemble
+/// built so far (the reason is kept); failing in the first round is an error.
+pub fn lpboost<H>(
+    y: &[f64],
+    params: BoostParams,
+    mut weak: impl FnMut(&[f64]) -> Result<(H, Vec<f64>)>,
+) -> Result<Boosted<H>> {
+    let m = y.len();
+    if !(params.nu > 0.0 && params.nu <= 1.0) {
+        return Err(MilError::InvalidParameter(format!("nu must be in (0, 1], got {}", params.nu)));
+    }
+    let mut d = vec![1.0 / m as f64; m];
+    let mut gamma = 0.0;
+    let mut hyps: Vec<(H, Vec<f64>)> = Vec::new();
+    let mut master: Option<MasterSolution> = None;
+    let mut stop_reason = format!("reached the round limit ({})", params.max_rounds);
+    for round in 0..params.max_rounds {
+        let (h, out) = match weak(&d) {
+            Ok(x) => x,
+            Err(e) if round > 0 => {
+                stop_reason = format!("weak learner failed in round {}: {e}", round + 1);
+                break;
+            }
+            Err(e) => return Err(e),
+        };
+        let edge: f64 = (0..m).map(|i| y[i] * d[i] * out[i]).sum();
+        if edge <= gamma + params.epsilon {
+            stop_reason = format!(
+                "edge {edge:.6} of round {} is not above gamma {gamma:.6} + epsilon",
+                round + 1
+            );
+            break;
+        }
+        hyps.push((h, out));
+        let outs: Vec<Vec<f64>> = hyps.iter().map(|(_, o)| o.clone()).collect();
+        match solve_master(y, &outs, params.nu) {
+            Ok(ms) => {
+                d.clone_from(&ms.d);
+                gamma = ms.gamma;
+                master = Some(ms);
+            }
+            Err(e) if master.is_some() => {
+                hyps.pop();
+                stop_reason = format!("master LP failed in round {}: {e}", round + 1);
+                break;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let master = master.ok_or_else(|| {
+        MilError::Training(format!(
+            "no hypothesis has a positive edge on this data ({stop_reason}); \
+             check that the classes differ, or try another kernel width or shapelet length"
+        ))
+    })?;
+    let rounds = hyps.len();
+    Ok(Boosted {
+        hypotheses: hyps,
+        weights: master.w,
+        gamma: master.gamma,
+        rho: master.rho,
+        rounds,
+        stop_reason,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn master_lp_by_hand() {
+        // y*h1 = (1, -0.5), y*h2 = (0, 1), nu = 0.5 (cap 1, so d is free in the simplex).
+        // min max(d1 - 0.5 d2, d2)  ->  d = (0.6, 0.4), gamma = 0.4;
+        // w equalises both margins: w1 = 0.4, w2 = 0.6, margin rho = 0.4.
+        let y = [1.0, -1.0];
+        let outs = vec![vec![1.0, 0.5], vec![0.0, -1.0]];
+        let s = solve_master(&y, &outs, 0.5).unwrap();
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+        assert!(close(s.d[0], 0.6) && close(s.d[1], 0.4), "{:?}", s.d);
+        assert!(close(s.gamma, 0.4));
+        assert!(close(s.w[0], 0.4) && close(s.w[1], 0.6), "{:?}", s.w);
+        assert!(close(s.rho, 0.4), "{}", s.rho);
+    }
+
+    #[test]
+    fn master_lp_caps_d_at_one_over_nu_m() {
+        // nu = 1 forces d = (1/2, 1/2).
+        let y = [1.0, -1.0];
+        let s = solve_master(&y, &[vec![1.0, 0.5], vec![0.0, -1.0]], 1.0).unwrap();
+        assert!((s.d[0] - 0.5).abs() < 1e-6 && (s.d[1] - 0.5).abs() < 1e-6);
+        assert!((s.gamma - 0.5).abs() < 1e-6);
+    }
+
+    #[test]
+    fn lpboost_stops_when_no_edge() {
+        let y = [1.0, -1.0, 1.0];
+        let r = lpboost(&y, BoostParams { nu: 0.5, epsilon: 1e-6, max_rounds: 10 }, |_d| {
+            Ok(((), vec![0.0, 0.0, 0.0]))
+        });
+        assert!(matches!(r, Err(MilError::Training(_))));
+    }
+}

@@ -1,0 +1,23 @@
+//! The learning core: pure, synchronous, no I/O.
+//!
+//! Everything here scores *bags*: a time series becomes the bag of its subsequences
+//! ([`series`]), a multiple-instance record already is one ([`bag`]). The method is LPBoost
+//! over kernelized shapelet hypotheses (Suehiro et al., "Multiple-Instance Learning by
+//! Boosting Infinitely Many Shapelet-based Classifiers"; cited below as "the paper").
+
+pub mod bag;
+pub mod error;
+pub mod kernel;
+pub mod kmeans;
+pub mod lpboost;
+pub mod model;
+pub mod select;
+pub mod series;
+pub mod shapelet;
+pub mod solver;
+pub mod weak;
+
+pub use bag::{Bag, Dataset, InputKind, Sample};
+pub use error::MilError;
+pub use kernel::Kernel;
+pub use model::{Contribution, Explanation, FitParams, Model, Prediction, ShapeletLength, WeakKind};

@@ -1,0 +1,223 @@
+//! Model selection: stratified k-fold cross-validation over a grid, run in parallel with
+//! rayon and seeded, plus accuracy and AUC.
+
+use std::collections::HashMap;
+
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+
+use super::bag::{Dataset, InputKind};
+use super::error::{MilError, Result};
+use super::model::{FitParams, KernelSpec, ShapeletLength};
+use super::shapelet::{prepare, Prepared, ShapeletModel};
+
+/// Test-set indices of `k` stratified folds: each class is shuffled (seeded) and dealt
+/// round-robin, so every fold holds each class in proportion.
+pub fn stratified_folds(labels: &[String], k: usize, seed: u64) -> Result<Vec<Vec<usize>>> {
+    if k < 2 || k > labels.len() {
+        return Err(MilError::InvalidParameter(format!(
+            "folds must be in 2..={} (the number of examples), got {k}",
+            labels.len()
+        )));
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut by_class: Vec<(String, Vec<usize>)> = Vec::new();
+    for (i, l) in labels.iter().enumerate() {
+        match by_class.iter_mut().find(|(c, _)| c == l) {
+            Some((_, v)) => v.push(i),
+            None => by_class.push((l.clone(), vec![i])),
+        }
+    }
+    by_class.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut folds = vec![Vec::new(); k];
+    let mut next = 0;
+    for (_, mut idx) in by_class {
+        idx.shuffle(&mut rng);
+        for i in idx {
+            folds[next % k].push(i);
+            next += 1;
+        }
+    }
+    for f in &mut folds {
+        f.sort_unstable();
+    }
+    Ok(folds)
+}
+
+pub fn accuracy(pred: &[String], truth: &[String]) -> f64 {
+    let hits = pred.iter().zip(truth).filter(|(p, t)| p == t).count();
+    hits as f64 / truth.len().max(1) as f64
+}
+
+/// Area under the ROC curve of `scores` for `positive` (Mann-Whitney U, ties count half).
+/// None if one class is absent.
+pub fn auc(scores: &[f64], positive: &[bool]) -> Option<f64> {
+    let mut idx: Vec<usize> = (0..scores.len()).collect();
+    idx.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]));
+    let n_pos = positive.iter().filter(|&&p| p).count();
+    let n_neg = positive.len() - n_pos;
+    if n_pos == 0 || n_neg == 0 {
+        return None;
+    }
+    // Average ranks over ties.
+    let mut rank_sum_pos = 0.0;
+    let mut i = 0;
+    while i < idx.len() {
+        let mut j = i;
+        while j + 1 < idx.len() && scores[idx[j + 1]] == scores[idx[i]] {
+            j += 1;
+        }
+        let avg_rank = (i + j) as f64 / 2.0 + 1.0;
+        for &t in &idx[i..=j] {
+            if positive[t] {
+                rank_sum_pos += avg_rank;
+            }
+        }
+        i = j + 1;
+    }
+    let u = rank_sum_pos - (n_pos * (n_pos + 1)) as f64 / 2.0;
+    Some(u / (n_pos as f64 * n_neg as f64))
+}
+
+/// The search grid around `base`, after the paper's section 7, ordered from the simplest
+/// model (narrowest kernel, largest nu, shortest shapelet) so ties go to the simplest.
+/// Series: l in {0.1, 0.15, ..., 0.4} x L, nu in {0.1, 0.2}, sigma in {0.5, 1, 2} x the
+/// median heuristic. Bags: nu in {0.1, 0.15, 0.2, 0.3, 0.5}, sigma in {0.25, 0.5, 1, 2, 4} x
+/// the median heuristic. A kernel other than the Gaussian keeps its own parameters.
+pub fn default_grid(base: &FitParams, input: InputKind) -> Vec<FitParams> {
+    let (lengths, nus, scales): (Vec<Vec<ShapeletLength>>, Vec<f64>, Vec<f64>) = match input {
+        InputKind::Series => (
+            [0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4].iter().map(|&f| vec![ShapeletLength::Fraction(f)]).collect(),
+            vec![0.2, 0.1],
+            vec![0.5, 1.0, 2.0],
+        ),
+        InputKind::Bag { .. } => (vec![base.lengths.clone()], vec![0.5, 0.3, 0.2, 0.15, 0.1], vec![0.25, 0.5, 1.0, 2.0, 4.0]),
+    };
+    let scales = match base.kernel {
+        KernelSpec::Gaussian { sigma: None, .. } => scales,
+        _ => vec![f64::NAN],
+    };
+    let mut grid = Vec::new();
+    for &scale in &scales {
+        for &nu in &nus {
+            for l in &lengths {
+                let mut p = base.clone();
+                p.nu = nu;
+                p.lengths = l.clone();
+                if let KernelSpec::Gaussian { sigma: None, .. } = p.kernel {
+                    p.kernel = KernelSpec::Gaussian { sigma: None, scale };
+                }
+                grid.push(p);
+            }
+        }
+    }
+    grid
+}
+
+/// Mean and spread of a cross-validated estimate.
+#[derive(Debug, Clone)]
+pub struct CvEstimate {
+    pub fold_accuracies: Vec<f64>,
+    pub mean: f64,
+    pub std: f64,
+}
+
+impl CvEstimate {
+    fn from_folds(fold_accuracies: Vec<f64>) -> Self {
+        let n = fold_accuracies.len().max(1) as f64;
+        let mean = fold_accuracies.iter().sum::<f64>() / n;
+        let var = fold_accuracies.iter().map(|a| (a - mean) * (a - mean)).sum::<f64>() / n;
+        Self { fold_accuracies, mean, std: var.sqrt() }
+    }
+}
+
+/// Cross-validated accuracy of every grid point, sharing the label-free preparation
+/// (instances, k-means) per fold and length set across kernel widths and nu. `tick` is
+/// called once per finished (fold, grid point) fit.
+pub fn cross_validate_grid(
+    ds: &Dataset,
+    grid: &[FitParams],
+    folds: usize,
+    seed: u64,
+    tick: &(dyn Fn() + Sync),
+) -> Result<Vec<CvEstimate>> {
+    ds.check_trainable()?;
+    let test_folds = stratified_folds(&ds.labels, folds, seed)?;
+    // Preparation depends on the lengths, k, stride and seed only.
+    let prep_key = |p: &FitParams| format!("{:?}|{:?}|{}|{}", p.lengths, p.k, p.stride, p.seed);
+    let mut keys: Vec<String> = grid.iter().map(prep_key).collect();
+    keys.sort();
+    keys.dedup();
+    let trains: Vec<Dataset> = test_folds
+        .iter()
+        .map(|test| {
+            let train: Vec<usize> = (0..ds.len()).filter(|i| test.binary_search(i).is_err()).collect();
+            ds.subset(&train)
+        })
+        .collect();
+    let jobs: Vec<(usize, &String)> = (0..folds).flat_map(|f| keys.iter().map(move |k| (f, k))).collect();
+    let prepared: HashMap<(usize, String), Prepared> = jobs
+        .par_iter()
+        .map(|&(f, key)| {
+            let p = grid.iter().find(|p| prep_key(p) == *key).expect("every key comes from the grid");
+            Ok(((f, key.clone()), prepare(&trains[f], p)?))
+        })
+        .collect::<Result<_>>()?;
+    let tasks: Vec<(usize, usize)> = (0..grid.len()).flat_map(|g| (0..folds).map(move |f| (g, f))).collect();
+    let acc: Vec<f64> = tasks
+        .par_iter()
+        .map(|&(g, f)| {
+            let p = &grid[g];
+            let prep = &prepared[&(f, prep_key(p))];
+            let model = ShapeletModel::fit_prepared(prep, &trains[f].labels, p)?;
+            let mut hits = 0usize;
+            for &i in &test_folds[f] {
+                if model.predict(&ds.samples[i])?.label == ds.labels[i] {
+                    hits += 1;
+                }
+            }
+            tick();
+            Ok(hits as f64 / test_folds[f].len().max(1) as f64)
+        })
+        .collect::<Result<_>>()?;
+    Ok((0..grid.len()).map(|g| CvEstimate::from_folds(acc[g * folds..(g + 1) * folds].to_vec())).collect())
+}
+
+/// Index of the best grid point: highest mean accuracy, first (simplest) on ties.
+pub fn best_index(estimates: &[CvEstimate]) -> usize {
+    let mut best = 0;
+    for (i, e) in estimates.iter().enumerate() {
+        if e.mean > estimates[best].mean + 1e-12 {
+            best = i;
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folds_are_stratified_and_cover_everything() {
+        let labels: Vec<String> = (0..20).map(|i| if i < 15 { "a".into() } else { "b".into() }).collect();
+        let folds = stratified_folds(&labels, 5, 3).unwrap();
+        let mut all: Vec<usize> = folds.concat();
+        all.sort_unstable();
+        assert_eq!(all, (0..20).collect::<Vec<_>>());
+        for f in &folds {
+            assert_eq!(f.len(), 4);
+            assert_eq!(f.iter().filter(|&&i| i >= 15).count(), 1);
+        }
+        assert_eq!(folds, stratified_folds(&labels, 5, 3).unwrap());
+    }
+
+    #[test]
+    fn auc_by_hand() {
+        assert_eq!(auc(&[0.1, 0.4, 0.35, 0.8], &[false, false, true, true]), Some(0.75));
+        assert_eq!(auc(&[1.0, 1.0], &[false, true]), Some(0.5));
+        assert_eq!(auc(&[1.0], &[true]), None);
+    }
+}

@@ -1,0 +1,116 @@
+//! Time series as bags of subsequences (the paper, section 6.1: B_tau = {tau[j..j+l-1]}).
+
+use super::bag::{Bag, InstanceSet, Sample, Standardizer};
+use super::error::{MilError, Result};
+
+/// Number of subsequences of length `l` taken every `stride` points of a series of length `n`.
+pub fn n_subsequences(n: usize, l: usize, stride: usize) -> usize {
+    if l == 0 || n < l {
+        0
+    } else {
+        (n - l) / stride + 1
+    }
+}
+
+/// The bag of all subsequences of length `l` (stride 1 by default in the paper).
+pub fn subsequence_bag(series: &[f64], l: usize, stride: usize) -> Result<Bag> {
+    let count = n_subsequences(series.len(), l, stride.max(1));
+    if count == 0 {
+        return Err(MilError::InvalidData(format!(
+            "a series of length {} has no subsequence of length {l}",
+            series.len()
+        )));
+    }
+    let mut data = Vec::with_capacity(count * l);
+    for j in 0..count {
+        let s = j * stride.max(1);
+        data.extend_from_slice(&series[s..s + l]);
+    }
+    Bag::new(l, data)
+}
+
+/// All instances of `samples` in one buffer. Series become their subsequences of `length`
+/// (which must be given for series); bag instances are passed through `scaler` if any.
+pub fn instance_set(
+    samples: &[&Sample],
+    length: Option<usize>,
+    stride: usize,
+    scaler: Option<&Standardizer>,
+) -> Result<InstanceSet> {
+    let mut data = Vec::new();
+    let mut offsets = Vec::with_capacity(samples.len() + 1);
+    offsets.push(0);
+    let mut dim = 0;
+    let mut count = 0;
+    for (i, s) in samples.iter().enumerate() {
+        match s {
+            Sample::Series(v) => {
+                let l = length.ok_or_else(|| {
+                    MilError::InvalidParameter("series data needs a shapelet length".into())
+                })?;
+                let stride = stride.max(1);
+                let n = n_subsequences(v.len(), l, stride);
+                if n == 0 {
+                    return Err(MilError::InvalidData(format!(
+                        "series {i} has length {} < shapelet length {l}",
+                        v.len()
+                    )));
+                }
+                dim = l;
+                for j in 0..n {
+                    data.extend_from_slice(&v[j * stride..j * stride + l]);
+                }
+                count += n;
+            }
+            Sample::Bag(b) => {
+                dim = b.dim();
+                match scaler {
+                    Some(sc) => {
+                        let start = data.len();
+                        data.resize(start + b.as_slice().len(), 0.0);
+                        for (k, x) in b.instances().enumerate() {
+                            let o = start + k * dim;
+                            sc.apply(x, &mut data[o..o + dim]);
+                        }
+                    }
+                    None => data.extend_from_slice(b.as_slice()),
+                }
+                count += b.len();
+            }
+        }
+        offsets.push(count);
+    }
+    Ok(InstanceSet { dim, data, offsets })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subsequence_bag_of_a_short_series() {
+        let b = subsequence_bag(&[1.0, 2.0, 3.0, 4.0, 5.0], 3, 1).unwrap();
+        assert_eq!(b.len(), 3);
+        assert_eq!(b.instance(0), &[1.0, 2.0, 3.0]);
+        assert_eq!(b.instance(1), &[2.0, 3.0, 4.0]);
+        assert_eq!(b.instance(2), &[3.0, 4.0, 5.0]);
+        let b2 = subsequence_bag(&[1.0, 2.0, 3.0, 4.0, 5.0], 2, 2).unwrap();
+        assert_eq!(b2.as_slice(), &[1.0, 2.0, 3.0, 4.0]);
+    }
+
+    #[test]
+    fn too_short_series_is_an_error() {
+        let e = subsequence_bag(&[1.0, 2.0], 3, 1).unwrap_err();
+        assert!(e.to_string().contains("length 2"), "{e}");
+    }
+
+    #[test]
+    fn instance_set_concatenates_bags() {
+        let a = Sample::Series(vec![0.0, 1.0, 2.0]);
+        let b = Sample::Series(vec![5.0, 6.0, 7.0, 8.0]);
+        let s = instance_set(&[&a, &b], Some(2), 1, None).unwrap();
+        assert_eq!(s.offsets, vec![0, 2, 5]);
+        assert_eq!(s.instance(2), &[5.0, 6.0]);
+        assert_eq!(s.bag_range(1), 2..5);
+    }
+}

@@ -1,0 +1,500 @@
+//! The shapelet model: hypotheses h(B) = max_{x in B} sum_z alpha_z K(z, x) (Theorem 1)
+//! combined as g(B) = sum_j w_j h_j(B) (eq. 2), trained by LPBoost (Algorithm 1) with the DC
+//! weak learner (Algorithm 2), one-vs-rest for more than two classes (footnote 3).
+
+use std::time::Instant;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::bag::{Dataset, InputKind, InstanceSet, Sample, Standardizer};
+use super::error::{MilError, Result};
+use super::kernel::{sq_dist, Kernel};
+use super::kmeans::kmeans_pp;
+use super::lpboost::{lpboost, BoostParams};
+use super::model::{Contribution, FitParams, KernelSpec, Prediction, ShapeletLength};
+use super::series::instance_set;
+use super::weak::{weak_learn, KernelTable, WeakParams};
+
+/// One shapelet space: instances of one dimension (for series: subsequences of one length),
+/// its kernel, and the representatives \hat P_S that hypotheses are expanded over.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShapeletSpace {
+    /// Instance dimension: the subsequence length l for series.
+    pub length: usize,
+    pub kernel: Kernel,
+    /// Number of representatives (rows of `representatives`).
+    pub count: usize,
+    /// Row-major count x length.
+    pub representatives: Vec<f64>,
+}
+
+/// One weighted hypothesis of an ensemble.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WeightedHypothesis {
+    /// Index into the model's spaces.
+    pub space: usize,
+    /// w_j from the master LP's multipliers.
+    pub weight: f64,
+    /// Sparse alpha: (representative index within the space, coefficient).
+    pub alpha: Vec<(u32, f64)>,
+}
+
+/// One binary problem: `positive_class` against the rest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ensemble {
+    pub positive_class: usize,
+    pub hypotheses: Vec<WeightedHypothesis>,
+    pub rounds: usize,
+    /// Final soft margin rho of problem (4).
+    pub rho: f64,
+    /// Final gamma of the dual (5), equal to the LP's optimum.
+    pub gamma: f64,
+    pub stop_reason: String,
+}
+
+/// What a fit did, kept in the artifact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainingSummary {
+    pub n_train: usize,
+    pub train_seconds: f64,
+    /// Boosting rounds, summed over the binary problems.
+    pub rounds: usize,
+    /// Smallest final margin rho over the binary problems.
+    pub rho: f64,
+    /// Share of non-zero alpha coefficients over the kept hypotheses.
+    pub sparsity: f64,
+    pub lp_solves: usize,
+    /// Most constraint rows one weak-learner subproblem generated.
+    pub max_generated_rows: usize,
+    /// Training instances per space (before k-means).
+    pub instances_per_space: Vec<usize>,
+}
+
+/// A trained LPBoost shapelet model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShapeletModel {
+    pub input: InputKind,
+    pub classes: Vec<String>,
+    pub standardizer: Option<Standardizer>,
+    pub spaces: Vec<ShapeletSpace>,
+    pub ensembles: Vec<Ensemble>,
+    pub params: FitParams,
+    pub summary: TrainingSummary,
+}
+
+/// Training instances of one space and their k-means representatives: the label-free part
+/// of a fit, which cross-validation shares across kernel widths and nu.
+pub struct PreparedSpace {
+    pub length: usize,
+    pub instances: InstanceSet,
+    pub reps: Vec<f64>,
+}
+
+/// The label-free preparation of a training set.
+pub struct Prepared {
+    pub input: InputKind,
+    pub standardizer: Option<Standardizer>,
+    pub spaces: Vec<PreparedSpace>,
+}
+
+/// Absolute shapelet lengths for series of minimum length `min_len`.
+pub fn resolve_lengths(lengths: &[ShapeletLength], min_len: usize) -> Result<Vec<usize>> {
+    if lengths.is_empty() {
+        return Err(MilError::InvalidParameter("no shapelet length given".into()));
+    }
+    let mut out = Vec::new();
+    for l in lengths {
+        let abs = match *l {
+            ShapeletLength::Absolute(a) => a,
+            ShapeletLength::Fraction(f) => ((f * min_len as f64).round() as usize).max(2),
+        };
+        if abs == 0 || abs > min_len {
+            return Err(MilError::InvalidParameter(format!(
+                "shapelet length {l} resolves to {abs}, but the shortest training series has length {min_len}"
+            )));
+        }
+        if !out.contains(&abs) {
+            out.push(abs);
+        }
+    }
+    Ok(out)
+}
+
+/// Resolves lengths, standardises bag features, builds every space's instances and runs
+/// k-means++ (appendix A.3). Seeded by `params.seed`.
+pub fn prepare(ds: &Dataset, params: &FitParams) -> Result<Prepared> {
+    let input = ds.check_trainable()?;
+    let samples: Vec<&Sample> = ds.samples.iter().collect();
+    let (standardizer, lengths) = match input {
+        InputKind::Series => {
+            let min_len = ds.min_series_len().unwrap_or(0);
+            (None, resolve_lengths(&params.lengths, min_len)?)
+        }
+        InputKind::Bag { dim } => {
+            let bags: Vec<_> = ds
+                .samples
+                .iter()
+                .filter_map(|s| match s {
+                    Sample::Bag(b) => Some(b),
+                    Sample::Series(_) => None,
+                })
+                .collect();
+            (Some(Standardizer::fit(&bags)), vec![dim])
+        }
+    };
+    let is_series = input == InputKind::Series;
+    let spaces = lengths
+        .par_iter()
+        .map(|&l| {
+            let set = instance_set(
+                &samples,
+                is_series.then_some(l),
+                params.stride,
+                standardizer.as_ref(),
+            )?;
+            let k = params.k.unwrap_or(usize::MAX);
+            let reps = kmeans_pp(&set.data, set.dim, k, params.seed ^ (l as u64).wrapping_mul(0x9E37_79B9));
+            Ok(PreparedSpace { length: l, instances: set, reps })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Prepared { input, standardizer, spaces })
+}
+
+/// sigma = 1 / median |x - x'|^2 over seeded random pairs of instances: the median heuristic,
+/// which puts a typical pair at K = e^-1.
+pub fn median_heuristic_sigma(set: &InstanceSet, seed: u64) -> f64 {
+    let n = set.n_instances();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut d: Vec<f64> = (0..4000.min(n * n))
+        .map(|_| {
+            let a = rng.random_range(0..n);
+            let b = rng.random_range(0..n);
+            sq_dist(set.instance(a), set.instance(b))
+        })
+        .filter(|&v| v > 0.0)
+        .collect();
+    if d.is_empty() {
+        return 1.0;
+    }
+    let mid = d.len() / 2;
+    let (_, med, _) = d.select_nth_unstable_by(mid, |a, b| a.total_cmp(b));
+    1.0 / *med
+}
+
+fn resolve_kernel(spec: &KernelSpec, set: &InstanceSet, seed: u64) -> Result<Kernel> {
+    let k = match *spec {
+        KernelSpec::Gaussian { sigma: Some(s), .. } => Kernel::Gaussian { sigma: s },
+        KernelSpec::Gaussian { sigma: None, scale } => {
+            Kernel::Gaussian { sigma: scale * median_heuristic_sigma(set, seed) }
+        }
+        KernelSpec::Linear => Kernel::Linear,
+        KernelSpec::Polynomial { degree, coef0 } => Kernel::Polynomial { degree, coef0 },
+    };
+    k.validate()?;
+    Ok(k)
+}
+
+impl ShapeletModel {
+    /// Fits on `ds` with `params`.
+    pub fn fit(ds: &Dataset, params: &FitParams) -> Result<Self> {
+        let start = Instant::now();
+        let prepared = prepare(ds, params)?;
+        let mut m = Self::fit_prepared(&prepared, &ds.labels, params)?;
+        m.summary.train_seconds = start.elapsed().as_secs_f64();
+        Ok(m)
+    }
+
+    /// Fits on prepared spaces (see [`prepare`]) with labels `labels`; the kernel, nu and
+    /// the weak learner come from `params` (its lengths, k and seed were used by `prepare`).
+    pub fn fit_prepared(prepared: &Prepared, labels: &[String], params: &FitParams) -> Result<Self> {
+        let start = Instant::now();
+        params.validate()?;
+        let mut classes: Vec<String> = labels.to_vec();
+        classes.sort();
+        classes.dedup();
+        if classes.len() < 2 {
+            return Err(MilError::InvalidData(format!(
+                "a training set needs at least two classes, found {classes:?}"
+            )));
+        }
+        let kernels: Vec<Kernel> = prepared
+            .spaces
+            .iter()
+            .map(|s| resolve_kernel(&params.kernel, &s.instances, params.seed))
+            .collect::<Result<_>>()?;
+        let tables: Vec<KernelTable> = prepared
+            .spaces
+            .iter()
+            .zip(&kernels)
+            .map(|(s, k)| KernelTable::new(&s.instances, &s.reps, k, params.weak))
+            .collect::<Result<_>>()?;
+        // Two classes: one problem, classes[1] positive. More: one-vs-rest (footnote 3).
+        let positives: Vec<usize> =
+            if classes.len() == 2 { vec![1] } else { (0..classes.len()).collect() };
+        let boost = BoostParams { nu: params.nu, epsilon: params.epsilon, max_rounds: params.max_rounds };
+        let weak = WeakParams { kind: params.weak, epsilon: params.epsilon, max_dc_iters: params.dc_max_iters };
+        type Stats = (usize, usize);
+        let results: Vec<(Ensemble, Stats)> = positives
+            .par_iter()
+            .map(|&pos| {
+                let y: Vec<f64> =
+                    labels.iter().map(|l| if *l == classes[pos] { 1.0 } else { -1.0 }).collect();
+                let mut solves = 0usize;
+                let mut max_rows = 0usize;
+                let boosted = lpboost(&y, boost, |d| {
+                    // The hypothesis class is the union over spaces: take the largest edge.
+                    let cands: Vec<Result<_>> =
+                        tables.par_iter().map(|t| weak_learn(t, &y, d, &weak)).collect();
+                    let mut best: Option<(usize, super::weak::WeakHypothesis)> = None;
+                    let mut last_err = None;
+                    for (s, c) in cands.into_iter().enumerate() {
+                        match c {
+                            Ok(h) => {
+                                solves += h.lp_solves;
+                                max_rows = max_rows.max(h.rows_generated);
+                                if best.as_ref().is_none_or(|(_, b)| h.edge > b.edge) {
+                                    best = Some((s, h));
+                                }
+                            }
+                            Err(e) => last_err = Some(e),
+                        }
+                    }
+                    match best {
+                        Some((s, h)) => Ok(((s, h.alpha), h.outputs)),
+                        None => Err(last_err.expect("no candidate means some space failed")),
+                    }
+                })?;
+                let hypotheses = boosted
+                    .hypotheses
+                    .into_iter()
+                    .zip(&boosted.weights)
+                    .filter(|(_, &w)| w > 1e-9)
+                    .map(|(((space, alpha), _), &w)| WeightedHypothesis {
+                        space,
+                        weight: w,
+                        alpha: alpha.into_iter().map(|(z, a)| (z as u32, a)).collect(),
+                    })
+                    .collect();
+                Ok((
+                    Ensemble {
+                        positive_class: pos,
+                        hypotheses,
+                        rounds: boosted.rounds,
+                        rho: boosted.rho,
+                        gamma: boosted.gamma,
+                        stop_reason: boosted.stop_reason,
+                    },
+                    (solves, max_rows),
+                ))
+            })
+            .collect::<Result<_>>()?;
+
+        let mut ensembles: Vec<Ensemble> = results.iter().map(|(e, _)| e.clone()).collect();
+        let n_alpha: usize = ensembles.iter().flat_map(|e| &e.hypotheses).map(|h| tables[h.space].k).sum();
+        let nnz: usize = ensembles.iter().flat_map(|e| &e.hypotheses).map(|h| h.alpha.len()).sum();
+        // Keep only representatives some kept hypothesis uses: prediction cost and artifact
+        // size then scale with the support, not with k.
+        let mut spaces = Vec::with_capacity(tables.len());
+        for (s, space) in prepared.spaces.iter().enumerate() {
+            let mut used: Vec<u32> = ensembles
+                .iter()
+                .flat_map(|e| &e.hypotheses)
+                .filter(|h| h.space == s)
+                .flat_map(|h| h.alpha.iter().map(|&(z, _)| z))
+                .collect();
+            used.sort_unstable();
+            used.dedup();
+            let dim = space.instances.dim;
+            let reps: Vec<f64> = used
+                .iter()
+                .flat_map(|&z| space.reps[z as usize * dim..(z as usize + 1) * dim].iter().copied())
+                .collect();
+            for h in ensembles.iter_mut().flat_map(|e| &mut e.hypotheses).filter(|h| h.space == s) {
+                for (z, _) in &mut h.alpha {
+                    *z = used.binary_search(z).expect("every used index was collected") as u32;
+                }
+            }
+            spaces.push(ShapeletSpace { length: space.length, kernel: kernels[s], count: used.len(), representatives: reps });
+        }
+        let summary = TrainingSummary {
+            n_train: labels.len(),
+            train_seconds: start.elapsed().as_secs_f64(),
+            rounds: ensembles.iter().map(|e| e.rounds).sum(),
+            rho: ensembles.iter().map(|e| e.rho).fold(f64::INFINITY, f64::min),
+            sparsity: if n_alpha == 0 { 0.0 } else { nnz as f64 / n_alpha as f64 },
+            lp_solves: results.iter().map(|(_, s)| s.0).sum(),
+            max_generated_rows: results.iter().map(|(_, s)| s.1).max().unwrap_or(0),
+            instances_per_space: prepared.spaces.iter().map(|s| s.instances.n_instances()).collect(),
+        };
+        Ok(Self {
+            input: prepared.input,
+            classes,
+            standardizer: prepared.standardizer.clone(),
+            spaces,
+            ensembles,
+            params: params.clone(),
+            summary,
+        })
+    }
+
+    /// Checks that a sample fits the model's input.
+    fn check_sample(&self, sample: &Sample) -> Result<()> {
+        match (self.input, sample) {
+            (InputKind::Series, Sample::Series(v)) => {
+                let need = self.spaces.iter().map(|s| s.length).max().unwrap_or(1);
+                if v.len() < need {
+                    return Err(MilError::InvalidData(format!(
+                        "series of length {} is shorter than the model's longest shapelet ({need})",
+                        v.len()
+                    )));
+                }
+                if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+                    return Err(MilError::InvalidData(format!("series value {i} is not finite")));
+                }
+                Ok(())
+            }
+            (InputKind::Bag { dim }, Sample::Bag(b)) if b.dim() == dim => Ok(()),
+            (InputKind::Bag { dim }, Sample::Bag(b)) => Err(MilError::InvalidData(format!(
+                "bag instances have dimension {}, the model expects {dim}",
+                b.dim()
+            ))),
+            (want, _) => Err(MilError::InvalidData(format!("the model takes {want:?} input"))),
+        }
+    }
+
+    /// Per ensemble, per hypothesis: (h_j(B), index of the maximising instance).
+    fn hypothesis_outputs(&self, sample: &Sample) -> Result<Vec<Vec<(f64, usize)>>> {
+        self.check_sample(sample)?;
+        let mut out: Vec<Vec<(f64, usize)>> =
+            self.ensembles.iter().map(|e| vec![(0.0, 0); e.hypotheses.len()]).collect();
+        let is_series = self.input == InputKind::Series;
+        for (s, space) in self.spaces.iter().enumerate() {
+            if space.count == 0 {
+                continue;
+            }
+            // Prediction takes every subsequence (stride 1): the max must see them all.
+            let set = instance_set(&[sample], is_series.then_some(space.length), 1, self.standardizer.as_ref())?;
+            let n = set.n_instances();
+            let mut krow = vec![0.0; n * space.count];
+            for (j, r) in krow.chunks_exact_mut(space.count).enumerate() {
+                space.kernel.row(set.instance(j), &space.representatives, r);
+            }
+            for (e, ens) in self.ensembles.iter().enumerate() {
+                for (j, h) in ens.hypotheses.iter().enumerate().filter(|(_, h)| h.space == s) {
+                    let mut best = (f64::NEG_INFINITY, 0);
+                    for (x, r) in krow.chunks_exact(space.count).enumerate() {
+                        let v: f64 = h.alpha.iter().map(|&(z, a)| a * r[z as usize]).sum();
+                        if v > best.0 {
+                            best = (v, x);
+                        }
+                    }
+                    out[e][j] = best;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn decide(&self, g: &[f64]) -> Prediction {
+        let (scores, idx) = if self.classes.len() == 2 {
+            (vec![-g[0], g[0]], usize::from(g[0] > 0.0))
+        } else {
+            let idx = (0..g.len()).fold(0, |b, i| if g[i] > g[b] { i } else { b });
+            (g.to_vec(), idx)
+        };
+        Prediction { label: self.classes[idx].clone(), class_index: idx, scores }
+    }
+
+    pub fn predict(&self, sample: &Sample) -> Result<Prediction> {
+        let outs = self.hypothesis_outputs(sample)?;
+        let g: Vec<f64> = self
+            .ensembles
+            .iter()
+            .zip(&outs)
+            .map(|(e, o)| e.hypotheses.iter().zip(o).map(|(h, (v, _))| h.weight * v).sum())
+            .collect();
+        Ok(self.decide(&g))
+    }
+
+    /// The prediction and, for every hypothesis, its maximising instance and w_j h_j(B):
+    /// the data of the paper's Figure 1(a). Sorted by |contribution|, largest first.
+    pub fn explain(&self, sample: &Sample) -> Result<(Prediction, Vec<Contribution>)> {
+        let outs = self.hypothesis_outputs(sample)?;
+        let mut g = Vec::with_capacity(self.ensembles.len());
+        let mut contributions = Vec::new();
+        for (e, o) in self.ensembles.iter().zip(&outs) {
+            let mut ge = 0.0;
+            for (j, (h, &(v, x))) in e.hypotheses.iter().zip(o).enumerate() {
+                ge += h.weight * v;
+                contributions.push(Contribution {
+                    class: self.classes[e.positive_class].clone(),
+                    hypothesis: j,
+                    length: self.spaces[h.space].length,
+                    offset: x,
+                    similarity: v,
+                    weight: h.weight,
+                    contribution: h.weight * v,
+                });
+            }
+            g.push(ge);
+        }
+        contributions.sort_by(|a, b| b.contribution.abs().total_cmp(&a.contribution.abs()));
+        Ok((self.decide(&g), contributions))
+    }
+
+    /// Checks the shapes of a loaded model; the message says what is wrong.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(MilError::Artifact(m));
+        if self.classes.len() < 2 {
+            return bad(format!("needs at least two classes, has {:?}", self.classes));
+        }
+        let want = if self.classes.len() == 2 { 1 } else { self.classes.len() };
+        if self.ensembles.len() != want {
+            return bad(format!("{} classes need {want} ensembles, found {}", self.classes.len(), self.ensembles.len()));
+        }
+        for (s, sp) in self.spaces.iter().enumerate() {
+            if sp.length == 0 || sp.representatives.len() != sp.count * sp.length {
+                return bad(format!(
+                    "space {s}: {} representative values for {} representatives of length {}",
+                    sp.representatives.len(),
+                    sp.count,
+                    sp.length
+                ));
+            }
+            if let InputKind::Bag { dim } = self.input {
+                if sp.length != dim {
+                    return bad(format!("space {s} has length {} but bags have dimension {dim}", sp.length));
+                }
+            }
+            sp.kernel.validate().map_err(|e| MilError::Artifact(format!("space {s}: {e}")))?;
+        }
+        if let (InputKind::Bag { dim }, Some(st)) = (self.input, &self.standardizer) {
+            if st.mean.len() != dim || st.scale.len() != dim {
+                return bad(format!("standardizer has {} features, bags have {dim}", st.mean.len()));
+            }
+        }
+        for (e, ens) in self.ensembles.iter().enumerate() {
+            if ens.positive_class >= self.classes.len() {
+                return bad(format!("ensemble {e} names class {} of {}", ens.positive_class, self.classes.len()));
+            }
+            for (j, h) in ens.hypotheses.iter().enumerate() {
+                let Some(sp) = self.spaces.get(h.space) else {
+                    return bad(format!("ensemble {e} hypothesis {j} names space {} of {}", h.space, self.spaces.len()));
+                };
+                if let Some(&(z, _)) = h.alpha.iter().find(|(z, _)| *z as usize >= sp.count) {
+                    return bad(format!(
+                        "ensemble {e} hypothesis {j} uses representative {z} of {} in space {}",
+                        sp.count, h.space
+                    ));
+                }
+                if !h.weight.is_finite() || h.alpha.iter().any(|(_, a)| !a.is_finite()) {
+                    return bad(format!("ensemble {e} hypothesis {j} has a non-finite weight or alpha"));
+                }
+            }
+        }
+        Ok(())
+    }
+}

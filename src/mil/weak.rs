@@ -1,0 +1,457 @@
+//! The weak learner: the DC algorithm (the paper, Algorithm 2) over one shapelet space,
+//! started from the one-hot initialisation of appendix A.3, with subproblem OP2 (l1 ball, an
+//! LP) or OP1 (RKHS ball, an SOCP), both solved by constraint generation.
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::bag::InstanceSet;
+use super::error::{MilError, Result};
+use super::kernel::Kernel;
+use super::solver::ConicProgram;
+
+/// Which constraint bounds the shapelet u = sum_z alpha_z Phi(z).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum WeakKind {
+    /// OP1: alpha' K alpha <= 1 (the RKHS unit ball), an SOCP per DC step.
+    Op1,
+    /// OP2: |alpha|_1 <= 1, an LP per DC step; sparse, hence interpretable. The default.
+    #[default]
+    Op2,
+}
+
+/// Options of Algorithm 2.
+#[derive(Debug, Clone, Copy)]
+pub struct WeakParams {
+    pub kind: WeakKind,
+    /// Stop the DC loop when the edge improves by no more than this.
+    pub epsilon: f64,
+    pub max_dc_iters: usize,
+}
+
+/// Coefficients below this (relative to the largest) are interior-point noise, set to zero.
+const ALPHA_ZERO: f64 = 1e-7;
+/// A negative-bag row counts as violated when k_x'alpha exceeds lambda_r by this much.
+const VIOLATION_TOL: f64 = 1e-7;
+/// Constraint-generation rounds per subproblem before giving up.
+const MAX_CG_ROUNDS: usize = 200;
+
+/// Everything the weak learner needs of one shapelet space, computed once per fit: the
+/// kernel row k_x = (K(z, x))_z of every training instance against the representatives
+/// (cached across rounds and DC iterations), and per bag the max and min over its instances
+/// of each K(z, .), which make the one-hot start a table lookup.
+pub struct KernelTable {
+    pub k: usize,
+    /// Row-major n_instances x k.
+    rows: Vec<f64>,
+    offsets: Vec<usize>,
+    bag_max: Vec<f64>,
+    bag_min: Vec<f64>,
+    /// K(z, z), to put one-hot starts on the RKHS unit sphere for OP1.
+    diag: Vec<f64>,
+    /// Lower Cholesky factor L of the representatives' Gram matrix (OP1 only): alpha'K alpha = |L'alpha|^2.
+    chol: Option<Vec<f64>>,
+}
+
+impl KernelTable {
+    pub fn new(instances: &InstanceSet, reps: &[f64], kernel: &Kernel, kind: WeakKind) -> Result<Self> {
+        let dim = instances.dim;
+        let k = reps.len() / dim;
+        let n = instances.n_instances();
+        let mut rows = vec![0.0; n * k];
+        rows.par_chunks_mut(k).enumerate().for_each(|(j, out)| {
+            kernel.row(instances.instance(j), reps, out);
+        });
+        let m = instances.n_bags();
+        let mut bag_max = vec![f64::NEG_INFINITY; m * k];
+        let mut bag_min = vec![f64::INFINITY; m * k];
+        for i in 0..m {
+            let (mx, mn) = (&mut bag_max[i * k..(i + 1) * k], &mut bag_min[i * k..(i + 1) * k]);
+            for j in instances.bag_range(i) {
+                for (z, &v) in rows[j * k..(j + 1) * k].iter().enumerate() {
+                    mx[z] = mx[z].max(v);
+                    mn[z] = mn[z].min(v);
+                }
+            }
+        }
+        let zs: Vec<&[f64]> = reps.chunks_exact(dim).collect();
+        let diag: Vec<f64> = zs.iter().map(|z| kernel.eval(z, z)).collect();
+        let chol = match kind {
+            WeakKind::Op2 => None,
+            WeakKind::Op1 => {
+                let mut gram = vec![0.0; k * k];
+                for a in 0..k {
+                    for b in 0..=a {
+                        let v = kernel.eval(zs[a], zs[b]);
+                        gram[a * k + b] = v;
+                        gram[b * k + a] = v;
+                    }
+                }
+                Some(cholesky_with_jitter(&gram, k)?)
+            }
+        };
+        Ok(Self { k, rows, offsets: instances.offsets.clone(), bag_max, bag_min, diag, chol })
+    }
+
+    pub fn n_bags(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    fn row(&self, j: usize) -> &[f64] {
+        &self.rows[j * self.k..(j + 1) * self.k]
+    }
+
+    /// max and argmax (global instance index) over bag i of k_x' alpha, for sparse alpha.
+    #[inline]
+    fn bag_score(&self, i: usize, alpha: &[(usize, f64)]) -> (f64, usize) {
+        let mut best = f64::NEG_INFINITY;
+        let mut arg = self.offsets[i];
+        for j in self.offsets[i]..self.offsets[i + 1] {
+            let r = self.row(j);
+            let s: f64 = alpha.iter().map(|&(z, a)| a * r[z]).sum();
+            if s > best {
+                best = s;
+                arg = j;
+            }
+        }
+        (best, arg)
+    }
+
+    /// h_alpha(B_i) for every training bag.
+    pub fn outputs(&self, alpha: &[(usize, f64)]) -> Vec<f64> {
+        (0..self.n_bags()).map(|i| self.bag_score(i, alpha).0).collect()
+    }
+}
+
+/// A weak hypothesis: sparse alpha over the space's representatives, its edge and outputs.
+#[derive(Debug, Clone)]
+pub struct WeakHypothesis {
+    pub alpha: Vec<(usize, f64)>,
+    pub edge: f64,
+    pub outputs: Vec<f64>,
+    pub dc_iterations: usize,
+    pub lp_solves: usize,
+    pub rows_generated: usize,
+}
+
+fn edge_of(y: &[f64], d: &[f64], outputs: &[f64]) -> f64 {
+    y.iter().zip(d).zip(outputs).map(|((y, d), h)| y * d * h).sum()
+}
+
+/// Algorithm 2 for sample weights `d` and labels `y` in {-1, +1}.
+pub fn weak_learn(table: &KernelTable, y: &[f64], d: &[f64], params: &WeakParams) -> Result<WeakHypothesis> {
+    let m = table.n_bags();
+    let k = table.k;
+    // Bags with d_i = 0 do not enter objective (6); leaving them out is exact.
+    let active: Vec<usize> = (0..m).filter(|&i| d[i] > 1e-12).collect();
+
+    // Appendix A.3: alpha_0 = the most discriminative one-hot vector (either sign).
+    let mut best = (f64::NEG_INFINITY, 0usize, 1.0f64);
+    for z in 0..k {
+        let scale = match params.kind {
+            WeakKind::Op2 => 1.0,
+            WeakKind::Op1 => 1.0 / table.diag[z].max(1e-300).sqrt(),
+        };
+        let mut plus = 0.0;
+        let mut minus = 0.0;
+        for &i in &active {
+            plus += y[i] * d[i] * table.bag_max[i * k + z];
+            minus -= y[i] * d[i] * table.bag_min[i * k + z];
+        }
+        if plus * scale > best.0 {
+            best = (plus * scale, z, scale);
+        }
+        if minus * scale > best.0 {
+            best = (minus * scale, z, -scale);
+        }
+    }
+    let mut alpha = vec![(best.1, best.2)];
+    let mut outputs = table.outputs(&alpha);
+    let mut edge = edge_of(y, d, &outputs);
+    let mut stats = (0usize, 0usize, 0usize);
+
+    for _ in 0..params.max_dc_iters {
+        stats.0 += 1;
+        let (cand, solves, rows) = match solve_dc_step(table, y, d, &active, &alpha, params.kind) {
+            Ok(x) => x,
+            // A failed DC step leaves the current (feasible) alpha: still a valid hypothesis.
+            Err(e) if stats.0 > 1 => {
+                let _ = e;
+                break;
+            }
+            Err(e) => return Err(e),
+        };
+        stats.1 += solves;
+        stats.2 = stats.2.max(rows);
+        let cand_out = table.outputs(&cand);
+        let cand_edge = edge_of(y, d, &cand_out);
+        // DC steps never increase F - G; stop when the gain is below epsilon.
+        if cand_edge <= edge + params.epsilon {
+            if cand_edge > edge {
+                (alpha, outputs, edge) = (cand, cand_out, cand_edge);
+            }
+            break;
+        }
+        (alpha, outputs, edge) = (cand, cand_out, cand_edge);
+    }
+    Ok(WeakHypothesis {
+        alpha,
+        edge,
+        outputs,
+        dc_iterations: stats.0,
+        lp_solves: stats.1,
+        rows_generated: stats.2,
+    })
+}
+
+/// One DC step: linearise G at alpha (x_k* = argmax instance of each positive bag) and solve
+/// the convex problem (8) (OP'_t) by constraint generation over the negative-bag instances:
+/// start from each negative bag's argmax row, re-solve with the most violated instance of
+/// every bag added, until no row is violated. Same optimum as with all rows.
+fn solve_dc_step(
+    table: &KernelTable,
+    y: &[f64],
+    d: &[f64],
+    active: &[usize],
+    alpha: &[(usize, f64)],
+    kind: WeakKind,
+) -> Result<(Vec<(usize, f64)>, usize, usize)> {
+    let k = table.k;
+    // c_z = sum_{k: y_k=+1} d_k K(z, x_k*): the gradient of the linearised concave part.
+    let mut c = vec![0.0; k];
+    let neg: Vec<usize> = active.iter().copied().filter(|&i| y[i] < 0.0).collect();
+    for &i in active.iter().filter(|&&i| y[i] > 0.0) {
+        let (_, x) = table.bag_score(i, alpha);
+        for (cz, v) in c.iter_mut().zip(table.row(x)) {
+            *cz += d[i] * v;
+        }
+    }
+    // Variables. OP2: alpha = a+ - a- (2k), then lambda_r. OP1: alpha (k), then lambda_r.
+    let n_alpha = match kind {
+        WeakKind::Op2 => 2 * k,
+        WeakKind::Op1 => k,
+    };
+    let nv = n_alpha + neg.len();
+    let lam = |r: usize| n_alpha + r;
+    let mut q = vec![0.0; nv];
+    for z in 0..k {
+        q[z] = -c[z];
+        if kind == WeakKind::Op2 {
+            q[k + z] = c[z];
+        }
+    }
+    for (r, &i) in neg.iter().enumerate() {
+        q[lam(r)] = d[i];
+    }
+    let mut rows: Vec<(usize, usize)> = neg
+        .iter()
+        .enumerate()
+        .map(|(r, &i)| (r, table.bag_score(i, alpha).1))
+        .collect();
+
+    for round in 1..=MAX_CG_ROUNDS {
+        let mut p = ConicProgram::new(nv);
+        p.set_objective(q.clone());
+        match kind {
+            WeakKind::Op2 => {
+                // |alpha|_1 <= 1 as sum(a+) + sum(a-) <= 1, a+, a- >= 0.
+                p.add_le((0..2 * k).map(|j| (j, 1.0)).collect(), 1.0);
+                for j in 0..2 * k {
+                    p.add_le(vec![(j, -1.0)], 0.0);
+                }
+            }
+            WeakKind::Op1 => {
+                // alpha' K alpha <= 1  <=>  (1, L'alpha) in the second-order cone.
+                let l = table.chol.as_ref().expect("OP1 tables carry a Cholesky factor");
+                let mut soc = vec![(Vec::new(), 1.0)];
+                for col in 0..k {
+                    // (L'alpha)_col = sum_row L[row][col] alpha_row, row >= col.
+                    let row: Vec<(usize, f64)> = (col..k).map(|r| (r, -l[r * k + col])).collect();
+                    soc.push((row, 0.0));
+                }
+                p.add_soc(soc);
+            }
+        }
+        // k_x' alpha <= lambda_r for the generated rows of negative bag r (eq. 8).
+        for &(r, x) in &rows {
+            let kx = table.row(x);
+            let mut row: Vec<(usize, f64)> = Vec::with_capacity(n_alpha + 1);
+            for z in 0..k {
+                row.push((z, kx[z]));
+                if kind == WeakKind::Op2 {
+                    row.push((k + z, -kx[z]));
+                }
+            }
+            row.push((lam(r), -1.0));
+            p.add_le(row, 0.0);
+        }
+        let sol = p.solve(&format!(
+            "weak learner subproblem {:?} (constraint-generation round {round}, {} generated rows)",
+            kind,
+            rows.len()
+        ))?;
+        let raw: Vec<f64> = match kind {
+            WeakKind::Op2 => (0..k).map(|z| sol.x[z] - sol.x[k + z]).collect(),
+            WeakKind::Op1 => sol.x[..k].to_vec(),
+        };
+        let amax = raw.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+        let cand: Vec<(usize, f64)> = raw
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.abs() > ALPHA_ZERO * amax.max(1e-300))
+            .map(|(z, &v)| (z, v))
+            .collect();
+        if cand.is_empty() {
+            // alpha = 0 is optimal only when no shapelet separates the weighted bags.
+            return Ok((alpha.to_vec(), round, rows.len()));
+        }
+        let mut added = 0;
+        for (r, &i) in neg.iter().enumerate() {
+            let (s, x) = table.bag_score(i, &cand);
+            let lambda = sol.x[lam(r)];
+            if s > lambda + VIOLATION_TOL * (1.0 + lambda.abs()) && !rows.contains(&(r, x)) {
+                rows.push((r, x));
+                added += 1;
+            }
+        }
+        if added == 0 {
+            return Ok((cand, round, rows.len()));
+        }
+    }
+    Err(MilError::Training(format!(
+        "constraint generation did not converge in {MAX_CG_ROUNDS} rounds ({} rows)",
+        rows.len()
+    )))
+}
+
+/// Cholesky factor of a PSD Gram matrix, adding a small ridge if it is singular (repeated or
+/// nearly repeated representatives).
+fn cholesky_with_jitter(a: &[f64], n: usize) -> Result<Vec<f64>> {
+    let mean_diag = (0..n).map(|i| a[i * n + i]).sum::<f64>() / n.max(1) as f64;
+    let mut jitter = 0.0;
+    for _ in 0..8 {
+        if let Some(l) = cholesky(a, n, jitter) {
+            return Ok(l);
+        }
+        jitter = if jitter == 0.0 { 1e-10 * mean_diag.max(1e-300) } else { jitter * 100.0 };
+    }
+    Err(MilError::Training("the representatives' Gram matrix is not positive semi-definite".into()))
+}
+
+fn cholesky(a: &[f64], n: usize, jitter: f64) -> Option<Vec<f64>> {
+    let mut l = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..=i {
+            let mut s = a[i * n + j] + if i == j { jitter } else { 0.0 };
+            for p in 0..j {
+                s -= l[i * n + p] * l[j * n + p];
+            }
+            if i == j {
+                if s <= 0.0 || !s.is_finite() {
+                    return None;
+                }
+                l[i * n + i] = s.sqrt();
+            } else {
+                l[i * n + j] = s / l[j * n + j];
+            }
+        }
+    }
+    Some(l)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two 1-d bags: positive {0, 3}, negative {0}. Representatives at 0 and 3, linear
+    /// kernel. The best shapelet in the l1 ball puts all weight on z = 3:
+    /// h(B+) = max(0, 9) = 9, h(B-) = 0, edge = 0.5 * 9 = 4.5.
+    fn tiny() -> (InstanceSet, Vec<f64>) {
+        let set = InstanceSet { dim: 1, data: vec![0.0, 3.0, 0.0], offsets: vec![0, 2, 3] };
+        (set, vec![0.0, 3.0])
+    }
+
+    #[test]
+    fn op2_on_a_tiny_problem() {
+        let (set, reps) = tiny();
+        let t = KernelTable::new(&set, &reps, &Kernel::Linear, WeakKind::Op2).unwrap();
+        let p = WeakParams { kind: WeakKind::Op2, epsilon: 1e-9, max_dc_iters: 10 };
+        let h = weak_learn(&t, &[1.0, -1.0], &[0.5, 0.5], &p).unwrap();
+        assert_eq!(h.alpha.len(), 1);
+        assert_eq!(h.alpha[0].0, 1);
+        assert!((h.alpha[0].1 - 1.0).abs() < 1e-6);
+        assert!((h.edge - 4.5).abs() < 1e-6, "{}", h.edge);
+    }
+
+    #[test]
+    fn op2_lp_matches_hand_solution_with_gaussian() {
+        // 1-d, Gaussian sigma = 1. Positive bag {0}, negative bag {1}; reps {0, 1}.
+        // Edge of alpha: 0.5 * (a0 + a1 e^-1) - 0.5 * (a0 e^-1 + a1)
+        //              = 0.5 (1 - e^-1)(a0 - a1): maximised on the l1 ball by a = (1, 0).
+        let set = InstanceSet { dim: 1, data: vec![0.0, 1.0], offsets: vec![0, 1, 2] };
+        let t = KernelTable::new(&set, &[0.0, 1.0], &Kernel::Gaussian { sigma: 1.0 }, WeakKind::Op2).unwrap();
+        let p = WeakParams { kind: WeakKind::Op2, epsilon: 1e-9, max_dc_iters: 10 };
+        let h = weak_learn(&t, &[1.0, -1.0], &[0.5, 0.5], &p).unwrap();
+        let e1 = (-1.0f64).exp();
+        assert!((h.edge - 0.5 * (1.0 - e1)).abs() < 1e-6, "{}", h.edge);
+    }
+
+    #[test]
+    fn op1_on_a_tiny_problem() {
+        // Same Gaussian problem on the RKHS ball. With K = [[1, e],[e, 1]] (e = e^-1), the
+        // edge is 0.5 (1 - e)(a0 - a1), maximised subject to a'Ka <= 1 by a = t (1, -1) with
+        // t^2 (2 - 2e) = 1, giving edge 0.5 (1 - e) * 2t = (1 - e) / sqrt(2 - 2e).
+        let set = InstanceSet { dim: 1, data: vec![0.0, 1.0], offsets: vec![0, 1, 2] };
+        let t = KernelTable::new(&set, &[0.0, 1.0], &Kernel::Gaussian { sigma: 1.0 }, WeakKind::Op1).unwrap();
+        let p = WeakParams { kind: WeakKind::Op1, epsilon: 1e-9, max_dc_iters: 10 };
+        let h = weak_learn(&t, &[1.0, -1.0], &[0.5, 0.5], &p).unwrap();
+        let e = (-1.0f64).exp();
+        let want = (1.0 - e) / (2.0 - 2.0 * e).sqrt();
+        assert!((h.edge - want).abs() < 1e-5, "{} vs {want}", h.edge);
+        assert!((h.alpha[0].1 + h.alpha[1].1).abs() < 1e-5, "{:?}", h.alpha);
+    }
+
+    #[test]
+    fn constraint_generation_equals_full_lp() {
+        // A negative bag with many instances: CG must reach the same edge as brute force
+        // over the one-hot and the LP with every row.
+        let mut data = vec![0.0, 0.2, 2.0];
+        let neg: Vec<f64> = (0..30).map(|i| -3.0 + 0.2 * i as f64).collect();
+        data.extend_from_slice(&neg);
+        let set = InstanceSet { dim: 1, data, offsets: vec![0, 3, 33] };
+        let reps: Vec<f64> = (0..12).map(|i| -3.0 + 0.5 * i as f64).collect();
+        let kern = Kernel::Gaussian { sigma: 2.0 };
+        let t = KernelTable::new(&set, &reps, &kern, WeakKind::Op2).unwrap();
+        let p = WeakParams { kind: WeakKind::Op2, epsilon: 1e-9, max_dc_iters: 10 };
+        let y = [1.0, -1.0];
+        let d = [0.5, 0.5];
+        let h = weak_learn(&t, &y, &d, &p).unwrap();
+        // Full LP with all 30 rows at the same linearisation point.
+        let mut full = ConicProgram::new(2 * 12 + 1);
+        let (_, xstar) = t.bag_score(0, &h.alpha);
+        let mut q = vec![0.0; 25];
+        for z in 0..12 {
+            q[z] = -0.5 * t.row(xstar)[z];
+            q[12 + z] = 0.5 * t.row(xstar)[z];
+        }
+        q[24] = 0.5;
+        full.set_objective(q);
+        full.add_le((0..24).map(|j| (j, 1.0)).collect(), 1.0);
+        for j in 0..24 {
+            full.add_le(vec![(j, -1.0)], 0.0);
+        }
+        for x in 3..33 {
+            let mut row: Vec<(usize, f64)> = Vec::new();
+            for z in 0..12 {
+                row.push((z, t.row(x)[z]));
+                row.push((12 + z, -t.row(x)[z]));
+            }
+            row.push((24, -1.0));
+            full.add_le(row, 0.0);
+        }
+        let s = full.solve("full").unwrap();
+        assert!((-s.objective - h.edge).abs() < 1e-5, "full {} vs cg {}", -s.objective, h.edge);
+        assert!(h.rows_generated < 30);
+    }
+}
