@@ -143,6 +143,10 @@ struct FitOptions {
     /// Seed of k-means, fold assignment and the median heuristic.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Keep bag features as they are (by default they are z-scored with the training
+    /// mean and deviation, stored in the model).
+    #[arg(long)]
+    no_standardize: bool,
     /// Print a JSON summary as the last line of stdout.
     #[arg(long)]
     json: bool,
@@ -195,6 +199,7 @@ impl FitOptions {
             },
             dc_max_iters: self.dc_max_iters,
             seed: self.seed,
+            standardize: !self.no_standardize,
         };
         p.validate()?;
         Ok(p)

@@ -80,6 +80,14 @@ pub struct FitParams {
     pub weak: WeakKind,
     pub dc_max_iters: usize,
     pub seed: u64,
+    /// z-score bag features with the training mean and deviation (bags only; series are
+    /// taken as they come, as the UCR archive's are already normalised).
+    #[serde(default = "default_true")]
+    pub standardize: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 impl Default for FitParams {
@@ -95,6 +103,7 @@ impl Default for FitParams {
             weak: WeakKind::Op2,
             dc_max_iters: 10,
             seed: 0,
+            standardize: true,
         }
     }
 }

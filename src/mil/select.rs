@@ -146,7 +146,7 @@ pub fn cross_validate_grid(
     ds.check_trainable()?;
     let test_folds = stratified_folds(&ds.labels, folds, seed)?;
     // Preparation depends on the lengths, k, stride and seed only.
-    let prep_key = |p: &FitParams| format!("{:?}|{:?}|{}|{}", p.lengths, p.k, p.stride, p.seed);
+    let prep_key = |p: &FitParams| format!("{:?}|{:?}|{}|{}|{}", p.lengths, p.k, p.stride, p.seed, p.standardize);
     let mut keys: Vec<String> = grid.iter().map(prep_key).collect();
     keys.sort();
     keys.dedup();

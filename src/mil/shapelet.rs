@@ -142,7 +142,7 @@ pub fn prepare(ds: &Dataset, params: &FitParams) -> Result<Prepared> {
                     Sample::Series(_) => None,
                 })
                 .collect();
-            (Some(Standardizer::fit(&bags)), vec![dim])
+            (params.standardize.then(|| Standardizer::fit(&bags)), vec![dim])
         }
     };
     let is_series = input == InputKind::Series;
@@ -496,5 +496,85 @@ impl ShapeletModel {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mil::bag::Bag;
+
+    /// Three classes over 1-d bags, linear kernel, one representative z = 1 and one
+    /// hypothesis per class with alpha = 1, -1, 0.5: h_c(B) = max_x alpha_c x.
+    fn three_class_model() -> ShapeletModel {
+        let hyp = |a: f64| WeightedHypothesis { space: 0, weight: 1.0, alpha: vec![(0, a)] };
+        let ens = |c: usize, a: f64| Ensemble {
+            positive_class: c,
+            hypotheses: vec![hyp(a)],
+            rounds: 1,
+            rho: 0.0,
+            gamma: 0.0,
+            stop_reason: String::new(),
+        };
+        ShapeletModel {
+            input: InputKind::Bag { dim: 1 },
+            classes: vec!["a".into(), "b".into(), "c".into()],
+            standardizer: None,
+            spaces: vec![ShapeletSpace { length: 1, kernel: Kernel::Linear, count: 1, representatives: vec![1.0] }],
+            ensembles: vec![ens(0, 1.0), ens(1, -1.0), ens(2, 0.5)],
+            params: FitParams::default(),
+            summary: TrainingSummary {
+                n_train: 0,
+                train_seconds: 0.0,
+                rounds: 3,
+                rho: 0.0,
+                sparsity: 1.0,
+                lp_solves: 0,
+                max_generated_rows: 0,
+                instances_per_space: vec![0],
+            },
+        }
+    }
+
+    #[test]
+    fn one_vs_rest_takes_the_largest_score() {
+        let m = three_class_model();
+        m.validate().unwrap();
+        let bag = |xs: &[f64]| Sample::Bag(Bag::new(1, xs.to_vec()).unwrap());
+        // Instances {2, -1}: h_a = 2, h_b = max(-2, 1) = 1, h_c = 1  ->  "a".
+        let p = m.predict(&bag(&[2.0, -1.0])).unwrap();
+        assert_eq!(p.scores, vec![2.0, 1.0, 1.0]);
+        assert_eq!(p.label, "a");
+        // Instances {-3, -1}: h_a = -1, h_b = 3, h_c = -0.5  ->  "b".
+        let p = m.predict(&bag(&[-3.0, -1.0])).unwrap();
+        assert_eq!((p.label.as_str(), p.class_index), ("b", 1));
+        // explain: contributions name the class and the maximising instance.
+        let (_, contrib) = m.explain(&bag(&[-3.0, -1.0])).unwrap();
+        assert_eq!(contrib[0].class, "b");
+        assert_eq!(contrib[0].offset, 0);
+        assert_eq!(contrib[0].contribution, 3.0);
+    }
+
+    #[test]
+    fn validate_names_the_broken_shape() {
+        let mut m = three_class_model();
+        m.spaces[0].representatives.push(2.0);
+        let e = m.validate().unwrap_err().to_string();
+        assert!(e.contains("2 representative values for 1 representatives"), "{e}");
+        let mut m = three_class_model();
+        m.ensembles[2].hypotheses[0].alpha[0].0 = 5;
+        let e = m.validate().unwrap_err().to_string();
+        assert!(e.contains("uses representative 5"), "{e}");
+        let mut m = three_class_model();
+        m.ensembles.pop();
+        assert!(m.validate().unwrap_err().to_string().contains("need 3 ensembles"));
+    }
+
+    #[test]
+    fn wrong_input_is_an_error_not_a_panic() {
+        let m = three_class_model();
+        assert!(m.predict(&Sample::Series(vec![1.0, 2.0])).is_err());
+        let two_d = Sample::Bag(Bag::new(2, vec![1.0, 2.0]).unwrap());
+        assert!(m.predict(&two_d).unwrap_err().to_string().contains("dimension 2"));
     }
 }

@@ -36,6 +36,10 @@ const ALPHA_ZERO: f64 = 1e-7;
 const VIOLATION_TOL: f64 = 1e-7;
 /// Constraint-generation rounds per subproblem before giving up.
 const MAX_CG_ROUNDS: usize = 200;
+/// Representatives the OP2 working set starts with besides alpha's support.
+const INITIAL_COLUMNS: usize = 8;
+/// Most representatives priced into the OP2 working set per generation round.
+const COLUMNS_PER_ROUND: usize = 10;
 
 /// Everything the weak learner needs of one shapelet space, computed once per fit: the
 /// kernel row k_x = (K(z, x))_z of every training instance against the representatives
@@ -206,9 +210,13 @@ pub fn weak_learn(table: &KernelTable, y: &[f64], d: &[f64], params: &WeakParams
 }
 
 /// One DC step: linearise G at alpha (x_k* = argmax instance of each positive bag) and solve
-/// the convex problem (8) (OP'_t) by constraint generation over the negative-bag instances:
-/// start from each negative bag's argmax row, re-solve with the most violated instance of
-/// every bag added, until no row is violated. Same optimum as with all rows.
+/// the convex problem (8) (OP'_t). All rows (one per negative-bag instance) and, for OP2, all
+/// columns (two per representative) would make a dense LP Clarabel needs seconds for, so it
+/// is solved by row and column generation: start from each negative bag's argmax row and
+/// alpha's support plus the largest gradient entries; re-solve after adding every bag's most
+/// violated instance and the columns of negative reduced cost (priced with the row duals),
+/// until neither exists. That is the optimum of the full problem, found with a few dozen
+/// rows and columns. OP1's ball couples all coefficients, so it keeps every column.
 fn solve_dc_step(
     table: &KernelTable,
     y: &[f64],
@@ -227,37 +235,53 @@ fn solve_dc_step(
             *cz += d[i] * v;
         }
     }
-    // Variables. OP2: alpha = a+ - a- (2k), then lambda_r. OP1: alpha (k), then lambda_r.
-    let n_alpha = match kind {
-        WeakKind::Op2 => 2 * k,
-        WeakKind::Op1 => k,
-    };
-    let nv = n_alpha + neg.len();
-    let lam = |r: usize| n_alpha + r;
-    let mut q = vec![0.0; nv];
-    for z in 0..k {
-        q[z] = -c[z];
-        if kind == WeakKind::Op2 {
-            q[k + z] = c[z];
-        }
-    }
-    for (r, &i) in neg.iter().enumerate() {
-        q[lam(r)] = d[i];
-    }
     let mut rows: Vec<(usize, usize)> = neg
         .iter()
         .enumerate()
         .map(|(r, &i)| (r, table.bag_score(i, alpha).1))
         .collect();
+    // Working set of representatives (columns).
+    let mut cols: Vec<usize> = match kind {
+        WeakKind::Op1 => (0..k).collect(),
+        WeakKind::Op2 => {
+            let mut by_grad: Vec<usize> = (0..k).collect();
+            by_grad.sort_by(|&a, &b| c[b].abs().total_cmp(&c[a].abs()));
+            let mut cols: Vec<usize> = alpha.iter().map(|&(z, _)| z).collect();
+            for z in by_grad.into_iter().take(INITIAL_COLUMNS) {
+                if !cols.contains(&z) {
+                    cols.push(z);
+                }
+            }
+            cols
+        }
+    };
 
     for round in 1..=MAX_CG_ROUNDS {
+        let nc = cols.len();
+        // Variables. OP2: a+ (nc), a- (nc), then lambda_r. OP1: alpha (k), then lambda_r.
+        let n_alpha = match kind {
+            WeakKind::Op2 => 2 * nc,
+            WeakKind::Op1 => nc,
+        };
+        let nv = n_alpha + neg.len();
+        let lam = |r: usize| n_alpha + r;
+        let mut q = vec![0.0; nv];
+        for (j, &z) in cols.iter().enumerate() {
+            q[j] = -c[z];
+            if kind == WeakKind::Op2 {
+                q[nc + j] = c[z];
+            }
+        }
+        for (r, &i) in neg.iter().enumerate() {
+            q[lam(r)] = d[i];
+        }
         let mut p = ConicProgram::new(nv);
-        p.set_objective(q.clone());
+        p.set_objective(q);
         match kind {
             WeakKind::Op2 => {
                 // |alpha|_1 <= 1 as sum(a+) + sum(a-) <= 1, a+, a- >= 0.
-                p.add_le((0..2 * k).map(|j| (j, 1.0)).collect(), 1.0);
-                for j in 0..2 * k {
+                p.add_le((0..2 * nc).map(|j| (j, 1.0)).collect(), 1.0);
+                for j in 0..2 * nc {
                     p.add_le(vec![(j, -1.0)], 0.0);
                 }
             }
@@ -273,39 +297,40 @@ fn solve_dc_step(
                 p.add_soc(soc);
             }
         }
+        let first_row = p.n_rows() - match kind {
+            WeakKind::Op2 => 0,
+            WeakKind::Op1 => k + 1,
+        };
         // k_x' alpha <= lambda_r for the generated rows of negative bag r (eq. 8).
         for &(r, x) in &rows {
             let kx = table.row(x);
             let mut row: Vec<(usize, f64)> = Vec::with_capacity(n_alpha + 1);
-            for z in 0..k {
-                row.push((z, kx[z]));
+            for (j, &z) in cols.iter().enumerate() {
+                row.push((j, kx[z]));
                 if kind == WeakKind::Op2 {
-                    row.push((k + z, -kx[z]));
+                    row.push((nc + j, -kx[z]));
                 }
             }
             row.push((lam(r), -1.0));
             p.add_le(row, 0.0);
         }
         let sol = p.solve(&format!(
-            "weak learner subproblem {:?} (constraint-generation round {round}, {} generated rows)",
-            kind,
+            "weak learner subproblem {kind:?} (generation round {round}, {} rows, {nc} representatives)",
             rows.len()
         ))?;
         let raw: Vec<f64> = match kind {
-            WeakKind::Op2 => (0..k).map(|z| sol.x[z] - sol.x[k + z]).collect(),
-            WeakKind::Op1 => sol.x[..k].to_vec(),
+            WeakKind::Op2 => (0..nc).map(|j| sol.x[j] - sol.x[nc + j]).collect(),
+            WeakKind::Op1 => sol.x[..nc].to_vec(),
         };
         let amax = raw.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-        let cand: Vec<(usize, f64)> = raw
+        let mut cand: Vec<(usize, f64)> = raw
             .iter()
             .enumerate()
             .filter(|(_, v)| v.abs() > ALPHA_ZERO * amax.max(1e-300))
-            .map(|(z, &v)| (z, v))
+            .map(|(j, &v)| (cols[j], v))
             .collect();
-        if cand.is_empty() {
-            // alpha = 0 is optimal only when no shapelet separates the weighted bags.
-            return Ok((alpha.to_vec(), round, rows.len()));
-        }
+        cand.sort_unstable_by_key(|&(z, _)| z);
+        // Rows: every negative bag's most violated instance.
         let mut added = 0;
         for (r, &i) in neg.iter().enumerate() {
             let (s, x) = table.bag_score(i, &cand);
@@ -315,13 +340,38 @@ fn solve_dc_step(
                 added += 1;
             }
         }
+        // Columns (OP2): reduced costs of a+_z, a-_z are -c_z + beta + sum mu K(z, x) and
+        // c_z + beta - sum mu K(z, x), with beta the l1 row's dual and mu the generated rows'.
+        if kind == WeakKind::Op2 && added == 0 {
+            let beta = sol.le_duals[0];
+            let mu = &sol.le_duals[first_row..];
+            let mut priced: Vec<(f64, usize)> = (0..k)
+                .filter(|z| !cols.contains(z))
+                .map(|z| {
+                    let s: f64 = rows.iter().zip(mu).map(|(&(_, x), m)| m * table.row(x)[z]).sum();
+                    let reduced = (-c[z] + beta + s).min(c[z] + beta - s);
+                    (reduced, z)
+                })
+                .filter(|&(rc, _)| rc < -VIOLATION_TOL * (1.0 + beta.abs()))
+                .collect();
+            priced.sort_by(|a, b| a.0.total_cmp(&b.0));
+            for &(_, z) in priced.iter().take(COLUMNS_PER_ROUND) {
+                cols.push(z);
+                added += 1;
+            }
+        }
         if added == 0 {
+            if cand.is_empty() {
+                // alpha = 0 is optimal only when no shapelet separates the weighted bags.
+                return Ok((alpha.to_vec(), round, rows.len()));
+            }
             return Ok((cand, round, rows.len()));
         }
     }
     Err(MilError::Training(format!(
-        "constraint generation did not converge in {MAX_CG_ROUNDS} rounds ({} rows)",
-        rows.len()
+        "constraint generation did not converge in {MAX_CG_ROUNDS} rounds ({} rows, {} representatives)",
+        rows.len(),
+        cols.len()
     )))
 }
 
