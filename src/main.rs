@@ -4,14 +4,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
 use milstream::data::{read_dataset, Format};
 use milstream::mil::model::KernelSpec;
-use milstream::mil::select::{accuracy, auc, best_index, cross_validate_grid, default_grid};
+use milstream::mil::select::{accuracy, auc, best_index, cross_validate_grid, default_grid, stratified_folds};
 use milstream::mil::{Dataset, FitParams, Model, ShapeletLength, WeakKind};
 
 #[derive(Parser)]
@@ -373,24 +373,47 @@ fn run(cli: Cli) -> Result<()> {
         Command::Cv { data, folds, opts } => {
             let ds = load(&data, opts.format)?;
             let params = opts.params()?;
-            if opts.search {
-                bail!("cv --search would need nested cross-validation; run cv with fixed options, or eval --search");
-            }
-            let pb = progress(folds as u64, "folds", opts.quiet);
             let t = Instant::now();
-            let est = cross_validate_grid(&ds, std::slice::from_ref(&params), folds, opts.seed, &|| pb.inc(1))?;
-            pb.finish_and_clear();
-            let e = &est[0];
+            let accs = if opts.search {
+                // Nested CV: the grid search runs inside each outer training split, so the
+                // estimate never sees its own test fold.
+                let outer = stratified_folds(&ds.labels, folds, opts.seed)?;
+                let input = ds.check_trainable()?;
+                let grid = default_grid(&params, input);
+                let inner = 5;
+                let pb = progress((folds * grid.len() * inner) as u64, "nested cv", opts.quiet);
+                let mut accs = Vec::with_capacity(folds);
+                for test_idx in &outer {
+                    let train_idx: Vec<usize> = (0..ds.len()).filter(|i| test_idx.binary_search(i).is_err()).collect();
+                    let train = ds.subset(&train_idx);
+                    let est = cross_validate_grid(&train, &grid, inner.min(train.len()), opts.seed, &|| pb.inc(1))?;
+                    let model = Model::fit(&train, &grid[best_index(&est)])?;
+                    let test = ds.subset(test_idx);
+                    let labels: Vec<String> =
+                        test.samples.iter().map(|s| model.predict(s).map(|p| p.label)).collect::<Result<_, _>>()?;
+                    accs.push(accuracy(&labels, &test.labels));
+                }
+                pb.finish_and_clear();
+                accs
+            } else {
+                let pb = progress(folds as u64, "folds", opts.quiet);
+                let est = cross_validate_grid(&ds, std::slice::from_ref(&params), folds, opts.seed, &|| pb.inc(1))?;
+                pb.finish_and_clear();
+                est[0].fold_accuracies.clone()
+            };
+            let mean = accs.iter().sum::<f64>() / accs.len() as f64;
+            let std = (accs.iter().map(|a| (a - mean) * (a - mean)).sum::<f64>() / accs.len() as f64).sqrt();
             let secs = t.elapsed().as_secs_f64();
             if opts.json {
                 println!(
                     "{}",
-                    json!({"accuracy": e.mean, "accuracy_std": e.std, "fold_accuracies": e.fold_accuracies,
-                           "folds": folds, "n": ds.len(), "n_train": ds.len() - ds.len() / folds, "n_test": ds.len() / folds,
-                           "seconds": secs, "train_seconds": secs, "predict_seconds": 0.0, "auc": null})
+                    json!({"accuracy": mean, "accuracy_std": std, "fold_accuracies": accs, "folds": folds,
+                           "n": ds.len(), "n_train": ds.len() - ds.len() / folds, "n_test": ds.len() / folds,
+                           "seconds": secs, "train_seconds": secs, "predict_seconds": null, "auc": null,
+                           "search": opts.search})
                 );
             } else {
-                println!("{folds}-fold accuracy {:.4} +- {:.4}  ({:.1} s)", e.mean, e.std, secs);
+                println!("{folds}-fold accuracy {mean:.4} +- {std:.4}  ({secs:.1} s)");
             }
         }
         Command::Bench { data, repeat, fit_only, opts } => {

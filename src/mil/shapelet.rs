@@ -16,7 +16,7 @@ use super::kmeans::kmeans_pp;
 use super::lpboost::{lpboost, BoostParams};
 use super::model::{Contribution, FitParams, KernelSpec, Prediction, ShapeletLength};
 use super::series::instance_set;
-use super::weak::{weak_learn, KernelTable, WeakParams};
+use super::weak::{weak_learn, KernelTable, WeakParams, WorkingSet};
 
 /// One shapelet space: instances of one dimension (for series: subsequences of one length),
 /// its kernel, and the representatives \hat P_S that hypotheses are expanded over.
@@ -244,10 +244,15 @@ impl ShapeletModel {
                     labels.iter().map(|l| if *l == classes[pos] { 1.0 } else { -1.0 }).collect();
                 let mut solves = 0usize;
                 let mut max_rows = 0usize;
+                let mut warm: Vec<WorkingSet> = vec![WorkingSet::default(); tables.len()];
                 let boosted = lpboost(&y, boost, |d| {
                     // The hypothesis class is the union over spaces: take the largest edge.
                     let cands: Vec<Result<_>> =
-                        tables.par_iter().map(|t| weak_learn(t, &y, d, &weak)).collect();
+                        tables
+                        .par_iter()
+                        .zip(warm.par_iter_mut())
+                        .map(|(t, w)| weak_learn(t, &y, d, &weak, w))
+                        .collect();
                     let mut best: Option<(usize, super::weak::WeakHypothesis)> = None;
                     let mut last_err = None;
                     for (s, c) in cands.into_iter().enumerate() {

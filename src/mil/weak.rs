@@ -122,10 +122,24 @@ impl KernelTable {
         (best, arg)
     }
 
+    /// The bag holding global instance `x`.
+    fn bag_of(&self, x: usize) -> usize {
+        self.offsets.partition_point(|&o| o <= x) - 1
+    }
+
     /// h_alpha(B_i) for every training bag.
     pub fn outputs(&self, alpha: &[(usize, f64)]) -> Vec<f64> {
         (0..self.n_bags()).map(|i| self.bag_score(i, alpha).0).collect()
     }
+}
+
+/// Rows (negative-bag instances) and columns (representatives) that were binding in the
+/// last subproblem; the next one starts from them. Any subset is a valid start, so this only
+/// saves generation rounds, never changes the optimum.
+#[derive(Debug, Clone, Default)]
+pub struct WorkingSet {
+    rows: Vec<usize>,
+    cols: Vec<usize>,
 }
 
 /// A weak hypothesis: sparse alpha over the space's representatives, its edge and outputs.
@@ -144,7 +158,13 @@ fn edge_of(y: &[f64], d: &[f64], outputs: &[f64]) -> f64 {
 }
 
 /// Algorithm 2 for sample weights `d` and labels `y` in {-1, +1}.
-pub fn weak_learn(table: &KernelTable, y: &[f64], d: &[f64], params: &WeakParams) -> Result<WeakHypothesis> {
+pub fn weak_learn(
+    table: &KernelTable,
+    y: &[f64],
+    d: &[f64],
+    params: &WeakParams,
+    warm: &mut WorkingSet,
+) -> Result<WeakHypothesis> {
     let m = table.n_bags();
     let k = table.k;
     // Bags with d_i = 0 do not enter objective (6); leaving them out is exact.
@@ -177,7 +197,7 @@ pub fn weak_learn(table: &KernelTable, y: &[f64], d: &[f64], params: &WeakParams
 
     for _ in 0..params.max_dc_iters {
         stats.0 += 1;
-        let (cand, solves, rows) = match solve_dc_step(table, y, d, &active, &alpha, params.kind) {
+        let (cand, solves, rows) = match solve_dc_step(table, y, d, &active, &alpha, params.kind, warm) {
             Ok(x) => x,
             // A failed DC step leaves the current (feasible) alpha: still a valid hypothesis.
             Err(e) if stats.0 > 1 => {
@@ -224,6 +244,7 @@ fn solve_dc_step(
     active: &[usize],
     alpha: &[(usize, f64)],
     kind: WeakKind,
+    warm: &mut WorkingSet,
 ) -> Result<(Vec<(usize, f64)>, usize, usize)> {
     let k = table.k;
     // c_z = sum_{k: y_k=+1} d_k K(z, x_k*): the gradient of the linearised concave part.
@@ -240,6 +261,15 @@ fn solve_dc_step(
         .enumerate()
         .map(|(r, &i)| (r, table.bag_score(i, alpha).1))
         .collect();
+    // Rows that bound the previous solutions usually bind again: start with them.
+    for &x in &warm.rows {
+        let i = table.bag_of(x);
+        if let Ok(r) = neg.binary_search(&i) {
+            if !rows.contains(&(r, x)) {
+                rows.push((r, x));
+            }
+        }
+    }
     // Working set of representatives (columns).
     let mut cols: Vec<usize> = match kind {
         WeakKind::Op1 => (0..k).collect(),
@@ -247,6 +277,11 @@ fn solve_dc_step(
             let mut by_grad: Vec<usize> = (0..k).collect();
             by_grad.sort_by(|&a, &b| c[b].abs().total_cmp(&c[a].abs()));
             let mut cols: Vec<usize> = alpha.iter().map(|&(z, _)| z).collect();
+            for &z in &warm.cols {
+                if !cols.contains(&z) {
+                    cols.push(z);
+                }
+            }
             for z in by_grad.into_iter().take(INITIAL_COLUMNS) {
                 if !cols.contains(&z) {
                     cols.push(z);
@@ -258,7 +293,9 @@ fn solve_dc_step(
 
     for round in 1..=MAX_CG_ROUNDS {
         let nc = cols.len();
-        // Variables. OP2: a+ (nc), a- (nc), then lambda_r. OP1: alpha (k), then lambda_r.
+        // Variables. OP2: alpha (nc), t (nc) with |alpha_j| <= t_j, then lambda_r.
+        // OP1: alpha (k), then lambda_r. Generated rows touch alpha only, so the KKT
+        // system's dense block is nc x nc, not 2nc x 2nc as with alpha = a+ - a-.
         let n_alpha = match kind {
             WeakKind::Op2 => 2 * nc,
             WeakKind::Op1 => nc,
@@ -268,9 +305,6 @@ fn solve_dc_step(
         let mut q = vec![0.0; nv];
         for (j, &z) in cols.iter().enumerate() {
             q[j] = -c[z];
-            if kind == WeakKind::Op2 {
-                q[nc + j] = c[z];
-            }
         }
         for (r, &i) in neg.iter().enumerate() {
             q[lam(r)] = d[i];
@@ -279,10 +313,11 @@ fn solve_dc_step(
         p.set_objective(q);
         match kind {
             WeakKind::Op2 => {
-                // |alpha|_1 <= 1 as sum(a+) + sum(a-) <= 1, a+, a- >= 0.
-                p.add_le((0..2 * nc).map(|j| (j, 1.0)).collect(), 1.0);
-                for j in 0..2 * nc {
-                    p.add_le(vec![(j, -1.0)], 0.0);
+                // |alpha|_1 <= 1 as sum(t) <= 1, alpha_j - t_j <= 0, -alpha_j - t_j <= 0.
+                p.add_le((nc..2 * nc).map(|j| (j, 1.0)).collect(), 1.0);
+                for j in 0..nc {
+                    p.add_le(vec![(j, 1.0), (nc + j, -1.0)], 0.0);
+                    p.add_le(vec![(j, -1.0), (nc + j, -1.0)], 0.0);
                 }
             }
             WeakKind::Op1 => {
@@ -304,12 +339,9 @@ fn solve_dc_step(
         // k_x' alpha <= lambda_r for the generated rows of negative bag r (eq. 8).
         for &(r, x) in &rows {
             let kx = table.row(x);
-            let mut row: Vec<(usize, f64)> = Vec::with_capacity(n_alpha + 1);
+            let mut row: Vec<(usize, f64)> = Vec::with_capacity(nc + 1);
             for (j, &z) in cols.iter().enumerate() {
                 row.push((j, kx[z]));
-                if kind == WeakKind::Op2 {
-                    row.push((nc + j, -kx[z]));
-                }
             }
             row.push((lam(r), -1.0));
             p.add_le(row, 0.0);
@@ -318,10 +350,7 @@ fn solve_dc_step(
             "weak learner subproblem {kind:?} (generation round {round}, {} rows, {nc} representatives)",
             rows.len()
         ))?;
-        let raw: Vec<f64> = match kind {
-            WeakKind::Op2 => (0..nc).map(|j| sol.x[j] - sol.x[nc + j]).collect(),
-            WeakKind::Op1 => sol.x[..nc].to_vec(),
-        };
+        let raw = &sol.x[..nc];
         let amax = raw.iter().fold(0.0f64, |a, v| a.max(v.abs()));
         let mut cand: Vec<(usize, f64)> = raw
             .iter()
@@ -340,8 +369,9 @@ fn solve_dc_step(
                 added += 1;
             }
         }
-        // Columns (OP2): reduced costs of a+_z, a-_z are -c_z + beta + sum mu K(z, x) and
-        // c_z + beta - sum mu K(z, x), with beta the l1 row's dual and mu the generated rows'.
+        // Columns (OP2): a representative outside the working set can improve the LP iff
+        // |c_z - sum mu K(z, x)| > beta, with beta the l1 row's dual and mu the generated
+        // rows' (the reduced costs of its alpha_z and t_z cannot both be made >= 0).
         if kind == WeakKind::Op2 && added == 0 {
             let beta = sol.le_duals[0];
             let mu = &sol.le_duals[first_row..];
@@ -349,8 +379,7 @@ fn solve_dc_step(
                 .filter(|z| !cols.contains(z))
                 .map(|z| {
                     let s: f64 = rows.iter().zip(mu).map(|(&(_, x), m)| m * table.row(x)[z]).sum();
-                    let reduced = (-c[z] + beta + s).min(c[z] + beta - s);
-                    (reduced, z)
+                    (beta - (c[z] - s).abs(), z)
                 })
                 .filter(|&(rc, _)| rc < -VIOLATION_TOL * (1.0 + beta.abs()))
                 .collect();
@@ -365,6 +394,10 @@ fn solve_dc_step(
                 // alpha = 0 is optimal only when no shapelet separates the weighted bags.
                 return Ok((alpha.to_vec(), round, rows.len()));
             }
+            // Remember the binding rows and the support for the next call.
+            let mu = &sol.le_duals[first_row..];
+            warm.rows = rows.iter().zip(mu).filter(|(_, &m)| m > 1e-9).map(|(&(_, x), _)| x).collect();
+            warm.cols = cand.iter().map(|&(z, _)| z).collect();
             return Ok((cand, round, rows.len()));
         }
     }
@@ -427,7 +460,7 @@ mod tests {
         let (set, reps) = tiny();
         let t = KernelTable::new(&set, &reps, &Kernel::Linear, WeakKind::Op2).unwrap();
         let p = WeakParams { kind: WeakKind::Op2, epsilon: 1e-9, max_dc_iters: 10 };
-        let h = weak_learn(&t, &[1.0, -1.0], &[0.5, 0.5], &p).unwrap();
+        let h = weak_learn(&t, &[1.0, -1.0], &[0.5, 0.5], &p, &mut WorkingSet::default()).unwrap();
         assert_eq!(h.alpha.len(), 1);
         assert_eq!(h.alpha[0].0, 1);
         assert!((h.alpha[0].1 - 1.0).abs() < 1e-6);
@@ -442,7 +475,7 @@ mod tests {
         let set = InstanceSet { dim: 1, data: vec![0.0, 1.0], offsets: vec![0, 1, 2] };
         let t = KernelTable::new(&set, &[0.0, 1.0], &Kernel::Gaussian { sigma: 1.0 }, WeakKind::Op2).unwrap();
         let p = WeakParams { kind: WeakKind::Op2, epsilon: 1e-9, max_dc_iters: 10 };
-        let h = weak_learn(&t, &[1.0, -1.0], &[0.5, 0.5], &p).unwrap();
+        let h = weak_learn(&t, &[1.0, -1.0], &[0.5, 0.5], &p, &mut WorkingSet::default()).unwrap();
         let e1 = (-1.0f64).exp();
         assert!((h.edge - 0.5 * (1.0 - e1)).abs() < 1e-6, "{}", h.edge);
     }
@@ -455,7 +488,7 @@ mod tests {
         let set = InstanceSet { dim: 1, data: vec![0.0, 1.0], offsets: vec![0, 1, 2] };
         let t = KernelTable::new(&set, &[0.0, 1.0], &Kernel::Gaussian { sigma: 1.0 }, WeakKind::Op1).unwrap();
         let p = WeakParams { kind: WeakKind::Op1, epsilon: 1e-9, max_dc_iters: 10 };
-        let h = weak_learn(&t, &[1.0, -1.0], &[0.5, 0.5], &p).unwrap();
+        let h = weak_learn(&t, &[1.0, -1.0], &[0.5, 0.5], &p, &mut WorkingSet::default()).unwrap();
         let e = (-1.0f64).exp();
         let want = (1.0 - e) / (2.0 - 2.0 * e).sqrt();
         assert!((h.edge - want).abs() < 1e-5, "{} vs {want}", h.edge);
@@ -476,7 +509,7 @@ mod tests {
         let p = WeakParams { kind: WeakKind::Op2, epsilon: 1e-9, max_dc_iters: 10 };
         let y = [1.0, -1.0];
         let d = [0.5, 0.5];
-        let h = weak_learn(&t, &y, &d, &p).unwrap();
+        let h = weak_learn(&t, &y, &d, &p, &mut WorkingSet::default()).unwrap();
         // Full LP with all 30 rows at the same linearisation point.
         let mut full = ConicProgram::new(2 * 12 + 1);
         let (_, xstar) = t.bag_score(0, &h.alpha);
