@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
 use milstream::data::{read_dataset, Format};
-use milstream::mil::model::KernelSpec;
+use milstream::mil::model::{BinaryMode, KernelSpec};
 use milstream::mil::select::{accuracy, auc, best_index, cross_validate_grid, default_grid, stratified_folds};
 use milstream::mil::{Dataset, FitParams, Model, ShapeletLength, WeakKind};
 
@@ -124,6 +124,10 @@ struct FitOptions {
     /// Weak-learner subproblem: op2 (l1 ball, LP, sparse) or op1 (RKHS ball, SOCP).
     #[arg(long, value_enum, default_value_t = WeakArg::Op2)]
     weak: WeakArg,
+    /// Two classes: `symmetric` poses one-vs-rest for both (default), `single` the paper's
+    /// one problem with the second class (sorted) positive.
+    #[arg(long, value_enum, default_value_t = BinaryArg::Symmetric)]
+    binary: BinaryArg,
     /// Most boosting rounds.
     #[arg(long, default_value_t = 100)]
     max_rounds: usize,
@@ -133,6 +137,10 @@ struct FitOptions {
     /// Most DC iterations per weak-learner call.
     #[arg(long, default_value_t = 10)]
     dc_max_iters: usize,
+    /// DC runs per weak-learner call, from the best one-hot starts (1 = the paper's
+    /// single start, appendix A.3).
+    #[arg(long, default_value_t = 1)]
+    starts: usize,
     /// Subsequence stride used in training (prediction always uses every subsequence).
     #[arg(long, default_value_t = 1)]
     stride: usize,
@@ -160,6 +168,12 @@ enum KernelArg {
     Gaussian,
     Linear,
     Poly,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+enum BinaryArg {
+    Single,
+    Symmetric,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy)]
@@ -197,7 +211,12 @@ impl FitOptions {
                 WeakArg::Op1 => WeakKind::Op1,
                 WeakArg::Op2 => WeakKind::Op2,
             },
+            binary: match self.binary {
+                BinaryArg::Single => BinaryMode::Single,
+                BinaryArg::Symmetric => BinaryMode::Symmetric,
+            },
             dc_max_iters: self.dc_max_iters,
+            starts: self.starts,
             seed: self.seed,
             standardize: !self.no_standardize,
         };
@@ -285,7 +304,7 @@ fn score(model: &Model, test: &Dataset, quiet: bool) -> Result<(f64, Option<f64>
     let classes = model.classes();
     let roc = if classes.len() == 2 {
         let pos: Vec<bool> = test.labels.iter().map(|l| *l == classes[1]).collect();
-        auc(&scores.iter().map(|s| s[1]).collect::<Vec<_>>(), &pos)
+        auc(&scores.iter().map(|s| s[1] - s[0]).collect::<Vec<_>>(), &pos)
     } else {
         None
     };

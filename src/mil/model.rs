@@ -62,6 +62,20 @@ impl Default for KernelSpec {
     }
 }
 
+/// How a two-class problem is posed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum BinaryMode {
+    /// One ensemble with the second class (in sorted order) as y = +1: the paper's setting.
+    Single,
+    /// One-vs-rest on both classes, the label with the larger g wins. The hypotheses
+    /// max_x <u, Phi(x)> only say "some instance is near u", so a single ensemble reads
+    /// evidence for its positive class only; posing both problems makes the model symmetric
+    /// in which class is called positive. The default.
+    #[default]
+    Symmetric,
+}
+
 /// Hyperparameters of a fit. `Default` is the documented default of the CLI.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FitParams {
@@ -78,12 +92,22 @@ pub struct FitParams {
     pub epsilon: f64,
     pub max_rounds: usize,
     pub weak: WeakKind,
+    /// How two classes are posed (more than two are always one-vs-rest).
+    #[serde(default)]
+    pub binary: BinaryMode,
     pub dc_max_iters: usize,
+    /// DC runs per weak-learner call, from the best one-hot starts (1 = the paper).
+    #[serde(default = "default_one")]
+    pub starts: usize,
     pub seed: u64,
     /// z-score bag features with the training mean and deviation (bags only; series are
     /// taken as they come, as the UCR archive's are already normalised).
     #[serde(default = "default_true")]
     pub standardize: bool,
+}
+
+fn default_one() -> usize {
+    1
 }
 
 fn default_true() -> bool {
@@ -101,7 +125,9 @@ impl Default for FitParams {
             epsilon: 1e-4,
             max_rounds: 100,
             weak: WeakKind::Op2,
+            binary: BinaryMode::Symmetric,
             dc_max_iters: 10,
+            starts: 1,
             seed: 0,
             standardize: true,
         }
@@ -117,8 +143,8 @@ impl FitParams {
         if !(self.epsilon >= 0.0 && self.epsilon.is_finite()) {
             return bad(format!("epsilon must be >= 0, got {}", self.epsilon));
         }
-        if self.max_rounds == 0 || self.dc_max_iters == 0 {
-            return bad("max rounds and DC iterations must be >= 1".into());
+        if self.max_rounds == 0 || self.dc_max_iters == 0 || self.starts == 0 {
+            return bad("max rounds, DC iterations and starts must be >= 1".into());
         }
         if self.k == Some(0) {
             return bad("k must be >= 1 (or all)".into());
@@ -135,8 +161,9 @@ impl FitParams {
     }
 }
 
-/// A bag's prediction: the label, and a score per class (aligned with `Model::classes`).
-/// For two classes the scores are (-g, g): g > 0 means the second class.
+/// A bag's prediction: the label, and a score g per class (aligned with `Model::classes`);
+/// the label is the class with the largest score. A single binary ensemble g reports
+/// (-g, g).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Prediction {
     pub label: String,

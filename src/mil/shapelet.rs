@@ -14,7 +14,7 @@ use super::error::{MilError, Result};
 use super::kernel::{sq_dist, Kernel};
 use super::kmeans::kmeans_pp;
 use super::lpboost::{lpboost, BoostParams};
-use super::model::{Contribution, FitParams, KernelSpec, Prediction, ShapeletLength};
+use super::model::{BinaryMode, Contribution, FitParams, KernelSpec, Prediction, ShapeletLength};
 use super::series::instance_set;
 use super::weak::{weak_learn, KernelTable, WeakParams, WorkingSet};
 
@@ -231,11 +231,20 @@ impl ShapeletModel {
             .zip(&kernels)
             .map(|(s, k)| KernelTable::new(&s.instances, &s.reps, k, params.weak))
             .collect::<Result<_>>()?;
-        // Two classes: one problem, classes[1] positive. More: one-vs-rest (footnote 3).
-        let positives: Vec<usize> =
-            if classes.len() == 2 { vec![1] } else { (0..classes.len()).collect() };
+        // One-vs-rest (footnote 3); two classes in the paper's single form pose one problem
+        // with classes[1] positive.
+        let positives: Vec<usize> = if classes.len() == 2 && params.binary == BinaryMode::Single {
+            vec![1]
+        } else {
+            (0..classes.len()).collect()
+        };
         let boost = BoostParams { nu: params.nu, epsilon: params.epsilon, max_rounds: params.max_rounds };
-        let weak = WeakParams { kind: params.weak, epsilon: params.epsilon, max_dc_iters: params.dc_max_iters };
+        let weak = WeakParams {
+            kind: params.weak,
+            epsilon: params.epsilon,
+            max_dc_iters: params.dc_max_iters,
+            starts: params.starts,
+        };
         type Stats = (usize, usize);
         let results: Vec<(Ensemble, Stats)> = positives
             .par_iter()
@@ -404,7 +413,7 @@ impl ShapeletModel {
     }
 
     fn decide(&self, g: &[f64]) -> Prediction {
-        let (scores, idx) = if self.classes.len() == 2 {
+        let (scores, idx) = if self.ensembles.len() == 1 {
             (vec![-g[0], g[0]], usize::from(g[0] > 0.0))
         } else {
             let idx = (0..g.len()).fold(0, |b, i| if g[i] > g[b] { i } else { b });
@@ -456,9 +465,12 @@ impl ShapeletModel {
         if self.classes.len() < 2 {
             return bad(format!("needs at least two classes, has {:?}", self.classes));
         }
-        let want = if self.classes.len() == 2 { 1 } else { self.classes.len() };
-        if self.ensembles.len() != want {
-            return bad(format!("{} classes need {want} ensembles, found {}", self.classes.len(), self.ensembles.len()));
+        let n = self.ensembles.len();
+        if !(n == self.classes.len() || (n == 1 && self.classes.len() == 2)) {
+            return bad(format!("{} classes need {} ensembles, found {n}", self.classes.len(), self.classes.len()));
+        }
+        if n == 1 && self.ensembles[0].positive_class != 1 {
+            return bad("a single binary ensemble must have class 1 as its positive class".into());
         }
         for (s, sp) in self.spaces.iter().enumerate() {
             if sp.length == 0 || sp.representatives.len() != sp.count * sp.length {

@@ -28,6 +28,8 @@ pub struct WeakParams {
     /// Stop the DC loop when the edge improves by no more than this.
     pub epsilon: f64,
     pub max_dc_iters: usize,
+    /// DC runs from the best one-hot starts (1 = the paper's single start).
+    pub starts: usize,
 }
 
 /// Coefficients below this (relative to the largest) are interior-point noise, set to zero.
@@ -151,6 +153,8 @@ pub struct WeakHypothesis {
     pub dc_iterations: usize,
     pub lp_solves: usize,
     pub rows_generated: usize,
+    /// Why the DC loop stopped early, if a subproblem failed.
+    pub failure: Option<String>,
 }
 
 fn edge_of(y: &[f64], d: &[f64], outputs: &[f64]) -> f64 {
@@ -170,8 +174,10 @@ pub fn weak_learn(
     // Bags with d_i = 0 do not enter objective (6); leaving them out is exact.
     let active: Vec<usize> = (0..m).filter(|&i| d[i] > 1e-12).collect();
 
-    // Appendix A.3: alpha_0 = the most discriminative one-hot vector (either sign).
-    let mut best = (f64::NEG_INFINITY, 0usize, 1.0f64);
+    // Appendix A.3: alpha_0 = the most discriminative one-hot vector (either sign). With
+    // `starts` > 1 the DC loop also runs from the next best one-hot vectors and the largest
+    // edge wins: the weak-learning problem is non-convex, and a second start is cheap.
+    let mut one_hot: Vec<(f64, usize, f64)> = Vec::with_capacity(2 * k);
     for z in 0..k {
         let scale = match params.kind {
             WeakKind::Op2 => 1.0,
@@ -183,28 +189,44 @@ pub fn weak_learn(
             plus += y[i] * d[i] * table.bag_max[i * k + z];
             minus -= y[i] * d[i] * table.bag_min[i * k + z];
         }
-        if plus * scale > best.0 {
-            best = (plus * scale, z, scale);
-        }
-        if minus * scale > best.0 {
-            best = (minus * scale, z, -scale);
+        one_hot.push((plus * scale, z, scale));
+        one_hot.push((minus * scale, z, -scale));
+    }
+    one_hot.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let mut best: Option<WeakHypothesis> = None;
+    for &(_, z, a) in one_hot.iter().take(params.starts.max(1)) {
+        let h = dc_loop(table, y, d, &active, vec![(z, a)], params, warm);
+        if best.as_ref().is_none_or(|b| h.edge > b.edge) {
+            best = Some(h);
         }
     }
-    let mut alpha = vec![(best.1, best.2)];
+    Ok(best.expect("at least one start ran"))
+}
+
+/// The DC loop of Algorithm 2 from `alpha`. A subproblem the solver fails on ends the loop
+/// with the current alpha, which is feasible and so still a valid hypothesis; the failure
+/// is reported in the result.
+fn dc_loop(
+    table: &KernelTable,
+    y: &[f64],
+    d: &[f64],
+    active: &[usize],
+    mut alpha: Vec<(usize, f64)>,
+    params: &WeakParams,
+    warm: &mut WorkingSet,
+) -> WeakHypothesis {
     let mut outputs = table.outputs(&alpha);
     let mut edge = edge_of(y, d, &outputs);
     let mut stats = (0usize, 0usize, 0usize);
-
+    let mut failure = None;
     for _ in 0..params.max_dc_iters {
         stats.0 += 1;
-        let (cand, solves, rows) = match solve_dc_step(table, y, d, &active, &alpha, params.kind, warm) {
+        let (cand, solves, rows) = match solve_dc_step(table, y, d, active, &alpha, params.kind, warm) {
             Ok(x) => x,
-            // A failed DC step leaves the current (feasible) alpha: still a valid hypothesis.
-            Err(e) if stats.0 > 1 => {
-                let _ = e;
+            Err(e) => {
+                failure = Some(e.to_string());
                 break;
             }
-            Err(e) => return Err(e),
         };
         stats.1 += solves;
         stats.2 = stats.2.max(rows);
@@ -219,14 +241,15 @@ pub fn weak_learn(
         }
         (alpha, outputs, edge) = (cand, cand_out, cand_edge);
     }
-    Ok(WeakHypothesis {
+    WeakHypothesis {
         alpha,
         edge,
         outputs,
         dc_iterations: stats.0,
         lp_solves: stats.1,
         rows_generated: stats.2,
-    })
+        failure,
+    }
 }
 
 /// One DC step: linearise G at alpha (x_k* = argmax instance of each positive bag) and solve
@@ -459,7 +482,7 @@ mod tests {
     fn op2_on_a_tiny_problem() {
         let (set, reps) = tiny();
         let t = KernelTable::new(&set, &reps, &Kernel::Linear, WeakKind::Op2).unwrap();
-        let p = WeakParams { kind: WeakKind::Op2, epsilon: 1e-9, max_dc_iters: 10 };
+        let p = WeakParams { kind: WeakKind::Op2, epsilon: 1e-9, max_dc_iters: 10, starts: 1 };
         let h = weak_learn(&t, &[1.0, -1.0], &[0.5, 0.5], &p, &mut WorkingSet::default()).unwrap();
         assert_eq!(h.alpha.len(), 1);
         assert_eq!(h.alpha[0].0, 1);
@@ -474,7 +497,7 @@ mod tests {
         //              = 0.5 (1 - e^-1)(a0 - a1): maximised on the l1 ball by a = (1, 0).
         let set = InstanceSet { dim: 1, data: vec![0.0, 1.0], offsets: vec![0, 1, 2] };
         let t = KernelTable::new(&set, &[0.0, 1.0], &Kernel::Gaussian { sigma: 1.0 }, WeakKind::Op2).unwrap();
-        let p = WeakParams { kind: WeakKind::Op2, epsilon: 1e-9, max_dc_iters: 10 };
+        let p = WeakParams { kind: WeakKind::Op2, epsilon: 1e-9, max_dc_iters: 10, starts: 1 };
         let h = weak_learn(&t, &[1.0, -1.0], &[0.5, 0.5], &p, &mut WorkingSet::default()).unwrap();
         let e1 = (-1.0f64).exp();
         assert!((h.edge - 0.5 * (1.0 - e1)).abs() < 1e-6, "{}", h.edge);
@@ -487,7 +510,7 @@ mod tests {
         // t^2 (2 - 2e) = 1, giving edge 0.5 (1 - e) * 2t = (1 - e) / sqrt(2 - 2e).
         let set = InstanceSet { dim: 1, data: vec![0.0, 1.0], offsets: vec![0, 1, 2] };
         let t = KernelTable::new(&set, &[0.0, 1.0], &Kernel::Gaussian { sigma: 1.0 }, WeakKind::Op1).unwrap();
-        let p = WeakParams { kind: WeakKind::Op1, epsilon: 1e-9, max_dc_iters: 10 };
+        let p = WeakParams { kind: WeakKind::Op1, epsilon: 1e-9, max_dc_iters: 10, starts: 1 };
         let h = weak_learn(&t, &[1.0, -1.0], &[0.5, 0.5], &p, &mut WorkingSet::default()).unwrap();
         let e = (-1.0f64).exp();
         let want = (1.0 - e) / (2.0 - 2.0 * e).sqrt();
@@ -506,7 +529,7 @@ mod tests {
         let reps: Vec<f64> = (0..12).map(|i| -3.0 + 0.5 * i as f64).collect();
         let kern = Kernel::Gaussian { sigma: 2.0 };
         let t = KernelTable::new(&set, &reps, &kern, WeakKind::Op2).unwrap();
-        let p = WeakParams { kind: WeakKind::Op2, epsilon: 1e-9, max_dc_iters: 10 };
+        let p = WeakParams { kind: WeakKind::Op2, epsilon: 1e-9, max_dc_iters: 10, starts: 1 };
         let y = [1.0, -1.0];
         let d = [0.5, 0.5];
         let h = weak_learn(&t, &y, &d, &p, &mut WorkingSet::default()).unwrap();
