@@ -12,9 +12,17 @@ use crate::mil::{Bag, Dataset, Sample};
 #[derive(Debug, Error)]
 pub enum DataError {
     #[error("{file}: {source}")]
-    Io { file: String, source: std::io::Error },
+    Io {
+        file: String,
+        source: std::io::Error,
+    },
     #[error("{file}:{line}:{column}: {message}")]
-    At { file: String, line: usize, column: usize, message: String },
+    At {
+        file: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
     #[error("{file}: {message}")]
     File { file: String, message: String },
 }
@@ -32,7 +40,10 @@ pub enum Format {
 /// field named `bag_id` means MIL CSV, anything else UCR.
 pub fn read_dataset(path: &Path, format: Option<Format>) -> Result<Dataset, DataError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| DataError::Io { file: file.clone(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| DataError::Io {
+        file: file.clone(),
+        source,
+    })?;
     let format = format.unwrap_or_else(|| detect_format(&text));
     match format {
         Format::Ucr => parse_ucr(&file, &text),
@@ -42,7 +53,12 @@ pub fn read_dataset(path: &Path, format: Option<Format>) -> Result<Dataset, Data
 
 pub fn detect_format(text: &str) -> Format {
     let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    let field = first.split([',', '\t']).next().unwrap_or("").trim().trim_matches('"');
+    let field = first
+        .split([',', '\t'])
+        .next()
+        .unwrap_or("")
+        .trim()
+        .trim_matches('"');
     if field.eq_ignore_ascii_case("bag_id") {
         Format::Mil
     } else {
@@ -61,8 +77,16 @@ fn split_fields(line: &str) -> Vec<&str> {
 }
 
 fn parse_value(file: &str, line: usize, column: usize, field: &str) -> Result<f64, DataError> {
-    let at = |message: String| DataError::At { file: file.to_string(), line, column, message };
-    let v: f64 = field.trim().parse().map_err(|_| at(format!("'{}' is not a number", field.trim())))?;
+    let at = |message: String| DataError::At {
+        file: file.to_string(),
+        line,
+        column,
+        message,
+    };
+    let v: f64 = field
+        .trim()
+        .parse()
+        .map_err(|_| at(format!("'{}' is not a number", field.trim())))?;
     if !v.is_finite() {
         return Err(at(format!("value '{}' is not finite", field.trim())));
     }
@@ -81,7 +105,12 @@ pub fn parse_ucr(file: &str, text: &str) -> Result<Dataset, DataError> {
         let fields = split_fields(line.trim_end_matches('\r'));
         let label = fields[0].trim().trim_matches('"');
         if label.is_empty() {
-            return Err(DataError::At { file: file.into(), line: line_no, column: 1, message: "empty class label".into() });
+            return Err(DataError::At {
+                file: file.into(),
+                line: line_no,
+                column: 1,
+                message: "empty class label".into(),
+            });
         }
         let mut end = fields.len();
         while end > 1 && fields[end - 1].trim().eq_ignore_ascii_case("nan") {
@@ -92,14 +121,22 @@ pub fn parse_ucr(file: &str, text: &str) -> Result<Dataset, DataError> {
             values.push(parse_value(file, line_no, c + 2, f)?);
         }
         if values.is_empty() {
-            return Err(DataError::At { file: file.into(), line: line_no, column: 2, message: "a series needs at least one value".into() });
+            return Err(DataError::At {
+                file: file.into(),
+                line: line_no,
+                column: 2,
+                message: "a series needs at least one value".into(),
+            });
         }
         ds.ids.push(format!("{file}:{line_no}"));
         ds.labels.push(label.to_string());
         ds.samples.push(Sample::Series(values));
     }
     if ds.is_empty() {
-        return Err(DataError::File { file: file.into(), message: "no series in the file".into() });
+        return Err(DataError::File {
+            file: file.into(),
+            message: "no series in the file".into(),
+        });
     }
     Ok(ds)
 }
@@ -107,8 +144,14 @@ pub fn parse_ucr(file: &str, text: &str) -> Result<Dataset, DataError> {
 /// MIL CSV: `bag_id,label,f1..fd`. Bags are kept in order of first appearance; their rows
 /// need not be adjacent, but they must agree on the label.
 pub fn parse_mil(file: &str, text: &str) -> Result<Dataset, DataError> {
-    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
-    let (_, header) = lines.next().ok_or_else(|| DataError::File { file: file.into(), message: "empty file".into() })?;
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let (_, header) = lines.next().ok_or_else(|| DataError::File {
+        file: file.into(),
+        message: "empty file".into(),
+    })?;
     let width = split_fields(header).len();
     if width < 3 {
         return Err(DataError::At {
@@ -148,7 +191,10 @@ pub fn parse_mil(file: &str, text: &str) -> Result<Dataset, DataError> {
                 file: file.into(),
                 line: line_no,
                 column: 2,
-                message: format!("bag '{id}' has label '{label}' here but '{}' on line {}", ds.labels[b], first_line[b]),
+                message: format!(
+                    "bag '{id}' has label '{label}' here but '{}' on line {}",
+                    ds.labels[b], first_line[b]
+                ),
             });
         }
         for (c, f) in fields[2..].iter().enumerate() {
@@ -165,7 +211,10 @@ pub fn parse_mil(file: &str, text: &str) -> Result<Dataset, DataError> {
         ds.samples.push(Sample::Bag(bag));
     }
     if ds.is_empty() {
-        return Err(DataError::File { file: file.into(), message: "no bags in the file".into() });
+        return Err(DataError::File {
+            file: file.into(),
+            message: "no bags in the file".into(),
+        });
     }
     Ok(ds)
 }
@@ -183,7 +232,9 @@ mod tests {
 
     #[test]
     fn ucr_errors_name_line_and_column() {
-        let e = parse_ucr("a.tsv", "1,0.5\n2,0.1,abc\n").unwrap_err().to_string();
+        let e = parse_ucr("a.tsv", "1,0.5\n2,0.1,abc\n")
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "a.tsv:2:3: 'abc' is not a number");
         let e = parse_ucr("a.tsv", "1,0.5,inf\n").unwrap_err().to_string();
         assert_eq!(e, "a.tsv:1:3: value 'inf' is not finite");
@@ -205,11 +256,17 @@ mod tests {
 
     #[test]
     fn mil_csv_errors() {
-        let e = parse_mil("m.csv", "bag_id,label,f1,f2\na,1,1\n").unwrap_err().to_string();
+        let e = parse_mil("m.csv", "bag_id,label,f1,f2\na,1,1\n")
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "m.csv:2:4: row has 3 fields, the header has 4");
-        let e = parse_mil("m.csv", "bag_id,label,f1\na,1,1\na,0,2\n").unwrap_err().to_string();
+        let e = parse_mil("m.csv", "bag_id,label,f1\na,1,1\na,0,2\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("m.csv:3:2: bag 'a' has label '0'"), "{e}");
-        let e = parse_mil("m.csv", "bag_id,label,f1\na,1,x\n").unwrap_err().to_string();
+        let e = parse_mil("m.csv", "bag_id,label,f1\na,1,x\n")
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "m.csv:2:3: 'x' is not a number");
     }
 }

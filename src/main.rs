@@ -11,11 +11,17 @@ use serde_json::json;
 
 use milstream::data::{read_dataset, Format};
 use milstream::mil::model::{BinaryMode, KernelSpec};
-use milstream::mil::select::{accuracy, auc, best_index, cross_validate_grid, default_grid, stratified_folds};
+use milstream::mil::select::{
+    accuracy, auc, best_index, cross_validate_grid, default_grid, stratified_folds,
+};
 use milstream::mil::{Dataset, FitParams, Model, ShapeletLength, WeakKind};
 
 #[derive(Parser)]
-#[command(name = "milstream", version, about = "Streaming multiple-instance learning: LPBoost over kernelized shapelets")]
+#[command(
+    name = "milstream",
+    version,
+    about = "Streaming multiple-instance learning: LPBoost over kernelized shapelets"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -188,16 +194,27 @@ impl FitOptions {
             KernelArg::Gaussian => {
                 let sigma = match self.sigma.as_str() {
                     "auto" => None,
-                    s => Some(s.parse::<f64>().with_context(|| format!("--sigma '{s}' is neither `auto` nor a number"))?),
+                    s => Some(s.parse::<f64>().with_context(|| {
+                        format!("--sigma '{s}' is neither `auto` nor a number")
+                    })?),
                 };
-                KernelSpec::Gaussian { sigma, scale: self.sigma_scale }
+                KernelSpec::Gaussian {
+                    sigma,
+                    scale: self.sigma_scale,
+                }
             }
             KernelArg::Linear => KernelSpec::Linear,
-            KernelArg::Poly => KernelSpec::Polynomial { degree: self.degree, coef0: self.coef0 },
+            KernelArg::Poly => KernelSpec::Polynomial {
+                degree: self.degree,
+                coef0: self.coef0,
+            },
         };
         let k = match self.k.as_str() {
             "all" => None,
-            s => Some(s.parse::<usize>().with_context(|| format!("--k '{s}' is neither `all` nor a count"))?),
+            s => Some(
+                s.parse::<usize>()
+                    .with_context(|| format!("--k '{s}' is neither `all` nor a count"))?,
+            ),
         };
         let p = FitParams {
             kernel,
@@ -231,9 +248,11 @@ fn progress(len: u64, what: &str, quiet: bool) -> ProgressBar {
     }
     let pb = ProgressBar::new(len);
     pb.set_style(
-        ProgressStyle::with_template("{msg:>12} [{bar:30}] {pos}/{len} {elapsed_precise} eta {eta}")
-            .expect("static progress template is valid")
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{msg:>12} [{bar:30}] {pos}/{len} {elapsed_precise} eta {eta}",
+        )
+        .expect("static progress template is valid")
+        .progress_chars("=> "),
     );
     pb.set_message(what.to_string());
     pb
@@ -254,7 +273,8 @@ fn load(path: &Path, format: Option<Format>) -> Result<Dataset> {
 }
 
 fn load_model(path: &Path) -> Result<Model> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading model {}", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading model {}", path.display()))?;
     Model::from_json(&text).with_context(|| format!("loading model {}", path.display()))
 }
 
@@ -294,7 +314,9 @@ fn score(model: &Model, test: &Dataset, quiet: bool) -> Result<(f64, Option<f64>
     let mut labels = Vec::with_capacity(test.len());
     let mut scores = Vec::with_capacity(test.len());
     for (i, s) in test.samples.iter().enumerate() {
-        let p = model.predict(s).with_context(|| format!("predicting {}", test.ids[i]))?;
+        let p = model
+            .predict(s)
+            .with_context(|| format!("predicting {}", test.ids[i]))?;
         scores.push(p.scores.clone());
         labels.push(p.label);
         pb.inc(1);
@@ -304,7 +326,10 @@ fn score(model: &Model, test: &Dataset, quiet: bool) -> Result<(f64, Option<f64>
     let classes = model.classes();
     let roc = if classes.len() == 2 {
         let pos: Vec<bool> = test.labels.iter().map(|l| *l == classes[1]).collect();
-        auc(&scores.iter().map(|s| s[1] - s[0]).collect::<Vec<_>>(), &pos)
+        auc(
+            &scores.iter().map(|s| s[1] - s[0]).collect::<Vec<_>>(),
+            &pos,
+        )
     } else {
         None
     };
@@ -334,7 +359,8 @@ fn run(cli: Cli) -> Result<()> {
         Command::Train { data, out, opts } => {
             let train = load(&data, opts.format)?;
             let (model, _, secs) = fit(&train, &opts)?;
-            std::fs::write(&out, model.to_json()).with_context(|| format!("writing {}", out.display()))?;
+            std::fs::write(&out, model.to_json())
+                .with_context(|| format!("writing {}", out.display()))?;
             let mut s = summary_json(&model);
             s["train_seconds"] = json!(secs);
             s["n_train"] = json!(train.len());
@@ -342,28 +368,62 @@ fn run(cli: Cli) -> Result<()> {
             if opts.json {
                 println!("{s}");
             } else {
-                println!("wrote {} ({} examples, {:.2} s): {s}", out.display(), train.len(), secs);
+                println!(
+                    "wrote {} ({} examples, {:.2} s): {s}",
+                    out.display(),
+                    train.len(),
+                    secs
+                );
             }
         }
-        Command::Predict { model, data, format, json } => {
+        Command::Predict {
+            model,
+            data,
+            format,
+            json,
+        } => {
             let model = load_model(&model)?;
             let ds = load(&data, format)?;
             for (i, s) in ds.samples.iter().enumerate() {
-                let p = model.predict(s).with_context(|| format!("predicting {}", ds.ids[i]))?;
+                let p = model
+                    .predict(s)
+                    .with_context(|| format!("predicting {}", ds.ids[i]))?;
                 if json {
-                    println!("{}", json!({"id": ds.ids[i], "label": p.label, "scores": p.scores, "truth": ds.labels[i]}));
+                    println!(
+                        "{}",
+                        json!({"id": ds.ids[i], "label": p.label, "scores": p.scores, "truth": ds.labels[i]})
+                    );
                 } else {
-                    println!("{}\t{}\t{}", ds.ids[i], p.label, p.scores.iter().map(|v| format!("{v:.6}")).collect::<Vec<_>>().join(","));
+                    println!(
+                        "{}\t{}\t{}",
+                        ds.ids[i],
+                        p.label,
+                        p.scores
+                            .iter()
+                            .map(|v| format!("{v:.6}"))
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    );
                 }
             }
         }
-        Command::Explain { model, data, format, top } => {
+        Command::Explain {
+            model,
+            data,
+            format,
+            top,
+        } => {
             let model = load_model(&model)?;
             let ds = load(&data, format)?;
             for (i, s) in ds.samples.iter().enumerate() {
-                let mut e = model.explain(s).with_context(|| format!("explaining {}", ds.ids[i]))?;
+                let mut e = model
+                    .explain(s)
+                    .with_context(|| format!("explaining {}", ds.ids[i]))?;
                 e.contributions.truncate(top);
-                println!("{}", json!({"id": ds.ids[i], "truth": ds.labels[i], "explanation": e}));
+                println!(
+                    "{}",
+                    json!({"id": ds.ids[i], "truth": ds.labels[i], "explanation": e})
+                );
             }
         }
         Command::Eval { train, test, opts } => {
@@ -403,25 +463,44 @@ fn run(cli: Cli) -> Result<()> {
                 let pb = progress((folds * grid.len() * inner) as u64, "nested cv", opts.quiet);
                 let mut accs = Vec::with_capacity(folds);
                 for test_idx in &outer {
-                    let train_idx: Vec<usize> = (0..ds.len()).filter(|i| test_idx.binary_search(i).is_err()).collect();
+                    let train_idx: Vec<usize> = (0..ds.len())
+                        .filter(|i| test_idx.binary_search(i).is_err())
+                        .collect();
                     let train = ds.subset(&train_idx);
-                    let est = cross_validate_grid(&train, &grid, inner.min(train.len()), opts.seed, &|| pb.inc(1))?;
+                    let est = cross_validate_grid(
+                        &train,
+                        &grid,
+                        inner.min(train.len()),
+                        opts.seed,
+                        &|| pb.inc(1),
+                    )?;
                     let model = Model::fit(&train, &grid[best_index(&est)])?;
                     let test = ds.subset(test_idx);
-                    let labels: Vec<String> =
-                        test.samples.iter().map(|s| model.predict(s).map(|p| p.label)).collect::<Result<_, _>>()?;
+                    let labels: Vec<String> = test
+                        .samples
+                        .iter()
+                        .map(|s| model.predict(s).map(|p| p.label))
+                        .collect::<Result<_, _>>()?;
                     accs.push(accuracy(&labels, &test.labels));
                 }
                 pb.finish_and_clear();
                 accs
             } else {
                 let pb = progress(folds as u64, "folds", opts.quiet);
-                let est = cross_validate_grid(&ds, std::slice::from_ref(&params), folds, opts.seed, &|| pb.inc(1))?;
+                let est = cross_validate_grid(
+                    &ds,
+                    std::slice::from_ref(&params),
+                    folds,
+                    opts.seed,
+                    &|| pb.inc(1),
+                )?;
                 pb.finish_and_clear();
                 est[0].fold_accuracies.clone()
             };
             let mean = accs.iter().sum::<f64>() / accs.len() as f64;
-            let std = (accs.iter().map(|a| (a - mean) * (a - mean)).sum::<f64>() / accs.len() as f64).sqrt();
+            let std = (accs.iter().map(|a| (a - mean) * (a - mean)).sum::<f64>()
+                / accs.len() as f64)
+                .sqrt();
             let secs = t.elapsed().as_secs_f64();
             if opts.json {
                 println!(
@@ -435,7 +514,12 @@ fn run(cli: Cli) -> Result<()> {
                 println!("{folds}-fold accuracy {mean:.4} +- {std:.4}  ({secs:.1} s)");
             }
         }
-        Command::Bench { data, repeat, fit_only, opts } => {
+        Command::Bench {
+            data,
+            repeat,
+            fit_only,
+            opts,
+        } => {
             let ds = load(&data, opts.format)?;
             let params = opts.params()?;
             let mut times = Vec::new();

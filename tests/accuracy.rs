@@ -11,7 +11,10 @@ use milstream::mil::{FitParams, Model, ShapeletLength, WeakKind};
 
 fn series_params(length: usize, sigma: f64, nu: f64) -> FitParams {
     FitParams {
-        kernel: KernelSpec::Gaussian { sigma: Some(sigma), scale: 1.0 },
+        kernel: KernelSpec::Gaussian {
+            sigma: Some(sigma),
+            scale: 1.0,
+        },
         lengths: vec![ShapeletLength::Absolute(length)],
         k: Some(100),
         nu,
@@ -35,7 +38,10 @@ fn gunpoint_test_accuracy_at_least_095() {
 fn gunpoint_in_the_papers_single_binary_form() {
     let train = load("GunPoint_TRAIN.csv");
     let test = load("GunPoint_TEST.csv");
-    let params = FitParams { binary: BinaryMode::Single, ..series_params(30, 0.021, 0.2) };
+    let params = FitParams {
+        binary: BinaryMode::Single,
+        ..series_params(30, 0.021, 0.2)
+    };
     let model = Model::fit(&train, &params).unwrap();
     let Model::LpboostShapelet(m) = &model;
     assert_eq!(m.ensembles.len(), 1);
@@ -61,15 +67,26 @@ fn musk1_ten_fold_cv_accuracy_at_least_082() {
     // Standardised features, sigma = 0.0122 (4 x the median heuristic), nu = 0.5, k = 100,
     // both classes posed one-vs-rest (the default), folds seeded with 0. Measured 0.869.
     let params = FitParams {
-        kernel: KernelSpec::Gaussian { sigma: Some(0.0122), scale: 1.0 },
+        kernel: KernelSpec::Gaussian {
+            sigma: Some(0.0122),
+            scale: 1.0,
+        },
         k: Some(100),
         nu: 0.5,
         seed: 0,
         ..FitParams::default()
     };
     let est = cross_validate_grid(&ds, &[params], 10, 0, &|| {}).unwrap();
-    eprintln!("MUSK1 10-fold CV accuracy {} +- {}", est[0].mean, est[0].std);
-    assert!(est[0].mean >= 0.82, "MUSK1 10-fold CV accuracy {} (folds {:?})", est[0].mean, est[0].fold_accuracies);
+    eprintln!(
+        "MUSK1 10-fold CV accuracy {} +- {}",
+        est[0].mean, est[0].std
+    );
+    assert!(
+        est[0].mean >= 0.82,
+        "MUSK1 10-fold CV accuracy {} (folds {:?})",
+        est[0].mean,
+        est[0].fold_accuracies
+    );
 }
 
 #[test]
@@ -77,7 +94,11 @@ fn several_lengths_make_one_model_and_keep_their_own_length() {
     let train = load("GunPoint_TRAIN.csv");
     let test = load("GunPoint_TEST.csv");
     let params = FitParams {
-        lengths: vec![ShapeletLength::Fraction(0.1), ShapeletLength::Fraction(0.2), ShapeletLength::Fraction(0.3)],
+        lengths: vec![
+            ShapeletLength::Fraction(0.1),
+            ShapeletLength::Fraction(0.2),
+            ShapeletLength::Fraction(0.3),
+        ],
         ..FitParams::default()
     };
     let model = Model::fit(&train, &params).unwrap();
@@ -98,7 +119,12 @@ fn several_lengths_make_one_model_and_keep_their_own_length() {
 fn op1_weak_learner_fits_gunpoint() {
     let train = load("GunPoint_TRAIN.csv");
     let test = load("GunPoint_TEST.csv");
-    let params = FitParams { weak: WeakKind::Op1, k: Some(50), max_rounds: 30, ..series_params(30, 0.021, 0.2) };
+    let params = FitParams {
+        weak: WeakKind::Op1,
+        k: Some(50),
+        max_rounds: 30,
+        ..series_params(30, 0.021, 0.2)
+    };
     let model = Model::fit(&train, &params).unwrap();
     let Model::LpboostShapelet(m) = &model;
     // OP1's RKHS ball does not sparsify alpha the way OP2's l1 ball does.

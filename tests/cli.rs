@@ -8,7 +8,10 @@ use std::process::{Command, Output};
 use common::{data_path, scratch};
 
 fn milstream(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_milstream")).args(args).output().expect("the binary runs")
+    Command::new(env!("CARGO_BIN_EXE_milstream"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
 }
 
 fn stdout(o: &Output) -> String {
@@ -21,7 +24,10 @@ fn stderr(o: &Output) -> String {
 
 fn last_json(o: &Output) -> serde_json::Value {
     let out = stdout(o);
-    let line = out.lines().last().unwrap_or_else(|| panic!("no output; stderr: {}", stderr(o)));
+    let line = out
+        .lines()
+        .last()
+        .unwrap_or_else(|| panic!("no output; stderr: {}", stderr(o)));
     serde_json::from_str(line).unwrap_or_else(|e| panic!("last line is not JSON ({e}): {line}"))
 }
 
@@ -39,7 +45,17 @@ fn train_predict_explain_round_trip() {
     let model = dir.join("coffee.json");
     let train = data_path("Coffee_TRAIN.csv");
     let test = data_path("Coffee_TEST.csv");
-    let o = milstream(&["train", "--data", train.to_str().unwrap(), "--out", model.to_str().unwrap(), "--k", "30", "--json", "--quiet"]);
+    let o = milstream(&[
+        "train",
+        "--data",
+        train.to_str().unwrap(),
+        "--out",
+        model.to_str().unwrap(),
+        "--k",
+        "30",
+        "--json",
+        "--quiet",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let s = last_json(&o);
     assert_eq!(s["n_train"], 28);
@@ -47,7 +63,13 @@ fn train_predict_explain_round_trip() {
     let sparsity = s["sparsity"].as_f64().unwrap();
     assert!(sparsity > 0.0 && sparsity <= 1.0);
 
-    let o = milstream(&["predict", "--model", model.to_str().unwrap(), "--data", test.to_str().unwrap()]);
+    let o = milstream(&[
+        "predict",
+        "--model",
+        model.to_str().unwrap(),
+        "--data",
+        test.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert_eq!(out.lines().count(), 28, "one line per bag");
@@ -58,29 +80,70 @@ fn train_predict_explain_round_trip() {
         .count();
     assert!(right >= 25, "{right} of 28 right");
 
-    let o = milstream(&["explain", "--model", model.to_str().unwrap(), "--data", test.to_str().unwrap(), "--top", "3"]);
+    let o = milstream(&[
+        "explain",
+        "--model",
+        model.to_str().unwrap(),
+        "--data",
+        test.to_str().unwrap(),
+        "--top",
+        "3",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let first: serde_json::Value = serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
+    let first: serde_json::Value =
+        serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
     let contributions = first["explanation"]["contributions"].as_array().unwrap();
     assert!(!contributions.is_empty() && contributions.len() <= 3);
     let c = &contributions[0];
-    assert!(c["offset"].as_u64().unwrap() + c["length"].as_u64().unwrap() <= 286, "{c}");
+    assert!(
+        c["offset"].as_u64().unwrap() + c["length"].as_u64().unwrap() <= 286,
+        "{c}"
+    );
 }
 
 #[test]
 fn eval_and_cv_print_json_summaries() {
     let train = data_path("Coffee_TRAIN.csv");
     let test = data_path("Coffee_TEST.csv");
-    let o = milstream(&["eval", "--train", train.to_str().unwrap(), "--test", test.to_str().unwrap(), "--k", "30", "--json", "--quiet"]);
+    let o = milstream(&[
+        "eval",
+        "--train",
+        train.to_str().unwrap(),
+        "--test",
+        test.to_str().unwrap(),
+        "--k",
+        "30",
+        "--json",
+        "--quiet",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let s = last_json(&o);
-    for key in ["accuracy", "auc", "train_seconds", "predict_seconds", "n_train", "n_test"] {
+    for key in [
+        "accuracy",
+        "auc",
+        "train_seconds",
+        "predict_seconds",
+        "n_train",
+        "n_test",
+    ] {
         assert!(!s[key].is_null(), "{key} missing in {s}");
     }
     assert_eq!(s["n_test"], 28);
     assert!(s["accuracy"].as_f64().unwrap() >= 0.9, "{s}");
 
-    let o = milstream(&["cv", "--data", train.to_str().unwrap(), "--folds", "4", "--seed", "1", "--k", "30", "--json", "--quiet"]);
+    let o = milstream(&[
+        "cv",
+        "--data",
+        train.to_str().unwrap(),
+        "--folds",
+        "4",
+        "--seed",
+        "1",
+        "--k",
+        "30",
+        "--json",
+        "--quiet",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let s = last_json(&o);
     assert!(s["accuracy"].as_f64().unwrap() > 0.5, "{s}");
@@ -97,10 +160,22 @@ fn bad_input_fails_with_file_line_and_column() {
         std::fs::write(&p, text).unwrap();
         p.to_str().unwrap().to_string()
     };
-    let train = |p: &str| milstream(&["train", "--data", p, "--out", out.to_str().unwrap(), "--quiet"]);
+    let train = |p: &str| {
+        milstream(&[
+            "train",
+            "--data",
+            p,
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+    };
 
     let ragged = write("ragged.csv", "bag_id,label,f1,f2\na,1,0.5,0.1\nb,0,0.2\n");
-    assert_clean_failure(&train(&ragged), "ragged.csv:3:4: row has 3 fields, the header has 4");
+    assert_clean_failure(
+        &train(&ragged),
+        "ragged.csv:3:4: row has 3 fields, the header has 4",
+    );
 
     let text = write("text.csv", "1,0.1,0.2,0.3\n2,0.1,zero,0.3\n");
     assert_clean_failure(&train(&text), "text.csv:2:3: 'zero' is not a number");
@@ -111,18 +186,51 @@ fn bad_input_fails_with_file_line_and_column() {
     let one_class = write("one.csv", "1,0.1,0.2,0.3,0.4\n1,0.5,0.2,0.3,0.1\n");
     assert_clean_failure(&train(&one_class), "at least two classes");
 
-    let short = write("short.csv", "1,0.1,0.2,0.3,0.4,0.5\n2,0.5,0.2,0.3,0.1,0.0\n");
-    let o = milstream(&["train", "--data", &short, "--out", out.to_str().unwrap(), "--shapelet-length", "9", "--quiet"]);
+    let short = write(
+        "short.csv",
+        "1,0.1,0.2,0.3,0.4,0.5\n2,0.5,0.2,0.3,0.1,0.0\n",
+    );
+    let o = milstream(&[
+        "train",
+        "--data",
+        &short,
+        "--out",
+        out.to_str().unwrap(),
+        "--shapelet-length",
+        "9",
+        "--quiet",
+    ]);
     assert_clean_failure(&o, "shortest training series has length 5");
 
-    let bad_len = milstream(&["train", "--data", &short, "--out", "x", "--shapelet-length", "1.5"]);
+    let bad_len = milstream(&[
+        "train",
+        "--data",
+        &short,
+        "--out",
+        "x",
+        "--shapelet-length",
+        "1.5",
+    ]);
     assert_eq!(bad_len.status.code(), Some(2));
-    assert!(stderr(&bad_len).contains("neither a length"), "{}", stderr(&bad_len));
+    assert!(
+        stderr(&bad_len).contains("neither a length"),
+        "{}",
+        stderr(&bad_len)
+    );
 
-    let model = write("model.json", r#"{"format":"milstream-model","version":7,"model":{}}"#);
+    let model = write(
+        "model.json",
+        r#"{"format":"milstream-model","version":7,"model":{}}"#,
+    );
     let o = milstream(&["predict", "--model", &model, "--data", &short]);
     assert_clean_failure(&o, "version Some(7) is not supported");
 
-    let missing = milstream(&["predict", "--model", "/nonexistent/m.json", "--data", &short]);
+    let missing = milstream(&[
+        "predict",
+        "--model",
+        "/nonexistent/m.json",
+        "--data",
+        &short,
+    ]);
     assert_clean_failure(&missing, "/nonexistent/m.json");
 }

@@ -56,25 +56,29 @@ proptest! {
 /// Series of length 16 with a bump of height 3 at a random place for class "up", none for
 /// "flat", plus noise.
 fn toy_series() -> impl Strategy<Value = Dataset> {
-    prop::collection::vec((prop::bool::ANY, 0usize..12, prop::collection::vec(-0.3f64..0.3, 16)), 8..14).prop_map(
-        |rows| {
-            let mut ds = Dataset::default();
-            for (i, (up, at, noise)) in rows.into_iter().enumerate() {
-                let up = up || i == 0;
-                let up = up && i != 1;
-                let mut v = noise;
-                if up {
-                    for j in at..at + 4 {
-                        v[j] += 3.0;
-                    }
-                }
-                ds.ids.push(format!("s{i}"));
-                ds.labels.push(if up { "up".into() } else { "flat".into() });
-                ds.samples.push(Sample::Series(v));
-            }
-            ds
-        },
+    prop::collection::vec(
+        (
+            prop::bool::ANY,
+            0usize..12,
+            prop::collection::vec(-0.3f64..0.3, 16),
+        ),
+        8..14,
     )
+    .prop_map(|rows| {
+        let mut ds = Dataset::default();
+        for (i, (up, at, noise)) in rows.into_iter().enumerate() {
+            let up = up || i == 0;
+            let up = up && i != 1;
+            let mut v = noise;
+            if up {
+                v[at..at + 4].iter_mut().for_each(|x| *x += 3.0);
+            }
+            ds.ids.push(format!("s{i}"));
+            ds.labels.push(if up { "up".into() } else { "flat".into() });
+            ds.samples.push(Sample::Series(v));
+        }
+        ds
+    })
 }
 
 proptest! {

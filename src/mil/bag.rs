@@ -16,7 +16,9 @@ impl Bag {
     /// A bag from a row-major buffer of `data.len() / dim` instances.
     pub fn new(dim: usize, data: Vec<f64>) -> Result<Self> {
         if dim == 0 {
-            return Err(MilError::InvalidData("bag instances have dimension 0".into()));
+            return Err(MilError::InvalidData(
+                "bag instances have dimension 0".into(),
+            ));
         }
         if data.is_empty() {
             return Err(MilError::InvalidData("empty bag".into()));
@@ -195,7 +197,10 @@ impl InstanceSet {
     }
 
     pub fn n_instances(&self) -> usize {
-        *self.offsets.last().expect("offsets always holds at least one entry")
+        *self
+            .offsets
+            .last()
+            .expect("offsets always holds at least one entry")
     }
 
     pub fn instance(&self, j: usize) -> &[f64] {

@@ -87,7 +87,14 @@ mod tests {
         let g = Kernel::Gaussian { sigma: 0.5 }.eval(&x, &z);
         assert!((g - (-0.5f64 * 5.0).exp()).abs() < 1e-15);
         assert_eq!(Kernel::Linear.eval(&x, &z), 8.0);
-        assert_eq!(Kernel::Polynomial { degree: 2, coef0: 1.0 }.eval(&x, &z), 81.0);
+        assert_eq!(
+            Kernel::Polynomial {
+                degree: 2,
+                coef0: 1.0
+            }
+            .eval(&x, &z),
+            81.0
+        );
         assert!(Kernel::Gaussian { sigma: -1.0 }.validate().is_err());
     }
 }

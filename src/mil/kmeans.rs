@@ -24,7 +24,10 @@ pub fn kmeans_pp(data: &[f64], dim: usize, k: usize, seed: u64) -> Vec<f64> {
         let idx = rand::seq::index::sample(&mut rng, n, KMEANS_MAX_POINTS);
         let mut idx: Vec<usize> = idx.into_iter().collect();
         idx.sort_unstable();
-        sample = idx.iter().flat_map(|&i| data[i * dim..(i + 1) * dim].iter().copied()).collect();
+        sample = idx
+            .iter()
+            .flat_map(|&i| data[i * dim..(i + 1) * dim].iter().copied())
+            .collect();
         &sample
     } else {
         data
@@ -124,7 +127,12 @@ mod tests {
         let centres = kmeans_pp(&data, 2, 3, 7);
         let mut got: Vec<(i64, i64)> = centres
             .chunks_exact(2)
-            .map(|c| ((c[0] * 1000.0).round() as i64, (c[1] * 1000.0).round() as i64))
+            .map(|c| {
+                (
+                    (c[0] * 1000.0).round() as i64,
+                    (c[1] * 1000.0).round() as i64,
+                )
+            })
             .collect();
         got.sort();
         assert_eq!(got, vec![(0, 0), (0, 10_000), (10_000, 0)]);

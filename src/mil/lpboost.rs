@@ -55,7 +55,12 @@ pub fn solve_master(y: &[f64], outputs: &[Vec<f64>], nu: f64) -> Result<MasterSo
     if wsum > 0.0 {
         w.iter_mut().for_each(|v| *v /= wsum);
     }
-    Ok(MasterSolution { d, gamma: sol.x[gamma], w, rho: -sol.eq_duals[0] })
+    Ok(MasterSolution {
+        d,
+        gamma: sol.x[gamma],
+        w,
+        rho: -sol.eq_duals[0],
+    })
 }
 
 /// One accepted hypothesis: its payload, its outputs h(B_i) on the training bags.
@@ -79,7 +84,10 @@ pub fn lpboost<H>(
 ) -> Result<Boosted<H>> {
     let m = y.len();
     if !(params.nu > 0.0 && params.nu <= 1.0) {
-        return Err(MilError::InvalidParameter(format!("nu must be in (0, 1], got {}", params.nu)));
+        return Err(MilError::InvalidParameter(format!(
+            "nu must be in (0, 1], got {}",
+            params.nu
+        )));
     }
     let mut d = vec![1.0 / m as f64; m];
     let mut gamma = 0.0;
@@ -167,9 +175,15 @@ mod tests {
     #[test]
     fn lpboost_stops_when_no_edge() {
         let y = [1.0, -1.0, 1.0];
-        let r = lpboost(&y, BoostParams { nu: 0.5, epsilon: 1e-6, max_rounds: 10 }, |_d| {
-            Ok(((), vec![0.0, 0.0, 0.0]))
-        });
+        let r = lpboost(
+            &y,
+            BoostParams {
+                nu: 0.5,
+                epsilon: 1e-6,
+                max_rounds: 10,
+            },
+            |_d| Ok(((), vec![0.0, 0.0, 0.0])),
+        );
         assert!(matches!(r, Err(MilError::Training(_))));
     }
 }

@@ -20,4 +20,6 @@ pub mod weak;
 pub use bag::{Bag, Dataset, InputKind, Sample};
 pub use error::MilError;
 pub use kernel::Kernel;
-pub use model::{Contribution, Explanation, FitParams, Model, Prediction, ShapeletLength, WeakKind};
+pub use model::{
+    Contribution, Explanation, FitParams, Model, Prediction, ShapeletLength, WeakKind,
+};

@@ -37,11 +37,17 @@ impl FromStr for ShapeletLength {
     fn from_str(s: &str) -> std::result::Result<Self, String> {
         let s = s.trim();
         if let Ok(a) = s.parse::<usize>() {
-            return if a >= 1 { Ok(Self::Absolute(a)) } else { Err("a length must be >= 1".into()) };
+            return if a >= 1 {
+                Ok(Self::Absolute(a))
+            } else {
+                Err("a length must be >= 1".into())
+            };
         }
         match s.parse::<f64>() {
             Ok(x) if x > 0.0 && x <= 1.0 => Ok(Self::Fraction(x)),
-            _ => Err(format!("'{s}' is neither a length >= 1 nor a fraction in (0, 1]")),
+            _ => Err(format!(
+                "'{s}' is neither a length >= 1 nor a fraction in (0, 1]"
+            )),
         }
     }
 }
@@ -58,7 +64,10 @@ pub enum KernelSpec {
 
 impl Default for KernelSpec {
     fn default() -> Self {
-        KernelSpec::Gaussian { sigma: None, scale: 1.0 }
+        KernelSpec::Gaussian {
+            sigma: None,
+            scale: 1.0,
+        }
     }
 }
 
@@ -153,8 +162,12 @@ impl FitParams {
             return bad("stride must be >= 1".into());
         }
         if let KernelSpec::Gaussian { sigma, scale } = self.kernel {
-            if sigma.is_some_and(|s| !(s > 0.0 && s.is_finite())) || !(scale > 0.0 && scale.is_finite()) {
-                return bad(format!("gaussian sigma and scale must be > 0, got {sigma:?} and {scale}"));
+            if sigma.is_some_and(|s| !(s > 0.0 && s.is_finite()))
+                || !(scale > 0.0 && scale.is_finite())
+            {
+                return bad(format!(
+                    "gaussian sigma and scale must be > 0, got {sigma:?} and {scale}"
+                ));
             }
         }
         Ok(())
@@ -231,7 +244,10 @@ impl Model {
         match self {
             Model::LpboostShapelet(m) => {
                 let (prediction, contributions) = m.explain(sample)?;
-                Ok(Explanation { prediction, contributions })
+                Ok(Explanation {
+                    prediction,
+                    contributions,
+                })
             }
         }
     }
@@ -289,8 +305,14 @@ mod tests {
 
     #[test]
     fn shapelet_length_parses() {
-        assert_eq!("45".parse::<ShapeletLength>().unwrap(), ShapeletLength::Absolute(45));
-        assert_eq!("0.25".parse::<ShapeletLength>().unwrap(), ShapeletLength::Fraction(0.25));
+        assert_eq!(
+            "45".parse::<ShapeletLength>().unwrap(),
+            ShapeletLength::Absolute(45)
+        );
+        assert_eq!(
+            "0.25".parse::<ShapeletLength>().unwrap(),
+            ShapeletLength::Fraction(0.25)
+        );
         assert!("1.5".parse::<ShapeletLength>().is_err());
         assert!("0".parse::<ShapeletLength>().is_err());
         assert!("abc".parse::<ShapeletLength>().is_err());
@@ -300,7 +322,8 @@ mod tests {
     fn artifact_header_is_checked() {
         let e = Model::from_json(r#"{"format":"other","version":1,"model":{}}"#).unwrap_err();
         assert!(e.to_string().contains("format"), "{e}");
-        let e = Model::from_json(r#"{"format":"milstream-model","version":99,"model":{}}"#).unwrap_err();
+        let e = Model::from_json(r#"{"format":"milstream-model","version":99,"model":{}}"#)
+            .unwrap_err();
         assert!(e.to_string().contains("version Some(99)"), "{e}");
     }
 }

@@ -89,11 +89,18 @@ pub fn auc(scores: &[f64], positive: &[bool]) -> Option<f64> {
 pub fn default_grid(base: &FitParams, input: InputKind) -> Vec<FitParams> {
     let (lengths, nus, scales): (Vec<Vec<ShapeletLength>>, Vec<f64>, Vec<f64>) = match input {
         InputKind::Series => (
-            [0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4].iter().map(|&f| vec![ShapeletLength::Fraction(f)]).collect(),
+            [0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4]
+                .iter()
+                .map(|&f| vec![ShapeletLength::Fraction(f)])
+                .collect(),
             vec![0.2, 0.1],
             vec![0.5, 1.0, 2.0],
         ),
-        InputKind::Bag { .. } => (vec![base.lengths.clone()], vec![0.5, 0.3, 0.2, 0.15, 0.1], vec![0.25, 0.5, 1.0, 2.0, 4.0]),
+        InputKind::Bag { .. } => (
+            vec![base.lengths.clone()],
+            vec![0.5, 0.3, 0.2, 0.15, 0.1],
+            vec![0.25, 0.5, 1.0, 2.0, 4.0],
+        ),
     };
     let scales = match base.kernel {
         KernelSpec::Gaussian { sigma: None, .. } => scales,
@@ -128,8 +135,16 @@ impl CvEstimate {
     fn from_folds(fold_accuracies: Vec<f64>) -> Self {
         let n = fold_accuracies.len().max(1) as f64;
         let mean = fold_accuracies.iter().sum::<f64>() / n;
-        let var = fold_accuracies.iter().map(|a| (a - mean) * (a - mean)).sum::<f64>() / n;
-        Self { fold_accuracies, mean, std: var.sqrt() }
+        let var = fold_accuracies
+            .iter()
+            .map(|a| (a - mean) * (a - mean))
+            .sum::<f64>()
+            / n;
+        Self {
+            fold_accuracies,
+            mean,
+            std: var.sqrt(),
+        }
     }
 }
 
@@ -146,26 +161,40 @@ pub fn cross_validate_grid(
     ds.check_trainable()?;
     let test_folds = stratified_folds(&ds.labels, folds, seed)?;
     // Preparation depends on the lengths, k, stride and seed only.
-    let prep_key = |p: &FitParams| format!("{:?}|{:?}|{}|{}|{}", p.lengths, p.k, p.stride, p.seed, p.standardize);
+    let prep_key = |p: &FitParams| {
+        format!(
+            "{:?}|{:?}|{}|{}|{}",
+            p.lengths, p.k, p.stride, p.seed, p.standardize
+        )
+    };
     let mut keys: Vec<String> = grid.iter().map(prep_key).collect();
     keys.sort();
     keys.dedup();
     let trains: Vec<Dataset> = test_folds
         .iter()
         .map(|test| {
-            let train: Vec<usize> = (0..ds.len()).filter(|i| test.binary_search(i).is_err()).collect();
+            let train: Vec<usize> = (0..ds.len())
+                .filter(|i| test.binary_search(i).is_err())
+                .collect();
             ds.subset(&train)
         })
         .collect();
-    let jobs: Vec<(usize, &String)> = (0..folds).flat_map(|f| keys.iter().map(move |k| (f, k))).collect();
+    let jobs: Vec<(usize, &String)> = (0..folds)
+        .flat_map(|f| keys.iter().map(move |k| (f, k)))
+        .collect();
     let prepared: HashMap<(usize, String), Prepared> = jobs
         .par_iter()
         .map(|&(f, key)| {
-            let p = grid.iter().find(|p| prep_key(p) == *key).expect("every key comes from the grid");
+            let p = grid
+                .iter()
+                .find(|p| prep_key(p) == *key)
+                .expect("every key comes from the grid");
             Ok(((f, key.clone()), prepare(&trains[f], p)?))
         })
         .collect::<Result<_>>()?;
-    let tasks: Vec<(usize, usize)> = (0..grid.len()).flat_map(|g| (0..folds).map(move |f| (g, f))).collect();
+    let tasks: Vec<(usize, usize)> = (0..grid.len())
+        .flat_map(|g| (0..folds).map(move |f| (g, f)))
+        .collect();
     let acc: Vec<f64> = tasks
         .par_iter()
         .map(|&(g, f)| {
@@ -182,7 +211,9 @@ pub fn cross_validate_grid(
             Ok(hits as f64 / test_folds[f].len().max(1) as f64)
         })
         .collect::<Result<_>>()?;
-    Ok((0..grid.len()).map(|g| CvEstimate::from_folds(acc[g * folds..(g + 1) * folds].to_vec())).collect())
+    Ok((0..grid.len())
+        .map(|g| CvEstimate::from_folds(acc[g * folds..(g + 1) * folds].to_vec()))
+        .collect())
 }
 
 /// Index of the best grid point: highest mean accuracy, first (simplest) on ties.
@@ -202,7 +233,9 @@ mod tests {
 
     #[test]
     fn folds_are_stratified_and_cover_everything() {
-        let labels: Vec<String> = (0..20).map(|i| if i < 15 { "a".into() } else { "b".into() }).collect();
+        let labels: Vec<String> = (0..20)
+            .map(|i| if i < 15 { "a".into() } else { "b".into() })
+            .collect();
         let folds = stratified_folds(&labels, 5, 3).unwrap();
         let mut all: Vec<usize> = folds.concat();
         all.sort_unstable();
@@ -216,7 +249,10 @@ mod tests {
 
     #[test]
     fn auc_by_hand() {
-        assert_eq!(auc(&[0.1, 0.4, 0.35, 0.8], &[false, false, true, true]), Some(0.75));
+        assert_eq!(
+            auc(&[0.1, 0.4, 0.35, 0.8], &[false, false, true, true]),
+            Some(0.75)
+        );
         assert_eq!(auc(&[1.0, 1.0], &[false, true]), Some(0.5));
         assert_eq!(auc(&[1.0], &[true]), None);
     }

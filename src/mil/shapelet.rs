@@ -71,6 +71,12 @@ pub struct TrainingSummary {
     pub max_generated_rows: usize,
     /// Training instances per space (before k-means).
     pub instances_per_space: Vec<usize>,
+    /// Weak-learner calls whose DC loop stopped on a solver failure (the hypothesis from
+    /// before the failure was used); the last failure's message.
+    #[serde(default)]
+    pub weak_failures: usize,
+    #[serde(default)]
+    pub last_weak_failure: Option<String>,
 }
 
 /// A trained LPBoost shapelet model.
@@ -103,7 +109,9 @@ pub struct Prepared {
 /// Absolute shapelet lengths for series of minimum length `min_len`.
 pub fn resolve_lengths(lengths: &[ShapeletLength], min_len: usize) -> Result<Vec<usize>> {
     if lengths.is_empty() {
-        return Err(MilError::InvalidParameter("no shapelet length given".into()));
+        return Err(MilError::InvalidParameter(
+            "no shapelet length given".into(),
+        ));
     }
     let mut out = Vec::new();
     for l in lengths {
@@ -142,7 +150,10 @@ pub fn prepare(ds: &Dataset, params: &FitParams) -> Result<Prepared> {
                     Sample::Series(_) => None,
                 })
                 .collect();
-            (params.standardize.then(|| Standardizer::fit(&bags)), vec![dim])
+            (
+                params.standardize.then(|| Standardizer::fit(&bags)),
+                vec![dim],
+            )
         }
     };
     let is_series = input == InputKind::Series;
@@ -156,11 +167,24 @@ pub fn prepare(ds: &Dataset, params: &FitParams) -> Result<Prepared> {
                 standardizer.as_ref(),
             )?;
             let k = params.k.unwrap_or(usize::MAX);
-            let reps = kmeans_pp(&set.data, set.dim, k, params.seed ^ (l as u64).wrapping_mul(0x9E37_79B9));
-            Ok(PreparedSpace { length: l, instances: set, reps })
+            let reps = kmeans_pp(
+                &set.data,
+                set.dim,
+                k,
+                params.seed ^ (l as u64).wrapping_mul(0x9E37_79B9),
+            );
+            Ok(PreparedSpace {
+                length: l,
+                instances: set,
+                reps,
+            })
         })
         .collect::<Result<Vec<_>>>()?;
-    Ok(Prepared { input, standardizer, spaces })
+    Ok(Prepared {
+        input,
+        standardizer,
+        spaces,
+    })
 }
 
 /// sigma = 1 / median |x - x'|^2 over seeded random pairs of instances: the median heuristic,
@@ -187,9 +211,9 @@ pub fn median_heuristic_sigma(set: &InstanceSet, seed: u64) -> f64 {
 fn resolve_kernel(spec: &KernelSpec, set: &InstanceSet, seed: u64) -> Result<Kernel> {
     let k = match *spec {
         KernelSpec::Gaussian { sigma: Some(s), .. } => Kernel::Gaussian { sigma: s },
-        KernelSpec::Gaussian { sigma: None, scale } => {
-            Kernel::Gaussian { sigma: scale * median_heuristic_sigma(set, seed) }
-        }
+        KernelSpec::Gaussian { sigma: None, scale } => Kernel::Gaussian {
+            sigma: scale * median_heuristic_sigma(set, seed),
+        },
         KernelSpec::Linear => Kernel::Linear,
         KernelSpec::Polynomial { degree, coef0 } => Kernel::Polynomial { degree, coef0 },
     };
@@ -209,7 +233,11 @@ impl ShapeletModel {
 
     /// Fits on prepared spaces (see [`prepare`]) with labels `labels`; the kernel, nu and
     /// the weak learner come from `params` (its lengths, k and seed were used by `prepare`).
-    pub fn fit_prepared(prepared: &Prepared, labels: &[String], params: &FitParams) -> Result<Self> {
+    pub fn fit_prepared(
+        prepared: &Prepared,
+        labels: &[String],
+        params: &FitParams,
+    ) -> Result<Self> {
         let start = Instant::now();
         params.validate()?;
         let mut classes: Vec<String> = labels.to_vec();
@@ -238,26 +266,33 @@ impl ShapeletModel {
         } else {
             (0..classes.len()).collect()
         };
-        let boost = BoostParams { nu: params.nu, epsilon: params.epsilon, max_rounds: params.max_rounds };
+        let boost = BoostParams {
+            nu: params.nu,
+            epsilon: params.epsilon,
+            max_rounds: params.max_rounds,
+        };
         let weak = WeakParams {
             kind: params.weak,
             epsilon: params.epsilon,
             max_dc_iters: params.dc_max_iters,
             starts: params.starts,
         };
-        type Stats = (usize, usize);
+        type Stats = (usize, usize, usize, Option<String>);
         let results: Vec<(Ensemble, Stats)> = positives
             .par_iter()
             .map(|&pos| {
-                let y: Vec<f64> =
-                    labels.iter().map(|l| if *l == classes[pos] { 1.0 } else { -1.0 }).collect();
+                let y: Vec<f64> = labels
+                    .iter()
+                    .map(|l| if *l == classes[pos] { 1.0 } else { -1.0 })
+                    .collect();
                 let mut solves = 0usize;
                 let mut max_rows = 0usize;
+                let mut failures = 0usize;
+                let mut last_failure: Option<String> = None;
                 let mut warm: Vec<WorkingSet> = vec![WorkingSet::default(); tables.len()];
                 let boosted = lpboost(&y, boost, |d| {
                     // The hypothesis class is the union over spaces: take the largest edge.
-                    let cands: Vec<Result<_>> =
-                        tables
+                    let cands: Vec<Result<_>> = tables
                         .par_iter()
                         .zip(warm.par_iter_mut())
                         .map(|(t, w)| weak_learn(t, &y, d, &weak, w))
@@ -269,6 +304,10 @@ impl ShapeletModel {
                             Ok(h) => {
                                 solves += h.lp_solves;
                                 max_rows = max_rows.max(h.rows_generated);
+                                if let Some(f) = &h.failure {
+                                    failures += 1;
+                                    last_failure = Some(f.clone());
+                                }
                                 if best.as_ref().is_none_or(|(_, b)| h.edge > b.edge) {
                                     best = Some((s, h));
                                 }
@@ -301,14 +340,22 @@ impl ShapeletModel {
                         gamma: boosted.gamma,
                         stop_reason: boosted.stop_reason,
                     },
-                    (solves, max_rows),
+                    (solves, max_rows, failures, last_failure),
                 ))
             })
             .collect::<Result<_>>()?;
 
         let mut ensembles: Vec<Ensemble> = results.iter().map(|(e, _)| e.clone()).collect();
-        let n_alpha: usize = ensembles.iter().flat_map(|e| &e.hypotheses).map(|h| tables[h.space].k).sum();
-        let nnz: usize = ensembles.iter().flat_map(|e| &e.hypotheses).map(|h| h.alpha.len()).sum();
+        let n_alpha: usize = ensembles
+            .iter()
+            .flat_map(|e| &e.hypotheses)
+            .map(|h| tables[h.space].k)
+            .sum();
+        let nnz: usize = ensembles
+            .iter()
+            .flat_map(|e| &e.hypotheses)
+            .map(|h| h.alpha.len())
+            .sum();
         // Keep only representatives some kept hypothesis uses: prediction cost and artifact
         // size then scale with the support, not with k.
         let mut spaces = Vec::with_capacity(tables.len());
@@ -324,24 +371,52 @@ impl ShapeletModel {
             let dim = space.instances.dim;
             let reps: Vec<f64> = used
                 .iter()
-                .flat_map(|&z| space.reps[z as usize * dim..(z as usize + 1) * dim].iter().copied())
+                .flat_map(|&z| {
+                    space.reps[z as usize * dim..(z as usize + 1) * dim]
+                        .iter()
+                        .copied()
+                })
                 .collect();
-            for h in ensembles.iter_mut().flat_map(|e| &mut e.hypotheses).filter(|h| h.space == s) {
+            for h in ensembles
+                .iter_mut()
+                .flat_map(|e| &mut e.hypotheses)
+                .filter(|h| h.space == s)
+            {
                 for (z, _) in &mut h.alpha {
-                    *z = used.binary_search(z).expect("every used index was collected") as u32;
+                    *z = used
+                        .binary_search(z)
+                        .expect("every used index was collected") as u32;
                 }
             }
-            spaces.push(ShapeletSpace { length: space.length, kernel: kernels[s], count: used.len(), representatives: reps });
+            spaces.push(ShapeletSpace {
+                length: space.length,
+                kernel: kernels[s],
+                count: used.len(),
+                representatives: reps,
+            });
         }
         let summary = TrainingSummary {
             n_train: labels.len(),
             train_seconds: start.elapsed().as_secs_f64(),
             rounds: ensembles.iter().map(|e| e.rounds).sum(),
-            rho: ensembles.iter().map(|e| e.rho).fold(f64::INFINITY, f64::min),
-            sparsity: if n_alpha == 0 { 0.0 } else { nnz as f64 / n_alpha as f64 },
+            rho: ensembles
+                .iter()
+                .map(|e| e.rho)
+                .fold(f64::INFINITY, f64::min),
+            sparsity: if n_alpha == 0 {
+                0.0
+            } else {
+                nnz as f64 / n_alpha as f64
+            },
             lp_solves: results.iter().map(|(_, s)| s.0).sum(),
             max_generated_rows: results.iter().map(|(_, s)| s.1).max().unwrap_or(0),
-            instances_per_space: prepared.spaces.iter().map(|s| s.instances.n_instances()).collect(),
+            instances_per_space: prepared
+                .spaces
+                .iter()
+                .map(|s| s.instances.n_instances())
+                .collect(),
+            weak_failures: results.iter().map(|(_, s)| s.2).sum(),
+            last_weak_failure: results.iter().rev().find_map(|(_, s)| s.3.clone()),
         };
         Ok(Self {
             input: prepared.input,
@@ -366,7 +441,9 @@ impl ShapeletModel {
                     )));
                 }
                 if let Some(i) = v.iter().position(|x| !x.is_finite()) {
-                    return Err(MilError::InvalidData(format!("series value {i} is not finite")));
+                    return Err(MilError::InvalidData(format!(
+                        "series value {i} is not finite"
+                    )));
                 }
                 Ok(())
             }
@@ -375,29 +452,44 @@ impl ShapeletModel {
                 "bag instances have dimension {}, the model expects {dim}",
                 b.dim()
             ))),
-            (want, _) => Err(MilError::InvalidData(format!("the model takes {want:?} input"))),
+            (want, _) => Err(MilError::InvalidData(format!(
+                "the model takes {want:?} input"
+            ))),
         }
     }
 
     /// Per ensemble, per hypothesis: (h_j(B), index of the maximising instance).
     fn hypothesis_outputs(&self, sample: &Sample) -> Result<Vec<Vec<(f64, usize)>>> {
         self.check_sample(sample)?;
-        let mut out: Vec<Vec<(f64, usize)>> =
-            self.ensembles.iter().map(|e| vec![(0.0, 0); e.hypotheses.len()]).collect();
+        let mut out: Vec<Vec<(f64, usize)>> = self
+            .ensembles
+            .iter()
+            .map(|e| vec![(0.0, 0); e.hypotheses.len()])
+            .collect();
         let is_series = self.input == InputKind::Series;
         for (s, space) in self.spaces.iter().enumerate() {
             if space.count == 0 {
                 continue;
             }
             // Prediction takes every subsequence (stride 1): the max must see them all.
-            let set = instance_set(&[sample], is_series.then_some(space.length), 1, self.standardizer.as_ref())?;
+            let set = instance_set(
+                &[sample],
+                is_series.then_some(space.length),
+                1,
+                self.standardizer.as_ref(),
+            )?;
             let n = set.n_instances();
             let mut krow = vec![0.0; n * space.count];
             for (j, r) in krow.chunks_exact_mut(space.count).enumerate() {
                 space.kernel.row(set.instance(j), &space.representatives, r);
             }
             for (e, ens) in self.ensembles.iter().enumerate() {
-                for (j, h) in ens.hypotheses.iter().enumerate().filter(|(_, h)| h.space == s) {
+                for (j, h) in ens
+                    .hypotheses
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, h)| h.space == s)
+                {
                     let mut best = (f64::NEG_INFINITY, 0);
                     for (x, r) in krow.chunks_exact(space.count).enumerate() {
                         let v: f64 = h.alpha.iter().map(|&(z, a)| a * r[z as usize]).sum();
@@ -419,7 +511,11 @@ impl ShapeletModel {
             let idx = (0..g.len()).fold(0, |b, i| if g[i] > g[b] { i } else { b });
             (g.to_vec(), idx)
         };
-        Prediction { label: self.classes[idx].clone(), class_index: idx, scores }
+        Prediction {
+            label: self.classes[idx].clone(),
+            class_index: idx,
+            scores,
+        }
     }
 
     pub fn predict(&self, sample: &Sample) -> Result<Prediction> {
@@ -428,7 +524,13 @@ impl ShapeletModel {
             .ensembles
             .iter()
             .zip(&outs)
-            .map(|(e, o)| e.hypotheses.iter().zip(o).map(|(h, (v, _))| h.weight * v).sum())
+            .map(|(e, o)| {
+                e.hypotheses
+                    .iter()
+                    .zip(o)
+                    .map(|(h, (v, _))| h.weight * v)
+                    .sum()
+            })
             .collect();
         Ok(self.decide(&g))
     }
@@ -463,11 +565,18 @@ impl ShapeletModel {
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(MilError::Artifact(m));
         if self.classes.len() < 2 {
-            return bad(format!("needs at least two classes, has {:?}", self.classes));
+            return bad(format!(
+                "needs at least two classes, has {:?}",
+                self.classes
+            ));
         }
         let n = self.ensembles.len();
         if !(n == self.classes.len() || (n == 1 && self.classes.len() == 2)) {
-            return bad(format!("{} classes need {} ensembles, found {n}", self.classes.len(), self.classes.len()));
+            return bad(format!(
+                "{} classes need {} ensembles, found {n}",
+                self.classes.len(),
+                self.classes.len()
+            ));
         }
         if n == 1 && self.ensembles[0].positive_class != 1 {
             return bad("a single binary ensemble must have class 1 as its positive class".into());
@@ -483,23 +592,39 @@ impl ShapeletModel {
             }
             if let InputKind::Bag { dim } = self.input {
                 if sp.length != dim {
-                    return bad(format!("space {s} has length {} but bags have dimension {dim}", sp.length));
+                    return bad(format!(
+                        "space {s} has length {} but bags have dimension {dim}",
+                        sp.length
+                    ));
                 }
             }
-            sp.kernel.validate().map_err(|e| MilError::Artifact(format!("space {s}: {e}")))?;
+            sp.kernel
+                .validate()
+                .map_err(|e| MilError::Artifact(format!("space {s}: {e}")))?;
         }
         if let (InputKind::Bag { dim }, Some(st)) = (self.input, &self.standardizer) {
             if st.mean.len() != dim || st.scale.len() != dim {
-                return bad(format!("standardizer has {} features, bags have {dim}", st.mean.len()));
+                return bad(format!(
+                    "standardizer has {} features, bags have {dim}",
+                    st.mean.len()
+                ));
             }
         }
         for (e, ens) in self.ensembles.iter().enumerate() {
             if ens.positive_class >= self.classes.len() {
-                return bad(format!("ensemble {e} names class {} of {}", ens.positive_class, self.classes.len()));
+                return bad(format!(
+                    "ensemble {e} names class {} of {}",
+                    ens.positive_class,
+                    self.classes.len()
+                ));
             }
             for (j, h) in ens.hypotheses.iter().enumerate() {
                 let Some(sp) = self.spaces.get(h.space) else {
-                    return bad(format!("ensemble {e} hypothesis {j} names space {} of {}", h.space, self.spaces.len()));
+                    return bad(format!(
+                        "ensemble {e} hypothesis {j} names space {} of {}",
+                        h.space,
+                        self.spaces.len()
+                    ));
                 };
                 if let Some(&(z, _)) = h.alpha.iter().find(|(z, _)| *z as usize >= sp.count) {
                     return bad(format!(
@@ -508,7 +633,9 @@ impl ShapeletModel {
                     ));
                 }
                 if !h.weight.is_finite() || h.alpha.iter().any(|(_, a)| !a.is_finite()) {
-                    return bad(format!("ensemble {e} hypothesis {j} has a non-finite weight or alpha"));
+                    return bad(format!(
+                        "ensemble {e} hypothesis {j} has a non-finite weight or alpha"
+                    ));
                 }
             }
         }
@@ -524,7 +651,11 @@ mod tests {
     /// Three classes over 1-d bags, linear kernel, one representative z = 1 and one
     /// hypothesis per class with alpha = 1, -1, 0.5: h_c(B) = max_x alpha_c x.
     fn three_class_model() -> ShapeletModel {
-        let hyp = |a: f64| WeightedHypothesis { space: 0, weight: 1.0, alpha: vec![(0, a)] };
+        let hyp = |a: f64| WeightedHypothesis {
+            space: 0,
+            weight: 1.0,
+            alpha: vec![(0, a)],
+        };
         let ens = |c: usize, a: f64| Ensemble {
             positive_class: c,
             hypotheses: vec![hyp(a)],
@@ -537,7 +668,12 @@ mod tests {
             input: InputKind::Bag { dim: 1 },
             classes: vec!["a".into(), "b".into(), "c".into()],
             standardizer: None,
-            spaces: vec![ShapeletSpace { length: 1, kernel: Kernel::Linear, count: 1, representatives: vec![1.0] }],
+            spaces: vec![ShapeletSpace {
+                length: 1,
+                kernel: Kernel::Linear,
+                count: 1,
+                representatives: vec![1.0],
+            }],
             ensembles: vec![ens(0, 1.0), ens(1, -1.0), ens(2, 0.5)],
             params: FitParams::default(),
             summary: TrainingSummary {
@@ -549,6 +685,8 @@ mod tests {
                 lp_solves: 0,
                 max_generated_rows: 0,
                 instances_per_space: vec![0],
+                weak_failures: 0,
+                last_weak_failure: None,
             },
         }
     }
@@ -577,14 +715,21 @@ mod tests {
         let mut m = three_class_model();
         m.spaces[0].representatives.push(2.0);
         let e = m.validate().unwrap_err().to_string();
-        assert!(e.contains("2 representative values for 1 representatives"), "{e}");
+        assert!(
+            e.contains("2 representative values for 1 representatives"),
+            "{e}"
+        );
         let mut m = three_class_model();
         m.ensembles[2].hypotheses[0].alpha[0].0 = 5;
         let e = m.validate().unwrap_err().to_string();
         assert!(e.contains("uses representative 5"), "{e}");
         let mut m = three_class_model();
         m.ensembles.pop();
-        assert!(m.validate().unwrap_err().to_string().contains("need 3 ensembles"));
+        assert!(m
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("need 3 ensembles"));
     }
 
     #[test]
@@ -592,6 +737,10 @@ mod tests {
         let m = three_class_model();
         assert!(m.predict(&Sample::Series(vec![1.0, 2.0])).is_err());
         let two_d = Sample::Bag(Bag::new(2, vec![1.0, 2.0]).unwrap());
-        assert!(m.predict(&two_d).unwrap_err().to_string().contains("dimension 2"));
+        assert!(m
+            .predict(&two_d)
+            .unwrap_err()
+            .to_string()
+            .contains("dimension 2"));
     }
 }

@@ -37,7 +37,13 @@ pub struct ConicSolution {
 
 impl ConicProgram {
     pub fn new(n: usize) -> Self {
-        Self { n, q: vec![0.0; n], eq: Vec::new(), le: Vec::new(), soc: Vec::new() }
+        Self {
+            n,
+            q: vec![0.0; n],
+            eq: Vec::new(),
+            le: Vec::new(),
+            soc: Vec::new(),
+        }
     }
 
     pub fn n_vars(&self) -> usize {
@@ -50,7 +56,11 @@ impl ConicProgram {
 
     /// Minimise `q'x`.
     pub fn set_objective(&mut self, q: Vec<f64>) {
-        assert_eq!(q.len(), self.n, "objective length must equal the number of variables");
+        assert_eq!(
+            q.len(),
+            self.n,
+            "objective length must equal the number of variables"
+        );
         self.q = q;
     }
 
@@ -67,7 +77,10 @@ impl ConicProgram {
 
     /// `(b_0 - a_0'x, ..., b_p - a_p'x)` in the second-order cone `s_0 >= |s_1..p|`.
     pub fn add_soc(&mut self, rows: Vec<(Row, f64)>) {
-        assert!(rows.len() >= 2, "a second-order cone needs at least two rows");
+        assert!(
+            rows.len() >= 2,
+            "a second-order cone needs at least two rows"
+        );
         self.soc.push(rows);
     }
 
@@ -77,20 +90,18 @@ impl ConicProgram {
         // Column-major assembly of A from the rows.
         let mut cols: Vec<Vec<(usize, f64)>> = vec![Vec::new(); self.n];
         let mut b = Vec::with_capacity(m);
-        let mut r = 0usize;
         let all_rows = self
             .eq
             .iter()
             .chain(self.le.iter())
             .chain(self.soc.iter().flat_map(|blk| blk.iter()));
-        for (row, rhs) in all_rows {
+        for (r, (row, rhs)) in all_rows.enumerate() {
             for &(j, v) in row {
                 if v != 0.0 {
                     cols[j].push((r, v));
                 }
             }
             b.push(*rhs);
-            r += 1;
         }
         let mut colptr = Vec::with_capacity(self.n + 1);
         let mut rowval = Vec::new();
@@ -169,7 +180,11 @@ mod tests {
         p.add_le(vec![(0, -1.0)], 0.0);
         p.add_le(vec![(1, -1.0)], 0.0);
         let s = p.solve("test").unwrap();
-        assert!((s.x[0] - 1.6).abs() < 1e-6 && (s.x[1] - 1.2).abs() < 1e-6, "{:?}", s.x);
+        assert!(
+            (s.x[0] - 1.6).abs() < 1e-6 && (s.x[1] - 1.2).abs() < 1e-6,
+            "{:?}",
+            s.x
+        );
         assert!((s.objective + 2.8).abs() < 1e-6);
         // Duals of the two binding rows: 0.4 and 0.2 (c = A' z).
         assert!((s.le_duals[0] - 0.4).abs() < 1e-6 && (s.le_duals[1] - 0.2).abs() < 1e-6);
@@ -180,10 +195,18 @@ mod tests {
         // max x + y on the unit disc -> (1/sqrt2, 1/sqrt2).
         let mut p = ConicProgram::new(2);
         p.set_objective(vec![-1.0, -1.0]);
-        p.add_soc(vec![(vec![], 1.0), (vec![(0, -1.0)], 0.0), (vec![(1, -1.0)], 0.0)]);
+        p.add_soc(vec![
+            (vec![], 1.0),
+            (vec![(0, -1.0)], 0.0),
+            (vec![(1, -1.0)], 0.0),
+        ]);
         let s = p.solve("test").unwrap();
         let h = 1.0 / 2f64.sqrt();
-        assert!((s.x[0] - h).abs() < 1e-6 && (s.x[1] - h).abs() < 1e-6, "{:?}", s.x);
+        assert!(
+            (s.x[0] - h).abs() < 1e-6 && (s.x[1] - h).abs() < 1e-6,
+            "{:?}",
+            s.x
+        );
     }
 
     #[test]

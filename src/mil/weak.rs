@@ -61,7 +61,12 @@ pub struct KernelTable {
 }
 
 impl KernelTable {
-    pub fn new(instances: &InstanceSet, reps: &[f64], kernel: &Kernel, kind: WeakKind) -> Result<Self> {
+    pub fn new(
+        instances: &InstanceSet,
+        reps: &[f64],
+        kernel: &Kernel,
+        kind: WeakKind,
+    ) -> Result<Self> {
         let dim = instances.dim;
         let k = reps.len() / dim;
         let n = instances.n_instances();
@@ -73,7 +78,10 @@ impl KernelTable {
         let mut bag_max = vec![f64::NEG_INFINITY; m * k];
         let mut bag_min = vec![f64::INFINITY; m * k];
         for i in 0..m {
-            let (mx, mn) = (&mut bag_max[i * k..(i + 1) * k], &mut bag_min[i * k..(i + 1) * k]);
+            let (mx, mn) = (
+                &mut bag_max[i * k..(i + 1) * k],
+                &mut bag_min[i * k..(i + 1) * k],
+            );
             for j in instances.bag_range(i) {
                 for (z, &v) in rows[j * k..(j + 1) * k].iter().enumerate() {
                     mx[z] = mx[z].max(v);
@@ -97,7 +105,15 @@ impl KernelTable {
                 Some(cholesky_with_jitter(&gram, k)?)
             }
         };
-        Ok(Self { k, rows, offsets: instances.offsets.clone(), bag_max, bag_min, diag, chol })
+        Ok(Self {
+            k,
+            rows,
+            offsets: instances.offsets.clone(),
+            bag_max,
+            bag_min,
+            diag,
+            chol,
+        })
     }
 
     pub fn n_bags(&self) -> usize {
@@ -131,7 +147,9 @@ impl KernelTable {
 
     /// h_alpha(B_i) for every training bag.
     pub fn outputs(&self, alpha: &[(usize, f64)]) -> Vec<f64> {
-        (0..self.n_bags()).map(|i| self.bag_score(i, alpha).0).collect()
+        (0..self.n_bags())
+            .map(|i| self.bag_score(i, alpha).0)
+            .collect()
     }
 }
 
@@ -158,7 +176,11 @@ pub struct WeakHypothesis {
 }
 
 fn edge_of(y: &[f64], d: &[f64], outputs: &[f64]) -> f64 {
-    y.iter().zip(d).zip(outputs).map(|((y, d), h)| y * d * h).sum()
+    y.iter()
+        .zip(d)
+        .zip(outputs)
+        .map(|((y, d), h)| y * d * h)
+        .sum()
 }
 
 /// Algorithm 2 for sample weights `d` and labels `y` in {-1, +1}.
@@ -221,7 +243,11 @@ fn dc_loop(
     let mut failure = None;
     for _ in 0..params.max_dc_iters {
         stats.0 += 1;
-        let (cand, solves, rows) = match solve_dc_step(table, y, d, active, &alpha, params.kind, warm) {
+        let DcStep {
+            alpha: cand,
+            solves,
+            rows,
+        } = match solve_dc_step(table, y, d, active, &alpha, params.kind, warm) {
             Ok(x) => x,
             Err(e) => {
                 failure = Some(e.to_string());
@@ -252,6 +278,13 @@ fn dc_loop(
     }
 }
 
+/// A DC step's new alpha, with the solves and rows it took.
+struct DcStep {
+    alpha: Vec<(usize, f64)>,
+    solves: usize,
+    rows: usize,
+}
+
 /// One DC step: linearise G at alpha (x_k* = argmax instance of each positive bag) and solve
 /// the convex problem (8) (OP'_t). All rows (one per negative-bag instance) and, for OP2, all
 /// columns (two per representative) would make a dense LP Clarabel needs seconds for, so it
@@ -268,7 +301,7 @@ fn solve_dc_step(
     alpha: &[(usize, f64)],
     kind: WeakKind,
     warm: &mut WorkingSet,
-) -> Result<(Vec<(usize, f64)>, usize, usize)> {
+) -> Result<DcStep> {
     let k = table.k;
     // c_z = sum_{k: y_k=+1} d_k K(z, x_k*): the gradient of the linearised concave part.
     let mut c = vec![0.0; k];
@@ -345,7 +378,10 @@ fn solve_dc_step(
             }
             WeakKind::Op1 => {
                 // alpha' K alpha <= 1  <=>  (1, L'alpha) in the second-order cone.
-                let l = table.chol.as_ref().expect("OP1 tables carry a Cholesky factor");
+                let l = table
+                    .chol
+                    .as_ref()
+                    .expect("OP1 tables carry a Cholesky factor");
                 let mut soc = vec![(Vec::new(), 1.0)];
                 for col in 0..k {
                     // (L'alpha)_col = sum_row L[row][col] alpha_row, row >= col.
@@ -355,10 +391,11 @@ fn solve_dc_step(
                 p.add_soc(soc);
             }
         }
-        let first_row = p.n_rows() - match kind {
-            WeakKind::Op2 => 0,
-            WeakKind::Op1 => k + 1,
-        };
+        let first_row = p.n_rows()
+            - match kind {
+                WeakKind::Op2 => 0,
+                WeakKind::Op1 => k + 1,
+            };
         // k_x' alpha <= lambda_r for the generated rows of negative bag r (eq. 8).
         for &(r, x) in &rows {
             let kx = table.row(x);
@@ -401,7 +438,11 @@ fn solve_dc_step(
             let mut priced: Vec<(f64, usize)> = (0..k)
                 .filter(|z| !cols.contains(z))
                 .map(|z| {
-                    let s: f64 = rows.iter().zip(mu).map(|(&(_, x), m)| m * table.row(x)[z]).sum();
+                    let s: f64 = rows
+                        .iter()
+                        .zip(mu)
+                        .map(|(&(_, x), m)| m * table.row(x)[z])
+                        .sum();
                     (beta - (c[z] - s).abs(), z)
                 })
                 .filter(|&(rc, _)| rc < -VIOLATION_TOL * (1.0 + beta.abs()))
@@ -415,13 +456,26 @@ fn solve_dc_step(
         if added == 0 {
             if cand.is_empty() {
                 // alpha = 0 is optimal only when no shapelet separates the weighted bags.
-                return Ok((alpha.to_vec(), round, rows.len()));
+                return Ok(DcStep {
+                    alpha: alpha.to_vec(),
+                    solves: round,
+                    rows: rows.len(),
+                });
             }
             // Remember the binding rows and the support for the next call.
             let mu = &sol.le_duals[first_row..];
-            warm.rows = rows.iter().zip(mu).filter(|(_, &m)| m > 1e-9).map(|(&(_, x), _)| x).collect();
+            warm.rows = rows
+                .iter()
+                .zip(mu)
+                .filter(|(_, &m)| m > 1e-9)
+                .map(|(&(_, x), _)| x)
+                .collect();
             warm.cols = cand.iter().map(|&(z, _)| z).collect();
-            return Ok((cand, round, rows.len()));
+            return Ok(DcStep {
+                alpha: cand,
+                solves: round,
+                rows: rows.len(),
+            });
         }
     }
     Err(MilError::Training(format!(
@@ -440,9 +494,15 @@ fn cholesky_with_jitter(a: &[f64], n: usize) -> Result<Vec<f64>> {
         if let Some(l) = cholesky(a, n, jitter) {
             return Ok(l);
         }
-        jitter = if jitter == 0.0 { 1e-10 * mean_diag.max(1e-300) } else { jitter * 100.0 };
+        jitter = if jitter == 0.0 {
+            1e-10 * mean_diag.max(1e-300)
+        } else {
+            jitter * 100.0
+        };
     }
-    Err(MilError::Training("the representatives' Gram matrix is not positive semi-definite".into()))
+    Err(MilError::Training(
+        "the representatives' Gram matrix is not positive semi-definite".into(),
+    ))
 }
 
 fn cholesky(a: &[f64], n: usize, jitter: f64) -> Option<Vec<f64>> {
@@ -474,7 +534,11 @@ mod tests {
     /// kernel. The best shapelet in the l1 ball puts all weight on z = 3:
     /// h(B+) = max(0, 9) = 9, h(B-) = 0, edge = 0.5 * 9 = 4.5.
     fn tiny() -> (InstanceSet, Vec<f64>) {
-        let set = InstanceSet { dim: 1, data: vec![0.0, 3.0, 0.0], offsets: vec![0, 2, 3] };
+        let set = InstanceSet {
+            dim: 1,
+            data: vec![0.0, 3.0, 0.0],
+            offsets: vec![0, 2, 3],
+        };
         (set, vec![0.0, 3.0])
     }
 
@@ -482,8 +546,20 @@ mod tests {
     fn op2_on_a_tiny_problem() {
         let (set, reps) = tiny();
         let t = KernelTable::new(&set, &reps, &Kernel::Linear, WeakKind::Op2).unwrap();
-        let p = WeakParams { kind: WeakKind::Op2, epsilon: 1e-9, max_dc_iters: 10, starts: 1 };
-        let h = weak_learn(&t, &[1.0, -1.0], &[0.5, 0.5], &p, &mut WorkingSet::default()).unwrap();
+        let p = WeakParams {
+            kind: WeakKind::Op2,
+            epsilon: 1e-9,
+            max_dc_iters: 10,
+            starts: 1,
+        };
+        let h = weak_learn(
+            &t,
+            &[1.0, -1.0],
+            &[0.5, 0.5],
+            &p,
+            &mut WorkingSet::default(),
+        )
+        .unwrap();
         assert_eq!(h.alpha.len(), 1);
         assert_eq!(h.alpha[0].0, 1);
         assert!((h.alpha[0].1 - 1.0).abs() < 1e-6);
@@ -495,10 +571,32 @@ mod tests {
         // 1-d, Gaussian sigma = 1. Positive bag {0}, negative bag {1}; reps {0, 1}.
         // Edge of alpha: 0.5 * (a0 + a1 e^-1) - 0.5 * (a0 e^-1 + a1)
         //              = 0.5 (1 - e^-1)(a0 - a1): maximised on the l1 ball by a = (1, 0).
-        let set = InstanceSet { dim: 1, data: vec![0.0, 1.0], offsets: vec![0, 1, 2] };
-        let t = KernelTable::new(&set, &[0.0, 1.0], &Kernel::Gaussian { sigma: 1.0 }, WeakKind::Op2).unwrap();
-        let p = WeakParams { kind: WeakKind::Op2, epsilon: 1e-9, max_dc_iters: 10, starts: 1 };
-        let h = weak_learn(&t, &[1.0, -1.0], &[0.5, 0.5], &p, &mut WorkingSet::default()).unwrap();
+        let set = InstanceSet {
+            dim: 1,
+            data: vec![0.0, 1.0],
+            offsets: vec![0, 1, 2],
+        };
+        let t = KernelTable::new(
+            &set,
+            &[0.0, 1.0],
+            &Kernel::Gaussian { sigma: 1.0 },
+            WeakKind::Op2,
+        )
+        .unwrap();
+        let p = WeakParams {
+            kind: WeakKind::Op2,
+            epsilon: 1e-9,
+            max_dc_iters: 10,
+            starts: 1,
+        };
+        let h = weak_learn(
+            &t,
+            &[1.0, -1.0],
+            &[0.5, 0.5],
+            &p,
+            &mut WorkingSet::default(),
+        )
+        .unwrap();
         let e1 = (-1.0f64).exp();
         assert!((h.edge - 0.5 * (1.0 - e1)).abs() < 1e-6, "{}", h.edge);
     }
@@ -508,10 +606,32 @@ mod tests {
         // Same Gaussian problem on the RKHS ball. With K = [[1, e],[e, 1]] (e = e^-1), the
         // edge is 0.5 (1 - e)(a0 - a1), maximised subject to a'Ka <= 1 by a = t (1, -1) with
         // t^2 (2 - 2e) = 1, giving edge 0.5 (1 - e) * 2t = (1 - e) / sqrt(2 - 2e).
-        let set = InstanceSet { dim: 1, data: vec![0.0, 1.0], offsets: vec![0, 1, 2] };
-        let t = KernelTable::new(&set, &[0.0, 1.0], &Kernel::Gaussian { sigma: 1.0 }, WeakKind::Op1).unwrap();
-        let p = WeakParams { kind: WeakKind::Op1, epsilon: 1e-9, max_dc_iters: 10, starts: 1 };
-        let h = weak_learn(&t, &[1.0, -1.0], &[0.5, 0.5], &p, &mut WorkingSet::default()).unwrap();
+        let set = InstanceSet {
+            dim: 1,
+            data: vec![0.0, 1.0],
+            offsets: vec![0, 1, 2],
+        };
+        let t = KernelTable::new(
+            &set,
+            &[0.0, 1.0],
+            &Kernel::Gaussian { sigma: 1.0 },
+            WeakKind::Op1,
+        )
+        .unwrap();
+        let p = WeakParams {
+            kind: WeakKind::Op1,
+            epsilon: 1e-9,
+            max_dc_iters: 10,
+            starts: 1,
+        };
+        let h = weak_learn(
+            &t,
+            &[1.0, -1.0],
+            &[0.5, 0.5],
+            &p,
+            &mut WorkingSet::default(),
+        )
+        .unwrap();
         let e = (-1.0f64).exp();
         let want = (1.0 - e) / (2.0 - 2.0 * e).sqrt();
         assert!((h.edge - want).abs() < 1e-5, "{} vs {want}", h.edge);
@@ -525,11 +645,20 @@ mod tests {
         let mut data = vec![0.0, 0.2, 2.0];
         let neg: Vec<f64> = (0..30).map(|i| -3.0 + 0.2 * i as f64).collect();
         data.extend_from_slice(&neg);
-        let set = InstanceSet { dim: 1, data, offsets: vec![0, 3, 33] };
+        let set = InstanceSet {
+            dim: 1,
+            data,
+            offsets: vec![0, 3, 33],
+        };
         let reps: Vec<f64> = (0..12).map(|i| -3.0 + 0.5 * i as f64).collect();
         let kern = Kernel::Gaussian { sigma: 2.0 };
         let t = KernelTable::new(&set, &reps, &kern, WeakKind::Op2).unwrap();
-        let p = WeakParams { kind: WeakKind::Op2, epsilon: 1e-9, max_dc_iters: 10, starts: 1 };
+        let p = WeakParams {
+            kind: WeakKind::Op2,
+            epsilon: 1e-9,
+            max_dc_iters: 10,
+            starts: 1,
+        };
         let y = [1.0, -1.0];
         let d = [0.5, 0.5];
         let h = weak_learn(&t, &y, &d, &p, &mut WorkingSet::default()).unwrap();
@@ -557,7 +686,12 @@ mod tests {
             full.add_le(row, 0.0);
         }
         let s = full.solve("full").unwrap();
-        assert!((-s.objective - h.edge).abs() < 1e-5, "full {} vs cg {}", -s.objective, h.edge);
+        assert!(
+            (-s.objective - h.edge).abs() < 1e-5,
+            "full {} vs cg {}",
+            -s.objective,
+            h.edge
+        );
         assert!(h.rows_generated < 30);
     }
 }

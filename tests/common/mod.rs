@@ -8,7 +8,10 @@ use milstream::mil::Dataset;
 
 /// A vendored dataset under tests/data/.
 pub fn data_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests").join("data").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("data")
+        .join(name)
 }
 
 pub fn load(name: &str) -> Dataset {
