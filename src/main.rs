@@ -29,6 +29,18 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the daemon: Kafka -> windows -> scoring -> Parquet. With no --config it needs no
+    /// external service: an in-process Kafka (librdkafka's mock cluster), a model trained
+    /// from the bundled GunPoint data, and a demo feed of live sensor series.
+    Run {
+        /// TOML configuration (see deploy/milstream.example.toml); unset = the embedded default.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Embedded mode: start the mock cluster but no demo producer (produce with any Kafka
+        /// client to the printed bootstrap address).
+        #[arg(long)]
+        no_demo_feed: bool,
+    },
     /// Fit a model on a dataset and write the JSON artifact.
     Train {
         #[arg(long)]
@@ -356,6 +368,26 @@ fn summary_json(model: &Model) -> serde_json::Value {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
+        Command::Run {
+            config,
+            no_demo_feed,
+        } => {
+            let cfg = match &config {
+                Some(p) => milstream::config::Config::load(p)?,
+                None => milstream::config::Config::default(),
+            };
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+            rt.block_on(milstream::stream::run(
+                cfg,
+                milstream::stream::RunOptions { no_demo_feed },
+                stop_rx,
+            ))?;
+            // librdkafka threads can outlive the runtime; the process is done.
+            rt.shutdown_timeout(std::time::Duration::from_secs(1));
+        }
         Command::Train { data, out, opts } => {
             let train = load(&data, opts.format)?;
             let (model, _, secs) = fit(&train, &opts)?;
@@ -553,6 +585,13 @@ fn run(cli: Cli) -> Result<()> {
 }
 
 fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -14,7 +14,7 @@ fn three_patterns(n_per_class: usize, seed: u64) -> Dataset {
         ("bump up", |t| 2.0 * (std::f64::consts::PI * t).sin()),
         ("bump down", |t| -2.0 * (std::f64::consts::PI * t).sin()),
         ("zig-zag", |t| {
-            if (t * 4.0) as usize % 2 == 0 {
+            if ((t * 4.0) as usize).is_multiple_of(2) {
                 1.5
             } else {
                 -1.5

@@ -23,7 +23,7 @@ impl Bag {
         if data.is_empty() {
             return Err(MilError::InvalidData("empty bag".into()));
         }
-        if data.len() % dim != 0 {
+        if !data.len().is_multiple_of(dim) {
             return Err(MilError::InvalidData(format!(
                 "bag buffer of {} values is not a whole number of instances of dimension {dim}",
                 data.len()

@@ -7,6 +7,7 @@
 
 pub mod bag;
 pub mod error;
+pub mod incremental;
 pub mod kernel;
 pub mod kmeans;
 pub mod lpboost;

@@ -13,7 +13,7 @@ use super::bag::{Dataset, InputKind, InstanceSet, Sample, Standardizer};
 use super::error::{MilError, Result};
 use super::kernel::{sq_dist, Kernel};
 use super::kmeans::kmeans_pp;
-use super::lpboost::{lpboost, BoostParams};
+use super::lpboost::{lpboost, BoostParams, Boosted};
 use super::model::{BinaryMode, Contribution, FitParams, KernelSpec, Prediction, ShapeletLength};
 use super::series::instance_set;
 use super::weak::{weak_learn, KernelTable, WeakParams, WorkingSet};
@@ -290,7 +290,7 @@ impl ShapeletModel {
                 let mut failures = 0usize;
                 let mut last_failure: Option<String> = None;
                 let mut warm: Vec<WorkingSet> = vec![WorkingSet::default(); tables.len()];
-                let boosted = lpboost(&y, boost, |d| {
+                let boosted = match lpboost(&y, boost, |d| {
                     // The hypothesis class is the union over spaces: take the largest edge.
                     let cands: Vec<Result<_>> = tables
                         .par_iter()
@@ -319,7 +319,22 @@ impl ShapeletModel {
                         Some((s, h)) => Ok(((s, h.alpha), h.outputs)),
                         None => Err(last_err.expect("no candidate means some space failed")),
                     }
-                })?;
+                }) {
+                    Ok(b) => b,
+                    // One-vs-rest: a class with no evidence of its own (no max-similarity
+                    // hypothesis has a positive edge for it) gets g = 0 and is decided by
+                    // the other classes' scores. With one problem there is nothing to fall
+                    // back on, so it stays an error.
+                    Err(MilError::Training(reason)) if positives.len() > 1 => Boosted {
+                        hypotheses: Vec::new(),
+                        weights: Vec::new(),
+                        gamma: 0.0,
+                        rho: 0.0,
+                        rounds: 0,
+                        stop_reason: reason,
+                    },
+                    Err(e) => return Err(e),
+                };
                 let hypotheses = boosted
                     .hypotheses
                     .into_iter()
@@ -346,6 +361,13 @@ impl ShapeletModel {
             .collect::<Result<_>>()?;
 
         let mut ensembles: Vec<Ensemble> = results.iter().map(|(e, _)| e.clone()).collect();
+        if ensembles.iter().all(|e| e.hypotheses.is_empty()) {
+            return Err(MilError::Training(format!(
+                "no class has a hypothesis with a positive edge ({}); check that the classes differ, \
+                 or try another kernel width or shapelet length",
+                ensembles[0].stop_reason
+            )));
+        }
         let n_alpha: usize = ensembles
             .iter()
             .flat_map(|e| &e.hypotheses)
@@ -401,6 +423,7 @@ impl ShapeletModel {
             rounds: ensembles.iter().map(|e| e.rounds).sum(),
             rho: ensembles
                 .iter()
+                .filter(|e| !e.hypotheses.is_empty())
                 .map(|e| e.rho)
                 .fold(f64::INFINITY, f64::min),
             sparsity: if n_alpha == 0 {
@@ -504,7 +527,7 @@ impl ShapeletModel {
         Ok(out)
     }
 
-    fn decide(&self, g: &[f64]) -> Prediction {
+    pub(crate) fn decide(&self, g: &[f64]) -> Prediction {
         let (scores, idx) = if self.ensembles.len() == 1 {
             (vec![-g[0], g[0]], usize::from(g[0] > 0.0))
         } else {

@@ -1,0 +1,404 @@
+//! One TOML file configures the daemon. Every key has a default; an unknown key or a bad
+//! value is an error naming the key path. `deploy/milstream.example.toml` is the annotated
+//! example; the doc comment of each field here is its documentation.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The whole configuration.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub kafka: KafkaConfig,
+    pub window: WindowConfig,
+    pub limits: LimitsConfig,
+    pub model: ModelConfig,
+    pub output: OutputConfig,
+    pub commit: CommitConfig,
+    pub http: HttpConfig,
+    pub shutdown: ShutdownConfig,
+    pub demo: DemoConfig,
+}
+
+/// Where records come from.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct KafkaConfig {
+    /// `embedded` starts librdkafka's in-process mock cluster (no external service);
+    /// anything else is a `host:port,...` bootstrap list of a real cluster.
+    pub bootstrap_servers: String,
+    /// Consumer group; N daemons in one group split the partitions.
+    pub group_id: String,
+    /// Topic of point records (`{"series_id","ts","value"}`).
+    pub points_topic: String,
+    /// Topic of bag records (`{"bag_id","instances",...}`); empty = not consumed.
+    pub bags_topic: String,
+    /// Topic of label records; empty = not consumed.
+    pub labels_topic: String,
+    /// Partitions of each topic the embedded cluster creates.
+    pub embedded_partitions: i32,
+    /// librdkafka settings passed through untouched (security.protocol, sasl.*, ssl.*,
+    /// fetch sizes, session.timeout.ms, ...). `enable.auto.commit` is always false.
+    pub properties: BTreeMap<String, String>,
+}
+
+impl Default for KafkaConfig {
+    fn default() -> Self {
+        Self {
+            bootstrap_servers: "embedded".into(),
+            group_id: "milstream".into(),
+            points_topic: "milstream.points".into(),
+            bags_topic: "milstream.bags".into(),
+            labels_topic: "milstream.labels".into(),
+            embedded_partitions: 4,
+            properties: BTreeMap::new(),
+        }
+    }
+}
+
+/// Per-series event-time windows.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WindowConfig {
+    /// A window is the last `points` points of a series; its bag is all subsequences of the
+    /// model's shapelet length(s).
+    pub points: usize,
+    /// A window is emitted each time a series' event time crosses a multiple of `hop_ms`
+    /// (the window ending at the last point before the boundary). For points every T ms,
+    /// hop_ms = H x T emits every H points. Aligning on event time makes a replay re-emit
+    /// exactly the same windows.
+    pub hop_ms: i64,
+    /// Points up to this much older than the newest point of their series are put in
+    /// order; older ones go to the dead-letter sink as `late`.
+    pub lateness_ms: i64,
+    /// A gap longer than this in a series' event time restarts its window; series idle
+    /// that long are evicted.
+    pub idle_timeout_ms: i64,
+    /// Most live series per partition; beyond it the least recently seen is evicted.
+    pub max_series_per_partition: usize,
+    /// Top contributing hypotheses kept per prediction.
+    pub top_contributions: usize,
+}
+
+impl Default for WindowConfig {
+    fn default() -> Self {
+        Self {
+            points: 150,
+            hop_ms: 1_500,
+            lateness_ms: 0,
+            idle_timeout_ms: 600_000,
+            max_series_per_partition: 100_000,
+            top_contributions: 3,
+        }
+    }
+}
+
+/// Input limits; what breaks them goes to the dead-letter sink.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    /// Largest message payload decoded, in bytes (`oversized` beyond).
+    pub max_message_bytes: usize,
+    /// Most instances in one bag record (`too_large` beyond).
+    pub max_bag_instances: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            max_message_bytes: 1 << 20,
+            max_bag_instances: 10_000,
+        }
+    }
+}
+
+/// The models that score.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModelConfig {
+    /// Model artifact (JSON, from `milstream train`) for series windows. Unset: train the
+    /// embedded GunPoint model at start.
+    pub series_path: Option<PathBuf>,
+    /// Model artifact for bag records. Unset: bag records go to the dead-letter sink as
+    /// `no_model`.
+    pub bags_path: Option<PathBuf>,
+}
+
+/// Where predictions go.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutputConfig {
+    /// Root folder: `predictions/date=YYYY-MM-DD/` and `dead_letters/date=.../` under it.
+    pub dir: PathBuf,
+    /// Roll a partition's file after this many rows ...
+    pub roll_rows: usize,
+    /// ... or this many bytes of buffered rows (estimated) ...
+    pub roll_bytes: usize,
+    /// ... or when its oldest row is this old (wall clock).
+    pub roll_age_ms: u64,
+    /// Also write each file's rows as an Arrow IPC stream (`.arrows`) beside it.
+    pub arrow_ipc: bool,
+    /// Also produce predictions (JSON) to this Kafka topic; empty = off.
+    pub kafka_topic: String,
+    /// Also produce dead letters (JSON) to this Kafka topic; empty = off.
+    pub dead_letter_topic: String,
+    /// Sealed files waiting for the writer before the consumer pauses its partitions.
+    pub max_pending_files: usize,
+}
+
+impl Default for OutputConfig {
+    fn default() -> Self {
+        Self {
+            dir: PathBuf::from("milstream-out"),
+            roll_rows: 50_000,
+            roll_bytes: 64 << 20,
+            roll_age_ms: 5_000,
+            arrow_ipc: false,
+            kafka_topic: String::new(),
+            dead_letter_topic: String::new(),
+            max_pending_files: 8,
+        }
+    }
+}
+
+/// Offset commits.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CommitConfig {
+    /// How often durable offsets are committed.
+    pub interval_ms: u64,
+}
+
+impl Default for CommitConfig {
+    fn default() -> Self {
+        Self { interval_ms: 1_000 }
+    }
+}
+
+/// The ops endpoints.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpConfig {
+    /// `/metrics`, `/healthz`, `/readyz` listen here; empty = off.
+    pub listen: String,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:9464".into(),
+        }
+    }
+}
+
+/// Stopping.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ShutdownConfig {
+    /// On SIGTERM / SIGINT: finish files, commit and exit within this time.
+    pub grace_ms: u64,
+    /// On partition revoke: time to finish and commit the partition's files. Keep it below
+    /// the group's session timeout.
+    pub revoke_timeout_ms: u64,
+}
+
+impl Default for ShutdownConfig {
+    fn default() -> Self {
+        Self {
+            grace_ms: 10_000,
+            revoke_timeout_ms: 3_000,
+        }
+    }
+}
+
+/// The embedded demo feed (only with `bootstrap_servers = "embedded"`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DemoConfig {
+    /// Replay GunPoint series as live sensors.
+    pub feed: bool,
+    /// Simulated sensors.
+    pub sensors: usize,
+    /// Points per second over all sensors.
+    pub points_per_second: u64,
+}
+
+impl Default for DemoConfig {
+    fn default() -> Self {
+        Self {
+            feed: true,
+            sensors: 8,
+            points_per_second: 2_000,
+        }
+    }
+}
+
+/// A configuration that cannot be used; the message names the key path.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{file}: {source}")]
+    Io {
+        file: String,
+        source: std::io::Error,
+    },
+    #[error("{file}: key `{path}`: {message}")]
+    Key {
+        file: String,
+        path: String,
+        message: String,
+    },
+    #[error("{file}: {message}")]
+    Syntax { file: String, message: String },
+}
+
+impl Config {
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            file: file.clone(),
+            source,
+        })?;
+        Self::parse(&file, &text)
+    }
+
+    /// Parses TOML text; `file` names it in errors.
+    pub fn parse(file: &str, text: &str) -> Result<Self, ConfigError> {
+        let de = toml::Deserializer::parse(text).map_err(|e| ConfigError::Syntax {
+            file: file.into(),
+            message: e.to_string(),
+        })?;
+        let cfg: Config = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let message = e.into_inner().message().to_string();
+            ConfigError::Key {
+                file: file.into(),
+                path,
+                message,
+            }
+        })?;
+        cfg.validate().map_err(|(path, message)| ConfigError::Key {
+            file: file.into(),
+            path: path.into(),
+            message,
+        })?;
+        Ok(cfg)
+    }
+
+    /// Cross-field checks, run at start-up.
+    fn validate(&self) -> Result<(), (&'static str, String)> {
+        let w = &self.window;
+        if w.points < 2 {
+            return Err(("window.points", format!("must be >= 2, got {}", w.points)));
+        }
+        if w.hop_ms <= 0 {
+            return Err(("window.hop_ms", format!("must be > 0, got {}", w.hop_ms)));
+        }
+        if w.lateness_ms < 0 {
+            return Err((
+                "window.lateness_ms",
+                format!("must be >= 0, got {}", w.lateness_ms),
+            ));
+        }
+        if w.idle_timeout_ms <= 0 {
+            return Err((
+                "window.idle_timeout_ms",
+                format!("must be > 0, got {}", w.idle_timeout_ms),
+            ));
+        }
+        if w.max_series_per_partition == 0 {
+            return Err(("window.max_series_per_partition", "must be >= 1".into()));
+        }
+        if self.output.roll_rows == 0 || self.output.roll_bytes == 0 {
+            return Err((
+                "output.roll_rows",
+                "roll_rows and roll_bytes must be >= 1".into(),
+            ));
+        }
+        if self.output.max_pending_files == 0 {
+            return Err(("output.max_pending_files", "must be >= 1".into()));
+        }
+        if self.kafka.points_topic.is_empty() {
+            return Err(("kafka.points_topic", "must not be empty".into()));
+        }
+        if self.kafka.group_id.is_empty() {
+            return Err(("kafka.group_id", "must not be empty".into()));
+        }
+        if self.kafka.embedded_partitions < 1 {
+            return Err(("kafka.embedded_partitions", "must be >= 1".into()));
+        }
+        if let Some(v) = self.kafka.properties.get("enable.auto.commit") {
+            if v != "false" {
+                return Err((
+                    "kafka.properties.enable.auto.commit",
+                    "milstream commits itself; it must be false or unset".into(),
+                ));
+            }
+        }
+        if self.limits.max_bag_instances == 0 || self.limits.max_message_bytes == 0 {
+            return Err((
+                "limits",
+                "max_message_bytes and max_bag_instances must be >= 1".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn is_embedded(&self) -> bool {
+        self.kafka.bootstrap_servers == "embedded"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_is_all_defaults() {
+        let c = Config::parse("x.toml", "").unwrap();
+        assert!(c.is_embedded());
+        assert_eq!(c.window.points, 150);
+        assert_eq!(c.http.listen, "127.0.0.1:9464");
+    }
+
+    #[test]
+    fn unknown_key_names_its_path() {
+        let e = Config::parse("x.toml", "[window]\npoints = 100\nhopms = 3\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("x.toml") && e.contains("window.hopms") && e.contains("unknown field"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_value_names_its_path() {
+        let e = Config::parse("x.toml", "[output]\nroll_rows = \"many\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("output.roll_rows"), "{e}");
+        let e = Config::parse("x.toml", "[window]\nhop_ms = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("window.hop_ms") && e.contains("> 0"), "{e}");
+    }
+
+    #[test]
+    fn kafka_properties_pass_through() {
+        let c = Config::parse(
+            "x.toml",
+            "[kafka]\nbootstrap_servers = \"b:9092\"\n[kafka.properties]\n\"security.protocol\" = \"SASL_SSL\"\n\"fetch.max.bytes\" = \"1048576\"\n",
+        )
+        .unwrap();
+        assert!(!c.is_embedded());
+        assert_eq!(c.kafka.properties["security.protocol"], "SASL_SSL");
+    }
+
+    #[test]
+    fn the_annotated_example_parses() {
+        let text = include_str!("../deploy/milstream.example.toml");
+        Config::parse("deploy/milstream.example.toml", text).unwrap();
+    }
+}

@@ -1,0 +1,227 @@
+//! The ops endpoints: `/metrics` (Prometheus text), `/healthz` (liveness), `/readyz` (readiness).
+//!
+//! Liveness and readiness differ on purpose: `/healthz` answers 200 whenever the process can
+//! serve HTTP at all, so an orchestrator restarts only a wedged process; `/readyz` answers 200
+//! only while partitions are being consumed (see [`Health`]), so a daemon that is still joining
+//! its group, or draining on shutdown, is taken out of rotation without being killed.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+use prometheus::TEXT_FORMAT;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tracing::{error, info};
+
+use crate::metrics::Metrics;
+
+/// Readiness flag shared with the daemon: ready once partitions are being consumed, not ready
+/// again once shutdown begins.
+#[derive(Debug, Default)]
+pub struct Health {
+    ready: AtomicBool,
+}
+
+impl Health {
+    /// Marks the daemon ready (partitions assigned and consumed) or not (starting, draining).
+    pub fn set_ready(&self, ready: bool) {
+        // Relaxed is enough: the flag publishes no other data, it is only reported.
+        self.ready.store(ready, Ordering::Relaxed);
+    }
+
+    /// Whether `/readyz` answers 200.
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Relaxed)
+    }
+}
+
+/// What the handlers share.
+#[derive(Clone)]
+struct Ops {
+    metrics: Arc<Metrics>,
+    health: Arc<Health>,
+}
+
+/// Binds `addr` (e.g. "127.0.0.1:9464"; port 0 = any free port), serves until `shutdown`
+/// resolves. Returns the bound address once listening, plus the server's JoinHandle.
+///
+/// On shutdown the server stops accepting, lets in-flight requests finish, then the task ends.
+pub async fn serve(
+    addr: &str,
+    metrics: Arc<Metrics>,
+    health: Arc<Health>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<(SocketAddr, JoinHandle<()>)> {
+    let with_addr =
+        |e: io::Error| io::Error::new(e.kind(), format!("ops HTTP endpoint on {addr}: {e}"));
+    let listener = TcpListener::bind(addr).await.map_err(with_addr)?;
+    let local = listener.local_addr().map_err(with_addr)?;
+
+    let app = Router::new()
+        .route("/metrics", get(metrics_text))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .with_state(Ops { metrics, health });
+
+    // Bound before spawning, so the caller (and a test) can connect as soon as we return.
+    let task = tokio::spawn(async move {
+        info!(addr = %local, "Serving /metrics, /healthz and /readyz.");
+        match axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await
+        {
+            Ok(()) => info!(addr = %local, "Ops HTTP endpoint stopped."),
+            Err(error) => error!(addr = %local, %error, "Ops HTTP endpoint failed."),
+        }
+    });
+    Ok((local, task))
+}
+
+async fn metrics_text(State(ops): State<Ops>) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, TEXT_FORMAT)], ops.metrics.encode())
+}
+
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+async fn readyz(State(ops): State<Ops>) -> (StatusCode, &'static str) {
+    if ops.health.is_ready() {
+        (StatusCode::OK, "ready")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "not ready")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+    use tokio::sync::oneshot;
+    use tokio::time::timeout;
+
+    use super::*;
+    use crate::metrics::RECORDS_CONSUMED;
+
+    const LIMIT: Duration = Duration::from_secs(10);
+
+    struct Response {
+        status: u16,
+        head: String,
+        body: String,
+    }
+
+    /// A raw HTTP/1.1 GET with `Connection: close`, read to EOF.
+    async fn get(addr: SocketAddr, path: &str) -> Response {
+        let exchange = async {
+            let mut stream = TcpStream::connect(addr).await.expect("connect");
+            let request =
+                format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+            stream.write_all(request.as_bytes()).await.expect("send");
+            let mut raw = Vec::new();
+            stream.read_to_end(&mut raw).await.expect("receive");
+            String::from_utf8(raw).expect("UTF-8 response")
+        };
+        let raw = timeout(LIMIT, exchange).await.expect("response in time");
+        let (head, body) = raw.split_once("\r\n\r\n").expect("head and body");
+        let status = head
+            .strip_prefix("HTTP/1.1 ")
+            .and_then(|rest| rest.get(..3))
+            .and_then(|code| code.parse().ok())
+            .unwrap_or_else(|| panic!("bad status line: {head:?}"));
+        Response {
+            status,
+            head: head.to_ascii_lowercase(),
+            body: body.to_owned(),
+        }
+    }
+
+    #[tokio::test]
+    async fn routes_answer_and_shutdown_ends_the_server() {
+        let metrics = Metrics::new();
+        metrics.register_topic("points");
+        metrics
+            .records_consumed
+            .with_label_values(&["points"])
+            .inc();
+        let health = Arc::new(Health::default());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let (addr, task) = serve("127.0.0.1:0", metrics, health.clone(), async {
+            let _ = stopped.await;
+        })
+        .await
+        .expect("bind an ephemeral port");
+        assert_ne!(addr.port(), 0);
+
+        let r = get(addr, "/metrics").await;
+        assert_eq!(r.status, 200);
+        assert!(
+            r.head.contains("content-type: text/plain; version=0.0.4"),
+            "{}",
+            r.head
+        );
+        assert!(r.body.contains(RECORDS_CONSUMED));
+        assert!(r
+            .body
+            .contains("milstream_records_consumed_total{topic=\"points\"} 1"));
+
+        let r = get(addr, "/healthz").await;
+        assert_eq!((r.status, r.body.as_str()), (200, "ok"));
+
+        let r = get(addr, "/readyz").await;
+        assert_eq!((r.status, r.body.as_str()), (503, "not ready"));
+        health.set_ready(true);
+        let r = get(addr, "/readyz").await;
+        assert_eq!((r.status, r.body.as_str()), (200, "ready"));
+        health.set_ready(false);
+        assert_eq!(get(addr, "/readyz").await.status, 503);
+
+        assert_eq!(get(addr, "/nope").await.status, 404);
+
+        stop.send(()).expect("server still listening");
+        timeout(LIMIT, task)
+            .await
+            .expect("server stops after shutdown")
+            .expect("server task did not panic");
+        assert!(
+            TcpStream::connect(addr).await.is_err(),
+            "listener closed after shutdown"
+        );
+    }
+
+    #[tokio::test]
+    async fn bind_failure_names_the_address() {
+        let taken = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = taken.local_addr().expect("local addr").to_string();
+        let err = serve(
+            &addr,
+            Metrics::new(),
+            Arc::new(Health::default()),
+            std::future::pending(),
+        )
+        .await
+        .expect_err("port already in use");
+        assert_eq!(err.kind(), io::ErrorKind::AddrInUse);
+        assert!(err.to_string().contains(&addr), "{err}");
+
+        let err = serve(
+            "not-an-address",
+            Metrics::new(),
+            Arc::new(Health::default()),
+            std::future::pending(),
+        )
+        .await
+        .expect_err("unparsable address");
+        assert!(err.to_string().contains("not-an-address"), "{err}");
+    }
+}

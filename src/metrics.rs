@@ -1,0 +1,518 @@
+//! One Prometheus registry and every metric handle of the daemon.
+//!
+//! Names follow `milstream_<noun>_<unit>[_total]` with base units (seconds, bytes). Each name
+//! is declared once below; its doc comment is also its `# HELP` text, so the two cannot drift.
+//! Label values are bounded: topics come from the configuration, and reasons, sinks and
+//! eviction causes are the fixed sets [`DEAD_LETTER_REASONS`], [`SINKS`] and
+//! [`EVICTION_CAUSES`]. Never label with a series or bag id.
+//!
+//! The registry is private to [`Metrics`] (not the process-global default registry), so tests
+//! and embedded runs each see only their own counters.
+
+use std::sync::Arc;
+
+use prometheus::{
+    Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+};
+
+/// Declares the metric name constants and, from the same doc comments, the help table.
+macro_rules! metric_names {
+    ($($(#[doc = $doc:literal])+ $ident:ident = $name:literal;)+) => {
+        $($(#[doc = $doc])+ pub const $ident: &str = $name;)+
+
+        /// Every metric name with its help text (the constant's doc comment).
+        const HELP: &[(&str, &str)] = &[$(($name, concat!($($doc),+))),+];
+    };
+}
+
+metric_names! {
+    /// Wire records decoded from Kafka messages (a message holds one or more), per topic; moves before validation.
+    RECORDS_CONSUMED = "milstream_records_consumed_total";
+    /// Kafka messages received from the consumer, per topic; moves once per message, replays included.
+    MESSAGES_CONSUMED = "milstream_messages_consumed_total";
+    /// Records routed to the dead-letter queue instead of scoring, per reason; moves once per rejected record.
+    DEAD_LETTERS = "milstream_dead_letters_total";
+    /// Time-series windows turned into bags and scored; moves once per emitted window.
+    WINDOWS_SCORED = "milstream_windows_scored_total";
+    /// Bag records scored as received; moves once per bag.
+    BAGS_SCORED = "milstream_bags_scored_total";
+    /// Prediction rows made durable (file fsynced and renamed); moves when a sink file is committed.
+    PREDICTIONS_WRITTEN = "milstream_predictions_written_total";
+    /// Output files made durable, per sink; moves after the rename of each completed file.
+    FILES_WRITTEN = "milstream_files_written_total";
+    /// Bytes in output files made durable, per sink; moves with each completed file.
+    BYTES_WRITTEN = "milstream_written_bytes_total";
+    /// Kafka offset commits that succeeded; moves after each successful synchronous commit.
+    COMMITS = "milstream_commits_total";
+    /// Kafka offset commits that failed (the offsets are retried with the next commit).
+    COMMIT_FAILURES = "milstream_commit_failures_total";
+    /// Points dropped because their series already held a point with that timestamp.
+    DUPLICATES_DROPPED = "milstream_duplicate_points_total";
+    /// Series buffers evicted, per cause (idle timeout or capacity bound); moves once per evicted series.
+    SERIES_EVICTED = "milstream_series_evicted_total";
+    /// Series with a live window buffer right now; moves when a series starts or is evicted.
+    LIVE_SERIES = "milstream_live_series";
+    /// Kafka partitions currently assigned to this consumer; moves on every rebalance.
+    PARTITIONS_ASSIGNED = "milstream_assigned_partitions";
+    /// Times a partition was paused because downstream channels were full (backpressure).
+    PARTITION_PAUSES = "milstream_partition_pauses_total";
+    /// Records replayed after an assignment to rebuild window state without emitting predictions.
+    REPLAYED_RECORDS = "milstream_replayed_records_total";
+    /// Half-written temporary files removed by the start-up sweep.
+    FILES_SWEPT = "milstream_swept_files_total";
+    /// Scoring model replaced by a newer version (atomic swap); moves once per swap.
+    MODEL_SWAPS = "milstream_model_swaps_total";
+    /// Seconds from receiving a record to its prediction being durable in every sink.
+    CONSUME_TO_DURABLE = "milstream_consume_to_durable_seconds";
+    /// Seconds spent scoring one window or bag with the current model.
+    SCORING = "milstream_scoring_seconds";
+}
+
+/// Every `reason` label value of [`DEAD_LETTERS`].
+pub const DEAD_LETTER_REASONS: [&str; 8] = [
+    "parse",
+    "schema",
+    "non_finite",
+    "dimension",
+    "too_large",
+    "oversized",
+    "late",
+    "no_model",
+];
+
+/// Every `sink` label value of [`FILES_WRITTEN`] and [`BYTES_WRITTEN`].
+pub const SINKS: [&str; 3] = ["parquet", "ipc", "dlq"];
+
+/// Every `cause` label value of [`SERIES_EVICTED`].
+pub const EVICTION_CAUSES: [&str; 2] = ["idle", "capacity"];
+
+/// Buckets of [`CONSUME_TO_DURABLE`]: 1 ms to 10 s, 1-2.5-5 per decade. The lower end is a
+/// local fsync, the upper end a file roll interval plus a slow commit.
+const CONSUME_TO_DURABLE_BUCKETS: [f64; 13] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// Buckets of [`SCORING`]: 1 us to 100 ms, 1-2.5-5 per decade. Incremental scoring of one new
+/// point sits at the low end; a full bag against a large model at the high end.
+const SCORING_BUCKETS: [f64; 16] = [
+    1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2,
+    5e-2, 1e-1,
+];
+
+/// The registry and every metric handle. Handles are cheap to clone and safe to share.
+pub struct Metrics {
+    registry: Registry,
+    /// [`RECORDS_CONSUMED`]`{topic}`.
+    pub records_consumed: IntCounterVec,
+    /// [`MESSAGES_CONSUMED`]`{topic}`.
+    pub messages_consumed: IntCounterVec,
+    /// [`DEAD_LETTERS`]`{reason}`, reason in [`DEAD_LETTER_REASONS`].
+    pub dead_letters: IntCounterVec,
+    /// [`WINDOWS_SCORED`].
+    pub windows_scored: IntCounter,
+    /// [`BAGS_SCORED`].
+    pub bags_scored: IntCounter,
+    /// [`PREDICTIONS_WRITTEN`]: rows made durable.
+    pub predictions_written: IntCounter,
+    /// [`FILES_WRITTEN`]`{sink}`, sink in [`SINKS`].
+    pub files_written: IntCounterVec,
+    /// [`BYTES_WRITTEN`]`{sink}`, sink in [`SINKS`].
+    pub bytes_written: IntCounterVec,
+    /// [`COMMITS`].
+    pub commits: IntCounter,
+    /// [`COMMIT_FAILURES`].
+    pub commit_failures: IntCounter,
+    /// [`DUPLICATES_DROPPED`].
+    pub duplicates_dropped: IntCounter,
+    /// [`SERIES_EVICTED`]`{cause}`, cause in [`EVICTION_CAUSES`].
+    pub series_evicted: IntCounterVec,
+    /// [`LIVE_SERIES`].
+    pub live_series: IntGauge,
+    /// [`PARTITIONS_ASSIGNED`].
+    pub partitions_assigned: IntGauge,
+    /// [`PARTITION_PAUSES`].
+    pub partition_pauses: IntCounter,
+    /// [`REPLAYED_RECORDS`]: rebuilt without emitting.
+    pub replayed_records: IntCounter,
+    /// [`FILES_SWEPT`].
+    pub files_swept: IntCounter,
+    /// [`MODEL_SWAPS`].
+    pub model_swaps: IntCounter,
+    /// [`CONSUME_TO_DURABLE`].
+    pub consume_to_durable_seconds: Histogram,
+    /// [`SCORING`]: per window or bag.
+    pub scoring_seconds: Histogram,
+}
+
+impl Metrics {
+    /// A fresh registry with every metric registered and every known label value at 0.
+    pub fn new() -> Arc<Metrics> {
+        let r = Registry::new();
+        let metrics = Metrics {
+            records_consumed: counter_vec(&r, RECORDS_CONSUMED, "topic"),
+            messages_consumed: counter_vec(&r, MESSAGES_CONSUMED, "topic"),
+            dead_letters: counter_vec(&r, DEAD_LETTERS, "reason"),
+            windows_scored: counter(&r, WINDOWS_SCORED),
+            bags_scored: counter(&r, BAGS_SCORED),
+            predictions_written: counter(&r, PREDICTIONS_WRITTEN),
+            files_written: counter_vec(&r, FILES_WRITTEN, "sink"),
+            bytes_written: counter_vec(&r, BYTES_WRITTEN, "sink"),
+            commits: counter(&r, COMMITS),
+            commit_failures: counter(&r, COMMIT_FAILURES),
+            duplicates_dropped: counter(&r, DUPLICATES_DROPPED),
+            series_evicted: counter_vec(&r, SERIES_EVICTED, "cause"),
+            live_series: gauge(&r, LIVE_SERIES),
+            partitions_assigned: gauge(&r, PARTITIONS_ASSIGNED),
+            partition_pauses: counter(&r, PARTITION_PAUSES),
+            replayed_records: counter(&r, REPLAYED_RECORDS),
+            files_swept: counter(&r, FILES_SWEPT),
+            model_swaps: counter(&r, MODEL_SWAPS),
+            consume_to_durable_seconds: histogram(
+                &r,
+                CONSUME_TO_DURABLE,
+                &CONSUME_TO_DURABLE_BUCKETS,
+            ),
+            scoring_seconds: histogram(&r, SCORING, &SCORING_BUCKETS),
+            registry: r,
+        };
+        // Pre-touch the known label values so every series exists at 0 from the first scrape:
+        // `rate()` and `increase()` then see the first increment instead of a series appearing.
+        for reason in DEAD_LETTER_REASONS {
+            metrics.dead_letters.with_label_values(&[reason]);
+        }
+        for sink in SINKS {
+            metrics.files_written.with_label_values(&[sink]);
+            metrics.bytes_written.with_label_values(&[sink]);
+        }
+        for cause in EVICTION_CAUSES {
+            metrics.series_evicted.with_label_values(&[cause]);
+        }
+        Arc::new(metrics)
+    }
+
+    /// Creates the per-topic series at 0. Topics are known only from the configuration, so
+    /// the daemon calls this once per subscribed topic at start-up; until then the per-topic
+    /// families are absent from the exposition (Prometheus omits a family without series).
+    pub fn register_topic(&self, topic: &str) {
+        self.records_consumed.with_label_values(&[topic]);
+        self.messages_consumed.with_label_values(&[topic]);
+    }
+
+    /// Prometheus text exposition of everything registered.
+    pub fn encode(&self) -> String {
+        TextEncoder::new()
+            .encode_to_string(&self.registry.gather())
+            // The encoder fails only on a family without series or without a name; `gather`
+            // drops the former and every family here is created with a name.
+            .expect("gathered metric families are named and non-empty")
+    }
+}
+
+/// The help text of `name`: its constant's doc comment.
+fn help(name: &str) -> String {
+    HELP.iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, h)| h.trim().to_owned())
+        .expect("every metric name is declared in metric_names!")
+}
+
+// Registration fails only on an invalid or duplicate name; names are constants checked by the
+// tests below, so a failure is a programming error caught by `Metrics::new` in any test.
+const REGISTER: &str = "metric names are valid and registered once";
+
+fn counter(r: &Registry, name: &str) -> IntCounter {
+    let c = IntCounter::with_opts(Opts::new(name, help(name))).expect(REGISTER);
+    r.register(Box::new(c.clone())).expect(REGISTER);
+    c
+}
+
+fn counter_vec(r: &Registry, name: &str, label: &str) -> IntCounterVec {
+    let c = IntCounterVec::new(Opts::new(name, help(name)), &[label]).expect(REGISTER);
+    r.register(Box::new(c.clone())).expect(REGISTER);
+    c
+}
+
+fn gauge(r: &Registry, name: &str) -> IntGauge {
+    let g = IntGauge::with_opts(Opts::new(name, help(name))).expect(REGISTER);
+    r.register(Box::new(g.clone())).expect(REGISTER);
+    g
+}
+
+fn histogram(r: &Registry, name: &str, buckets: &[f64]) -> Histogram {
+    let opts = HistogramOpts::new(name, help(name)).buckets(buckets.to_vec());
+    let h = Histogram::with_opts(opts).expect(REGISTER);
+    r.register(Box::new(h.clone())).expect(REGISTER);
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    use super::*;
+
+    /// One parsed sample line: `name{labels} value`.
+    struct Sample {
+        name: String,
+        labels: BTreeMap<String, String>,
+        value: f64,
+    }
+
+    fn is_metric_name(s: &str) -> bool {
+        let mut chars = s.chars();
+        matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_' || c == ':')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+    }
+
+    fn parse_sample(line: &str) -> Sample {
+        let (series, value) = line
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("sample without value: {line:?}"));
+        let value: f64 = value
+            .parse()
+            .unwrap_or_else(|e| panic!("bad value in {line:?}: {e}"));
+        let (name, labels) = match series.split_once('{') {
+            None => (series, BTreeMap::new()),
+            Some((name, rest)) => {
+                let inner = rest
+                    .strip_suffix('}')
+                    .unwrap_or_else(|| panic!("unclosed labels: {line:?}"));
+                let labels = inner
+                    .split(',')
+                    .filter(|pair| !pair.is_empty())
+                    .map(|pair| {
+                        let (k, v) = pair
+                            .split_once('=')
+                            .unwrap_or_else(|| panic!("bad label pair in {line:?}"));
+                        assert!(is_metric_name(k), "bad label name in {line:?}");
+                        let v = v
+                            .strip_prefix('"')
+                            .and_then(|v| v.strip_suffix('"'))
+                            .unwrap_or_else(|| panic!("unquoted label value in {line:?}"));
+                        (k.to_owned(), v.to_owned())
+                    })
+                    .collect();
+                (name, labels)
+            }
+        };
+        assert!(is_metric_name(name), "bad metric name in {line:?}");
+        Sample {
+            name: name.to_owned(),
+            labels,
+            value,
+        }
+    }
+
+    /// Parses the exposition line by line; returns `TYPE` per family and all samples.
+    fn parse(text: &str) -> (BTreeMap<String, String>, Vec<Sample>) {
+        let mut types = BTreeMap::new();
+        let mut helps = BTreeSet::new();
+        let mut samples = Vec::new();
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# HELP ") {
+                let (name, help) = rest.split_once(' ').expect("HELP has a name and a text");
+                assert!(is_metric_name(name) && !help.is_empty(), "{line:?}");
+                assert!(helps.insert(name.to_owned()), "duplicate HELP: {line:?}");
+            } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+                let (name, kind) = rest.split_once(' ').expect("TYPE has a name and a kind");
+                assert!(is_metric_name(name), "{line:?}");
+                assert!(
+                    ["counter", "gauge", "histogram"].contains(&kind),
+                    "unexpected type: {line:?}"
+                );
+                assert!(
+                    types.insert(name.to_owned(), kind.to_owned()).is_none(),
+                    "duplicate TYPE: {line:?}"
+                );
+            } else {
+                assert!(!line.starts_with('#'), "unexpected comment: {line:?}");
+                samples.push(parse_sample(line));
+            }
+        }
+        assert_eq!(
+            helps,
+            types.keys().cloned().collect(),
+            "HELP and TYPE per family"
+        );
+        (types, samples)
+    }
+
+    /// The family a sample belongs to (histograms expose `_bucket`, `_sum`, `_count`).
+    fn family<'a>(types: &BTreeMap<String, String>, sample: &'a str) -> &'a str {
+        if types.contains_key(sample) {
+            return sample;
+        }
+        ["_bucket", "_sum", "_count"]
+            .iter()
+            .filter_map(|s| sample.strip_suffix(s))
+            .find(|f| types.get(*f).map(String::as_str) == Some("histogram"))
+            .unwrap_or_else(|| panic!("sample {sample} has no TYPE line"))
+    }
+
+    fn exposition() -> String {
+        let m = Metrics::new();
+        m.register_topic("points");
+        m.encode()
+    }
+
+    #[test]
+    fn names_follow_the_convention() {
+        let names: BTreeSet<_> = HELP.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names.len(), HELP.len(), "names are unique");
+        for (name, help) in HELP {
+            assert!(name.starts_with("milstream_"), "{name}");
+            assert!(
+                name.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
+                "{name}"
+            );
+            let help = help.trim();
+            assert!(
+                !help.is_empty() && !help.contains('\n'),
+                "{name}: one-line help"
+            );
+        }
+        for values in [&DEAD_LETTER_REASONS[..], &SINKS[..], &EVICTION_CAUSES[..]] {
+            let set: BTreeSet<_> = values.iter().collect();
+            assert_eq!(set.len(), values.len(), "label values are unique");
+        }
+    }
+
+    #[test]
+    fn exposition_has_every_metric_with_the_right_suffix() {
+        let text = exposition();
+        let (types, samples) = parse(&text);
+
+        let declared: BTreeSet<&str> = HELP.iter().map(|(n, _)| *n).collect();
+        let exposed: BTreeSet<&str> = types.keys().map(String::as_str).collect();
+        assert_eq!(
+            declared, exposed,
+            "every declared name is exposed, nothing else"
+        );
+
+        for (name, kind) in &types {
+            assert_eq!(
+                name.ends_with("_total"),
+                kind == "counter",
+                "{name} is a {kind}: `_total` on counters only"
+            );
+        }
+        assert_eq!(types[COMMITS], "counter");
+        assert_eq!(types[LIVE_SERIES], "gauge");
+        assert_eq!(types[SCORING], "histogram");
+        assert_eq!(types[CONSUME_TO_DURABLE], "histogram");
+
+        // The help text is the constant's doc comment.
+        assert!(text.contains(&format!("# HELP {COMMITS} {}", help(COMMITS))));
+
+        for s in &samples {
+            family(&types, &s.name);
+            assert_eq!(s.value, 0.0, "fresh registry: {} is 0", s.name);
+        }
+    }
+
+    #[test]
+    fn known_label_values_exist_at_zero() {
+        let (_, samples) = parse(&exposition());
+        let values = |name: &str, label: &str| -> BTreeSet<String> {
+            samples
+                .iter()
+                .filter(|s| s.name == name)
+                .map(|s| s.labels[label].clone())
+                .collect()
+        };
+        let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        assert_eq!(values(DEAD_LETTERS, "reason"), set(&DEAD_LETTER_REASONS));
+        assert_eq!(values(FILES_WRITTEN, "sink"), set(&SINKS));
+        assert_eq!(values(BYTES_WRITTEN, "sink"), set(&SINKS));
+        assert_eq!(values(SERIES_EVICTED, "cause"), set(&EVICTION_CAUSES));
+        assert_eq!(values(RECORDS_CONSUMED, "topic"), set(&["points"]));
+        assert_eq!(values(MESSAGES_CONSUMED, "topic"), set(&["points"]));
+    }
+
+    #[test]
+    fn updates_show_up_and_buckets_span_the_ranges() {
+        let m = Metrics::new();
+        m.records_consumed.with_label_values(&["bags"]).inc_by(3);
+        m.dead_letters.with_label_values(&["late"]).inc();
+        m.bytes_written.with_label_values(&["parquet"]).inc_by(4096);
+        m.live_series.set(7);
+        m.scoring_seconds.observe(3e-6);
+        m.consume_to_durable_seconds.observe(0.2);
+        let (_, samples) = parse(&m.encode());
+        let get = |name: &str, labels: &[(&str, &str)]| -> f64 {
+            samples
+                .iter()
+                .find(|s| {
+                    s.name == name
+                        && labels
+                            .iter()
+                            .all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v))
+                })
+                .unwrap_or_else(|| panic!("no sample {name}{labels:?}"))
+                .value
+        };
+        assert_eq!(get(RECORDS_CONSUMED, &[("topic", "bags")]), 3.0);
+        assert_eq!(get(DEAD_LETTERS, &[("reason", "late")]), 1.0);
+        assert_eq!(get(DEAD_LETTERS, &[("reason", "parse")]), 0.0);
+        assert_eq!(get(BYTES_WRITTEN, &[("sink", "parquet")]), 4096.0);
+        assert_eq!(get(LIVE_SERIES, &[]), 7.0);
+        let scoring_bucket = format!("{SCORING}_bucket");
+        assert_eq!(get(&scoring_bucket, &[("le", "0.000001")]), 0.0);
+        assert_eq!(get(&scoring_bucket, &[("le", "0.000005")]), 1.0);
+        assert_eq!(get(&scoring_bucket, &[("le", "0.1")]), 1.0);
+        assert_eq!(get(&scoring_bucket, &[("le", "+Inf")]), 1.0);
+        let durable_bucket = format!("{CONSUME_TO_DURABLE}_bucket");
+        assert_eq!(get(&durable_bucket, &[("le", "0.001")]), 0.0);
+        assert_eq!(get(&durable_bucket, &[("le", "0.25")]), 1.0);
+        assert_eq!(get(&durable_bucket, &[("le", "10")]), 1.0);
+        assert_eq!(get(&format!("{CONSUME_TO_DURABLE}_count"), &[]), 1.0);
+    }
+
+    #[test]
+    fn registries_are_independent() {
+        let a = Metrics::new();
+        let b = Metrics::new();
+        a.commits.inc();
+        assert_eq!(a.commits.get(), 1);
+        assert_eq!(b.commits.get(), 0);
+        assert!(
+            prometheus::gather().is_empty(),
+            "the global registry stays unused"
+        );
+    }
+
+    /// `promtool check metrics` (lint included) when promtool is installed; skipped otherwise.
+    #[test]
+    fn promtool_accepts_the_exposition() {
+        let Some(promtool) = std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join("promtool"))
+                .find(|p| p.is_file())
+        }) else {
+            eprintln!("promtool not on PATH: skipping `promtool check metrics`");
+            return;
+        };
+        let mut child = Command::new(promtool)
+            .args(["check", "metrics"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("promtool starts");
+        child
+            .stdin
+            .take()
+            .expect("stdin is piped")
+            .write_all(exposition().as_bytes())
+            .expect("write exposition to promtool");
+        let out = child.wait_with_output().expect("promtool finishes");
+        assert!(
+            out.status.success(),
+            "promtool check metrics failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -1,0 +1,228 @@
+//! Incremental scoring of a sliding window over one series: per hypothesis a monotonic deque
+//! keeps the maximum over the window's subsequences, so a new point costs the kernel work of
+//! one new subsequence per shapelet length (O(support x l)), not of the whole window.
+//!
+//! The scores equal [`Model::predict`] on the window's points bit for bit: the kernel rows
+//! and the alpha sums are computed by the same code in the same order, and ties keep the
+//! earliest subsequence as the from-scratch argmax does.
+
+use std::collections::VecDeque;
+
+use super::error::{MilError, Result};
+use super::model::{Contribution, Explanation, Model};
+use super::shapelet::ShapeletModel;
+use super::InputKind;
+
+/// Sliding-window state of one series under one model. Holds no reference to the model, so
+/// it can live in a map next to the model handle; every call takes the model it was built for.
+#[derive(Debug, Clone)]
+pub struct WindowScorer {
+    window: usize,
+    /// Points pushed so far.
+    n: u64,
+    /// Recent points, compacted when twice the longest shapelet; the last `max_len` are live.
+    recent: Vec<f64>,
+    max_len: usize,
+    /// Per (ensemble, hypothesis), flattened: (subsequence start, value), values decreasing.
+    deques: Vec<VecDeque<(u64, f64)>>,
+    /// Kernel row scratch, per space.
+    scratch: Vec<f64>,
+}
+
+fn shapelet(model: &Model) -> Result<&ShapeletModel> {
+    match model {
+        Model::LpboostShapelet(m) if m.input == InputKind::Series => Ok(m),
+        Model::LpboostShapelet(_) => Err(MilError::InvalidParameter(
+            "incremental scoring needs a series model".into(),
+        )),
+    }
+}
+
+impl WindowScorer {
+    /// A scorer for windows of `window` points; an error if the model does not score series
+    /// or its longest shapelet does not fit in the window.
+    pub fn new(model: &Model, window: usize) -> Result<Self> {
+        let m = shapelet(model)?;
+        let max_len = m.spaces.iter().map(|s| s.length).max().unwrap_or(1);
+        if window < max_len {
+            return Err(MilError::InvalidParameter(format!(
+                "a window of {window} points is shorter than the model's longest shapelet ({max_len})"
+            )));
+        }
+        let n_hyp: usize = m.ensembles.iter().map(|e| e.hypotheses.len()).sum();
+        let scratch = vec![0.0; m.spaces.iter().map(|s| s.count).max().unwrap_or(0)];
+        Ok(Self {
+            window,
+            n: 0,
+            recent: Vec::with_capacity(4 * max_len),
+            max_len,
+            deques: vec![VecDeque::new(); n_hyp],
+            scratch,
+        })
+    }
+
+    /// Points pushed so far.
+    pub fn len(&self) -> u64 {
+        self.n
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// True once the window holds `window` points.
+    pub fn is_full(&self) -> bool {
+        self.n >= self.window as u64
+    }
+
+    /// Adds the next point: one new subsequence per shapelet length enters the window.
+    pub fn push(&mut self, model: &Model, x: f64) -> Result<()> {
+        let m = shapelet(model)?;
+        if self.recent.len() >= 2 * self.max_len.max(1) {
+            self.recent.drain(..self.recent.len() - self.max_len);
+        }
+        self.recent.push(x);
+        self.n += 1;
+        let window_start = self.n.saturating_sub(self.window as u64);
+        for (s, space) in m.spaces.iter().enumerate() {
+            let l = space.length;
+            if (self.n as usize) < l || space.count == 0 {
+                continue;
+            }
+            let start = self.n - l as u64;
+            let sub = &self.recent[self.recent.len() - l..];
+            let krow = &mut self.scratch[..space.count];
+            space.kernel.row(sub, &space.representatives, krow);
+            let mut q = 0;
+            for e in &m.ensembles {
+                for h in &e.hypotheses {
+                    if h.space == s {
+                        let v: f64 = h.alpha.iter().map(|&(z, a)| a * krow[z as usize]).sum();
+                        let dq = &mut self.deques[q];
+                        // Strict <: an equal earlier value stays in front, as the from-scratch
+                        // argmax keeps the first maximiser.
+                        while dq.back().is_some_and(|&(_, b)| b < v) {
+                            dq.pop_back();
+                        }
+                        dq.push_back((start, v));
+                    }
+                    q += 1;
+                }
+            }
+        }
+        for dq in &mut self.deques {
+            while dq.front().is_some_and(|&(st, _)| st < window_start) {
+                dq.pop_front();
+            }
+        }
+        Ok(())
+    }
+
+    /// The prediction for the current window (the last `window` points) with every
+    /// hypothesis's maximising subsequence (offset within the window) and contribution,
+    /// largest |contribution| first; None until the window is full.
+    pub fn explain(&self, model: &Model) -> Result<Option<Explanation>> {
+        let m = shapelet(model)?;
+        if !self.is_full() {
+            return Ok(None);
+        }
+        let window_start = self.n - self.window as u64;
+        let mut g = Vec::with_capacity(m.ensembles.len());
+        let mut contributions = Vec::new();
+        let mut q = 0;
+        for e in &m.ensembles {
+            let mut ge = 0.0;
+            for (j, h) in e.hypotheses.iter().enumerate() {
+                let &(start, v) = self.deques[q]
+                    .front()
+                    .expect("a full window has a subsequence for every length");
+                ge += h.weight * v;
+                contributions.push(Contribution {
+                    class: m.classes[e.positive_class].clone(),
+                    hypothesis: j,
+                    length: m.spaces[h.space].length,
+                    offset: (start - window_start) as usize,
+                    similarity: v,
+                    weight: h.weight,
+                    contribution: h.weight * v,
+                });
+                q += 1;
+            }
+            g.push(ge);
+        }
+        contributions.sort_by(|a, b| b.contribution.abs().total_cmp(&a.contribution.abs()));
+        Ok(Some(Explanation {
+            prediction: m.decide(&g),
+            contributions,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mil::{Dataset, FitParams, Sample, ShapeletLength};
+
+    fn toy_model() -> Model {
+        let mut ds = Dataset::default();
+        for i in 0..12 {
+            let up = i % 2 == 0;
+            let v: Vec<f64> = (0..30)
+                .map(|t| {
+                    let bump = if up && (t + i) % 30 >= 10 && (t + i) % 30 < 15 {
+                        2.0
+                    } else {
+                        0.0
+                    };
+                    bump + ((t * 7 + i * 3) % 5) as f64 * 0.1
+                })
+                .collect();
+            ds.ids.push(format!("s{i}"));
+            ds.labels.push(if up { "up".into() } else { "flat".into() });
+            ds.samples.push(Sample::Series(v));
+        }
+        let params = FitParams {
+            lengths: vec![ShapeletLength::Absolute(5), ShapeletLength::Absolute(8)],
+            k: Some(15),
+            max_rounds: 15,
+            ..FitParams::default()
+        };
+        Model::fit(&ds, &params).unwrap()
+    }
+
+    #[test]
+    fn incremental_equals_from_scratch_on_every_window() {
+        let model = toy_model();
+        let w = 20;
+        let stream: Vec<f64> = (0..200)
+            .map(|t| ((t * 13 % 17) as f64 * 0.2).sin() * 2.0 + if t % 40 < 6 { 2.0 } else { 0.0 })
+            .collect();
+        let mut sc = WindowScorer::new(&model, w).unwrap();
+        for (t, &x) in stream.iter().enumerate() {
+            sc.push(&model, x).unwrap();
+            let inc = sc.explain(&model).unwrap();
+            if t + 1 < w {
+                assert!(inc.is_none());
+                continue;
+            }
+            let inc = inc.unwrap();
+            let scratch = model
+                .explain(&Sample::Series(stream[t + 1 - w..=t].to_vec()))
+                .unwrap();
+            assert_eq!(inc.prediction, scratch.prediction, "window ending at {t}");
+            assert_eq!(
+                inc.contributions, scratch.contributions,
+                "window ending at {t}"
+            );
+        }
+    }
+
+    #[test]
+    fn window_shorter_than_a_shapelet_is_an_error() {
+        let model = toy_model();
+        assert!(WindowScorer::new(&model, 6)
+            .unwrap_err()
+            .to_string()
+            .contains("longest shapelet (8)"));
+    }
+}

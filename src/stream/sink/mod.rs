@@ -1,0 +1,220 @@
+//! Sinks. The unit of durability is a *segment*: the outputs of one source partition over a
+//! contiguous offset range. A segment becomes one Parquet file (plus a dead-letter file, an
+//! Arrow IPC file and Kafka records where configured) whose name carries the topic,
+//! partition and offset range, so a replay after a crash rewrites the same name.
+
+pub mod ipc;
+pub mod kafka;
+pub mod parquet;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+
+use super::record::{DeadLetterRecord, PredictionRecord};
+
+/// The outputs of `topic`/`partition` for source offsets `first_offset..=last_offset`.
+#[derive(Debug, Clone)]
+pub struct Segment {
+    pub topic: String,
+    pub partition: i32,
+    pub first_offset: i64,
+    pub last_offset: i64,
+    /// Kafka timestamp of the first message: names the date folder, the same on a replay.
+    pub first_timestamp_ms: i64,
+    pub predictions: Vec<PredictionRecord>,
+    pub dead_letters: Vec<DeadLetterRecord>,
+    /// When each prediction's source message was consumed (latency metric).
+    pub consumed_at: Vec<Instant>,
+    /// The oldest offset a replay must start from to rebuild the partition's windows as they
+    /// were after `last_offset`: stored in the commit's metadata.
+    pub replay_from: i64,
+    pub opened_at: Instant,
+    pub approx_bytes: usize,
+}
+
+impl Segment {
+    pub fn new(topic: &str, partition: i32, first_offset: i64, first_timestamp_ms: i64) -> Self {
+        Self {
+            topic: topic.to_string(),
+            partition,
+            first_offset,
+            last_offset: first_offset - 1,
+            first_timestamp_ms,
+            predictions: Vec::new(),
+            dead_letters: Vec::new(),
+            consumed_at: Vec::new(),
+            replay_from: first_offset,
+            opened_at: Instant::now(),
+            approx_bytes: 0,
+        }
+    }
+
+    pub fn rows(&self) -> usize {
+        self.predictions.len() + self.dead_letters.len()
+    }
+
+    /// Base file name (no extension): `<topic>-<partition>-<first>-<last>`, zero-padded so
+    /// names sort by offset.
+    pub fn file_stem(&self) -> String {
+        format!(
+            "{}-{:05}-{:020}-{:020}",
+            self.topic, self.partition, self.first_offset, self.last_offset
+        )
+    }
+
+    /// `date=YYYY-MM-DD` of the first message's timestamp (UTC).
+    pub fn date_folder(&self) -> String {
+        let dt: DateTime<Utc> =
+            DateTime::from_timestamp_millis(self.first_timestamp_ms).unwrap_or_default();
+        format!("date={}", dt.format("%Y-%m-%d"))
+    }
+}
+
+/// Output sub-folders.
+pub const PREDICTIONS_DIR: &str = "predictions";
+pub const DEAD_LETTERS_DIR: &str = "dead_letters";
+
+/// A parsed output file name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputName {
+    pub topic: String,
+    pub partition: i32,
+    pub first_offset: i64,
+    pub last_offset: i64,
+}
+
+/// Parses `<topic>-<partition>-<first>-<last>.<ext>` (topics may contain '-').
+pub fn parse_output_name(file_name: &str) -> Option<OutputName> {
+    let stem = file_name.rsplit_once('.').map(|(s, _)| s)?;
+    let mut parts = stem.rsplitn(4, '-');
+    let last_offset = parts.next()?.parse().ok()?;
+    let first_offset = parts.next()?.parse().ok()?;
+    let partition = parts.next()?.parse().ok()?;
+    let topic = parts.next()?.to_string();
+    Some(OutputName {
+        topic,
+        partition,
+        first_offset,
+        last_offset,
+    })
+}
+
+/// Deletes the outputs of `topic`/`partition` that a replay from `from_offset` rewrites
+/// (files whose range starts at or after it) and any temp file of that partition left by a
+/// crash. Files before the committed offset stay: they are exactly the committed output.
+/// Returns how many files went.
+pub fn sweep_partition(
+    root: &Path,
+    topic: &str,
+    partition: i32,
+    from_offset: i64,
+) -> std::io::Result<usize> {
+    let mut removed = 0;
+    for sub in [PREDICTIONS_DIR, DEAD_LETTERS_DIR] {
+        let dir = root.join(sub);
+        let Ok(dates) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for date in dates.flatten() {
+            let Ok(files) = std::fs::read_dir(date.path()) else {
+                continue;
+            };
+            for f in files.flatten() {
+                let name = f.file_name().to_string_lossy().into_owned();
+                let (hidden, visible) = match name.strip_prefix('.') {
+                    Some(rest) => (true, rest.trim_end_matches(".tmp").to_string()),
+                    None => (false, name.clone()),
+                };
+                let Some(parsed) = parse_output_name(&visible) else {
+                    continue;
+                };
+                if parsed.topic != topic || parsed.partition != partition {
+                    continue;
+                }
+                if hidden || parsed.first_offset >= from_offset {
+                    std::fs::remove_file(f.path())?;
+                    removed += 1;
+                }
+            }
+        }
+    }
+    Ok(removed)
+}
+
+/// Writes `bytes` through `write` into `<dir>/.<name>.tmp`, fsyncs it, renames it to
+/// `<dir>/<name>` and fsyncs the folder: the file is either absent or whole.
+pub fn write_atomically(
+    dir: &Path,
+    name: &str,
+    write: impl FnOnce(std::fs::File) -> std::io::Result<std::fs::File>,
+) -> std::io::Result<(PathBuf, u64)> {
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let file = std::fs::File::create(&tmp)?;
+    let file = write(file)?;
+    file.sync_all()?;
+    let len = file.metadata()?.len();
+    drop(file);
+    let dest = dir.join(name);
+    std::fs::rename(&tmp, &dest)?;
+    std::fs::File::open(dir)?.sync_all()?;
+    Ok((dest, len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_with_dashes_in_topics() {
+        let mut s = Segment::new("milstream.points-v2", 3, 120, 1_732_550_400_123);
+        s.last_offset = 4_567;
+        let name = format!("{}.parquet", s.file_stem());
+        assert_eq!(
+            name,
+            "milstream.points-v2-00003-00000000000000000120-00000000000000004567.parquet"
+        );
+        let p = parse_output_name(&name).unwrap();
+        assert_eq!(
+            p,
+            OutputName {
+                topic: "milstream.points-v2".into(),
+                partition: 3,
+                first_offset: 120,
+                last_offset: 4_567
+            }
+        );
+        assert_eq!(s.date_folder(), "date=2024-11-25");
+    }
+
+    #[test]
+    fn sweep_removes_files_beyond_the_commit_and_temp_files() {
+        let root = std::env::temp_dir().join(format!("milstream-sweep-{}", std::process::id()));
+        let dir = root.join(PREDICTIONS_DIR).join("date=2024-11-25");
+        std::fs::create_dir_all(&dir).unwrap();
+        for n in [
+            "t-00000-00000000000000000000-00000000000000000009.parquet",
+            "t-00000-00000000000000000010-00000000000000000019.parquet",
+            ".t-00000-00000000000000000020-00000000000000000029.parquet.tmp",
+            "t-00001-00000000000000000010-00000000000000000019.parquet",
+        ] {
+            std::fs::write(dir.join(n), b"x").unwrap();
+        }
+        assert_eq!(sweep_partition(&root, "t", 0, 10).unwrap(), 2);
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            vec![
+                "t-00000-00000000000000000000-00000000000000000009.parquet",
+                "t-00001-00000000000000000010-00000000000000000019.parquet"
+            ]
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}

@@ -1,0 +1,215 @@
+//! Parquet output: the prediction and dead-letter schemas, record batches, and the atomic
+//! per-segment file write.
+
+use std::path::Path;
+use std::sync::{Arc, LazyLock};
+
+use arrow_array::builder::{
+    Float64Builder, Int32Builder, Int64Builder, ListBuilder, StringBuilder,
+    TimestampMillisecondBuilder, UInt32Builder,
+};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::properties::WriterProperties;
+
+use super::{write_atomically, Segment, DEAD_LETTERS_DIR, PREDICTIONS_DIR};
+use crate::stream::record::{DeadLetterRecord, PredictionRecord};
+
+fn ts_type() -> DataType {
+    DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()))
+}
+
+fn list_of(t: DataType) -> DataType {
+    DataType::List(Arc::new(Field::new("item", t, true)))
+}
+
+/// The prediction rows (documented in schemas/prediction.parquet.md).
+pub static PREDICTION_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        Field::new("key", DataType::Utf8, false),
+        Field::new("kind", DataType::Utf8, false),
+        Field::new("window_start", ts_type(), true),
+        Field::new("window_end", ts_type(), true),
+        Field::new("label", DataType::Utf8, false),
+        Field::new("classes", list_of(DataType::Utf8), false),
+        Field::new("scores", list_of(DataType::Float64), false),
+        Field::new("model_kind", DataType::Utf8, false),
+        Field::new("model_version", DataType::Utf8, false),
+        Field::new("top_hypothesis", list_of(DataType::UInt32), false),
+        Field::new("top_class", list_of(DataType::Utf8), false),
+        Field::new("top_offset", list_of(DataType::UInt32), false),
+        Field::new("top_contribution", list_of(DataType::Float64), false),
+        Field::new("source_topic", DataType::Utf8, false),
+        Field::new("source_partition", DataType::Int32, false),
+        Field::new("source_offset", DataType::Int64, false),
+        Field::new("first_offset", DataType::Int64, false),
+        Field::new("emitted_at", ts_type(), false),
+    ]))
+});
+
+/// The dead-letter rows.
+pub static DEAD_LETTER_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        Field::new("topic", DataType::Utf8, false),
+        Field::new("partition", DataType::Int32, false),
+        Field::new("offset", DataType::Int64, false),
+        Field::new("reason", DataType::Utf8, false),
+        Field::new("detail", DataType::Utf8, false),
+        Field::new("raw_prefix", DataType::Utf8, false),
+        Field::new("at", ts_type(), false),
+    ]))
+});
+
+pub fn prediction_batch(rows: &[PredictionRecord]) -> RecordBatch {
+    let n = rows.len();
+    let mut key = StringBuilder::with_capacity(n, n * 16);
+    let mut kind = StringBuilder::with_capacity(n, n * 6);
+    let mut start = TimestampMillisecondBuilder::with_capacity(n).with_timezone("UTC");
+    let mut end = TimestampMillisecondBuilder::with_capacity(n).with_timezone("UTC");
+    let mut label = StringBuilder::with_capacity(n, n * 8);
+    let mut classes = ListBuilder::new(StringBuilder::new());
+    let mut scores = ListBuilder::new(Float64Builder::new());
+    let mut model_kind = StringBuilder::with_capacity(n, n * 16);
+    let mut model_version = StringBuilder::with_capacity(n, n * 16);
+    let mut top_h = ListBuilder::new(UInt32Builder::new());
+    let mut top_c = ListBuilder::new(StringBuilder::new());
+    let mut top_o = ListBuilder::new(UInt32Builder::new());
+    let mut top_v = ListBuilder::new(Float64Builder::new());
+    let mut topic = StringBuilder::with_capacity(n, n * 16);
+    let mut partition = Int32Builder::with_capacity(n);
+    let mut offset = Int64Builder::with_capacity(n);
+    let mut first = Int64Builder::with_capacity(n);
+    let mut emitted = TimestampMillisecondBuilder::with_capacity(n).with_timezone("UTC");
+    for r in rows {
+        key.append_value(&r.key);
+        kind.append_value(&r.kind);
+        start.append_option(r.window_start_ms);
+        end.append_option(r.window_end_ms);
+        label.append_value(&r.label);
+        for c in &r.classes {
+            classes.values().append_value(c);
+        }
+        classes.append(true);
+        scores.values().append_slice(&r.scores);
+        scores.append(true);
+        model_kind.append_value(&r.model_kind);
+        model_version.append_value(&r.model_version);
+        for t in &r.top {
+            top_h.values().append_value(t.hypothesis);
+            top_c.values().append_value(&t.class);
+            top_o.values().append_value(t.offset);
+            top_v.values().append_value(t.contribution);
+        }
+        top_h.append(true);
+        top_c.append(true);
+        top_o.append(true);
+        top_v.append(true);
+        topic.append_value(&r.source_topic);
+        partition.append_value(r.source_partition);
+        offset.append_value(r.source_offset);
+        first.append_value(r.first_offset);
+        emitted.append_value(r.emitted_at_ms);
+    }
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(key.finish()),
+        Arc::new(kind.finish()),
+        Arc::new(start.finish()),
+        Arc::new(end.finish()),
+        Arc::new(label.finish()),
+        Arc::new(classes.finish()),
+        Arc::new(scores.finish()),
+        Arc::new(model_kind.finish()),
+        Arc::new(model_version.finish()),
+        Arc::new(top_h.finish()),
+        Arc::new(top_c.finish()),
+        Arc::new(top_o.finish()),
+        Arc::new(top_v.finish()),
+        Arc::new(topic.finish()),
+        Arc::new(partition.finish()),
+        Arc::new(offset.finish()),
+        Arc::new(first.finish()),
+        Arc::new(emitted.finish()),
+    ];
+    RecordBatch::try_new(PREDICTION_SCHEMA.clone(), cols).expect("builders match PREDICTION_SCHEMA")
+}
+
+pub fn dead_letter_batch(rows: &[DeadLetterRecord]) -> RecordBatch {
+    let mut topic = StringBuilder::new();
+    let mut partition = Int32Builder::new();
+    let mut offset = Int64Builder::new();
+    let mut reason = StringBuilder::new();
+    let mut detail = StringBuilder::new();
+    let mut raw = StringBuilder::new();
+    let mut at = TimestampMillisecondBuilder::new().with_timezone("UTC");
+    for r in rows {
+        topic.append_value(&r.topic);
+        partition.append_value(r.partition);
+        offset.append_value(r.offset);
+        reason.append_value(&r.reason);
+        detail.append_value(&r.detail);
+        raw.append_value(&r.raw_prefix);
+        at.append_value(r.at_ms);
+    }
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(topic.finish()),
+        Arc::new(partition.finish()),
+        Arc::new(offset.finish()),
+        Arc::new(reason.finish()),
+        Arc::new(detail.finish()),
+        Arc::new(raw.finish()),
+        Arc::new(at.finish()),
+    ];
+    RecordBatch::try_new(DEAD_LETTER_SCHEMA.clone(), cols)
+        .expect("builders match DEAD_LETTER_SCHEMA")
+}
+
+fn write_parquet(dir: &Path, name: &str, batch: &RecordBatch) -> std::io::Result<u64> {
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .build();
+    let (_, len) = write_atomically(dir, name, |file| {
+        let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props))
+            .map_err(std::io::Error::other)?;
+        w.write(batch).map_err(std::io::Error::other)?;
+        w.into_inner().map_err(std::io::Error::other)
+    })?;
+    Ok(len)
+}
+
+/// Bytes written per kind of file, for metrics.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Written {
+    pub prediction_files: u64,
+    pub prediction_bytes: u64,
+    pub dead_letter_files: u64,
+    pub dead_letter_bytes: u64,
+}
+
+/// Writes a segment's non-empty parts: `predictions/<date>/<stem>.parquet` and
+/// `dead_letters/<date>/<stem>.parquet`, each atomically.
+pub fn write_segment(root: &Path, seg: &Segment) -> std::io::Result<Written> {
+    let mut w = Written::default();
+    let stem = seg.file_stem();
+    let date = seg.date_folder();
+    if !seg.predictions.is_empty() {
+        let dir = root.join(PREDICTIONS_DIR).join(&date);
+        w.prediction_bytes = write_parquet(
+            &dir,
+            &format!("{stem}.parquet"),
+            &prediction_batch(&seg.predictions),
+        )?;
+        w.prediction_files = 1;
+    }
+    if !seg.dead_letters.is_empty() {
+        let dir = root.join(DEAD_LETTERS_DIR).join(&date);
+        w.dead_letter_bytes = write_parquet(
+            &dir,
+            &format!("{stem}.parquet"),
+            &dead_letter_batch(&seg.dead_letters),
+        )?;
+        w.dead_letter_files = 1;
+    }
+    Ok(w)
+}

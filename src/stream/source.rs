@@ -1,0 +1,823 @@
+//! The consumer: group membership, assignment with replay, the decode -> window -> score loop,
+//! segment sealing, backpressure, and the writer thread that makes segments durable.
+//!
+//! Ordering and commit points, in one place:
+//! - Messages of a partition are processed in offset order by one loop; a partition's
+//!   outputs accumulate in its open segment, which is sealed (rows, bytes, age, revoke,
+//!   shutdown) and handed to the single writer thread, so segments become durable in order.
+//! - The committer commits a partition's offset only up to the end of its last durable
+//!   segment, with the segment's replay point in the metadata.
+//! - On assignment the consumer seeks to the replay point, rebuilds windows from the
+//!   messages below the committed offset without emitting, and emits from the committed
+//!   offset on; files at or beyond the committed offset are swept first, because the replay
+//!   rewrites them (under the same names when the segment bounds match, else new ones).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwap;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, StreamConsumer};
+use rdkafka::error::KafkaResult;
+use rdkafka::message::{BorrowedMessage, Message};
+use rdkafka::producer::FutureProducer;
+use rdkafka::types::RDKafkaRespErr;
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use tracing::{error, info, warn};
+
+use super::commit::{decode_metadata, DurableOffsets, PartitionKey};
+use super::record::{
+    decode, DeadLetterRecord, DeadReason, DecodeLimits, PredictionRecord, Record, RecordKind,
+    Rejected, TopContribution,
+};
+use super::sink::{self, Segment};
+use super::window::{PartitionWindows, PointOutcome, ScoredWindow, ScoringModel, WindowParams};
+use crate::config::Config;
+use crate::http::Health;
+use crate::metrics::Metrics;
+use crate::mil::{Bag, Explanation, Sample};
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// Per assigned partition.
+struct PartitionRuntime {
+    kind: RecordKind,
+    /// Outputs of offsets below this were committed before: rebuild only.
+    emit_from: i64,
+    /// Next offset to process.
+    next_offset: i64,
+    windows: Option<PartitionWindows>,
+    segment: Option<Segment>,
+}
+
+/// State shared by the loop, the rebalance callback, the writer and the committer.
+pub struct Shared {
+    pub cfg: Config,
+    pub metrics: Arc<Metrics>,
+    pub health: Arc<Health>,
+    pub series_model: ArcSwap<ScoringModel>,
+    pub bag_model: Option<Arc<ScoringModel>>,
+    pub durable: DurableOffsets,
+    partitions: Mutex<HashMap<PartitionKey, PartitionRuntime>>,
+    writer_tx: Mutex<Option<SyncSender<Segment>>>,
+    kinds: HashMap<String, RecordKind>,
+    window_params: WindowParams,
+    limits: DecodeLimits,
+    out_dir: PathBuf,
+}
+
+/// The consumer context: rebalance with replay, and revoke with a final commit.
+pub struct Ctx {
+    shared: OnceLock<Arc<Shared>>,
+}
+
+impl ClientContext for Ctx {}
+
+impl ConsumerContext for Ctx {
+    fn rebalance(
+        &self,
+        base: &BaseConsumer<Self>,
+        err: RDKafkaRespErr,
+        tpl: &mut TopicPartitionList,
+    ) {
+        let Some(shared) = self.shared.get() else {
+            warn!("rebalance before the pipeline was ready; ignoring");
+            return;
+        };
+        match err {
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
+                shared.on_assign(base, tpl);
+                if let Err(e) = base.assign(tpl) {
+                    error!(%e, "assign failed");
+                }
+                shared.health.set_ready(true);
+            }
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
+                shared.on_revoke(base, tpl);
+                if let Err(e) = base.unassign() {
+                    error!(%e, "unassign failed");
+                }
+            }
+            other => {
+                error!(?other, "rebalance error; dropping the assignment");
+                let _ = base.unassign();
+            }
+        }
+    }
+}
+
+impl Shared {
+    /// Partition assigned: read its committed offset and replay point, sweep outputs the
+    /// replay will rewrite, and point the fetch position at the replay point.
+    fn on_assign(&self, base: &BaseConsumer<Ctx>, tpl: &mut TopicPartitionList) {
+        let committed = match base.committed_offsets(tpl.clone(), Duration::from_secs(10)) {
+            Ok(c) => c,
+            Err(e) => {
+                error!(%e, "reading committed offsets failed; starting from the reset policy");
+                TopicPartitionList::new()
+            }
+        };
+        let mut parts = self.partitions.lock().expect("partitions lock");
+        for el in tpl.elements() {
+            let (topic, partition) = (el.topic().to_string(), el.partition());
+            let Some(&kind) = self.kinds.get(&topic) else {
+                continue;
+            };
+            let (commit, meta) = committed
+                .find_partition(&topic, partition)
+                .map(|e| (e.offset(), e.metadata().to_string()))
+                .unwrap_or((Offset::Invalid, String::new()));
+            let commit = match commit {
+                Offset::Offset(o) => Some(o),
+                _ => None,
+            };
+            let replay_from = commit.map(|c| decode_metadata(&meta).unwrap_or(c).min(c));
+            match sink::sweep_partition(&self.out_dir, &topic, partition, commit.unwrap_or(0)) {
+                Ok(n) if n > 0 => {
+                    self.metrics.files_swept.inc_by(n as u64);
+                    info!(topic, partition, swept = n, "swept uncommitted output");
+                }
+                Ok(_) => {}
+                Err(e) => error!(topic, partition, %e, "sweeping uncommitted output failed"),
+            }
+            info!(topic, partition, committed = ?commit, replay_from = ?replay_from, "partition assigned");
+            let key = (topic.clone(), partition);
+            self.durable
+                .own(key.clone(), commit.unwrap_or(0), replay_from.unwrap_or(0));
+            parts.insert(
+                key,
+                PartitionRuntime {
+                    kind,
+                    emit_from: commit.unwrap_or(i64::MIN),
+                    next_offset: replay_from.unwrap_or(0),
+                    windows: (kind == RecordKind::Point)
+                        .then(|| PartitionWindows::new(self.window_params)),
+                    segment: None,
+                },
+            );
+        }
+        let seeks: Vec<(String, i32, i64)> = parts
+            .iter()
+            .filter(|(_, p)| p.emit_from != i64::MIN)
+            .map(|(k, p)| (k.0.clone(), k.1, p.next_offset))
+            .filter(|(t, p, _)| tpl.find_partition(t, *p).is_some())
+            .collect();
+        drop(parts);
+        // The fetch starts at the replay point of each partition that has a commit.
+        for (t, p, o) in seeks {
+            if let Err(e) = tpl.set_partition_offset(&t, p, Offset::Offset(o)) {
+                error!(topic = t, partition = p, %e, "setting the replay offset failed");
+            }
+        }
+        self.metrics
+            .partitions_assigned
+            .set(self.partitions.lock().expect("partitions lock").len() as i64);
+    }
+
+    /// Partitions revoked: seal their segments, wait (bounded) for the writer, commit, and
+    /// drop their windows. A lost assignment is dropped without committing: another
+    /// member may already own the partitions.
+    fn on_revoke(&self, base: &BaseConsumer<Ctx>, tpl: &TopicPartitionList) {
+        let keys: Vec<PartitionKey> = tpl
+            .elements()
+            .iter()
+            .map(|e| (e.topic().to_string(), e.partition()))
+            .collect();
+        let mut sealed = Vec::new();
+        let mut targets = Vec::new();
+        {
+            let mut parts = self.partitions.lock().expect("partitions lock");
+            for k in &keys {
+                if let Some(p) = parts.get_mut(k) {
+                    if let Some(seg) = self.seal(p) {
+                        sealed.push(seg);
+                    }
+                    targets.push((k.clone(), p.next_offset));
+                }
+            }
+        }
+        for seg in sealed {
+            self.send_blocking(seg);
+        }
+        let lost = base.assignment_lost();
+        let timeout = Duration::from_millis(self.cfg.shutdown.revoke_timeout_ms);
+        if !lost {
+            if !self.durable.wait_durable(&targets, timeout) {
+                warn!(
+                    timeout_ms = timeout.as_millis() as u64,
+                    "revoke: not every segment was durable in time"
+                );
+            }
+            if let Some((tpl, marks)) = self.durable.to_commit(Some(&keys)) {
+                match base.commit(&tpl, CommitMode::Sync) {
+                    Ok(()) => {
+                        self.durable.committed(&marks);
+                        self.metrics.commits.inc();
+                    }
+                    Err(e) => {
+                        self.metrics.commit_failures.inc();
+                        warn!(%e, "commit on revoke failed");
+                    }
+                }
+            }
+        } else {
+            warn!("assignment lost: dropping partitions without committing");
+        }
+        let mut parts = self.partitions.lock().expect("partitions lock");
+        for k in &keys {
+            parts.remove(k);
+            self.durable.disown(k);
+        }
+        self.metrics.partitions_assigned.set(parts.len() as i64);
+        self.metrics.live_series.set(
+            parts
+                .values()
+                .filter_map(|p| p.windows.as_ref())
+                .map(|w| w.live_series() as i64)
+                .sum(),
+        );
+        info!(partitions = keys.len(), lost, "partitions revoked");
+    }
+
+    /// Closes a partition's open segment, stamping its replay point.
+    fn seal(&self, p: &mut PartitionRuntime) -> Option<Segment> {
+        let mut seg = p.segment.take()?;
+        let next = seg.last_offset + 1;
+        seg.replay_from = p
+            .windows
+            .as_ref()
+            .and_then(|w| w.oldest_offset())
+            .map_or(next, |o| o.min(next));
+        if let Some(w) = p.windows.as_mut() {
+            w.evict_idle();
+            let ev = std::mem::take(&mut w.events);
+            self.metrics
+                .series_evicted
+                .with_label_values(&["idle"])
+                .inc_by(ev.evicted_idle);
+            self.metrics
+                .series_evicted
+                .with_label_values(&["capacity"])
+                .inc_by(ev.evicted_capacity);
+        }
+        Some(seg)
+    }
+
+    fn send_blocking(&self, seg: Segment) {
+        let tx = self.writer_tx.lock().expect("writer lock").clone();
+        if let Some(tx) = tx {
+            if tx.send(seg).is_err() {
+                error!("the writer has stopped; a segment was not written");
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn to_prediction(
+        &self,
+        key: String,
+        kind: &str,
+        window: Option<(i64, i64)>,
+        e: &Explanation,
+        model: &ScoringModel,
+        src: (&str, i32, i64),
+        first_offset: i64,
+    ) -> PredictionRecord {
+        PredictionRecord {
+            key,
+            kind: kind.to_string(),
+            window_start_ms: window.map(|w| w.0),
+            window_end_ms: window.map(|w| w.1),
+            label: e.prediction.label.clone(),
+            classes: model.model.classes().to_vec(),
+            scores: e.prediction.scores.clone(),
+            model_kind: model.model.kind_name().to_string(),
+            model_version: model.version.clone(),
+            top: e
+                .contributions
+                .iter()
+                .take(self.cfg.window.top_contributions)
+                .map(|c| TopContribution {
+                    hypothesis: c.hypothesis as u32,
+                    class: c.class.clone(),
+                    offset: c.offset as u32,
+                    contribution: c.contribution,
+                })
+                .collect(),
+            source_topic: src.0.to_string(),
+            source_partition: src.1,
+            source_offset: src.2,
+            first_offset,
+            emitted_at_ms: now_ms(),
+        }
+    }
+
+    /// Processes one message; returns a segment to hand to the writer if one was sealed.
+    fn process(&self, msg: &BorrowedMessage<'_>, consumed_at: Instant) -> Option<Segment> {
+        let topic = msg.topic();
+        let partition = msg.partition();
+        let offset = msg.offset();
+        self.metrics
+            .messages_consumed
+            .with_label_values(&[topic])
+            .inc();
+        let mut parts = self.partitions.lock().expect("partitions lock");
+        // A message of a partition we no longer own (fetched before a revoke): skip it.
+        let p = parts.get_mut(&(topic.to_string(), partition))?;
+        if offset < p.next_offset {
+            // Already processed (a re-fetch after a seek): processing again would double it.
+            return None;
+        }
+        let emit = offset >= p.emit_from;
+        if !emit {
+            self.metrics.replayed_records.inc();
+        }
+        let ts = msg.timestamp().to_millis().unwrap_or_else(now_ms);
+        let payload = msg.payload().unwrap_or(&[]);
+        let mut preds: Vec<PredictionRecord> = Vec::new();
+        let mut dead: Vec<DeadLetterRecord> = Vec::new();
+        let series_model = self.series_model.load_full();
+        let mut windows_out: Vec<ScoredWindow> = Vec::new();
+        let results = decode(p.kind, payload, &self.limits);
+        self.metrics
+            .records_consumed
+            .with_label_values(&[topic])
+            .inc_by(results.len() as u64);
+        for r in results {
+            match r {
+                Ok(Record::Point(pt)) => {
+                    let w = p.windows.as_mut().expect("point partitions have windows");
+                    match w.on_point(&pt, offset, &series_model, emit, &mut windows_out) {
+                        PointOutcome::Accepted => {}
+                        PointOutcome::Duplicate => self.metrics.duplicates_dropped.inc(),
+                        PointOutcome::Late => dead.push(DeadLetterRecord::new(
+                            topic,
+                            partition,
+                            offset,
+                            &Rejected {
+                                reason: DeadReason::Late,
+                                detail: format!("point of series '{}' at ts {} arrived after its window moved on", pt.series_id, pt.ts_ms),
+                            },
+                            payload,
+                            now_ms(),
+                        )),
+                    }
+                }
+                Ok(Record::Bag(b)) => match &self.bag_model {
+                    Some(m) => {
+                        let started = Instant::now();
+                        let res = Bag::new(b.dim, b.instances)
+                            .map_err(|e| e.to_string())
+                            .and_then(|bag| {
+                                m.model
+                                    .explain(&Sample::Bag(bag))
+                                    .map_err(|e| e.to_string())
+                            });
+                        match res {
+                            Ok(e) => {
+                                self.metrics
+                                    .scoring_seconds
+                                    .observe(started.elapsed().as_secs_f64());
+                                self.metrics.bags_scored.inc();
+                                preds.push(self.to_prediction(
+                                    b.bag_id,
+                                    "bag",
+                                    None,
+                                    &e,
+                                    m,
+                                    (topic, partition, offset),
+                                    offset,
+                                ));
+                            }
+                            Err(detail) => dead.push(DeadLetterRecord::new(
+                                topic,
+                                partition,
+                                offset,
+                                &Rejected {
+                                    reason: DeadReason::Dimension,
+                                    detail,
+                                },
+                                payload,
+                                now_ms(),
+                            )),
+                        }
+                    }
+                    None => dead.push(DeadLetterRecord::new(
+                        topic,
+                        partition,
+                        offset,
+                        &Rejected {
+                            reason: DeadReason::NoModel,
+                            detail: "no bag model is configured (model.bags_path)".into(),
+                        },
+                        payload,
+                        now_ms(),
+                    )),
+                },
+                // Labels feed retraining (a later stage); here they are validated and counted.
+                Ok(Record::Label(_)) => {}
+                Err(rej) => dead.push(DeadLetterRecord::new(
+                    topic,
+                    partition,
+                    offset,
+                    &rej,
+                    payload,
+                    now_ms(),
+                )),
+            }
+        }
+        for w in windows_out {
+            self.metrics.windows_scored.inc();
+            let first = w.first_offset;
+            preds.push(self.to_prediction(
+                w.series_id,
+                "window",
+                Some((w.start_ms, w.end_ms)),
+                &w.explanation,
+                &series_model,
+                (topic, partition, offset),
+                first,
+            ));
+        }
+        p.next_offset = offset + 1;
+        if !emit {
+            return None;
+        }
+        for d in &dead {
+            self.metrics
+                .dead_letters
+                .with_label_values(&[d.reason.as_str()])
+                .inc();
+        }
+        let seg = p
+            .segment
+            .get_or_insert_with(|| Segment::new(topic, partition, offset, ts));
+        seg.last_offset = offset;
+        seg.approx_bytes += preds.len() * 256
+            + dead
+                .iter()
+                .map(|d| 128 + d.raw_prefix.len() + d.detail.len())
+                .sum::<usize>();
+        seg.consumed_at
+            .extend(std::iter::repeat_n(consumed_at, preds.len()));
+        seg.predictions.extend(preds);
+        seg.dead_letters.extend(dead);
+        if seg.rows() >= self.cfg.output.roll_rows || seg.approx_bytes >= self.cfg.output.roll_bytes
+        {
+            return self.seal(p);
+        }
+        None
+    }
+
+    /// Seals segments older than the roll age (also empty ones, so their offsets commit).
+    fn seal_aged(&self, all: bool) -> Vec<Segment> {
+        let age = Duration::from_millis(self.cfg.output.roll_age_ms);
+        let mut parts = self.partitions.lock().expect("partitions lock");
+        let mut out = Vec::new();
+        let mut live = 0i64;
+        for p in parts.values_mut() {
+            if p.segment
+                .as_ref()
+                .is_some_and(|s| all || s.opened_at.elapsed() >= age)
+            {
+                if let Some(seg) = self.seal(p) {
+                    out.push(seg);
+                }
+            }
+            live += p.windows.as_ref().map_or(0, |w| w.live_series() as i64);
+        }
+        self.metrics.live_series.set(live);
+        out
+    }
+}
+
+/// The writer thread: makes each segment durable in every sink, in order, then marks its
+/// offsets durable. A failing write is retried (the consumer backs up behind it) rather
+/// than skipped, since skipping would lose output.
+fn writer_loop(
+    shared: Arc<Shared>,
+    rx: Receiver<Segment>,
+    producer: Option<FutureProducer>,
+    rt: tokio::runtime::Handle,
+) {
+    for seg in rx {
+        let key = (seg.topic.clone(), seg.partition);
+        if !shared.durable.is_owned(&key) {
+            warn!(
+                topic = seg.topic,
+                partition = seg.partition,
+                "dropping a segment of a partition no longer owned"
+            );
+            continue;
+        }
+        let mut attempt = 0u32;
+        loop {
+            let res = (|| -> Result<(), String> {
+                let w = sink::parquet::write_segment(&shared.out_dir, &seg)
+                    .map_err(|e| format!("parquet: {e}"))?;
+                shared
+                    .metrics
+                    .files_written
+                    .with_label_values(&["parquet"])
+                    .inc_by(w.prediction_files);
+                shared
+                    .metrics
+                    .bytes_written
+                    .with_label_values(&["parquet"])
+                    .inc_by(w.prediction_bytes);
+                shared
+                    .metrics
+                    .files_written
+                    .with_label_values(&["dlq"])
+                    .inc_by(w.dead_letter_files);
+                shared
+                    .metrics
+                    .bytes_written
+                    .with_label_values(&["dlq"])
+                    .inc_by(w.dead_letter_bytes);
+                if shared.cfg.output.arrow_ipc {
+                    let b = sink::ipc::write_segment_ipc(&shared.out_dir, &seg)
+                        .map_err(|e| format!("arrow ipc: {e}"))?;
+                    if b > 0 {
+                        shared
+                            .metrics
+                            .files_written
+                            .with_label_values(&["ipc"])
+                            .inc();
+                        shared
+                            .metrics
+                            .bytes_written
+                            .with_label_values(&["ipc"])
+                            .inc_by(b);
+                    }
+                }
+                if let Some(p) = &producer {
+                    rt.block_on(sink::kafka::produce_segment(
+                        p,
+                        &shared.cfg.output.kafka_topic,
+                        &shared.cfg.output.dead_letter_topic,
+                        &seg,
+                    ))?;
+                }
+                Ok(())
+            })();
+            match res {
+                Ok(()) => break,
+                Err(e) => {
+                    attempt += 1;
+                    error!(
+                        topic = seg.topic,
+                        partition = seg.partition,
+                        attempt,
+                        error = e,
+                        "writing a segment failed; retrying"
+                    );
+                    std::thread::sleep(Duration::from_millis(
+                        (100 * u64::from(attempt)).min(5_000),
+                    ));
+                }
+            }
+        }
+        shared
+            .metrics
+            .predictions_written
+            .inc_by(seg.predictions.len() as u64);
+        for t in &seg.consumed_at {
+            shared
+                .metrics
+                .consume_to_durable_seconds
+                .observe(t.elapsed().as_secs_f64());
+        }
+        shared
+            .durable
+            .mark_durable(&key, seg.last_offset + 1, seg.replay_from);
+    }
+}
+
+/// Builds the consumer from the config (every `kafka.properties` entry passed through).
+fn consumer_config(cfg: &Config, bootstrap: &str) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", bootstrap)
+        .set("group.id", &cfg.kafka.group_id)
+        .set("auto.offset.reset", "earliest")
+        .set("enable.partition.eof", "false");
+    for (k, v) in &cfg.kafka.properties {
+        c.set(k, v);
+    }
+    // Commits are ours: only after every sink made the outputs durable.
+    c.set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false");
+    c
+}
+
+/// Runs the pipeline until `shutdown` resolves: consume, score, write, commit; then seal,
+/// flush and commit within the grace period.
+pub async fn run_pipeline(
+    cfg: Config,
+    bootstrap: String,
+    series_model: Arc<ScoringModel>,
+    bag_model: Option<Arc<ScoringModel>>,
+    metrics: Arc<Metrics>,
+    health: Arc<Health>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let mut kinds = HashMap::new();
+    kinds.insert(cfg.kafka.points_topic.clone(), RecordKind::Point);
+    if !cfg.kafka.bags_topic.is_empty() {
+        kinds.insert(cfg.kafka.bags_topic.clone(), RecordKind::Bag);
+    }
+    if !cfg.kafka.labels_topic.is_empty() {
+        kinds.insert(cfg.kafka.labels_topic.clone(), RecordKind::Label);
+    }
+    for t in kinds.keys() {
+        metrics.register_topic(t);
+    }
+    let (tx, rx) = sync_channel::<Segment>(cfg.output.max_pending_files);
+    let window_params = WindowParams {
+        points: cfg.window.points,
+        hop_ms: cfg.window.hop_ms,
+        lateness_ms: cfg.window.lateness_ms,
+        idle_timeout_ms: cfg.window.idle_timeout_ms,
+        max_series: cfg.window.max_series_per_partition,
+    };
+    let limits = DecodeLimits {
+        max_message_bytes: cfg.limits.max_message_bytes,
+        max_bag_instances: cfg.limits.max_bag_instances,
+    };
+    let out_dir = cfg.output.dir.clone();
+    std::fs::create_dir_all(&out_dir)
+        .map_err(|e| anyhow::anyhow!("creating output folder {}: {e}", out_dir.display()))?;
+    let shared = Arc::new(Shared {
+        metrics: metrics.clone(),
+        health: health.clone(),
+        series_model: ArcSwap::new(series_model),
+        bag_model,
+        durable: DurableOffsets::default(),
+        partitions: Mutex::new(HashMap::new()),
+        writer_tx: Mutex::new(Some(tx.clone())),
+        kinds: kinds.clone(),
+        window_params,
+        limits,
+        out_dir,
+        cfg: cfg.clone(),
+    });
+    let producer: Option<FutureProducer> =
+        if cfg.output.kafka_topic.is_empty() && cfg.output.dead_letter_topic.is_empty() {
+            None
+        } else {
+            let mut pc = ClientConfig::new();
+            pc.set("bootstrap.servers", &bootstrap);
+            for (k, v) in &cfg.kafka.properties {
+                if !k.starts_with("group.")
+                    && !k.starts_with("session.")
+                    && !k.starts_with("enable.auto")
+                {
+                    pc.set(k, v);
+                }
+            }
+            pc.set("acks", "all");
+            Some(pc.create()?)
+        };
+    let rt = tokio::runtime::Handle::current();
+    let writer = {
+        let shared = shared.clone();
+        std::thread::Builder::new()
+            .name("milstream-writer".into())
+            .spawn(move || writer_loop(shared, rx, producer, rt))?
+    };
+
+    let ctx = Ctx {
+        shared: OnceLock::new(),
+    };
+    let consumer: StreamConsumer<Ctx> =
+        consumer_config(&cfg, &bootstrap).create_with_context(ctx)?;
+    let _ = consumer.context().shared.set(shared.clone());
+    let consumer = Arc::new(consumer);
+    let topics: Vec<&str> = kinds.keys().map(String::as_str).collect();
+    consumer.subscribe(&topics)?;
+    info!(bootstrap, topics = ?topics, group = cfg.kafka.group_id, "consuming");
+
+    // The committer: commits durable offsets every interval.
+    let committer = {
+        let (shared, consumer) = (shared.clone(), consumer.clone());
+        let mut stop = shutdown.clone();
+        let every = Duration::from_millis(cfg.commit.interval_ms.max(10));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = stop.changed() => break,
+                }
+                commit_durable(&shared, &consumer).await;
+            }
+        })
+    };
+
+    let mut tick = tokio::time::interval(Duration::from_millis(
+        (cfg.output.roll_age_ms / 4).clamp(10, 250),
+    ));
+    loop {
+        let sealed: Vec<Segment> = tokio::select! {
+            biased;
+            _ = shutdown.changed() => break,
+            _ = tick.tick() => shared.seal_aged(false),
+            m = consumer.recv() => match m {
+                Ok(msg) => shared.process(&msg, Instant::now()).into_iter().collect(),
+                Err(e) => {
+                    warn!(%e, "consumer error");
+                    Vec::new()
+                }
+            },
+        };
+        for seg in sealed {
+            hand_to_writer(&shared, &consumer, &tx, seg).await;
+        }
+    }
+
+    // Shutdown: not ready, stop consuming, seal everything, let the writer finish, commit.
+    health.set_ready(false);
+    info!("shutting down: sealing open segments");
+    let grace = Duration::from_millis(cfg.shutdown.grace_ms);
+    let deadline = Instant::now() + grace;
+    let _ = consumer.pause(&consumer.assignment().unwrap_or_default());
+    let targets: Vec<(PartitionKey, i64)> = {
+        let parts = shared.partitions.lock().expect("partitions lock");
+        parts
+            .iter()
+            .map(|(k, p)| (k.clone(), p.next_offset))
+            .collect()
+    };
+    for seg in shared.seal_aged(true) {
+        let tx = tx.clone();
+        let _ = tokio::task::spawn_blocking(move || tx.send(seg).is_ok()).await;
+    }
+    {
+        let shared = shared.clone();
+        let left = deadline.saturating_duration_since(Instant::now());
+        let ok = tokio::task::spawn_blocking(move || shared.durable.wait_durable(&targets, left))
+            .await
+            .unwrap_or(false);
+        if !ok {
+            warn!("grace period over before every segment was durable; uncommitted output will be replayed");
+        }
+    }
+    commit_durable(&shared, &consumer).await;
+    committer.abort();
+    *shared.writer_tx.lock().expect("writer lock") = None;
+    drop(tx);
+    let _ = tokio::task::spawn_blocking(move || writer.join()).await;
+    info!("stopped");
+    Ok(())
+}
+
+/// Sends a sealed segment to the writer; when the writer is behind, pauses every assigned
+/// partition until the segment is accepted (backpressure instead of memory growth).
+async fn hand_to_writer(
+    shared: &Arc<Shared>,
+    consumer: &Arc<StreamConsumer<Ctx>>,
+    tx: &SyncSender<Segment>,
+    seg: Segment,
+) {
+    match tx.try_send(seg) {
+        Ok(()) => {}
+        Err(TrySendError::Full(seg)) => {
+            let assignment = consumer.assignment().unwrap_or_default();
+            let _ = consumer.pause(&assignment);
+            shared.metrics.partition_pauses.inc();
+            let tx = tx.clone();
+            let _ = tokio::task::spawn_blocking(move || tx.send(seg).is_ok()).await;
+            let _ = consumer.resume(&assignment);
+        }
+        Err(TrySendError::Disconnected(_)) => error!("the writer has stopped"),
+    }
+}
+
+async fn commit_durable(shared: &Arc<Shared>, consumer: &Arc<StreamConsumer<Ctx>>) {
+    let Some((tpl, marks)) = shared.durable.to_commit(None) else {
+        return;
+    };
+    let c = consumer.clone();
+    let res: KafkaResult<()> =
+        tokio::task::spawn_blocking(move || c.commit(&tpl, CommitMode::Sync))
+            .await
+            .unwrap_or_else(|e| {
+                Err(rdkafka::error::KafkaError::Canceled)
+                    .inspect_err(|_| error!(%e, "commit task failed"))
+            });
+    match res {
+        Ok(()) => {
+            shared.durable.committed(&marks);
+            shared.metrics.commits.inc();
+        }
+        Err(e) => {
+            shared.metrics.commit_failures.inc();
+            warn!(%e, "commit failed; will retry");
+        }
+    }
+}

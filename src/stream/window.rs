@@ -1,0 +1,272 @@
+//! Per-series event-time windows over one partition, scored incrementally.
+//!
+//! Points of a series are put in event-time order (up to `lateness_ms`), kept as the last W
+//! points, and scored by a [`WindowScorer`] as they are released. A window is emitted when a
+//! released point crosses a multiple of `hop_ms`: the window ending at the point before it.
+//! Everything here is a function of the points' order within the partition, so replaying a
+//! partition from the oldest offset still inside a live window rebuilds the same state and
+//! re-emits the same windows (see `oldest_offset`). Two things are not replay-exact, by
+//! design: a series evicted for capacity (the LRU bound) and the model in force.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+
+use crate::mil::incremental::WindowScorer;
+use crate::mil::{Explanation, Model};
+
+use super::record::Point;
+
+/// A model in service, as the scorers see it.
+pub struct ScoringModel {
+    pub model: Model,
+    /// Shown in every prediction (`model_version`).
+    pub version: String,
+    /// Changes with every swap; series built under another generation are rebuilt.
+    pub generation: u64,
+}
+
+/// Window settings (from `[window]` in the config).
+#[derive(Debug, Clone, Copy)]
+pub struct WindowParams {
+    pub points: usize,
+    pub hop_ms: i64,
+    pub lateness_ms: i64,
+    pub idle_timeout_ms: i64,
+    pub max_series: usize,
+}
+
+/// A scored window of one series.
+#[derive(Debug, Clone)]
+pub struct ScoredWindow {
+    pub series_id: String,
+    pub start_ms: i64,
+    pub end_ms: i64,
+    /// Oldest source offset among the window's points.
+    pub first_offset: i64,
+    pub explanation: Explanation,
+}
+
+/// What became of a point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PointOutcome {
+    Accepted,
+    /// Older than a point already released for its series.
+    Late,
+    /// Same series and timestamp as a point already seen.
+    Duplicate,
+}
+
+/// Counters the caller turns into metrics.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct WindowEvents {
+    pub evicted_idle: u64,
+    pub evicted_capacity: u64,
+    pub restarted: u64,
+}
+
+struct SeriesWindow {
+    /// Reorder buffer: ts -> (value, offset), released once older than max_ts - lateness.
+    pending: BTreeMap<i64, (f64, i64)>,
+    max_ts: i64,
+    last_released: Option<i64>,
+    /// The last W released points: (ts, value, offset).
+    points: VecDeque<(i64, f64, i64)>,
+    scorer: Option<WindowScorer>,
+    generation: u64,
+    last_seen: u64,
+}
+
+/// All live series of one partition.
+pub struct PartitionWindows {
+    params: WindowParams,
+    series: HashMap<String, SeriesWindow>,
+    clock: u64,
+    pub events: WindowEvents,
+}
+
+fn floor_div(a: i64, b: i64) -> i64 {
+    a.div_euclid(b)
+}
+
+impl PartitionWindows {
+    pub fn new(params: WindowParams) -> Self {
+        Self {
+            params,
+            series: HashMap::new(),
+            clock: 0,
+            events: WindowEvents::default(),
+        }
+    }
+
+    pub fn live_series(&self) -> usize {
+        self.series.len()
+    }
+
+    /// Takes one point (from the message at `offset`); windows it completes are pushed to
+    /// `out` when `emit` (a replay rebuilds state with `emit = false`).
+    pub fn on_point(
+        &mut self,
+        p: &Point,
+        offset: i64,
+        model: &Arc<ScoringModel>,
+        emit: bool,
+        out: &mut Vec<ScoredWindow>,
+    ) -> PointOutcome {
+        self.clock += 1;
+        let clock = self.clock;
+        if !self.series.contains_key(&p.series_id) {
+            if self.series.len() >= self.params.max_series {
+                // Least recently seen goes; O(series), only when full and a new one arrives.
+                if let Some(victim) = self
+                    .series
+                    .iter()
+                    .min_by_key(|(_, s)| s.last_seen)
+                    .map(|(k, _)| k.clone())
+                {
+                    self.series.remove(&victim);
+                    self.events.evicted_capacity += 1;
+                }
+            }
+            self.series.insert(
+                p.series_id.clone(),
+                SeriesWindow {
+                    pending: BTreeMap::new(),
+                    max_ts: i64::MIN,
+                    last_released: None,
+                    points: VecDeque::with_capacity(self.params.points + 1),
+                    scorer: None,
+                    generation: u64::MAX,
+                    last_seen: clock,
+                },
+            );
+        }
+        let params = self.params;
+        let s = self.series.get_mut(&p.series_id).expect("inserted above");
+        s.last_seen = clock;
+        if let Some(last) = s.last_released {
+            if p.ts_ms == last {
+                return PointOutcome::Duplicate;
+            }
+            if p.ts_ms < last {
+                return PointOutcome::Late;
+            }
+        }
+        if s.pending.contains_key(&p.ts_ms) {
+            return PointOutcome::Duplicate;
+        }
+        s.pending.insert(p.ts_ms, (p.value, offset));
+        s.max_ts = s.max_ts.max(p.ts_ms);
+        let horizon = s.max_ts.saturating_sub(params.lateness_ms);
+        while let Some((&ts, _)) = s.pending.first_key_value() {
+            if ts > horizon {
+                break;
+            }
+            let (_, (v, off)) = s.pending.pop_first().expect("just seen");
+            let restarted = release(s, &p.series_id, ts, v, off, &params, model, emit, out);
+            self.events.restarted += u64::from(restarted);
+        }
+        PointOutcome::Accepted
+    }
+
+    /// The oldest source offset any live series still needs (its window and reorder
+    /// buffer): replaying the partition from here rebuilds every live window. None when no
+    /// series is live.
+    pub fn oldest_offset(&self) -> Option<i64> {
+        self.series
+            .values()
+            .flat_map(|s| {
+                s.points
+                    .iter()
+                    .map(|p| p.2)
+                    .chain(s.pending.values().map(|p| p.1))
+            })
+            .min()
+    }
+
+    /// Drops series whose newest point is older than the partition's newest minus the idle
+    /// timeout. Output-neutral: such a series' next point would restart its window anyway.
+    pub fn evict_idle(&mut self) {
+        let watermark = self
+            .series
+            .values()
+            .map(|s| s.max_ts)
+            .max()
+            .unwrap_or(i64::MIN);
+        let cutoff = watermark.saturating_sub(self.params.idle_timeout_ms);
+        let before = self.series.len();
+        self.series.retain(|_, s| s.max_ts >= cutoff);
+        self.events.evicted_idle += (before - self.series.len()) as u64;
+    }
+}
+
+/// Releases one point into its series' window, in event-time order. Returns true if the
+/// window restarted (a gap over the idle timeout).
+#[allow(clippy::too_many_arguments)]
+fn release(
+    s: &mut SeriesWindow,
+    series_id: &str,
+    ts: i64,
+    v: f64,
+    off: i64,
+    params: &WindowParams,
+    model: &Arc<ScoringModel>,
+    emit: bool,
+    out: &mut Vec<ScoredWindow>,
+) -> bool {
+    let mut restarted = false;
+    if let Some(&(prev_ts, _, _)) = s.points.back() {
+        if ts - prev_ts > params.idle_timeout_ms {
+            s.points.clear();
+            s.scorer = None;
+            restarted = true;
+        } else if floor_div(prev_ts, params.hop_ms) < floor_div(ts, params.hop_ms)
+            && s.points.len() >= params.points
+        {
+            // The point crosses a hop boundary: the window ending at the previous point closes.
+            if emit {
+                if let Some(sc) = ensure_scorer(s, model, params) {
+                    if let Ok(Some(explanation)) = sc.explain(&model.model) {
+                        out.push(ScoredWindow {
+                            series_id: series_id.to_string(),
+                            start_ms: s.points.front().expect("full window").0,
+                            end_ms: prev_ts,
+                            first_offset: s.points.iter().map(|p| p.2).min().expect("full window"),
+                            explanation,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    s.points.push_back((ts, v, off));
+    if s.points.len() > params.points {
+        s.points.pop_front();
+    }
+    if s.generation == model.generation {
+        if let Some(sc) = s.scorer.as_mut() {
+            // Scoring errors cannot happen for a model the scorer was built for.
+            let _ = sc.push(&model.model, v);
+        }
+    } else {
+        s.scorer = None;
+    }
+    s.last_released = Some(ts);
+    restarted
+}
+
+/// The series' scorer for the current model, rebuilt from the kept points after a swap.
+fn ensure_scorer<'a>(
+    s: &'a mut SeriesWindow,
+    model: &Arc<ScoringModel>,
+    params: &WindowParams,
+) -> Option<&'a mut WindowScorer> {
+    if s.scorer.is_none() || s.generation != model.generation {
+        let mut sc = WindowScorer::new(&model.model, params.points).ok()?;
+        for &(_, v, _) in &s.points {
+            sc.push(&model.model, v).ok()?;
+        }
+        s.scorer = Some(sc);
+        s.generation = model.generation;
+    }
+    s.scorer.as_mut()
+}
