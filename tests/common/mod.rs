@@ -35,3 +35,5 @@ pub fn scratch(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).expect("temp dir is writable");
     dir
 }
+
+pub mod stream;

@@ -1,0 +1,294 @@
+//! Helpers for the daemon's integration tests: a mock cluster, a known GunPoint stream, the
+//! daemon in-process or as a child process, and an arrow-rs reader of its output.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int32Type, Int64Type, TimestampMillisecondType};
+use arrow_array::Array;
+use milstream::config::Config;
+use milstream::mil::{Model, Sample};
+use milstream::stream::embedded::{gunpoint_train, start_mock_cluster, train_embedded_model};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use rdkafka::config::ClientConfig;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+
+pub const POINTS: &str = "milstream.points";
+pub const BAGS: &str = "milstream.bags";
+pub const LABELS: &str = "milstream.labels";
+pub const W: usize = 150;
+pub const HOP_MS: i64 = 1_500;
+pub const SPACING_MS: i64 = 10;
+
+/// A mock cluster with the three input topics of `partitions` partitions each.
+pub fn cluster(partitions: i32) -> String {
+    start_mock_cluster(vec![POINTS.into(), BAGS.into(), LABELS.into()], partitions).expect("mock cluster starts")
+}
+
+/// The embedded model, trained once and saved where the daemon can load it.
+pub fn model_file(dir: &Path) -> (PathBuf, Model) {
+    let model = train_embedded_model().expect("GunPoint trains");
+    let path = dir.join("model.json");
+    std::fs::write(&path, model.to_json()).unwrap();
+    (path, model)
+}
+
+pub fn producer(bootstrap: &str) -> BaseProducer {
+    ClientConfig::new().set("bootstrap.servers", bootstrap).set("linger.ms", "2").create().expect("producer")
+}
+
+/// Produces and waits for every message to be acknowledged.
+pub fn produce_all(p: &BaseProducer, msgs: &[(String, String, Vec<u8>)]) {
+    for (topic, key, payload) in msgs {
+        loop {
+            match p.send(BaseRecord::to(topic).key(key).payload(payload)) {
+                Ok(()) => break,
+                Err((_, _)) => {
+                    p.poll(Duration::from_millis(10));
+                }
+            }
+        }
+    }
+    p.flush(Duration::from_secs(30)).expect("flush");
+}
+
+/// One series of the known stream: points every 10 ms from a multiple of the hop, made of
+/// GunPoint training series back to back, so windows coincide with whole series.
+#[derive(Clone, Debug)]
+pub struct KnownSeries {
+    pub id: String,
+    pub points: Vec<(i64, f64)>,
+}
+
+pub fn known_stream(n_series: usize, series_each: usize, t0: i64) -> Vec<KnownSeries> {
+    let train = gunpoint_train();
+    let mut out = Vec::new();
+    for s in 0..n_series {
+        let mut points = Vec::new();
+        for k in 0..series_each {
+            let Sample::Series(v) = &train.samples[(s * 7 + k * 3) % train.len()] else { unreachable!() };
+            for (j, &x) in v.iter().enumerate() {
+                points.push((t0 + ((k * 150 + j) as i64) * SPACING_MS, x));
+            }
+        }
+        out.push(KnownSeries { id: format!("sensor-{s}"), points });
+    }
+    out
+}
+
+/// Point messages, one record per message, interleaved across series in time order.
+pub fn point_messages(stream: &[KnownSeries]) -> Vec<(String, String, Vec<u8>)> {
+    let n = stream.iter().map(|s| s.points.len()).max().unwrap_or(0);
+    let mut msgs = Vec::new();
+    for j in 0..n {
+        for s in stream {
+            if let Some(&(ts, v)) = s.points.get(j) {
+                msgs.push((POINTS.to_string(), s.id.clone(), format!(r#"{{"series_id":"{}","ts":{ts},"value":{v}}}"#, s.id).into_bytes()));
+            }
+        }
+    }
+    msgs
+}
+
+/// The windows the daemon must emit, by the rule in stream::window: when a point crosses a
+/// hop boundary, the last W points before it, if there are W.
+pub fn expected_windows(stream: &[KnownSeries]) -> BTreeMap<(String, i64, i64), Vec<f64>> {
+    let mut out = BTreeMap::new();
+    for s in stream {
+        for j in 1..s.points.len() {
+            let (prev, cur) = (s.points[j - 1].0, s.points[j].0);
+            if prev.div_euclid(HOP_MS) < cur.div_euclid(HOP_MS) && j >= W {
+                let w: Vec<f64> = s.points[j - W..j].iter().map(|p| p.1).collect();
+                out.insert((s.id.clone(), s.points[j - W].0, prev), w);
+            }
+        }
+    }
+    out
+}
+
+/// A daemon configuration for tests: real-cluster mode against `bootstrap`, fast rebalances,
+/// small files, the given model, HTTP on a free port.
+pub fn config(bootstrap: &str, out: &Path, model: &Path, group: &str, extra: &str) -> Config {
+    let text = format!(
+        r#"
+[kafka]
+bootstrap_servers = "{bootstrap}"
+group_id = "{group}"
+[kafka.properties]
+"session.timeout.ms" = "6000"
+"heartbeat.interval.ms" = "500"
+"topic.metadata.refresh.interval.ms" = "1000"
+[window]
+points = {W}
+hop_ms = {HOP_MS}
+[model]
+series_path = "{}"
+[output]
+dir = "{}"
+roll_rows = 40
+roll_age_ms = 300
+[commit]
+interval_ms = 200
+[http]
+listen = "127.0.0.1:0"
+[shutdown]
+grace_ms = 10000
+{extra}
+"#,
+        model.display(),
+        out.display()
+    );
+    let path = out.parent().unwrap().join(format!("{group}.toml"));
+    std::fs::write(&path, &text).unwrap();
+    Config::parse("test config", &text).expect("test config parses")
+}
+
+/// The config written next to the output folder, for child processes.
+pub fn config_path(out: &Path, group: &str) -> PathBuf {
+    out.parent().unwrap().join(format!("{group}.toml"))
+}
+
+/// Runs the daemon in-process on its own runtime thread; send `true` to stop it.
+pub fn spawn_daemon(cfg: Config) -> (std::thread::JoinHandle<anyhow::Result<()>>, tokio::sync::watch::Sender<bool>) {
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let h = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let r = rt.block_on(milstream::stream::run(cfg, Default::default(), rx));
+        rt.shutdown_timeout(Duration::from_secs(1));
+        r
+    });
+    (h, tx)
+}
+
+/// A prediction row as read back from Parquet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub key: String,
+    pub kind: String,
+    pub start: Option<i64>,
+    pub end: Option<i64>,
+    pub label: String,
+    pub scores: Vec<f64>,
+    pub model_version: String,
+    pub source_partition: i32,
+    pub source_offset: i64,
+    pub file: String,
+}
+
+fn parquet_files(root: &Path, sub: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(dates) = std::fs::read_dir(root.join(sub)) else { return out };
+    for d in dates.flatten() {
+        for f in std::fs::read_dir(d.path()).unwrap().flatten() {
+            let p = f.path();
+            if p.extension().is_some_and(|e| e == "parquet") && !f.file_name().to_string_lossy().starts_with('.') {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Every temp file left anywhere under the output root.
+pub fn temp_files(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for sub in ["predictions", "dead_letters"] {
+        let Ok(dates) = std::fs::read_dir(root.join(sub)) else { continue };
+        for d in dates.flatten() {
+            for f in std::fs::read_dir(d.path()).unwrap().flatten() {
+                if f.file_name().to_string_lossy().ends_with(".tmp") {
+                    out.push(f.path());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// All prediction rows under `root`, read with arrow-rs.
+pub fn read_predictions(root: &Path) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for path in parquet_files(root, "predictions") {
+        let file = File::open(&path).unwrap();
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap();
+        for batch in reader {
+            let b = batch.unwrap();
+            let col = |n: &str| b.column_by_name(n).unwrap_or_else(|| panic!("column {n}")).clone();
+            let key = col("key");
+            let key = key.as_string::<i32>();
+            let kind = col("kind");
+            let kind = kind.as_string::<i32>();
+            let start = col("window_start");
+            let start = start.as_primitive::<TimestampMillisecondType>();
+            let end = col("window_end");
+            let end = end.as_primitive::<TimestampMillisecondType>();
+            let label = col("label");
+            let label = label.as_string::<i32>();
+            let scores = col("scores");
+            let scores = scores.as_list::<i32>();
+            let version = col("model_version");
+            let version = version.as_string::<i32>();
+            let part = col("source_partition");
+            let part = part.as_primitive::<Int32Type>();
+            let off = col("source_offset");
+            let off = off.as_primitive::<Int64Type>();
+            for i in 0..b.num_rows() {
+                rows.push(Row {
+                    key: key.value(i).to_string(),
+                    kind: kind.value(i).to_string(),
+                    start: (!start.is_null(i)).then(|| start.value(i)),
+                    end: (!end.is_null(i)).then(|| end.value(i)),
+                    label: label.value(i).to_string(),
+                    scores: scores.value(i).as_primitive::<Float64Type>().values().to_vec(),
+                    model_version: version.value(i).to_string(),
+                    source_partition: part.value(i),
+                    source_offset: off.value(i),
+                    file: path.file_name().unwrap().to_string_lossy().into_owned(),
+                });
+            }
+        }
+    }
+    rows
+}
+
+/// (offset, reason, partition, topic) of every dead-letter row.
+pub fn read_dead_letters(root: &Path) -> Vec<(String, i32, i64, String, String)> {
+    let mut rows = Vec::new();
+    for path in parquet_files(root, "dead_letters") {
+        let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap().build().unwrap();
+        for batch in reader {
+            let b = batch.unwrap();
+            let topic = b.column_by_name("topic").unwrap().as_string::<i32>().clone();
+            let part = b.column_by_name("partition").unwrap().as_primitive::<Int32Type>().clone();
+            let off = b.column_by_name("offset").unwrap().as_primitive::<Int64Type>().clone();
+            let reason = b.column_by_name("reason").unwrap().as_string::<i32>().clone();
+            let detail = b.column_by_name("detail").unwrap().as_string::<i32>().clone();
+            for i in 0..b.num_rows() {
+                rows.push((topic.value(i).to_string(), part.value(i), off.value(i), reason.value(i).to_string(), detail.value(i).to_string()));
+            }
+        }
+    }
+    rows
+}
+
+/// Polls `f` until it returns true or `timeout` passes.
+pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + timeout;
+    while Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    f()
+}
+
+/// Distinct window keys among `rows`.
+pub fn window_keys(rows: &[Row]) -> std::collections::BTreeSet<(String, i64, i64)> {
+    rows.iter().filter(|r| r.kind == "window").map(|r| (r.key.clone(), r.start.unwrap(), r.end.unwrap())).collect()
+}
