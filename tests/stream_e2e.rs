@@ -26,7 +26,9 @@ fn end_to_end_predictions_equal_offline_predict() {
     let cfg = config(&bootstrap, &out, &model_path, "e2e", "");
     let (daemon, stop) = spawn_daemon(cfg);
     let want: BTreeSet<_> = expected.keys().cloned().collect();
-    let done = wait_until(Duration::from_secs(90), || window_keys(&read_predictions(&out)).is_superset(&want));
+    let done = wait_until(Duration::from_secs(90), || {
+        window_keys(&read_predictions(&out)).is_superset(&want)
+    });
     stop.send(true).unwrap();
     daemon.join().unwrap().expect("the daemon stops cleanly");
     assert!(done, "not every expected window was written in time");
@@ -35,12 +37,18 @@ fn end_to_end_predictions_equal_offline_predict() {
     assert_eq!(window_keys(&rows), want, "exactly the expected windows");
     assert_eq!(rows.len(), want.len(), "no duplicate rows");
     let partitions: BTreeSet<i32> = rows.iter().map(|r| r.source_partition).collect();
-    assert!(partitions.len() >= 2, "the stream spread over several partitions: {partitions:?}");
+    assert!(
+        partitions.len() >= 2,
+        "the stream spread over several partitions: {partitions:?}"
+    );
     for r in &rows {
         let w = &expected[&(r.key.clone(), r.start.unwrap(), r.end.unwrap())];
         let offline = model.predict(&Sample::Series(w.clone())).unwrap();
         assert_eq!(r.label, offline.label, "{r:?}");
-        assert_eq!(r.scores, offline.scores, "incremental scores equal the offline predict: {r:?}");
+        assert_eq!(
+            r.scores, offline.scores,
+            "incremental scores equal the offline predict: {r:?}"
+        );
         assert!(r.model_version.starts_with("model-"), "{}", r.model_version);
     }
     assert!(temp_files(&out).is_empty());
@@ -57,20 +65,52 @@ fn independent_reader_agrees(out: &std::path::Path, rows: usize) {
          print(t.schema.field('scores').type, t.schema.field('window_start').type)\n",
         out.join("predictions").display()
     );
-    let o = std::process::Command::new("python3").arg("-c").arg(&script).output().expect("python3 runs");
+    let o = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .expect("python3 runs");
     if !o.status.success() && std::env::var("MILSTREAM_SKIP_PYARROW").is_ok() {
-        eprintln!("pyarrow check skipped: {}", String::from_utf8_lossy(&o.stderr));
+        eprintln!(
+            "pyarrow check skipped: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         return;
     }
-    assert!(o.status.success(), "pyarrow failed (pip install pyarrow): {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "pyarrow failed (pip install pyarrow): {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let text = String::from_utf8_lossy(&o.stdout);
     let mut lines = text.lines();
     assert_eq!(lines.next().unwrap().trim().parse::<usize>().unwrap(), rows);
     let names = lines.next().unwrap();
-    for col in ["key", "window_start", "window_end", "label", "scores", "model_kind", "model_version", "top_hypothesis", "top_offset", "top_contribution", "source_topic", "source_partition", "source_offset", "date"] {
-        assert!(names.split(',').any(|n| n == col), "column {col} missing from {names}");
+    for col in [
+        "key",
+        "window_start",
+        "window_end",
+        "label",
+        "scores",
+        "model_kind",
+        "model_version",
+        "top_hypothesis",
+        "top_offset",
+        "top_contribution",
+        "source_topic",
+        "source_partition",
+        "source_offset",
+        "date",
+    ] {
+        assert!(
+            names.split(',').any(|n| n == col),
+            "column {col} missing from {names}"
+        );
     }
-    assert_eq!(lines.next().unwrap().trim(), "list<item: double> timestamp[ms, tz=UTC]");
+    assert_eq!(
+        lines.next().unwrap().trim(),
+        "list<item: double> timestamp[ms, tz=UTC]"
+    );
 }
 
 #[test]
@@ -87,12 +127,45 @@ fn malformed_input_goes_to_dead_letters_with_its_reason() {
     // Bad records go in after the first 200 good points; one partition, so offset = index.
     let bad: Vec<((String, String, Vec<u8>), Option<&str>)> = vec![
         (point("this is not json".into()), Some("parse")),
-        (point(format!(r#"{{"series_id":"{id}","value":1.0}}"#)), Some("schema")),
-        (point(format!(r#"{{"series_id":"{id}","ts":"yesterday","value":1.0}}"#)), Some("schema")),
-        (point(format!(r#"{{"series_id":"{id}","ts":{},"value":NaN}}"#, t + 1)), Some("non_finite")),
-        (point(format!(r#"{{"series_id":"{id}","ts":{},"value":0.5,"pad":"{}"}}"#, t + 2, "x".repeat(5000))), Some("oversized")),
-        (point(format!(r#"{{"series_id":"{id}","ts":{},"value":0.5}}"#, t - 500)), Some("late")),
-        (point(format!(r#"{{"series_id":"{id}","ts":{},"value":0.5}}"#, stream[0].points[199].0)), None), // duplicate: dropped
+        (
+            point(format!(r#"{{"series_id":"{id}","value":1.0}}"#)),
+            Some("schema"),
+        ),
+        (
+            point(format!(
+                r#"{{"series_id":"{id}","ts":"yesterday","value":1.0}}"#
+            )),
+            Some("schema"),
+        ),
+        (
+            point(format!(
+                r#"{{"series_id":"{id}","ts":{},"value":NaN}}"#,
+                t + 1
+            )),
+            Some("non_finite"),
+        ),
+        (
+            point(format!(
+                r#"{{"series_id":"{id}","ts":{},"value":0.5,"pad":"{}"}}"#,
+                t + 2,
+                "x".repeat(5000)
+            )),
+            Some("oversized"),
+        ),
+        (
+            point(format!(
+                r#"{{"series_id":"{id}","ts":{},"value":0.5}}"#,
+                t - 500
+            )),
+            Some("late"),
+        ),
+        (
+            point(format!(
+                r#"{{"series_id":"{id}","ts":{},"value":0.5}}"#,
+                stream[0].points[199].0
+            )),
+            None,
+        ), // duplicate: dropped
     ];
     let mut msgs: Vec<(String, String, Vec<u8>)> = good[..200].to_vec();
     let mut want_dlq = BTreeSet::new();
@@ -105,8 +178,14 @@ fn malformed_input_goes_to_dead_letters_with_its_reason() {
     msgs.extend_from_slice(&good[200..]);
     let bag = |s: &str| (BAGS.to_string(), "bag".to_string(), s.as_bytes().to_vec());
     let bags = vec![
-        (bag(r#"{"bag_id":"b1","instances":[[1,2],[3]]}"#), "dimension"),
-        (bag(r#"{"bag_id":"b2","instances":[[1],[2],[3],[4],[5],[6]]}"#), "too_large"),
+        (
+            bag(r#"{"bag_id":"b1","instances":[[1,2],[3]]}"#),
+            "dimension",
+        ),
+        (
+            bag(r#"{"bag_id":"b2","instances":[[1],[2],[3],[4],[5],[6]]}"#),
+            "too_large",
+        ),
         (bag(r#"{"bag_id":"b3","instances":[[1],[2]]}"#), "no_model"),
     ];
     for (i, (m, r)) in bags.iter().enumerate() {
@@ -115,24 +194,44 @@ fn malformed_input_goes_to_dead_letters_with_its_reason() {
     }
     produce_all(&producer(&bootstrap), &msgs);
 
-    let cfg = config(&bootstrap, &out, &model_path, "dlq", "[limits]\nmax_message_bytes = 4096\nmax_bag_instances = 5\n");
+    let cfg = config(
+        &bootstrap,
+        &out,
+        &model_path,
+        "dlq",
+        "[limits]\nmax_message_bytes = 4096\nmax_bag_instances = 5\n",
+    );
     let (daemon, stop) = spawn_daemon(cfg);
     let expected = expected_windows(&stream);
     let want: BTreeSet<_> = expected.keys().cloned().collect();
     let done = wait_until(Duration::from_secs(90), || {
-        read_dead_letters(&out).len() >= want_dlq.len() && window_keys(&read_predictions(&out)).is_superset(&want)
+        read_dead_letters(&out).len() >= want_dlq.len()
+            && window_keys(&read_predictions(&out)).is_superset(&want)
     });
     stop.send(true).unwrap();
     daemon.join().unwrap().expect("the daemon stops cleanly");
-    assert!(done, "timed out: dead letters {:?}", read_dead_letters(&out));
+    assert!(
+        done,
+        "timed out: dead letters {:?}",
+        read_dead_letters(&out)
+    );
 
-    let got: BTreeSet<(String, i64, String)> = read_dead_letters(&out).into_iter().map(|(t, _, o, r, _)| (t, o, r)).collect();
+    let got: BTreeSet<(String, i64, String)> = read_dead_letters(&out)
+        .into_iter()
+        .map(|(t, _, o, r, _)| (t, o, r))
+        .collect();
     assert_eq!(got, want_dlq);
     // The good records around the bad ones are all predicted, as offline.
     let rows = read_predictions(&out);
     assert_eq!(window_keys(&rows), want);
-    let by_key: BTreeMap<_, _> = rows.iter().map(|r| ((r.key.clone(), r.start.unwrap(), r.end.unwrap()), r)).collect();
+    let by_key: BTreeMap<_, _> = rows
+        .iter()
+        .map(|r| ((r.key.clone(), r.start.unwrap(), r.end.unwrap()), r))
+        .collect();
     for (k, w) in &expected {
-        assert_eq!(by_key[k].label, model.predict(&Sample::Series(w.clone())).unwrap().label);
+        assert_eq!(
+            by_key[k].label,
+            model.predict(&Sample::Series(w.clone())).unwrap().label
+        );
     }
 }

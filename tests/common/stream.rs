@@ -26,7 +26,8 @@ pub const SPACING_MS: i64 = 10;
 
 /// A mock cluster with the three input topics of `partitions` partitions each.
 pub fn cluster(partitions: i32) -> String {
-    start_mock_cluster(vec![POINTS.into(), BAGS.into(), LABELS.into()], partitions).expect("mock cluster starts")
+    start_mock_cluster(vec![POINTS.into(), BAGS.into(), LABELS.into()], partitions)
+        .expect("mock cluster starts")
 }
 
 /// The embedded model, trained once and saved where the daemon can load it.
@@ -38,7 +39,11 @@ pub fn model_file(dir: &Path) -> (PathBuf, Model) {
 }
 
 pub fn producer(bootstrap: &str) -> BaseProducer {
-    ClientConfig::new().set("bootstrap.servers", bootstrap).set("linger.ms", "2").create().expect("producer")
+    ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("linger.ms", "2")
+        .create()
+        .expect("producer")
 }
 
 /// Produces and waits for every message to be acknowledged.
@@ -70,12 +75,17 @@ pub fn known_stream(n_series: usize, series_each: usize, t0: i64) -> Vec<KnownSe
     for s in 0..n_series {
         let mut points = Vec::new();
         for k in 0..series_each {
-            let Sample::Series(v) = &train.samples[(s * 7 + k * 3) % train.len()] else { unreachable!() };
+            let Sample::Series(v) = &train.samples[(s * 7 + k * 3) % train.len()] else {
+                unreachable!()
+            };
             for (j, &x) in v.iter().enumerate() {
                 points.push((t0 + ((k * 150 + j) as i64) * SPACING_MS, x));
             }
         }
-        out.push(KnownSeries { id: format!("sensor-{s}"), points });
+        out.push(KnownSeries {
+            id: format!("sensor-{s}"),
+            points,
+        });
     }
     out
 }
@@ -87,7 +97,11 @@ pub fn point_messages(stream: &[KnownSeries]) -> Vec<(String, String, Vec<u8>)> 
     for j in 0..n {
         for s in stream {
             if let Some(&(ts, v)) = s.points.get(j) {
-                msgs.push((POINTS.to_string(), s.id.clone(), format!(r#"{{"series_id":"{}","ts":{ts},"value":{v}}}"#, s.id).into_bytes()));
+                msgs.push((
+                    POINTS.to_string(),
+                    s.id.clone(),
+                    format!(r#"{{"series_id":"{}","ts":{ts},"value":{v}}}"#, s.id).into_bytes(),
+                ));
             }
         }
     }
@@ -153,10 +167,19 @@ pub fn config_path(out: &Path, group: &str) -> PathBuf {
 }
 
 /// Runs the daemon in-process on its own runtime thread; send `true` to stop it.
-pub fn spawn_daemon(cfg: Config) -> (std::thread::JoinHandle<anyhow::Result<()>>, tokio::sync::watch::Sender<bool>) {
+pub fn spawn_daemon(
+    cfg: Config,
+) -> (
+    std::thread::JoinHandle<anyhow::Result<()>>,
+    tokio::sync::watch::Sender<bool>,
+) {
     let (tx, rx) = tokio::sync::watch::channel(false);
     let h = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
         let r = rt.block_on(milstream::stream::run(cfg, Default::default(), rx));
         rt.shutdown_timeout(Duration::from_secs(1));
         r
@@ -181,11 +204,15 @@ pub struct Row {
 
 fn parquet_files(root: &Path, sub: &str) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    let Ok(dates) = std::fs::read_dir(root.join(sub)) else { return out };
+    let Ok(dates) = std::fs::read_dir(root.join(sub)) else {
+        return out;
+    };
     for d in dates.flatten() {
         for f in std::fs::read_dir(d.path()).unwrap().flatten() {
             let p = f.path();
-            if p.extension().is_some_and(|e| e == "parquet") && !f.file_name().to_string_lossy().starts_with('.') {
+            if p.extension().is_some_and(|e| e == "parquet")
+                && !f.file_name().to_string_lossy().starts_with('.')
+            {
                 out.push(p);
             }
         }
@@ -198,7 +225,9 @@ fn parquet_files(root: &Path, sub: &str) -> Vec<PathBuf> {
 pub fn temp_files(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for sub in ["predictions", "dead_letters"] {
-        let Ok(dates) = std::fs::read_dir(root.join(sub)) else { continue };
+        let Ok(dates) = std::fs::read_dir(root.join(sub)) else {
+            continue;
+        };
         for d in dates.flatten() {
             for f in std::fs::read_dir(d.path()).unwrap().flatten() {
                 if f.file_name().to_string_lossy().ends_with(".tmp") {
@@ -215,10 +244,17 @@ pub fn read_predictions(root: &Path) -> Vec<Row> {
     let mut rows = Vec::new();
     for path in parquet_files(root, "predictions") {
         let file = File::open(&path).unwrap();
-        let reader = ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap();
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .build()
+            .unwrap();
         for batch in reader {
             let b = batch.unwrap();
-            let col = |n: &str| b.column_by_name(n).unwrap_or_else(|| panic!("column {n}")).clone();
+            let col = |n: &str| {
+                b.column_by_name(n)
+                    .unwrap_or_else(|| panic!("column {n}"))
+                    .clone()
+            };
             let key = col("key");
             let key = key.as_string::<i32>();
             let kind = col("kind");
@@ -244,7 +280,11 @@ pub fn read_predictions(root: &Path) -> Vec<Row> {
                     start: (!start.is_null(i)).then(|| start.value(i)),
                     end: (!end.is_null(i)).then(|| end.value(i)),
                     label: label.value(i).to_string(),
-                    scores: scores.value(i).as_primitive::<Float64Type>().values().to_vec(),
+                    scores: scores
+                        .value(i)
+                        .as_primitive::<Float64Type>()
+                        .values()
+                        .to_vec(),
                     model_version: version.value(i).to_string(),
                     source_partition: part.value(i),
                     source_offset: off.value(i),
@@ -260,16 +300,45 @@ pub fn read_predictions(root: &Path) -> Vec<Row> {
 pub fn read_dead_letters(root: &Path) -> Vec<(String, i32, i64, String, String)> {
     let mut rows = Vec::new();
     for path in parquet_files(root, "dead_letters") {
-        let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap().build().unwrap();
+        let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap())
+            .unwrap()
+            .build()
+            .unwrap();
         for batch in reader {
             let b = batch.unwrap();
-            let topic = b.column_by_name("topic").unwrap().as_string::<i32>().clone();
-            let part = b.column_by_name("partition").unwrap().as_primitive::<Int32Type>().clone();
-            let off = b.column_by_name("offset").unwrap().as_primitive::<Int64Type>().clone();
-            let reason = b.column_by_name("reason").unwrap().as_string::<i32>().clone();
-            let detail = b.column_by_name("detail").unwrap().as_string::<i32>().clone();
+            let topic = b
+                .column_by_name("topic")
+                .unwrap()
+                .as_string::<i32>()
+                .clone();
+            let part = b
+                .column_by_name("partition")
+                .unwrap()
+                .as_primitive::<Int32Type>()
+                .clone();
+            let off = b
+                .column_by_name("offset")
+                .unwrap()
+                .as_primitive::<Int64Type>()
+                .clone();
+            let reason = b
+                .column_by_name("reason")
+                .unwrap()
+                .as_string::<i32>()
+                .clone();
+            let detail = b
+                .column_by_name("detail")
+                .unwrap()
+                .as_string::<i32>()
+                .clone();
             for i in 0..b.num_rows() {
-                rows.push((topic.value(i).to_string(), part.value(i), off.value(i), reason.value(i).to_string(), detail.value(i).to_string()));
+                rows.push((
+                    topic.value(i).to_string(),
+                    part.value(i),
+                    off.value(i),
+                    reason.value(i).to_string(),
+                    detail.value(i).to_string(),
+                ));
             }
         }
     }
@@ -290,5 +359,8 @@ pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
 
 /// Distinct window keys among `rows`.
 pub fn window_keys(rows: &[Row]) -> std::collections::BTreeSet<(String, i64, i64)> {
-    rows.iter().filter(|r| r.kind == "window").map(|r| (r.key.clone(), r.start.unwrap(), r.end.unwrap())).collect()
+    rows.iter()
+        .filter(|r| r.kind == "window")
+        .map(|r| (r.key.clone(), r.start.unwrap(), r.end.unwrap()))
+        .collect()
 }
