@@ -125,7 +125,8 @@ fn malformed_input_goes_to_dead_letters_with_its_reason() {
     let point = |s: String| (POINTS.to_string(), id.clone(), s.into_bytes());
     let t = stream[0].points[200].0;
     // Bad records go in after the first 200 good points; one partition, so offset = index.
-    let bad: Vec<((String, String, Vec<u8>), Option<&str>)> = vec![
+    type Message = (String, String, Vec<u8>);
+    let bad: Vec<(Message, Option<&str>)> = vec![
         (point("this is not json".into()), Some("parse")),
         (
             point(format!(r#"{{"series_id":"{id}","value":1.0}}"#)),
@@ -177,7 +178,7 @@ fn malformed_input_goes_to_dead_letters_with_its_reason() {
     }
     msgs.extend_from_slice(&good[200..]);
     let bag = |s: &str| (BAGS.to_string(), "bag".to_string(), s.as_bytes().to_vec());
-    let bags = vec![
+    let bags = [
         (
             bag(r#"{"bag_id":"b1","instances":[[1,2],[3]]}"#),
             "dimension",
