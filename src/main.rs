@@ -74,6 +74,25 @@ enum Command {
         #[arg(long, default_value_t = 5)]
         top: usize,
     },
+    /// End-to-end daemon benchmark on the in-process mock cluster with the embedded model:
+    /// points/s (pre-produced) or consume-to-durable latency (with --rate). Prints JSON.
+    BenchStream {
+        #[arg(long, default_value_t = 1_000_000)]
+        points: usize,
+        /// Points per Kafka message (1 = one record per message, 1000 = JSON arrays).
+        #[arg(long, default_value_t = 1)]
+        batch: usize,
+        #[arg(long, default_value_t = 64)]
+        series: usize,
+        #[arg(long, default_value_t = 4)]
+        partitions: i32,
+        /// Produce at this many points/s while consuming and report latency.
+        #[arg(long)]
+        rate: Option<u64>,
+        /// output.roll_age_ms for the run (bounds how long a row waits for its file).
+        #[arg(long, default_value_t = 100)]
+        roll_age_ms: u64,
+    },
     /// Fit on a training file, score a test file.
     Eval {
         #[arg(long)]
@@ -386,6 +405,13 @@ fn run(cli: Cli) -> Result<()> {
                 stop_rx,
             ))?;
             // librdkafka threads can outlive the runtime; the process is done.
+            rt.shutdown_timeout(std::time::Duration::from_secs(1));
+        }
+        Command::BenchStream { points, batch, series, partitions, rate, roll_age_ms } => {
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            let opts = milstream::stream::bench::BenchOptions { points, batch: batch.max(1), series, partitions, rate, roll_age_ms };
+            let report = rt.block_on(milstream::stream::bench::bench(opts))?;
+            println!("{report}");
             rt.shutdown_timeout(std::time::Duration::from_secs(1));
         }
         Command::Train { data, out, opts } => {

@@ -7,6 +7,7 @@
 //! the partition's windows.
 
 pub mod commit;
+pub mod bench;
 pub mod embedded;
 pub mod record;
 pub mod sink;

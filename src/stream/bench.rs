@@ -1,0 +1,191 @@
+//! `milstream bench-stream`: end-to-end throughput and latency on the mock cluster with the
+//! embedded default's model, printed as JSON. Numbers, not assertions.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rdkafka::config::ClientConfig;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use serde_json::json;
+
+use super::embedded::{start_mock_cluster, train_embedded_model, DEMO_POINT_SPACING_MS};
+use super::source::run_pipeline;
+use super::window::ScoringModel;
+use crate::config::Config;
+use crate::http::Health;
+use crate::metrics::Metrics;
+use crate::mil::Sample;
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    pub points: usize,
+    /// Points per Kafka message (1 = one record per message; more = a JSON array).
+    pub batch: usize,
+    pub series: usize,
+    pub partitions: i32,
+    /// None: pre-produce everything and measure throughput. Some(r): produce at r points/s
+    /// while consuming and measure consume-to-durable latency.
+    pub rate: Option<u64>,
+    pub roll_age_ms: u64,
+}
+
+fn messages(opts: &BenchOptions) -> Vec<(String, String)> {
+    let test = super::embedded::gunpoint_train();
+    let per_series = opts.points / opts.series.max(1);
+    let mut out = Vec::new();
+    for s in 0..opts.series.max(1) {
+        let id = format!("bench-{s}");
+        let mut buf: Vec<String> = Vec::with_capacity(opts.batch);
+        for j in 0..per_series {
+            let Sample::Series(v) = &test.samples[(s + j / 150) % test.len()] else { continue };
+            let ts = 1_700_000_001_500 + j as i64 * DEMO_POINT_SPACING_MS;
+            buf.push(format!(r#"{{"series_id":"{id}","ts":{ts},"value":{}}}"#, v[j % 150]));
+            if buf.len() == opts.batch {
+                let payload = if opts.batch == 1 { buf.pop().expect("one") } else { format!("[{}]", buf.join(",")) };
+                buf.clear();
+                out.push((id.clone(), payload));
+            }
+        }
+        if !buf.is_empty() {
+            out.push((id.clone(), format!("[{}]", buf.join(","))));
+        }
+    }
+    // Interleave series as a live stream would.
+    let mut by_series: Vec<Vec<(String, String)>> = vec![Vec::new(); opts.series.max(1)];
+    for m in out {
+        let s: usize = m.0.trim_start_matches("bench-").parse().unwrap_or(0);
+        by_series[s].push(m);
+    }
+    let longest = by_series.iter().map(Vec::len).max().unwrap_or(0);
+    let mut inter = Vec::new();
+    for i in 0..longest {
+        for s in &by_series {
+            if let Some(m) = s.get(i) {
+                inter.push(m.clone());
+            }
+        }
+    }
+    inter
+}
+
+fn produce(p: &BaseProducer, topic: &str, msgs: &[(String, String)]) {
+    for (k, v) in msgs {
+        loop {
+            match p.send(BaseRecord::to(topic).key(k).payload(v)) {
+                Ok(()) => break,
+                Err(_) => {
+                    p.poll(Duration::from_millis(1));
+                }
+            }
+        }
+    }
+    let _ = p.flush(Duration::from_secs(60));
+}
+
+/// Quantile from a Prometheus histogram by linear interpolation within its bucket.
+fn quantile(h: &prometheus::Histogram, q: f64) -> f64 {
+    use prometheus::core::Collector;
+    let mf = h.collect();
+    let m = &mf[0].get_metric()[0];
+    let hist = m.get_histogram();
+    let total = hist.get_sample_count() as f64;
+    if total == 0.0 {
+        return f64::NAN;
+    }
+    let target = q * total;
+    let mut prev_bound = 0.0;
+    let mut prev_count = 0.0;
+    for b in hist.get_bucket() {
+        let c = b.cumulative_count() as f64;
+        if c >= target {
+            let frac = if c > prev_count { (target - prev_count) / (c - prev_count) } else { 0.0 };
+            return prev_bound + frac * (b.upper_bound() - prev_bound);
+        }
+        prev_bound = b.upper_bound();
+        prev_count = c;
+    }
+    prev_bound
+}
+
+pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
+    let mut cfg = Config::default();
+    let dir = std::env::temp_dir().join(format!("milstream-bench-{}", std::process::id()));
+    cfg.output.dir = dir.clone();
+    cfg.output.roll_age_ms = opts.roll_age_ms;
+    cfg.output.roll_rows = 100_000;
+    cfg.http.listen.clear();
+    cfg.kafka.bags_topic.clear();
+    cfg.kafka.labels_topic.clear();
+    cfg.commit.interval_ms = 100;
+    let topic = cfg.kafka.points_topic.clone();
+    let bootstrap = start_mock_cluster(vec![topic.clone()], opts.partitions)?;
+    let model = train_embedded_model()?;
+    let scoring = Arc::new(ScoringModel { model, version: "bench".into(), generation: 1 });
+    let msgs = messages(&opts);
+    let n_points = msgs.len() * opts.batch;
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .set("linger.ms", "5")
+        .set("queue.buffering.max.messages", "1000000")
+        .create()?;
+    if opts.rate.is_none() {
+        produce(&producer, &topic, &msgs);
+    }
+    let metrics = Metrics::new();
+    let health = Arc::new(Health::default());
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let pipeline = tokio::spawn(run_pipeline(cfg, bootstrap, scoring, None, metrics.clone(), health.clone(), stop_rx));
+    while !health.is_ready() {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let consumed = |m: &Metrics| m.records_consumed.with_label_values(&[topic.as_str()]).get() as usize;
+    let start = Instant::now();
+    let feeder = opts.rate.map(|rate| {
+        let msgs = msgs.clone();
+        let topic = topic.clone();
+        let batch = opts.batch;
+        std::thread::spawn(move || {
+            let t0 = Instant::now();
+            for (i, chunk) in msgs.chunks(100).enumerate() {
+                produce(&producer, &topic, chunk);
+                let due = Duration::from_secs_f64(((i + 1) * 100 * batch) as f64 / rate as f64);
+                if let Some(w) = due.checked_sub(t0.elapsed()) {
+                    std::thread::sleep(w);
+                }
+            }
+        })
+    });
+    while consumed(&metrics) < n_points {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        if start.elapsed() > Duration::from_secs(600) {
+            anyhow::bail!("bench: only {} of {n_points} points consumed in 10 minutes", consumed(&metrics));
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    if let Some(f) = feeder {
+        let _ = f.join();
+    }
+    // Let the last segments roll and become durable before reading the latency histogram.
+    tokio::time::sleep(Duration::from_millis(opts.roll_age_ms * 2 + 500)).await;
+    let _ = stop_tx.send(true);
+    pipeline.await??;
+    let _ = std::fs::remove_dir_all(&dir);
+    let h = &metrics.consume_to_durable_seconds;
+    Ok(json!({
+        "points": n_points,
+        "messages": msgs.len(),
+        "points_per_message": opts.batch,
+        "partitions": opts.partitions,
+        "series": opts.series,
+        "mode": if opts.rate.is_some() { "paced" } else { "throughput" },
+        "rate_points_per_second": opts.rate,
+        "seconds": secs,
+        "points_per_second": n_points as f64 / secs,
+        "windows_scored": metrics.windows_scored.get(),
+        "predictions_written": metrics.predictions_written.get(),
+        "consume_to_durable_p50_seconds": quantile(h, 0.5),
+        "consume_to_durable_p99_seconds": quantile(h, 0.99),
+        "roll_age_ms": opts.roll_age_ms,
+    }))
+}
