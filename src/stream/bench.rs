@@ -30,9 +30,11 @@ pub struct BenchOptions {
     pub roll_age_ms: u64,
 }
 
-fn messages(opts: &BenchOptions) -> Vec<(String, String)> {
+/// The messages, and the points they hold.
+fn messages(opts: &BenchOptions) -> (Vec<(String, String)>, usize) {
     let test = super::embedded::gunpoint_train();
     let per_series = opts.points / opts.series.max(1);
+    let total = per_series * opts.series.max(1);
     let mut out = Vec::new();
     for s in 0..opts.series.max(1) {
         let id = format!("bench-{s}");
@@ -66,7 +68,7 @@ fn messages(opts: &BenchOptions) -> Vec<(String, String)> {
             }
         }
     }
-    inter
+    (inter, total)
 }
 
 fn produce(p: &BaseProducer, topic: &str, msgs: &[(String, String)]) {
@@ -122,8 +124,7 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     let bootstrap = start_mock_cluster(vec![topic.clone()], opts.partitions)?;
     let model = train_embedded_model()?;
     let scoring = Arc::new(ScoringModel { model, version: "bench".into(), generation: 1 });
-    let msgs = messages(&opts);
-    let n_points = msgs.len() * opts.batch;
+    let (msgs, n_points) = messages(&opts);
     let producer: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", &bootstrap)
         .set("linger.ms", "5")
