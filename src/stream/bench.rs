@@ -82,7 +82,9 @@ fn produce(p: &BaseProducer, topic: &str, msgs: &[(String, String)]) {
             }
         }
     }
-    let _ = p.flush(Duration::from_secs(60));
+    if let Err(e) = p.flush(Duration::from_secs(60)) {
+        tracing::warn!(%e, in_flight = p.in_flight_count(), "bench producer flush");
+    }
 }
 
 /// Quantile from a Prometheus histogram by linear interpolation within its bucket.
@@ -132,6 +134,13 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         .create()?;
     if opts.rate.is_none() {
         produce(&producer, &topic, &msgs);
+        let probe: rdkafka::consumer::BaseConsumer = ClientConfig::new().set("bootstrap.servers", &bootstrap).create()?;
+        let mut stored = 0;
+        for p in 0..opts.partitions {
+            let (lo, hi) = rdkafka::consumer::Consumer::fetch_watermarks(&probe, &topic, p, Duration::from_secs(10))?;
+            stored += hi - lo;
+        }
+        tracing::info!(stored, produced = msgs.len(), "messages on the topic before consuming");
     }
     let metrics = Metrics::new();
     let health = Arc::new(Health::default());
@@ -157,8 +166,13 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
             }
         })
     });
+    let mut last_report = Instant::now();
     while consumed(&metrics) < n_points {
         tokio::time::sleep(Duration::from_millis(2)).await;
+        if last_report.elapsed() > Duration::from_secs(5) {
+            last_report = Instant::now();
+            tracing::info!(consumed = consumed(&metrics), of = n_points, "bench progress");
+        }
         if start.elapsed() > Duration::from_secs(600) {
             anyhow::bail!("bench: only {} of {n_points} points consumed in 10 minutes", consumed(&metrics));
         }
