@@ -407,9 +407,25 @@ fn run(cli: Cli) -> Result<()> {
             // librdkafka threads can outlive the runtime; the process is done.
             rt.shutdown_timeout(std::time::Duration::from_secs(1));
         }
-        Command::BenchStream { points, batch, series, partitions, rate, roll_age_ms } => {
-            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-            let opts = milstream::stream::bench::BenchOptions { points, batch: batch.max(1), series, partitions, rate, roll_age_ms };
+        Command::BenchStream {
+            points,
+            batch,
+            series,
+            partitions,
+            rate,
+            roll_age_ms,
+        } => {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            let opts = milstream::stream::bench::BenchOptions {
+                points,
+                batch: batch.max(1),
+                series,
+                partitions,
+                rate,
+                roll_age_ms,
+            };
             let report = rt.block_on(milstream::stream::bench::bench(opts))?;
             println!("{report}");
             rt.shutdown_timeout(std::time::Duration::from_secs(1));

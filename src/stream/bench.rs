@@ -40,11 +40,20 @@ fn messages(opts: &BenchOptions) -> (Vec<(String, String)>, usize) {
         let id = format!("bench-{s}");
         let mut buf: Vec<String> = Vec::with_capacity(opts.batch);
         for j in 0..per_series {
-            let Sample::Series(v) = &test.samples[(s + j / 150) % test.len()] else { continue };
+            let Sample::Series(v) = &test.samples[(s + j / 150) % test.len()] else {
+                continue;
+            };
             let ts = 1_700_000_001_500 + j as i64 * DEMO_POINT_SPACING_MS;
-            buf.push(format!(r#"{{"series_id":"{id}","ts":{ts},"value":{}}}"#, v[j % 150]));
+            buf.push(format!(
+                r#"{{"series_id":"{id}","ts":{ts},"value":{}}}"#,
+                v[j % 150]
+            ));
             if buf.len() == opts.batch {
-                let payload = if opts.batch == 1 { buf.pop().expect("one") } else { format!("[{}]", buf.join(",")) };
+                let payload = if opts.batch == 1 {
+                    buf.pop().expect("one")
+                } else {
+                    format!("[{}]", buf.join(","))
+                };
                 buf.clear();
                 out.push((id.clone(), payload));
             }
@@ -71,7 +80,7 @@ fn messages(opts: &BenchOptions) -> (Vec<(String, String)>, usize) {
     (inter, total)
 }
 
-fn produce(p: &BaseProducer, topic: &str, msgs: &[(String, String)]) {
+fn produce(p: &BaseProducer, topic: &str, msgs: &[(String, String)], flush: bool) {
     for (k, v) in msgs {
         loop {
             match p.send(BaseRecord::to(topic).key(k).payload(v)) {
@@ -81,6 +90,10 @@ fn produce(p: &BaseProducer, topic: &str, msgs: &[(String, String)]) {
                 }
             }
         }
+    }
+    p.poll(Duration::ZERO);
+    if !flush {
+        return;
     }
     if let Err(e) = p.flush(Duration::from_secs(60)) {
         tracing::warn!(%e, in_flight = p.in_flight_count(), "bench producer flush");
@@ -103,7 +116,11 @@ fn quantile(h: &prometheus::Histogram, q: f64) -> f64 {
     for b in hist.get_bucket() {
         let c = b.cumulative_count() as f64;
         if c >= target {
-            let frac = if c > prev_count { (target - prev_count) / (c - prev_count) } else { 0.0 };
+            let frac = if c > prev_count {
+                (target - prev_count) / (c - prev_count)
+            } else {
+                0.0
+            };
             return prev_bound + frac * (b.upper_bound() - prev_bound);
         }
         prev_bound = b.upper_bound();
@@ -125,7 +142,11 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     let topic = cfg.kafka.points_topic.clone();
     let bootstrap = start_mock_cluster(vec![topic.clone()], opts.partitions)?;
     let model = train_embedded_model()?;
-    let scoring = Arc::new(ScoringModel { model, version: "bench".into(), generation: 1 });
+    let scoring = Arc::new(ScoringModel {
+        model,
+        version: "bench".into(),
+        generation: 1,
+    });
     let (msgs, n_points) = messages(&opts);
     let producer: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", &bootstrap)
@@ -133,23 +154,46 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         .set("queue.buffering.max.messages", "1000000")
         .create()?;
     if opts.rate.is_none() {
-        produce(&producer, &topic, &msgs);
-        let probe: rdkafka::consumer::BaseConsumer = ClientConfig::new().set("bootstrap.servers", &bootstrap).create()?;
+        produce(&producer, &topic, &msgs, true);
+        let probe: rdkafka::consumer::BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &bootstrap)
+            .create()?;
         let mut stored = 0;
         for p in 0..opts.partitions {
-            let (lo, hi) = rdkafka::consumer::Consumer::fetch_watermarks(&probe, &topic, p, Duration::from_secs(10))?;
+            let (lo, hi) = rdkafka::consumer::Consumer::fetch_watermarks(
+                &probe,
+                &topic,
+                p,
+                Duration::from_secs(10),
+            )?;
             stored += hi - lo;
         }
-        tracing::info!(stored, produced = msgs.len(), "messages on the topic before consuming");
+        tracing::info!(
+            stored,
+            produced = msgs.len(),
+            "messages on the topic before consuming"
+        );
     }
     let metrics = Metrics::new();
     let health = Arc::new(Health::default());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let pipeline = tokio::spawn(run_pipeline(cfg, bootstrap, scoring, None, metrics.clone(), health.clone(), stop_rx));
+    let pipeline = tokio::spawn(run_pipeline(
+        cfg,
+        bootstrap,
+        scoring,
+        None,
+        metrics.clone(),
+        health.clone(),
+        stop_rx,
+    ));
     while !health.is_ready() {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    let consumed = |m: &Metrics| m.records_consumed.with_label_values(&[topic.as_str()]).get() as usize;
+    let consumed = |m: &Metrics| {
+        m.records_consumed
+            .with_label_values(&[topic.as_str()])
+            .get() as usize
+    };
     let start = Instant::now();
     let feeder = opts.rate.map(|rate| {
         let msgs = msgs.clone();
@@ -158,12 +202,13 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         std::thread::spawn(move || {
             let t0 = Instant::now();
             for (i, chunk) in msgs.chunks(100).enumerate() {
-                produce(&producer, &topic, chunk);
+                produce(&producer, &topic, chunk, false);
                 let due = Duration::from_secs_f64(((i + 1) * 100 * batch) as f64 / rate as f64);
                 if let Some(w) = due.checked_sub(t0.elapsed()) {
                     std::thread::sleep(w);
                 }
             }
+            let _ = producer.flush(Duration::from_secs(60));
         })
     });
     let mut last_report = Instant::now();
@@ -171,10 +216,17 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         tokio::time::sleep(Duration::from_millis(2)).await;
         if last_report.elapsed() > Duration::from_secs(5) {
             last_report = Instant::now();
-            tracing::info!(consumed = consumed(&metrics), of = n_points, "bench progress");
+            tracing::info!(
+                consumed = consumed(&metrics),
+                of = n_points,
+                "bench progress"
+            );
         }
         if start.elapsed() > Duration::from_secs(600) {
-            anyhow::bail!("bench: only {} of {n_points} points consumed in 10 minutes", consumed(&metrics));
+            anyhow::bail!(
+                "bench: only {} of {n_points} points consumed in 10 minutes",
+                consumed(&metrics)
+            );
         }
     }
     let secs = start.elapsed().as_secs_f64();

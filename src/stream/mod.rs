@@ -6,8 +6,8 @@
 //! their outputs, and each commit carries the offset a replay must start from to rebuild
 //! the partition's windows.
 
-pub mod commit;
 pub mod bench;
+pub mod commit;
 pub mod embedded;
 pub mod record;
 pub mod sink;

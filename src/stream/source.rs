@@ -44,8 +44,28 @@ fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
+/// The writer threads. A partition's segments always go to the same writer, so they become
+/// durable in order; different partitions are written in parallel, which overlaps fsyncs.
+struct Writers {
+    txs: Vec<SyncSender<Segment>>,
+}
+
+impl Writers {
+    fn route(&self, seg: &Segment) -> &SyncSender<Segment> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (seg.topic.as_str(), seg.partition).hash(&mut h);
+        &self.txs[(h.finish() as usize) % self.txs.len()]
+    }
+}
+
+/// Writer threads: enough to overlap fsync waits on a small machine.
+const WRITER_THREADS: usize = 4;
+
 /// Per assigned partition.
 struct PartitionRuntime {
+    messages: prometheus::IntCounter,
+    records: prometheus::IntCounter,
     kind: RecordKind,
     /// Outputs of offsets below this were committed before: rebuild only.
     emit_from: i64,
@@ -64,7 +84,7 @@ pub struct Shared {
     pub bag_model: Option<Arc<ScoringModel>>,
     pub durable: DurableOffsets,
     partitions: Mutex<HashMap<PartitionKey, PartitionRuntime>>,
-    writer_tx: Mutex<Option<SyncSender<Segment>>>,
+    writers: Mutex<Option<Arc<Writers>>>,
     kinds: HashMap<String, RecordKind>,
     window_params: WindowParams,
     limits: DecodeLimits,
@@ -152,6 +172,14 @@ impl Shared {
             parts.insert(
                 key,
                 PartitionRuntime {
+                    messages: self
+                        .metrics
+                        .messages_consumed
+                        .with_label_values(&[topic.as_str()]),
+                    records: self
+                        .metrics
+                        .records_consumed
+                        .with_label_values(&[topic.as_str()]),
                     kind,
                     emit_from: commit.unwrap_or(i64::MIN),
                     next_offset: replay_from.unwrap_or(0),
@@ -269,9 +297,9 @@ impl Shared {
     }
 
     fn send_blocking(&self, seg: Segment) {
-        let tx = self.writer_tx.lock().expect("writer lock").clone();
-        if let Some(tx) = tx {
-            if tx.send(seg).is_err() {
+        let writers = self.writers.lock().expect("writer lock").clone();
+        if let Some(w) = writers {
+            if w.route(&seg).send(seg).is_err() {
                 error!("the writer has stopped; a segment was not written");
             }
         }
@@ -322,13 +350,10 @@ impl Shared {
         let topic = msg.topic();
         let partition = msg.partition();
         let offset = msg.offset();
-        self.metrics
-            .messages_consumed
-            .with_label_values(&[topic])
-            .inc();
         let mut parts = self.partitions.lock().expect("partitions lock");
         // A message of a partition we no longer own (fetched before a revoke): skip it.
         let p = parts.get_mut(&(topic.to_string(), partition))?;
+        p.messages.inc();
         if offset < p.next_offset {
             // Already processed (a re-fetch after a seek): processing again would double it.
             return None;
@@ -344,10 +369,7 @@ impl Shared {
         let series_model = self.series_model.load_full();
         let mut windows_out: Vec<ScoredWindow> = Vec::new();
         let results = decode(p.kind, payload, &self.limits);
-        self.metrics
-            .records_consumed
-            .with_label_values(&[topic])
-            .inc_by(results.len() as u64);
+        p.records.inc_by(results.len() as u64);
         for r in results {
             match r {
                 Ok(Record::Point(pt)) => {
@@ -637,7 +659,6 @@ pub async fn run_pipeline(
     for t in kinds.keys() {
         metrics.register_topic(t);
     }
-    let (tx, rx) = sync_channel::<Segment>(cfg.output.max_pending_files);
     let window_params = WindowParams {
         points: cfg.window.points,
         hop_ms: cfg.window.hop_ms,
@@ -659,7 +680,7 @@ pub async fn run_pipeline(
         bag_model,
         durable: DurableOffsets::default(),
         partitions: Mutex::new(HashMap::new()),
-        writer_tx: Mutex::new(Some(tx.clone())),
+        writers: Mutex::new(None),
         kinds: kinds.clone(),
         window_params,
         limits,
@@ -684,12 +705,21 @@ pub async fn run_pipeline(
             Some(pc.create()?)
         };
     let rt = tokio::runtime::Handle::current();
-    let writer = {
-        let shared = shared.clone();
-        std::thread::Builder::new()
-            .name("milstream-writer".into())
-            .spawn(move || writer_loop(shared, rx, producer, rt))?
-    };
+    let mut txs = Vec::new();
+    let mut writer_threads = Vec::new();
+    let per_writer = cfg.output.max_pending_files.div_ceil(WRITER_THREADS).max(1);
+    for i in 0..WRITER_THREADS {
+        let (tx, rx) = sync_channel::<Segment>(per_writer);
+        let (shared, producer, rt) = (shared.clone(), producer.clone(), rt.clone());
+        writer_threads.push(
+            std::thread::Builder::new()
+                .name(format!("milstream-writer-{i}"))
+                .spawn(move || writer_loop(shared, rx, producer, rt))?,
+        );
+        txs.push(tx);
+    }
+    let writers = Arc::new(Writers { txs });
+    *shared.writers.lock().expect("writer lock") = Some(writers.clone());
 
     let ctx = Ctx {
         shared: OnceLock::new(),
@@ -736,7 +766,7 @@ pub async fn run_pipeline(
             },
         };
         for seg in sealed {
-            hand_to_writer(&shared, &consumer, &tx, seg).await;
+            hand_to_writer(&shared, &consumer, &writers, seg).await;
         }
     }
 
@@ -754,8 +784,8 @@ pub async fn run_pipeline(
             .collect()
     };
     for seg in shared.seal_aged(true) {
-        let tx = tx.clone();
-        let _ = tokio::task::spawn_blocking(move || tx.send(seg).is_ok()).await;
+        let w = writers.clone();
+        let _ = tokio::task::spawn_blocking(move || w.route(&seg).send(seg).is_ok()).await;
     }
     {
         let shared = shared.clone();
@@ -769,9 +799,14 @@ pub async fn run_pipeline(
     }
     commit_durable(&shared, &consumer).await;
     committer.abort();
-    *shared.writer_tx.lock().expect("writer lock") = None;
-    drop(tx);
-    let _ = tokio::task::spawn_blocking(move || writer.join()).await;
+    *shared.writers.lock().expect("writer lock") = None;
+    drop(writers);
+    let _ = tokio::task::spawn_blocking(move || {
+        for t in writer_threads {
+            let _ = t.join();
+        }
+    })
+    .await;
     info!("stopped");
     Ok(())
 }
@@ -781,9 +816,10 @@ pub async fn run_pipeline(
 async fn hand_to_writer(
     shared: &Arc<Shared>,
     consumer: &Arc<StreamConsumer<Ctx>>,
-    tx: &SyncSender<Segment>,
+    writers: &Arc<Writers>,
     seg: Segment,
 ) {
+    let tx = writers.route(&seg);
     match tx.try_send(seg) {
         Ok(()) => {}
         Err(TrySendError::Full(seg)) => {

@@ -151,6 +151,24 @@ impl PartitionWindows {
                 return PointOutcome::Late;
             }
         }
+        // In-order point with nothing held back: release it straight away (the common
+        // case, and the only one with lateness 0), without the reorder buffer.
+        if s.pending.is_empty() && p.ts_ms >= s.max_ts && params.lateness_ms == 0 {
+            s.max_ts = p.ts_ms;
+            let restarted = release(
+                s,
+                &p.series_id,
+                p.ts_ms,
+                p.value,
+                offset,
+                &params,
+                model,
+                emit,
+                out,
+            );
+            self.events.restarted += u64::from(restarted);
+            return PointOutcome::Accepted;
+        }
         if s.pending.contains_key(&p.ts_ms) {
             return PointOutcome::Duplicate;
         }
