@@ -130,7 +130,7 @@ pub struct ModelConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OutputConfig {
-    /// Root folder: `predictions/date=YYYY-MM-DD/` and `dead_letters/date=.../` under it.
+    /// Root folder: `predictions/date=YYYY-MM-DD/`, `dead_letters/date=.../` (and `arrow/`) under it.
     pub dir: PathBuf,
     /// Roll a partition's file after this many rows ...
     pub roll_rows: usize,
@@ -138,7 +138,7 @@ pub struct OutputConfig {
     pub roll_bytes: usize,
     /// ... or when its oldest row is this old (wall clock).
     pub roll_age_ms: u64,
-    /// Also write each file's rows as an Arrow IPC stream (`.arrows`) beside it.
+    /// Also write each file's rows as an Arrow IPC stream: `arrow/date=.../<same name>.arrows`.
     pub arrow_ipc: bool,
     /// Also produce predictions (JSON) to this Kafka topic; empty = off.
     pub kafka_topic: String,

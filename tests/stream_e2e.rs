@@ -23,7 +23,11 @@ fn end_to_end_predictions_equal_offline_predict() {
     assert_eq!(expected.len(), 18, "3 closed windows per series");
     produce_all(&producer(&bootstrap), &point_messages(&stream));
 
+    // Every optional sink on: Arrow IPC files beside the Parquet ones, and a Kafka topic.
     let cfg = config(&bootstrap, &out, &model_path, "e2e", "");
+    let mut cfg = cfg;
+    cfg.output.arrow_ipc = true;
+    cfg.output.kafka_topic = PREDICTIONS.into();
     let (daemon, stop) = spawn_daemon(cfg);
     let want: BTreeSet<_> = expected.keys().cloned().collect();
     let done = wait_until(Duration::from_secs(90), || {
@@ -53,6 +57,19 @@ fn end_to_end_predictions_equal_offline_predict() {
     }
     assert!(temp_files(&out).is_empty());
     independent_reader_agrees(&out, rows.len());
+    assert_eq!(
+        count_ipc_rows(&out),
+        rows.len(),
+        "the Arrow IPC files hold the same rows"
+    );
+    let mut on_topic = consume_prediction_keys(&bootstrap, PREDICTIONS, rows.len());
+    on_topic.sort();
+    on_topic.dedup();
+    assert_eq!(
+        on_topic.len(),
+        rows.len(),
+        "every prediction on the Kafka topic"
+    );
 }
 
 /// pyarrow (installed by .ci/run) reads the same files: row count and schema.

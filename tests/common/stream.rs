@@ -20,6 +20,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 pub const POINTS: &str = "milstream.points";
 pub const BAGS: &str = "milstream.bags";
 pub const LABELS: &str = "milstream.labels";
+pub const PREDICTIONS: &str = "milstream.predictions";
 pub const W: usize = 150;
 pub const HOP_MS: i64 = 1_500;
 pub const SPACING_MS: i64 = 10;
@@ -224,7 +225,7 @@ fn parquet_files(root: &Path, sub: &str) -> Vec<PathBuf> {
 /// Every temp file left anywhere under the output root.
 pub fn temp_files(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for sub in ["predictions", "dead_letters"] {
+    for sub in ["predictions", "dead_letters", "arrow"] {
         let Ok(dates) = std::fs::read_dir(root.join(sub)) else {
             continue;
         };
@@ -363,4 +364,50 @@ pub fn window_keys(rows: &[Row]) -> std::collections::BTreeSet<(String, i64, i64
         .filter(|r| r.kind == "window")
         .map(|r| (r.key.clone(), r.start.unwrap(), r.end.unwrap()))
         .collect()
+}
+
+/// Rows in every Arrow IPC stream file (`.arrows`) under the predictions folder.
+pub fn count_ipc_rows(root: &Path) -> usize {
+    let mut n = 0;
+    let Ok(dates) = std::fs::read_dir(root.join("arrow")) else {
+        return 0;
+    };
+    for d in dates.flatten() {
+        for f in std::fs::read_dir(d.path()).unwrap().flatten() {
+            if f.path().extension().is_some_and(|e| e == "arrows") {
+                let reader =
+                    arrow_ipc::reader::StreamReader::try_new(File::open(f.path()).unwrap(), None)
+                        .unwrap();
+                n += reader.map(|b| b.unwrap().num_rows()).sum::<usize>();
+            }
+        }
+    }
+    n
+}
+
+/// Keys of every JSON prediction on `topic`, read from the beginning until `expect` or a timeout.
+pub fn consume_prediction_keys(bootstrap: &str, topic: &str, expect: usize) -> Vec<String> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::Message;
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", "prediction-reader")
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .unwrap();
+    c.subscribe(&[topic]).unwrap();
+    let mut keys = Vec::new();
+    let end = Instant::now() + Duration::from_secs(30);
+    while keys.len() < expect && Instant::now() < end {
+        if let Some(Ok(m)) = c.poll(Duration::from_millis(200)) {
+            let v: serde_json::Value = serde_json::from_slice(m.payload().unwrap()).unwrap();
+            keys.push(format!(
+                "{}|{}|{}",
+                v["key"].as_str().unwrap(),
+                v["window_start_ms"],
+                v["window_end_ms"]
+            ));
+        }
+    }
+    keys
 }

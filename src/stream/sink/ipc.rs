@@ -1,4 +1,4 @@
-//! Arrow IPC stream output: the same rows as the Parquet file, as `<stem>.arrows` beside it,
+//! Arrow IPC stream output: the same rows as the Parquet file, as `arrow/<date>/<stem>.arrows`,
 //! for consumers that want Arrow without a Parquet reader.
 
 use std::path::Path;
@@ -6,7 +6,7 @@ use std::path::Path;
 use arrow_ipc::writer::StreamWriter;
 
 use super::parquet::prediction_batch;
-use super::{write_atomically, Segment, PREDICTIONS_DIR};
+use super::{write_atomically, Segment, ARROW_DIR};
 
 /// Writes the segment's predictions as an Arrow IPC stream file; returns the bytes written.
 pub fn write_segment_ipc(root: &Path, seg: &Segment) -> std::io::Result<u64> {
@@ -14,7 +14,7 @@ pub fn write_segment_ipc(root: &Path, seg: &Segment) -> std::io::Result<u64> {
         return Ok(0);
     }
     let batch = prediction_batch(&seg.predictions);
-    let dir = root.join(PREDICTIONS_DIR).join(seg.date_folder());
+    let dir = root.join(ARROW_DIR).join(seg.date_folder());
     let (_, len) = write_atomically(&dir, &format!("{}.arrows", seg.file_stem()), |file| {
         let mut w = StreamWriter::try_new(file, &batch.schema()).map_err(std::io::Error::other)?;
         w.write(&batch).map_err(std::io::Error::other)?;

@@ -75,6 +75,9 @@ impl Segment {
 /// Output sub-folders.
 pub const PREDICTIONS_DIR: &str = "predictions";
 pub const DEAD_LETTERS_DIR: &str = "dead_letters";
+/// Arrow IPC copies live in their own tree, so a Parquet dataset reader of `predictions/`
+/// sees only Parquet files.
+pub const ARROW_DIR: &str = "arrow";
 
 /// A parsed output file name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,7 +115,7 @@ pub fn sweep_partition(
     from_offset: i64,
 ) -> std::io::Result<usize> {
     let mut removed = 0;
-    for sub in [PREDICTIONS_DIR, DEAD_LETTERS_DIR] {
+    for sub in [PREDICTIONS_DIR, DEAD_LETTERS_DIR, ARROW_DIR] {
         let dir = root.join(sub);
         let Ok(dates) = std::fs::read_dir(&dir) else {
             continue;
