@@ -566,72 +566,45 @@ mod tests {
         assert!((h.edge - 4.5).abs() < 1e-6, "{}", h.edge);
     }
 
-    #[test]
-    fn op2_lp_matches_hand_solution_with_gaussian() {
-        // 1-d, Gaussian sigma = 1. Positive bag {0}, negative bag {1}; reps {0, 1}.
-        // Edge of alpha: 0.5 * (a0 + a1 e^-1) - 0.5 * (a0 e^-1 + a1)
-        //              = 0.5 (1 - e^-1)(a0 - a1): maximised on the l1 ball by a = (1, 0).
+    /// 1-d, Gaussian sigma = 1: positive bag {0}, negative bag {1}, representatives {0, 1},
+    /// d = (1/2, 1/2). The edge of alpha is 0.5 (1 - e^-1)(a0 - a1).
+    fn gaussian_pair(kind: WeakKind) -> WeakHypothesis {
         let set = InstanceSet {
             dim: 1,
             data: vec![0.0, 1.0],
             offsets: vec![0, 1, 2],
         };
-        let t = KernelTable::new(
-            &set,
-            &[0.0, 1.0],
-            &Kernel::Gaussian { sigma: 1.0 },
-            WeakKind::Op2,
-        )
-        .unwrap();
+        let t =
+            KernelTable::new(&set, &[0.0, 1.0], &Kernel::Gaussian { sigma: 1.0 }, kind).unwrap();
         let p = WeakParams {
-            kind: WeakKind::Op2,
+            kind,
             epsilon: 1e-9,
             max_dc_iters: 10,
             starts: 1,
         };
-        let h = weak_learn(
+        weak_learn(
             &t,
             &[1.0, -1.0],
             &[0.5, 0.5],
             &p,
             &mut WorkingSet::default(),
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn op2_lp_matches_hand_solution_with_gaussian() {
+        // On the l1 ball the edge is maximised by a = (1, 0): 0.5 (1 - e^-1).
+        let h = gaussian_pair(WeakKind::Op2);
         let e1 = (-1.0f64).exp();
         assert!((h.edge - 0.5 * (1.0 - e1)).abs() < 1e-6, "{}", h.edge);
     }
 
     #[test]
     fn op1_on_a_tiny_problem() {
-        // Same Gaussian problem on the RKHS ball. With K = [[1, e],[e, 1]] (e = e^-1), the
-        // edge is 0.5 (1 - e)(a0 - a1), maximised subject to a'Ka <= 1 by a = t (1, -1) with
-        // t^2 (2 - 2e) = 1, giving edge 0.5 (1 - e) * 2t = (1 - e) / sqrt(2 - 2e).
-        let set = InstanceSet {
-            dim: 1,
-            data: vec![0.0, 1.0],
-            offsets: vec![0, 1, 2],
-        };
-        let t = KernelTable::new(
-            &set,
-            &[0.0, 1.0],
-            &Kernel::Gaussian { sigma: 1.0 },
-            WeakKind::Op1,
-        )
-        .unwrap();
-        let p = WeakParams {
-            kind: WeakKind::Op1,
-            epsilon: 1e-9,
-            max_dc_iters: 10,
-            starts: 1,
-        };
-        let h = weak_learn(
-            &t,
-            &[1.0, -1.0],
-            &[0.5, 0.5],
-            &p,
-            &mut WorkingSet::default(),
-        )
-        .unwrap();
+        // On the RKHS ball, with K = [[1, e],[e, 1]] (e = e^-1), the maximiser subject to
+        // a'Ka <= 1 is a = t (1, -1) with t^2 (2 - 2e) = 1, giving edge (1 - e) / sqrt(2 - 2e).
+        let h = gaussian_pair(WeakKind::Op1);
         let e = (-1.0f64).exp();
         let want = (1.0 - e) / (2.0 - 2.0 * e).sqrt();
         assert!((h.edge - want).abs() < 1e-5, "{} vs {want}", h.edge);
