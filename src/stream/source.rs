@@ -135,13 +135,23 @@ impl Shared {
     /// Partition assigned: read its committed offset and replay point, sweep outputs the
     /// replay will rewrite, and point the fetch position at the replay point.
     fn on_assign(&self, base: &BaseConsumer<Ctx>, tpl: &mut TopicPartitionList) {
-        let committed = match base.committed_offsets(tpl.clone(), Duration::from_secs(10)) {
-            Ok(c) => c,
-            Err(e) => {
-                error!(%e, "reading committed offsets failed; starting from the reset policy");
-                TopicPartitionList::new()
+        // Without the committed offsets we cannot tell committed output from uncommitted:
+        // then sweep nothing and replay from the reset policy (duplicates, never loss).
+        let mut committed = None;
+        for attempt in 1..=3 {
+            match base.committed_offsets(tpl.clone(), Duration::from_secs(10)) {
+                Ok(c) => {
+                    committed = Some(c);
+                    break;
+                }
+                Err(e) => error!(%e, attempt, "reading committed offsets failed"),
             }
-        };
+        }
+        let may_sweep = committed.is_some();
+        if !may_sweep {
+            error!("no committed offsets: replaying from the reset policy without sweeping output");
+        }
+        let committed = committed.unwrap_or_default();
         let mut parts = self.partitions.lock().expect("partitions lock");
         for el in tpl.elements() {
             let (topic, partition) = (el.topic().to_string(), el.partition());
@@ -157,7 +167,12 @@ impl Shared {
                 _ => None,
             };
             let replay_from = commit.map(|c| decode_metadata(&meta).unwrap_or(c).min(c));
-            match sink::sweep_partition(&self.out_dir, &topic, partition, commit.unwrap_or(0)) {
+            let swept = if may_sweep {
+                sink::sweep_partition(&self.out_dir, &topic, partition, commit.unwrap_or(0))
+            } else {
+                Ok(0)
+            };
+            match swept {
                 Ok(n) if n > 0 => {
                     self.metrics.files_swept.inc_by(n as u64);
                     info!(topic, partition, swept = n, "swept uncommitted output");
