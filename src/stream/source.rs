@@ -302,7 +302,7 @@ impl Shared {
             self.metrics
                 .series_evicted
                 .with_label_values(&["idle"])
-                .inc_by(ev.evicted_idle);
+                .inc_by(ev.evicted_idle + ev.restarted);
             self.metrics
                 .series_evicted
                 .with_label_values(&["capacity"])

@@ -61,6 +61,7 @@ pub enum PointOutcome {
 pub struct WindowEvents {
     pub evicted_idle: u64,
     pub evicted_capacity: u64,
+    /// Windows restarted by a gap over the idle timeout (reported as idle evictions).
     pub restarted: u64,
 }
 
