@@ -124,6 +124,11 @@ pub struct ModelConfig {
     /// Model artifact for bag records. Unset: bag records go to the dead-letter sink as
     /// `no_model`.
     pub bags_path: Option<PathBuf>,
+    /// Model registry folder (`<version>/model.json`, `card.json`, `current`). When set, the
+    /// daemon scores with `current` if there is one; otherwise it takes the model from
+    /// `series_path` (or trains the embedded one), publishes it as the first version and
+    /// scores with that, so a restart comes back with the same model. Unset: no registry.
+    pub registry_dir: Option<PathBuf>,
 }
 
 /// Where predictions go.

@@ -10,6 +10,7 @@ pub mod bench;
 pub mod commit;
 pub mod embedded;
 pub mod record;
+pub mod registry;
 pub mod sink;
 pub mod source;
 pub mod window;
@@ -53,16 +54,30 @@ fn load_model(path: &Path) -> anyhow::Result<(Model, String)> {
     Ok((model, format!("{stem}-{}", short_hash(&text))))
 }
 
-/// Runs the daemon until SIGTERM / SIGINT (or `stop` turns true).
-pub async fn run(
-    cfg: Config,
-    opts: RunOptions,
-    stop: tokio::sync::watch::Receiver<bool>,
-) -> anyhow::Result<()> {
-    let metrics = Metrics::new();
-    let health = Arc::new(Health::default());
-    let (model, version) = match &cfg.model.series_path {
-        Some(p) => load_model(p)?,
+/// The series model to start with: the registry's `current` when there is one; else the
+/// artifact at `model.series_path`, or the embedded GunPoint model trained now, which is then
+/// published to the registry (if configured) as its first version.
+pub fn resolve_series_model(cfg: &Config) -> anyhow::Result<(Model, String)> {
+    let registry = cfg
+        .model
+        .registry_dir
+        .as_deref()
+        .map(registry::Registry::open)
+        .transpose()?;
+    if let Some(reg) = &registry {
+        if let Some((m, card)) = reg.load_current()? {
+            info!(
+                version = card.version,
+                "scoring with the registry's current model"
+            );
+            return Ok((m, card.version));
+        }
+    }
+    let (model, version, source) = match &cfg.model.series_path {
+        Some(p) => {
+            let (m, v) = load_model(p)?;
+            (m, v, p.display().to_string())
+        }
         None => {
             let t = std::time::Instant::now();
             let m = embedded::train_embedded_model()?;
@@ -72,9 +87,31 @@ pub async fn run(
                 version = v,
                 "trained the embedded GunPoint model"
             );
-            (m, v)
+            (m, v, "embedded GunPoint".to_string())
         }
     };
+    match &registry {
+        Some(reg) => {
+            let v = reg.publish(&model, &registry::ModelCard::describe(&model, &source))?;
+            info!(
+                version = v,
+                "published the first model version to the registry"
+            );
+            Ok((model, v))
+        }
+        None => Ok((model, version)),
+    }
+}
+
+/// Runs the daemon until SIGTERM / SIGINT (or `stop` turns true).
+pub async fn run(
+    cfg: Config,
+    opts: RunOptions,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let metrics = Metrics::new();
+    let health = Arc::new(Health::default());
+    let (model, version) = resolve_series_model(&cfg)?;
     // Fail at start, not per window, if the window cannot hold the model's shapelets.
     crate::mil::incremental::WindowScorer::new(&model, cfg.window.points)
         .map_err(|e| anyhow::anyhow!("window.points: {e}"))?;
@@ -193,4 +230,30 @@ pub async fn run(
         stop_rx,
     )
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_registry_brings_back_the_same_model_after_a_restart() {
+        let dir = std::env::temp_dir().join(format!("milstream-resolve-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let model = embedded::train_embedded_model().unwrap();
+        let file = dir.join("first.json");
+        std::fs::write(&file, model.to_json()).unwrap();
+        let mut cfg = Config::default();
+        cfg.model.series_path = Some(file.clone());
+        cfg.model.registry_dir = Some(dir.join("models"));
+        let (m1, v1) = resolve_series_model(&cfg).unwrap();
+        assert!(v1.starts_with("v000001-"), "{v1}");
+        assert_eq!(m1, model);
+        // Restart, with the artifact gone: the registry's current model comes back.
+        std::fs::remove_file(&file).unwrap();
+        let (m2, v2) = resolve_series_model(&cfg).unwrap();
+        assert_eq!((m2, v2), (model, v1));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

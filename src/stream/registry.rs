@@ -1,0 +1,238 @@
+//! Model versions on disk: `<root>/<version>/model.json` + `card.json`, and a `current`
+//! pointer replaced atomically, so a reader sees the old or the new model, never a mix.
+//! Versions are `v<sequence>-<hash>`, the sequence strictly increasing, so "newer" is a
+//! string comparison of the zero-padded sequence.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use crate::mil::Model;
+
+/// What a model is and how it was made: stored beside it as `card.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelCard {
+    pub version: String,
+    pub created_at_ms: i64,
+    pub kind: String,
+    pub classes: Vec<String>,
+    /// Where the model came from: "embedded GunPoint", a file path, "trainer", ...
+    pub source: String,
+    pub n_train: usize,
+    pub train_seconds: f64,
+    pub rounds: usize,
+    pub rho: f64,
+    pub sparsity: f64,
+    pub cv_accuracy: Option<f64>,
+}
+
+impl ModelCard {
+    /// A card from the model's own training summary.
+    pub fn describe(model: &Model, source: &str) -> Self {
+        let Model::LpboostShapelet(m) = model;
+        Self {
+            version: String::new(),
+            created_at_ms: chrono::Utc::now().timestamp_millis(),
+            kind: model.kind_name().into(),
+            classes: m.classes.clone(),
+            source: source.into(),
+            n_train: m.summary.n_train,
+            train_seconds: m.summary.train_seconds,
+            rounds: m.summary.rounds,
+            rho: m.summary.rho,
+            sparsity: m.summary.sparsity,
+            cv_accuracy: None,
+        }
+    }
+}
+
+pub struct Registry {
+    root: PathBuf,
+}
+
+const CURRENT: &str = "current";
+
+fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut f = File::create(path)?;
+    f.write_all(bytes)?;
+    f.sync_all()
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+impl Registry {
+    pub fn open(root: &Path) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(root)
+            .with_context(|| format!("creating model registry {}", root.display()))?;
+        Ok(Self {
+            root: root.to_path_buf(),
+        })
+    }
+
+    /// Published versions, oldest first.
+    pub fn versions(&self) -> anyhow::Result<Vec<String>> {
+        let mut v: Vec<String> = std::fs::read_dir(&self.root)
+            .with_context(|| format!("reading model registry {}", self.root.display()))?
+            .flatten()
+            .filter(|e| e.path().join("model.json").is_file())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('v'))
+            .collect();
+        v.sort();
+        Ok(v)
+    }
+
+    /// Stores `model` as a new version (model and card written and fsynced in a temp folder,
+    /// then renamed into place) and makes it current. Returns the version.
+    pub fn publish(&self, model: &Model, card: &ModelCard) -> anyhow::Result<String> {
+        let json = model.to_json();
+        let seq = self
+            .versions()?
+            .last()
+            .and_then(|v| {
+                v.trim_start_matches('v')
+                    .split('-')
+                    .next()?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .map_or(1, |s| s + 1);
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        std::hash::Hash::hash(&json, &mut h);
+        let version = format!("v{seq:06}-{:08x}", std::hash::Hasher::finish(&h) as u32);
+        let tmp = self.root.join(format!(".tmp-{version}"));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp)?;
+        let mut card = card.clone();
+        card.version = version.clone();
+        write_synced(&tmp.join("model.json"), json.as_bytes())?;
+        write_synced(
+            &tmp.join("card.json"),
+            serde_json::to_string_pretty(&card)?.as_bytes(),
+        )?;
+        sync_dir(&tmp)?;
+        std::fs::rename(&tmp, self.root.join(&version))
+            .with_context(|| format!("publishing {version}"))?;
+        sync_dir(&self.root)?;
+        self.set_current(&version)?;
+        Ok(version)
+    }
+
+    /// Points `current` at `version` (temp file, fsync, rename, fsync the folder).
+    pub fn set_current(&self, version: &str) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.root.join(version).join("model.json").is_file(),
+            "no model version {version} in {}",
+            self.root.display()
+        );
+        let tmp = self.root.join(".current.tmp");
+        write_synced(&tmp, version.as_bytes())?;
+        std::fs::rename(&tmp, self.root.join(CURRENT))?;
+        sync_dir(&self.root)?;
+        Ok(())
+    }
+
+    /// The current version, if one was published.
+    pub fn current(&self) -> anyhow::Result<Option<String>> {
+        let p = self.root.join(CURRENT);
+        match std::fs::read_to_string(&p) {
+            Ok(v) => Ok(Some(v.trim().to_string())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("reading {}", p.display())),
+        }
+    }
+
+    /// Loads one version's model and card; errors name the file.
+    pub fn load(&self, version: &str) -> anyhow::Result<(Model, ModelCard)> {
+        let dir = self.root.join(version);
+        let mp = dir.join("model.json");
+        let text =
+            std::fs::read_to_string(&mp).with_context(|| format!("reading {}", mp.display()))?;
+        let model = Model::from_json(&text).with_context(|| format!("loading {}", mp.display()))?;
+        let cp = dir.join("card.json");
+        let card = serde_json::from_str(
+            &std::fs::read_to_string(&cp).with_context(|| format!("reading {}", cp.display()))?,
+        )
+        .with_context(|| format!("parsing {}", cp.display()))?;
+        Ok((model, card))
+    }
+
+    /// The current model, if any.
+    pub fn load_current(&self) -> anyhow::Result<Option<(Model, ModelCard)>> {
+        match self.current()? {
+            Some(v) => Ok(Some(self.load(&v)?)),
+            None => Ok(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mil::{Bag, Dataset, FitParams, Sample};
+
+    fn tiny_model(shift: f64) -> Model {
+        let mut ds = Dataset::default();
+        for i in 0..8 {
+            let pos = i % 2 == 0;
+            let x = if pos { 2.0 + shift } else { -2.0 } + i as f64 * 0.01;
+            ds.ids.push(format!("b{i}"));
+            ds.labels
+                .push(if pos { "pos".into() } else { "neg".into() });
+            ds.samples
+                .push(Sample::Bag(Bag::new(1, vec![x, 0.0]).unwrap()));
+        }
+        Model::fit(
+            &ds,
+            &FitParams {
+                k: Some(4),
+                ..FitParams::default()
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn publish_load_and_switch_current() {
+        let root = std::env::temp_dir().join(format!("milstream-registry-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let reg = Registry::open(&root).unwrap();
+        assert!(reg.load_current().unwrap().is_none());
+        let m1 = tiny_model(0.0);
+        let v1 = reg.publish(&m1, &ModelCard::describe(&m1, "test")).unwrap();
+        let m2 = tiny_model(1.0);
+        let v2 = reg.publish(&m2, &ModelCard::describe(&m2, "test")).unwrap();
+        assert!(
+            v1.starts_with("v000001-") && v2.starts_with("v000002-") && v2 > v1,
+            "{v1} {v2}"
+        );
+        let (cur, card) = reg.load_current().unwrap().unwrap();
+        assert_eq!(cur, m2);
+        assert_eq!(card.version, v2);
+        assert_eq!(card.classes, vec!["neg", "pos"]);
+        reg.set_current(&v1).unwrap();
+        assert_eq!(reg.load_current().unwrap().unwrap().0, m1);
+        assert_eq!(reg.versions().unwrap(), vec![v1.clone(), v2]);
+        // Nothing half-written is left, and a missing version is refused by name.
+        let hidden: Vec<_> = std::fs::read_dir(&root)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
+            .collect();
+        assert!(hidden.is_empty());
+        assert!(reg
+            .set_current("v999999-x")
+            .unwrap_err()
+            .to_string()
+            .contains("v999999-x"));
+        std::fs::write(root.join(&v1).join("model.json"), "{}").unwrap();
+        let e = format!("{:#}", reg.load(&v1).unwrap_err());
+        assert!(e.contains("model.json"), "{e}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}
