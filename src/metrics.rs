@@ -3,12 +3,13 @@
 //! Names follow `milstream_<noun>_<unit>[_total]` with base units (seconds, bytes). Each name
 //! is declared once below; its doc comment is also its `# HELP` text, so the two cannot drift.
 //! Label values are bounded: topics come from the configuration, and reasons, sinks and
-//! eviction causes are the fixed sets [`DEAD_LETTER_REASONS`], [`SINKS`] and
+//! eviction causes are the fixed sets [`dead_letter_reasons`], [`SINKS`] and
 //! [`EVICTION_CAUSES`]. Never label with a series or bag id.
 //!
 //! The registry is private to [`Metrics`] (not the process-global default registry), so tests
 //! and embedded runs each see only their own counters.
 
+use crate::stream::record::DeadReason;
 use std::sync::Arc;
 
 use prometheus::{
@@ -68,17 +69,11 @@ metric_names! {
     SCORING = "milstream_scoring_seconds";
 }
 
-/// Every `reason` label value of [`DEAD_LETTERS`].
-pub const DEAD_LETTER_REASONS: [&str; 8] = [
-    "parse",
-    "schema",
-    "non_finite",
-    "dimension",
-    "too_large",
-    "oversized",
-    "late",
-    "no_model",
-];
+/// Every `reason` label value of [`DEAD_LETTERS`]: the dead-letter reason codes, taken
+/// from [`DeadReason`] so a new reason is pre-touched here without a second list.
+pub fn dead_letter_reasons() -> [&'static str; DeadReason::ALL.len()] {
+    DeadReason::ALL.map(|r| r.as_str())
+}
 
 /// Every `sink` label value of [`FILES_WRITTEN`] and [`BYTES_WRITTEN`].
 pub const SINKS: [&str; 3] = ["parquet", "ipc", "dlq"];
@@ -106,7 +101,7 @@ pub struct Metrics {
     pub records_consumed: IntCounterVec,
     /// [`MESSAGES_CONSUMED`]`{topic}`.
     pub messages_consumed: IntCounterVec,
-    /// [`DEAD_LETTERS`]`{reason}`, reason in [`DEAD_LETTER_REASONS`].
+    /// [`DEAD_LETTERS`]`{reason}`, reason in [`dead_letter_reasons`].
     pub dead_letters: IntCounterVec,
     /// [`WINDOWS_SCORED`].
     pub windows_scored: IntCounter,
@@ -177,7 +172,7 @@ impl Metrics {
         };
         // Pre-touch the known label values so every series exists at 0 from the first scrape:
         // `rate()` and `increase()` then see the first increment instead of a series appearing.
-        for reason in DEAD_LETTER_REASONS {
+        for reason in dead_letter_reasons() {
             metrics.dead_letters.with_label_values(&[reason]);
         }
         for sink in SINKS {
@@ -373,7 +368,7 @@ mod tests {
                 "{name}: one-line help"
             );
         }
-        for values in [&DEAD_LETTER_REASONS[..], &SINKS[..], &EVICTION_CAUSES[..]] {
+        for values in [&dead_letter_reasons()[..], &SINKS[..], &EVICTION_CAUSES[..]] {
             let set: BTreeSet<_> = values.iter().collect();
             assert_eq!(set.len(), values.len(), "label values are unique");
         }
@@ -423,7 +418,7 @@ mod tests {
                 .collect()
         };
         let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
-        assert_eq!(values(DEAD_LETTERS, "reason"), set(&DEAD_LETTER_REASONS));
+        assert_eq!(values(DEAD_LETTERS, "reason"), set(&dead_letter_reasons()));
         assert_eq!(values(FILES_WRITTEN, "sink"), set(&SINKS));
         assert_eq!(values(BYTES_WRITTEN, "sink"), set(&SINKS));
         assert_eq!(values(SERIES_EVICTED, "cause"), set(&EVICTION_CAUSES));
