@@ -9,12 +9,13 @@
 //! The registry is private to [`Metrics`] (not the process-global default registry), so tests
 //! and embedded runs each see only their own counters.
 
-use crate::stream::record::DeadReason;
 use std::sync::Arc;
 
 use prometheus::{
     Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
 };
+
+use crate::stream::record::DeadReason;
 
 /// Declares the metric name constants and, from the same doc comments, the help table.
 macro_rules! metric_names {
