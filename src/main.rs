@@ -92,6 +92,10 @@ enum Command {
         /// output.roll_age_ms for the run (bounds how long a row waits for its file).
         #[arg(long, default_value_t = 100)]
         roll_age_ms: u64,
+        /// Drain the topic with a bare consumer instead of the daemon: what the mock cluster
+        /// and librdkafka deliver before any decoding, scoring or writing.
+        #[arg(long)]
+        baseline: bool,
     },
     /// Fit on a training file, score a test file.
     Eval {
@@ -414,6 +418,7 @@ fn run(cli: Cli) -> Result<()> {
             partitions,
             rate,
             roll_age_ms,
+            baseline,
         } => {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
@@ -425,6 +430,7 @@ fn run(cli: Cli) -> Result<()> {
                 partitions,
                 rate,
                 roll_age_ms,
+                baseline,
             };
             let report = rt.block_on(milstream::stream::bench::bench(opts))?;
             println!("{report}");

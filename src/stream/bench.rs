@@ -28,6 +28,8 @@ pub struct BenchOptions {
     /// while consuming and measure consume-to-durable latency.
     pub rate: Option<u64>,
     pub roll_age_ms: u64,
+    /// Drain with a bare consumer (no daemon): the transport's own ceiling.
+    pub baseline: bool,
 }
 
 /// The messages, and the points they hold.
@@ -173,6 +175,16 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
             produced = msgs.len(),
             "messages on the topic before consuming"
         );
+        if (stored as usize) < msgs.len() {
+            anyhow::bail!(
+                "the mock cluster kept {stored} of {} messages (it retains about 100,000 \
+                 messages or 5 MB per partition): use more --partitions or fewer --points",
+                msgs.len()
+            );
+        }
+    }
+    if opts.baseline {
+        return baseline(&bootstrap, &topic, msgs.len(), n_points, &opts);
     }
     let metrics = Metrics::new();
     let health = Arc::new(Health::default());
@@ -194,7 +206,16 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
             .with_label_values(&[topic.as_str()])
             .get() as usize
     };
+    // The clock starts at the first record, as the baseline's does: group join and the
+    // first fetch are start-up, not throughput.
+    let ready_at = Instant::now();
+    if opts.rate.is_none() {
+        while consumed(&metrics) == 0 && ready_at.elapsed() < Duration::from_secs(60) {
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+    }
     let start = Instant::now();
+    let startup = start - ready_at;
     let feeder = opts.rate.map(|rate| {
         let msgs = msgs.clone();
         let topic = topic.clone();
@@ -248,11 +269,56 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         "mode": if opts.rate.is_some() { "paced" } else { "throughput" },
         "rate_points_per_second": opts.rate,
         "seconds": secs,
+        "startup_seconds": startup.as_secs_f64(),
         "points_per_second": n_points as f64 / secs,
         "windows_scored": metrics.windows_scored.get(),
         "predictions_written": metrics.predictions_written.get(),
         "consume_to_durable_p50_seconds": quantile(h, 0.5),
         "consume_to_durable_p99_seconds": quantile(h, 0.99),
         "roll_age_ms": opts.roll_age_ms,
+    }))
+}
+
+/// Drains the pre-produced topic with a bare `BaseConsumer` (assign, no group, no decoding):
+/// the rate the mock cluster and librdkafka deliver on their own.
+fn baseline(
+    bootstrap: &str,
+    topic: &str,
+    n_msgs: usize,
+    n_points: usize,
+    opts: &BenchOptions,
+) -> anyhow::Result<serde_json::Value> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::{Message, Offset, TopicPartitionList};
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", "milstream-bench-baseline")
+        .set("enable.auto.commit", "false")
+        .create()?;
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..opts.partitions {
+        tpl.add_partition_offset(topic, p, Offset::Beginning)?;
+    }
+    c.assign(&tpl)?;
+    let (mut got, mut bytes) = (0usize, 0usize);
+    let mut start = None;
+    while got < n_msgs {
+        if let Some(m) = c.poll(Duration::from_millis(100)) {
+            let m = m?;
+            start.get_or_insert_with(Instant::now);
+            bytes += m.payload().map_or(0, <[u8]>::len);
+            got += 1;
+        }
+    }
+    let secs = start.map_or(0.0, |s| s.elapsed().as_secs_f64());
+    Ok(json!({
+        "mode": "baseline",
+        "messages": n_msgs,
+        "points": n_points,
+        "payload_bytes": bytes,
+        "partitions": opts.partitions,
+        "seconds": secs,
+        "messages_per_second": n_msgs as f64 / secs,
+        "points_per_second": n_points as f64 / secs,
     }))
 }
