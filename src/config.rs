@@ -14,6 +14,7 @@ pub struct Config {
     pub kafka: KafkaConfig,
     pub window: WindowConfig,
     pub limits: LimitsConfig,
+    pub pipeline: PipelineConfig,
     pub model: ModelConfig,
     pub output: OutputConfig,
     pub commit: CommitConfig,
@@ -63,8 +64,12 @@ impl Default for KafkaConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct WindowConfig {
     /// A window is the last `points` points of a series; its bag is all subsequences of the
-    /// model's shapelet length(s).
+    /// model's shapelet length(s). With `duration_ms`, the most points a window keeps.
     pub points: usize,
+    /// When > 0, a window is instead the series' points within `duration_ms` of the window's
+    /// end (at most `points` of them); a window with fewer points than the longest shapelet
+    /// is not emitted. 0 = count windows.
+    pub duration_ms: i64,
     /// A window is emitted each time a series' event time crosses a multiple of `hop_ms`
     /// (the window ending at the last point before the boundary). For points every T ms,
     /// hop_ms = H x T emits every H points. Aligning on event time makes a replay re-emit
@@ -86,11 +91,43 @@ impl Default for WindowConfig {
     fn default() -> Self {
         Self {
             points: 150,
+            duration_ms: 0,
             hop_ms: 1_500,
             lateness_ms: 0,
             idle_timeout_ms: 600_000,
             max_series_per_partition: 100_000,
             top_contributions: 3,
+        }
+    }
+}
+
+/// How the work is spread over threads.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PipelineConfig {
+    /// Scoring workers; each owns a share of the assigned partitions (their windows and open
+    /// files), so a partition is still processed in offset order. 0 = one per CPU core.
+    pub workers: usize,
+    /// Messages queued per worker before the consumer pauses its partitions.
+    pub queue_messages: usize,
+}
+
+impl Default for PipelineConfig {
+    fn default() -> Self {
+        Self {
+            workers: 0,
+            queue_messages: 1024,
+        }
+    }
+}
+
+impl PipelineConfig {
+    /// The number of workers to start (`workers`, or one per core when 0).
+    pub fn worker_count(&self) -> usize {
+        if self.workers > 0 {
+            self.workers
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
         }
     }
 }
@@ -297,6 +334,12 @@ impl Config {
         if w.points < 2 {
             return Err(("window.points", format!("must be >= 2, got {}", w.points)));
         }
+        if w.duration_ms < 0 {
+            return Err((
+                "window.duration_ms",
+                format!("must be >= 0 (0 = count windows), got {}", w.duration_ms),
+            ));
+        }
         if w.hop_ms <= 0 {
             return Err(("window.hop_ms", format!("must be > 0, got {}", w.hop_ms)));
         }
@@ -320,6 +363,9 @@ impl Config {
                 "output.roll_rows",
                 "roll_rows and roll_bytes must be >= 1".into(),
             ));
+        }
+        if self.pipeline.queue_messages == 0 {
+            return Err(("pipeline.queue_messages", "must be >= 1".into()));
         }
         if self.output.max_pending_files == 0 {
             return Err(("output.max_pending_files", "must be >= 1".into()));

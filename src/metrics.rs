@@ -82,10 +82,12 @@ pub const SINKS: [&str; 3] = ["parquet", "ipc", "dlq"];
 /// Every `cause` label value of [`SERIES_EVICTED`].
 pub const EVICTION_CAUSES: [&str; 2] = ["idle", "capacity"];
 
-/// Buckets of [`CONSUME_TO_DURABLE`]: 1 ms to 10 s, 1-2.5-5 per decade. The lower end is a
-/// local fsync, the upper end a file roll interval plus a slow commit.
-const CONSUME_TO_DURABLE_BUCKETS: [f64; 13] = [
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+/// Buckets of [`CONSUME_TO_DURABLE`]: 1 ms to 10 s, 1-2.5-5 per decade and finer between
+/// 50 and 300 ms, where a p99 objective of 250 ms is decided. The lower end is a local
+/// fsync, the upper end a file roll interval plus a slow commit.
+const CONSUME_TO_DURABLE_BUCKETS: [f64; 17] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.5, 1.0, 2.5, 5.0,
+    10.0,
 ];
 
 /// Buckets of [`SCORING`]: 1 us to 100 ms, 1-2.5-5 per decade. Incremental scoring of one new

@@ -119,10 +119,24 @@ fn sigkill_mid_stream_then_restart_gives_every_prediction_exactly_once() {
     assert!(complete, "not every window arrived; final log:\n{log}");
     assert!(status.success(), "exit status {status:?}; log:\n{log}");
     // The restarts resumed from commits with a replay point, not from the beginning.
-    assert!(
-        log.contains("replay_from=Some("),
-        "the final run found no commit to resume from:\n{log}"
-    );
+    if !log.contains("replay_from=Some(") {
+        // Say what every run did about partitions and commits, to tell why.
+        let mut history = String::new();
+        for i in 0..moments.len() {
+            let l = std::fs::read_to_string(dir.join(format!("child-{i}.log"))).unwrap_or_default();
+            history.push_str(&format!("--- child {i}\n"));
+            for line in l.lines().filter(|l| {
+                l.contains("assigned")
+                    || l.contains("commit")
+                    || l.contains("WARN")
+                    || l.contains("ERROR")
+            }) {
+                history.push_str(line);
+                history.push('\n');
+            }
+        }
+        panic!("the final run found no commit to resume from:\n{log}\nearlier runs:\n{history}");
+    }
 
     let rows = read_predictions(&out);
     assert_eq!(

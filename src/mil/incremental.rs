@@ -15,9 +15,15 @@ use super::InputKind;
 
 /// Sliding-window state of one series under one model. Holds no reference to the model, so
 /// it can live in a map next to the model handle; every call takes the model it was built for.
+///
+/// The window is the last `window` points ([`explain`](Self::explain)), or any shorter
+/// suffix whose start never moves back ([`explain_last`](Self::explain_last)), as a
+/// duration window's does.
 #[derive(Debug, Clone)]
 pub struct WindowScorer {
     window: usize,
+    /// Subsequences starting before this point index have left every window.
+    window_start: u64,
     /// Points pushed so far.
     n: u64,
     /// Recent points, compacted when twice the longest shapelet; the last `max_len` are live.
@@ -53,6 +59,7 @@ impl WindowScorer {
         let scratch = vec![0.0; m.spaces.iter().map(|s| s.count).max().unwrap_or(0)];
         Ok(Self {
             window,
+            window_start: 0,
             n: 0,
             recent: Vec::with_capacity(4 * max_len),
             max_len,
@@ -83,7 +90,10 @@ impl WindowScorer {
         }
         self.recent.push(x);
         self.n += 1;
-        let window_start = self.n.saturating_sub(self.window as u64);
+        self.window_start = self
+            .window_start
+            .max(self.n.saturating_sub(self.window as u64));
+        let window_start = self.window_start;
         for (s, space) in m.spaces.iter().enumerate() {
             let l = space.length;
             if (self.n as usize) < l || space.count == 0 {
@@ -105,28 +115,53 @@ impl WindowScorer {
                             dq.pop_back();
                         }
                         dq.push_back((start, v));
+                        // The window moved by one point: at most one subsequence left it.
+                        if dq.front().is_some_and(|&(st, _)| st < window_start) {
+                            dq.pop_front();
+                        }
                     }
                     q += 1;
                 }
             }
         }
-        for dq in &mut self.deques {
-            while dq.front().is_some_and(|&(st, _)| st < window_start) {
-                dq.pop_front();
+        Ok(())
+    }
+
+    /// Like [`explain`](Self::explain) for the window of the last `len` points (at most the
+    /// scorer's window). The start of the window must not move back between calls: what
+    /// left the window is dropped for good. None while `len` is shorter than the longest
+    /// shapelet or more points than were pushed.
+    pub fn explain_last(&mut self, model: &Model, len: usize) -> Result<Option<Explanation>> {
+        let len = len.min(self.window);
+        if len < self.max_len || (len as u64) > self.n {
+            return Ok(None);
+        }
+        let start = self.n - len as u64;
+        if start > self.window_start {
+            self.window_start = start;
+            for dq in &mut self.deques {
+                while dq.front().is_some_and(|&(st, _)| st < start) {
+                    dq.pop_front();
+                }
             }
         }
-        Ok(())
+        self.explain_from(model, self.window_start)
     }
 
     /// The prediction for the current window (the last `window` points) with every
     /// hypothesis's maximising subsequence (offset within the window) and contribution,
     /// largest |contribution| first; None until the window is full.
     pub fn explain(&self, model: &Model) -> Result<Option<Explanation>> {
-        let m = shapelet(model)?;
         if !self.is_full() {
             return Ok(None);
         }
-        let window_start = self.n - self.window as u64;
+        self.explain_from(model, self.n - self.window as u64)
+    }
+
+    /// The explanation with every deque already trimmed to subsequences starting at or
+    /// after `window_start` (the first point of the window).
+    fn explain_from(&self, model: &Model, window_start: u64) -> Result<Option<Explanation>> {
+        let m = shapelet(model)?;
         let mut g = Vec::with_capacity(m.ensembles.len());
         let mut contributions = Vec::new();
         let mut q = 0;
@@ -215,6 +250,51 @@ mod tests {
                 "window ending at {t}"
             );
         }
+    }
+
+    /// Duration windows: a window whose length varies but whose start never moves back.
+    #[test]
+    fn variable_windows_with_a_forward_moving_start_equal_from_scratch() {
+        let model = toy_model();
+        let cap = 40;
+        let stream: Vec<f64> = (0..300)
+            .map(|t| ((t * 7 % 23) as f64 * 0.3).cos() * 1.5 + if t % 50 < 5 { 2.0 } else { 0.0 })
+            .collect();
+        let mut sc = WindowScorer::new(&model, cap).unwrap();
+        let mut start = 0usize;
+        let mut checked = 0;
+        for (t, &x) in stream.iter().enumerate() {
+            sc.push(&model, x).unwrap();
+            let n = t + 1;
+            // The start jumps ahead irregularly, and is pulled up when the cap forces it.
+            if t % 7 == 3 {
+                start += (t * 5) % 9;
+            }
+            start = start.max(n.saturating_sub(cap)).min(n);
+            if t % 3 != 0 {
+                continue;
+            }
+            let len = n - start;
+            let inc = sc.explain_last(&model, len).unwrap();
+            if len < 8 {
+                assert!(
+                    inc.is_none(),
+                    "a window of {len} points has no 8-point shapelet"
+                );
+                continue;
+            }
+            let inc = inc.unwrap();
+            let scratch = model
+                .explain(&Sample::Series(stream[start..n].to_vec()))
+                .unwrap();
+            assert_eq!(inc.prediction, scratch.prediction, "window {start}..{n}");
+            assert_eq!(
+                inc.contributions, scratch.contributions,
+                "window {start}..{n}"
+            );
+            checked += 1;
+        }
+        assert!(checked > 50, "only {checked} windows compared");
     }
 
     #[test]

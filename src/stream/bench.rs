@@ -222,9 +222,13 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         let batch = opts.batch;
         std::thread::spawn(move || {
             let t0 = Instant::now();
-            for (i, chunk) in msgs.chunks(100).enumerate() {
+            // About 1,000 points per burst, whatever the batch size: a coarser burst would
+            // measure the feeder's queueing, not the daemon's.
+            let per_chunk = (1000 / batch).max(1);
+            for (i, chunk) in msgs.chunks(per_chunk).enumerate() {
                 produce(&producer, &topic, chunk, false);
-                let due = Duration::from_secs_f64(((i + 1) * 100 * batch) as f64 / rate as f64);
+                let due =
+                    Duration::from_secs_f64(((i + 1) * per_chunk * batch) as f64 / rate as f64);
                 if let Some(w) = due.checked_sub(t0.elapsed()) {
                     std::thread::sleep(w);
                 }

@@ -59,6 +59,11 @@ impl DurableOffsets {
         );
     }
 
+    /// Partitions owned.
+    pub fn owned(&self) -> usize {
+        self.inner.lock().expect("durable offsets lock").len()
+    }
+
     pub fn disown(&self, key: &PartitionKey) {
         self.inner.lock().expect("durable offsets lock").remove(key);
     }

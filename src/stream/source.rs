@@ -2,9 +2,13 @@
 //! segment sealing, backpressure, and the writer thread that makes segments durable.
 //!
 //! Ordering and commit points, in one place:
-//! - Messages of a partition are processed in offset order by one loop; a partition's
-//!   outputs accumulate in its open segment, which is sealed (rows, bytes, age, revoke,
-//!   shutdown) and handed to the single writer thread, so segments become durable in order.
+//! - The consumer loop only receives and routes: each partition belongs to one scoring
+//!   worker thread (by hash), which owns its windows and open segment and processes its
+//!   messages in offset order. Assignment and revocation travel down the same queue as the
+//!   messages, so a worker sees them in order with the partition's messages.
+//! - A partition's outputs accumulate in its open segment, which its worker seals (rows,
+//!   bytes, age, revoke, shutdown) and hands to the partition's writer thread, so segments
+//!   become durable in order.
 //! - The committer commits a partition's offset only up to the end of its last durable
 //!   segment, with the segment's replay point in the metadata.
 //! - On assignment the consumer seeks to the replay point, rebuilds windows from the
@@ -14,7 +18,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -22,7 +26,7 @@ use arc_swap::ArcSwap;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, StreamConsumer};
 use rdkafka::error::KafkaResult;
-use rdkafka::message::{BorrowedMessage, Message};
+use rdkafka::message::{Message, OwnedMessage};
 use rdkafka::producer::FutureProducer;
 use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
@@ -62,6 +66,56 @@ impl Writers {
 /// Writer threads: enough to overlap fsync waits on a small machine.
 const WRITER_THREADS: usize = 4;
 
+/// What a scoring worker is told, in partition order.
+enum Work {
+    Message {
+        msg: OwnedMessage,
+        consumed_at: Instant,
+    },
+    /// A partition is now ours; its messages follow.
+    Assign(PartitionKey, Box<PartitionRuntime>),
+    /// Partitions are no longer ours: seal their segments (unless the assignment was lost)
+    /// and drop them; the reply carries each sealed partition's next offset.
+    Revoke {
+        keys: Vec<PartitionKey>,
+        seal: bool,
+        reply: SyncSender<Vec<(PartitionKey, i64)>>,
+    },
+    /// Time to seal segments past the roll age (sent periodically; dropped when the queue
+    /// is full, since a busy worker checks ages between messages anyway).
+    Tick,
+}
+
+/// The scoring workers' queues. A partition always goes to the same worker.
+struct Workers {
+    txs: Vec<tokio::sync::mpsc::Sender<Work>>,
+}
+
+impl Workers {
+    fn index(&self, topic: &str, partition: i32) -> usize {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (topic, partition).hash(&mut h);
+        (h.finish() as usize) % self.txs.len()
+    }
+
+    /// Queues control work from a rebalance callback, which runs inside the consumer's
+    /// poll and so may not await: waits in place while the worker's queue is full.
+    fn send_control(&self, i: usize, mut work: Work) -> bool {
+        use tokio::sync::mpsc::error::TrySendError as E;
+        loop {
+            match self.txs[i].try_send(work) {
+                Ok(()) => return true,
+                Err(E::Full(w)) => {
+                    work = w;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(E::Closed(_)) => return false,
+            }
+        }
+    }
+}
+
 /// Per assigned partition.
 struct PartitionRuntime {
     messages: prometheus::IntCounter,
@@ -73,6 +127,8 @@ struct PartitionRuntime {
     next_offset: i64,
     windows: Option<PartitionWindows>,
     segment: Option<Segment>,
+    /// This partition's share of the live-series gauge.
+    live_series: i64,
 }
 
 /// State shared by the loop, the rebalance callback, the writer and the committer.
@@ -83,8 +139,8 @@ pub struct Shared {
     pub series_model: ArcSwap<ScoringModel>,
     pub bag_model: Option<Arc<ScoringModel>>,
     pub durable: DurableOffsets,
-    partitions: Mutex<HashMap<PartitionKey, PartitionRuntime>>,
     writers: Mutex<Option<Arc<Writers>>>,
+    workers: Mutex<Option<Arc<Workers>>>,
     kinds: HashMap<String, RecordKind>,
     window_params: WindowParams,
     limits: DecodeLimits,
@@ -152,7 +208,8 @@ impl Shared {
             error!("no committed offsets: replaying from the reset policy without sweeping output");
         }
         let committed = committed.unwrap_or_default();
-        let mut parts = self.partitions.lock().expect("partitions lock");
+        let workers = self.workers.lock().expect("workers lock").clone();
+        let mut seeks: Vec<(String, i32, i64)> = Vec::new();
         for el in tpl.elements() {
             let (topic, partition) = (el.topic().to_string(), el.partition());
             let Some(&kind) = self.kinds.get(&topic) else {
@@ -184,33 +241,34 @@ impl Shared {
             let key = (topic.clone(), partition);
             self.durable
                 .own(key.clone(), commit.unwrap_or(0), replay_from.unwrap_or(0));
-            parts.insert(
-                key,
-                PartitionRuntime {
-                    messages: self
-                        .metrics
-                        .messages_consumed
-                        .with_label_values(&[topic.as_str()]),
-                    records: self
-                        .metrics
-                        .records_consumed
-                        .with_label_values(&[topic.as_str()]),
-                    kind,
-                    emit_from: commit.unwrap_or(i64::MIN),
-                    next_offset: replay_from.unwrap_or(0),
-                    windows: (kind == RecordKind::Point)
-                        .then(|| PartitionWindows::new(self.window_params)),
-                    segment: None,
-                },
-            );
+            if let Some(r) = replay_from {
+                seeks.push((topic.clone(), partition, r));
+            }
+            let runtime = Box::new(PartitionRuntime {
+                messages: self
+                    .metrics
+                    .messages_consumed
+                    .with_label_values(&[topic.as_str()]),
+                records: self
+                    .metrics
+                    .records_consumed
+                    .with_label_values(&[topic.as_str()]),
+                kind,
+                emit_from: commit.unwrap_or(i64::MIN),
+                next_offset: replay_from.unwrap_or(0),
+                windows: (kind == RecordKind::Point)
+                    .then(|| PartitionWindows::new(self.window_params)),
+                segment: None,
+                live_series: 0,
+            });
+            // Queued ahead of the partition's first message (the fetch starts after this
+            // callback returns), behind anything of an earlier assignment.
+            if let Some(w) = &workers {
+                if !w.send_control(w.index(&topic, partition), Work::Assign(key, runtime)) {
+                    error!(topic, partition, "a scoring worker has stopped");
+                }
+            }
         }
-        let seeks: Vec<(String, i32, i64)> = parts
-            .iter()
-            .filter(|(_, p)| p.emit_from != i64::MIN)
-            .map(|(k, p)| (k.0.clone(), k.1, p.next_offset))
-            .filter(|(t, p, _)| tpl.find_partition(t, *p).is_some())
-            .collect();
-        drop(parts);
         // The fetch starts at the replay point of each partition that has a commit.
         for (t, p, o) in seeks {
             if let Err(e) = tpl.set_partition_offset(&t, p, Offset::Offset(o)) {
@@ -219,7 +277,7 @@ impl Shared {
         }
         self.metrics
             .partitions_assigned
-            .set(self.partitions.lock().expect("partitions lock").len() as i64);
+            .set(self.durable.owned() as i64);
     }
 
     /// Partitions revoked: seal their segments, wait (bounded) for the writer, commit, and
@@ -231,26 +289,46 @@ impl Shared {
             .iter()
             .map(|e| (e.topic().to_string(), e.partition()))
             .collect();
-        let mut sealed = Vec::new();
+        let lost = base.assignment_lost();
+        let timeout = Duration::from_millis(self.cfg.shutdown.revoke_timeout_ms);
+        let deadline = Instant::now() + timeout;
+        // Each worker first finishes the partitions' queued messages (they are ahead in its
+        // queue), then seals and hands over their segments.
         let mut targets = Vec::new();
-        {
-            let mut parts = self.partitions.lock().expect("partitions lock");
+        if let Some(w) = self.workers.lock().expect("workers lock").clone() {
+            let mut by_worker: HashMap<usize, Vec<PartitionKey>> = HashMap::new();
             for k in &keys {
-                if let Some(p) = parts.get_mut(k) {
-                    if let Some(seg) = self.seal(p) {
-                        sealed.push(seg);
-                    }
-                    targets.push((k.clone(), p.next_offset));
+                by_worker
+                    .entry(w.index(&k.0, k.1))
+                    .or_default()
+                    .push(k.clone());
+            }
+            let mut replies = Vec::new();
+            for (i, keys) in by_worker {
+                let (reply, rx) = sync_channel(1);
+                let work = Work::Revoke {
+                    keys,
+                    seal: !lost,
+                    reply,
+                };
+                if w.send_control(i, work) {
+                    replies.push(rx);
+                }
+            }
+            for rx in replies {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match rx.recv_timeout(left) {
+                    Ok(t) => targets.extend(t),
+                    Err(_) => warn!(
+                        timeout_ms = timeout.as_millis() as u64,
+                        "revoke: a worker did not finish its partitions in time"
+                    ),
                 }
             }
         }
-        for seg in sealed {
-            self.send_blocking(seg);
-        }
-        let lost = base.assignment_lost();
-        let timeout = Duration::from_millis(self.cfg.shutdown.revoke_timeout_ms);
         if !lost {
-            if !self.durable.wait_durable(&targets, timeout) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if !self.durable.wait_durable(&targets, left) {
                 warn!(
                     timeout_ms = timeout.as_millis() as u64,
                     "revoke: not every segment was durable in time"
@@ -271,19 +349,12 @@ impl Shared {
         } else {
             warn!("assignment lost: dropping partitions without committing");
         }
-        let mut parts = self.partitions.lock().expect("partitions lock");
         for k in &keys {
-            parts.remove(k);
             self.durable.disown(k);
         }
-        self.metrics.partitions_assigned.set(parts.len() as i64);
-        self.metrics.live_series.set(
-            parts
-                .values()
-                .filter_map(|p| p.windows.as_ref())
-                .map(|w| w.live_series() as i64)
-                .sum(),
-        );
+        self.metrics
+            .partitions_assigned
+            .set(self.durable.owned() as i64);
         info!(partitions = keys.len(), lost, "partitions revoked");
     }
 
@@ -311,6 +382,8 @@ impl Shared {
         Some(seg)
     }
 
+    /// Hands a sealed segment to its writer, waiting while the writer is behind (the
+    /// worker's queue then fills and the consumer pauses).
     fn send_blocking(&self, seg: Segment) {
         let writers = self.writers.lock().expect("writer lock").clone();
         if let Some(w) = writers {
@@ -360,12 +433,17 @@ impl Shared {
         }
     }
 
-    /// Processes one message; returns a segment to hand to the writer if one was sealed.
-    fn process(&self, msg: &BorrowedMessage<'_>, consumed_at: Instant) -> Option<Segment> {
+    /// Processes one message of a worker's partition; returns a segment to hand to the
+    /// writer if one was sealed.
+    fn process(
+        &self,
+        parts: &mut HashMap<PartitionKey, Box<PartitionRuntime>>,
+        msg: &OwnedMessage,
+        consumed_at: Instant,
+    ) -> Option<Segment> {
         let topic = msg.topic();
         let partition = msg.partition();
         let offset = msg.offset();
-        let mut parts = self.partitions.lock().expect("partitions lock");
         // A message of a partition we no longer own (fetched before a revoke): skip it.
         let p = parts.get_mut(&(topic.to_string(), partition))?;
         p.messages.inc();
@@ -381,7 +459,7 @@ impl Shared {
         let payload = msg.payload().unwrap_or(&[]);
         let mut preds: Vec<PredictionRecord> = Vec::new();
         let mut dead: Vec<DeadLetterRecord> = Vec::new();
-        let series_model = self.series_model.load_full();
+        let series_model = self.series_model.load();
         let mut windows_out: Vec<ScoredWindow> = Vec::new();
         let results = decode(p.kind, payload, &self.limits);
         p.records.inc_by(results.len() as u64);
@@ -511,12 +589,15 @@ impl Shared {
         None
     }
 
-    /// Seals segments older than the roll age (also empty ones, so their offsets commit).
-    fn seal_aged(&self, all: bool) -> Vec<Segment> {
+    /// Seals segments older than the roll age (also empty ones, so their offsets commit),
+    /// or all of them, and refreshes the live-series gauge by this worker's change.
+    fn seal_aged(
+        &self,
+        parts: &mut HashMap<PartitionKey, Box<PartitionRuntime>>,
+        all: bool,
+    ) -> Vec<Segment> {
         let age = Duration::from_millis(self.cfg.output.roll_age_ms);
-        let mut parts = self.partitions.lock().expect("partitions lock");
         let mut out = Vec::new();
-        let mut live = 0i64;
         for p in parts.values_mut() {
             if p.segment
                 .as_ref()
@@ -526,11 +607,74 @@ impl Shared {
                     out.push(seg);
                 }
             }
-            live += p.windows.as_ref().map_or(0, |w| w.live_series() as i64);
+            let live = p.windows.as_ref().map_or(0, |w| w.live_series() as i64);
+            self.metrics.live_series.add(live - p.live_series);
+            p.live_series = live;
         }
-        self.metrics.live_series.set(live);
         out
     }
+}
+
+/// How often open segments are checked against the roll age.
+fn seal_check_interval(cfg: &Config) -> Duration {
+    Duration::from_millis((cfg.output.roll_age_ms / 4).clamp(10, 250))
+}
+
+/// A scoring worker: owns its partitions' windows and open segments, processes their
+/// messages in queue (= offset) order, seals by age, and on disconnect seals everything and
+/// returns each partition's next offset for the final commit.
+fn worker_loop(
+    shared: Arc<Shared>,
+    mut rx: tokio::sync::mpsc::Receiver<Work>,
+) -> Vec<(PartitionKey, i64)> {
+    let mut parts: HashMap<PartitionKey, Box<PartitionRuntime>> = HashMap::new();
+    let tick = seal_check_interval(&shared.cfg);
+    let mut last_tick = Instant::now();
+    while let Some(work) = rx.blocking_recv() {
+        match work {
+            Work::Message { msg, consumed_at } => {
+                if let Some(seg) = shared.process(&mut parts, &msg, consumed_at) {
+                    shared.send_blocking(seg);
+                }
+            }
+            Work::Assign(key, runtime) => {
+                parts.insert(key, runtime);
+            }
+            Work::Revoke { keys, seal, reply } => {
+                let mut targets = Vec::new();
+                for k in keys {
+                    let Some(mut p) = parts.remove(&k) else {
+                        continue;
+                    };
+                    shared.metrics.live_series.sub(p.live_series);
+                    if seal {
+                        if let Some(seg) = shared.seal(&mut p) {
+                            shared.send_blocking(seg);
+                        }
+                        targets.push((k, p.next_offset));
+                    }
+                }
+                let _ = reply.send(targets);
+            }
+            Work::Tick => {}
+        }
+        if last_tick.elapsed() >= tick {
+            last_tick = Instant::now();
+            for seg in shared.seal_aged(&mut parts, false) {
+                shared.send_blocking(seg);
+            }
+        }
+    }
+    for seg in shared.seal_aged(&mut parts, true) {
+        shared.send_blocking(seg);
+    }
+    parts
+        .into_iter()
+        .map(|(k, p)| {
+            shared.metrics.live_series.sub(p.live_series);
+            (k, p.next_offset)
+        })
+        .collect()
 }
 
 /// The writer thread: makes each segment durable in every sink, in order, then marks its
@@ -681,6 +825,7 @@ pub async fn run_pipeline(
     }
     let window_params = WindowParams {
         points: cfg.window.points,
+        duration_ms: cfg.window.duration_ms,
         hop_ms: cfg.window.hop_ms,
         lateness_ms: cfg.window.lateness_ms,
         idle_timeout_ms: cfg.window.idle_timeout_ms,
@@ -699,8 +844,8 @@ pub async fn run_pipeline(
         series_model: ArcSwap::new(series_model),
         bag_model,
         durable: DurableOffsets::default(),
-        partitions: Mutex::new(HashMap::new()),
         writers: Mutex::new(None),
+        workers: Mutex::new(None),
         kinds: kinds.clone(),
         window_params,
         limits,
@@ -741,6 +886,40 @@ pub async fn run_pipeline(
     let writers = Arc::new(Writers { txs });
     *shared.writers.lock().expect("writer lock") = Some(writers.clone());
 
+    let n_workers = cfg.pipeline.worker_count();
+    let mut work_txs = Vec::new();
+    let mut worker_threads = Vec::new();
+    for i in 0..n_workers {
+        let (tx, rx) = tokio::sync::mpsc::channel::<Work>(cfg.pipeline.queue_messages);
+        let shared = shared.clone();
+        worker_threads.push(
+            std::thread::Builder::new()
+                .name(format!("milstream-score-{i}"))
+                .spawn(move || worker_loop(shared, rx))?,
+        );
+        work_txs.push(tx);
+    }
+    let workers = Arc::new(Workers { txs: work_txs });
+    *shared.workers.lock().expect("workers lock") = Some(workers.clone());
+    // The age check of idle workers.
+    let ticker = {
+        let txs = workers.txs.clone();
+        let every = seal_check_interval(&cfg);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tick.tick().await;
+                for tx in &txs {
+                    if let Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) =
+                        tx.try_send(Work::Tick)
+                    {
+                        return;
+                    }
+                }
+            }
+        })
+    };
+
     let ctx = Ctx {
         shared: OnceLock::new(),
     };
@@ -769,44 +948,36 @@ pub async fn run_pipeline(
         })
     };
 
-    let mut tick = tokio::time::interval(Duration::from_millis(
-        (cfg.output.roll_age_ms / 4).clamp(10, 250),
-    ));
     loop {
-        let sealed: Vec<Segment> = tokio::select! {
+        tokio::select! {
             biased;
             _ = shutdown.changed() => break,
-            _ = tick.tick() => shared.seal_aged(false),
             m = consumer.recv() => match m {
-                Ok(msg) => shared.process(&msg, Instant::now()).into_iter().collect(),
-                Err(e) => {
-                    warn!(%e, "consumer error");
-                    Vec::new()
-                }
+                Ok(msg) => dispatch(&shared, &consumer, &workers, msg.detach()).await,
+                Err(e) => warn!(%e, "consumer error"),
             },
-        };
-        for seg in sealed {
-            hand_to_writer(&shared, &consumer, &writers, seg).await;
         }
     }
 
-    // Shutdown: not ready, stop consuming, seal everything, let the writer finish, commit.
+    // Shutdown: not ready, stop consuming, let the workers finish their queues and seal
+    // everything, let the writers finish, commit.
     health.set_ready(false);
-    info!("shutting down: sealing open segments");
+    info!("shutting down: finishing queued messages and sealing open segments");
     let grace = Duration::from_millis(cfg.shutdown.grace_ms);
     let deadline = Instant::now() + grace;
     let _ = consumer.pause(&consumer.assignment().unwrap_or_default());
-    let targets: Vec<(PartitionKey, i64)> = {
-        let parts = shared.partitions.lock().expect("partitions lock");
-        parts
-            .iter()
-            .map(|(k, p)| (k.clone(), p.next_offset))
+    *shared.workers.lock().expect("workers lock") = None;
+    drop(workers);
+    ticker.abort();
+    let targets: Vec<(PartitionKey, i64)> = tokio::task::spawn_blocking(move || {
+        worker_threads
+            .into_iter()
+            .filter_map(|t| t.join().ok())
+            .flatten()
             .collect()
-    };
-    for seg in shared.seal_aged(true) {
-        let w = writers.clone();
-        let _ = tokio::task::spawn_blocking(move || w.route(&seg).send(seg).is_ok()).await;
-    }
+    })
+    .await
+    .unwrap_or_default();
     {
         let shared = shared.clone();
         let left = deadline.saturating_duration_since(Instant::now());
@@ -831,28 +1002,50 @@ pub async fn run_pipeline(
     Ok(())
 }
 
-/// Sends a sealed segment to the writer; when the writer is behind, pauses every assigned
-/// partition until the segment is accepted (backpressure instead of memory growth).
-async fn hand_to_writer(
+/// Queues a message for its partition's worker; when that worker is behind, pauses every
+/// assigned partition until the message is accepted (backpressure instead of memory growth).
+async fn dispatch(
     shared: &Arc<Shared>,
     consumer: &Arc<StreamConsumer<Ctx>>,
-    writers: &Arc<Writers>,
-    seg: Segment,
+    workers: &Arc<Workers>,
+    msg: OwnedMessage,
 ) {
-    let tx = writers.route(&seg);
-    match tx.try_send(seg) {
-        Ok(()) => {}
-        Err(TrySendError::Full(seg)) => {
+    use tokio::sync::mpsc::error::TrySendError as E;
+    let tx = &workers.txs[workers.index(msg.topic(), msg.partition())];
+    let work = Work::Message {
+        msg,
+        consumed_at: Instant::now(),
+    };
+    let work = match tx.try_send(work) {
+        Ok(()) => return,
+        Err(E::Full(w)) => w,
+        Err(E::Closed(_)) => {
+            error!("a scoring worker has stopped");
+            return;
+        }
+    };
+    // A full queue for a moment is normal at full speed: wait for room. Only a worker that
+    // stays behind (a slow sink) gets the partitions paused, since a pause drops
+    // librdkafka's prefetched messages and a resume fetches them again.
+    let permit = match tokio::time::timeout(PAUSE_AFTER, tx.reserve()).await {
+        Ok(p) => p,
+        Err(_) => {
             let assignment = consumer.assignment().unwrap_or_default();
             let _ = consumer.pause(&assignment);
             shared.metrics.partition_pauses.inc();
-            let tx = tx.clone();
-            let _ = tokio::task::spawn_blocking(move || tx.send(seg).is_ok()).await;
+            let p = tx.reserve().await;
             let _ = consumer.resume(&assignment);
+            p
         }
-        Err(TrySendError::Disconnected(_)) => error!("the writer has stopped"),
+    };
+    match permit {
+        Ok(p) => p.send(work),
+        Err(_) => error!("a scoring worker has stopped"),
     }
 }
+
+/// How long the consumer waits on a full worker queue before pausing its partitions.
+const PAUSE_AFTER: Duration = Duration::from_millis(100);
 
 async fn commit_durable(shared: &Arc<Shared>, consumer: &Arc<StreamConsumer<Ctx>>) {
     let Some((tpl, marks)) = shared.durable.to_commit(None) else {

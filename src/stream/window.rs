@@ -2,7 +2,9 @@
 //!
 //! Points of a series are put in event-time order (up to `lateness_ms`), kept as the last W
 //! points, and scored by a [`WindowScorer`] as they are released. A window is emitted when a
-//! released point crosses a multiple of `hop_ms`: the window ending at the point before it.
+//! released point crosses a multiple of `hop_ms`: the window ending at the point before it,
+//! which is its last W points (count windows) or its points of the last `duration_ms`
+//! (duration windows, at most W).
 //! Everything here is a function of the points' order within the partition, so replaying a
 //! partition from the oldest offset still inside a live window rebuilds the same state and
 //! re-emits the same windows (see `oldest_offset`). Two things are not replay-exact, by
@@ -28,7 +30,10 @@ pub struct ScoringModel {
 /// Window settings (from `[window]` in the config).
 #[derive(Debug, Clone, Copy)]
 pub struct WindowParams {
+    /// Count windows: the last `points` points. Duration windows: at most this many.
     pub points: usize,
+    /// Duration windows when > 0: the points within this many ms of the window's end.
+    pub duration_ms: i64,
     pub hop_ms: i64,
     pub lateness_ms: i64,
     pub idle_timeout_ms: i64,
@@ -238,13 +243,25 @@ fn release(
             s.points.clear();
             s.scorer = None;
             restarted = true;
-        } else if floor_div(prev_ts, params.hop_ms) < floor_div(ts, params.hop_ms)
-            && s.points.len() >= params.points
-        {
+        } else if floor_div(prev_ts, params.hop_ms) < floor_div(ts, params.hop_ms) {
             // The point crosses a hop boundary: the window ending at the previous point closes.
-            if emit {
+            let duration = params.duration_ms > 0;
+            if duration {
+                // Later windows end later still: what is out of this one is out for good.
+                let horizon = prev_ts - params.duration_ms;
+                while s.points.front().is_some_and(|p| p.0 <= horizon) {
+                    s.points.pop_front();
+                }
+            }
+            let len = s.points.len();
+            if emit && (duration || len >= params.points) {
                 if let Some(sc) = ensure_scorer(s, model, params) {
-                    if let Ok(Some(explanation)) = sc.explain(&model.model) {
+                    let explained = if duration {
+                        sc.explain_last(&model.model, len)
+                    } else {
+                        sc.explain(&model.model)
+                    };
+                    if let Ok(Some(explanation)) = explained {
                         out.push(ScoredWindow {
                             series_id: series_id.to_string(),
                             start_ms: s.points.front().expect("full window").0,
@@ -288,4 +305,101 @@ fn ensure_scorer<'a>(
         s.generation = model.generation;
     }
     s.scorer.as_mut()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mil::Sample;
+
+    fn model() -> Arc<ScoringModel> {
+        Arc::new(ScoringModel {
+            model: crate::stream::embedded::train_embedded_model().unwrap(),
+            version: "test".into(),
+            generation: 1,
+        })
+    }
+
+    /// Irregularly spaced points of two interleaved series.
+    fn stream() -> Vec<Point> {
+        let data = crate::stream::embedded::gunpoint_train();
+        let mut out = Vec::new();
+        for (k, id) in ["a", "b"].iter().enumerate() {
+            let mut ts = 1_000_000 + k as i64 * 3;
+            for (i, sample) in data.samples.iter().take(6).enumerate() {
+                let Sample::Series(v) = sample else {
+                    unreachable!()
+                };
+                for (j, &x) in v.iter().enumerate() {
+                    ts += 5 + ((i * 31 + j * 17 + k) % 11) as i64;
+                    out.push(Point {
+                        series_id: id.to_string(),
+                        ts_ms: ts,
+                        value: x,
+                    });
+                }
+            }
+        }
+        out.sort_by_key(|p| (p.ts_ms, p.series_id.clone()));
+        out
+    }
+
+    #[test]
+    fn duration_windows_equal_the_offline_prediction_of_their_points() {
+        let model = model();
+        let params = WindowParams {
+            points: 118,
+            duration_ms: 1_200,
+            hop_ms: 700,
+            lateness_ms: 0,
+            idle_timeout_ms: 60_000,
+            max_series: 10,
+        };
+        let points = stream();
+        let mut w = PartitionWindows::new(params);
+        let mut out = Vec::new();
+        for (off, p) in points.iter().enumerate() {
+            assert_eq!(
+                w.on_point(p, off as i64, &model, true, &mut out),
+                PointOutcome::Accepted
+            );
+        }
+        assert!(out.len() > 20, "only {} windows", out.len());
+        let mut capped = 0;
+        for sw in &out {
+            let mine: Vec<&Point> = points
+                .iter()
+                .filter(|p| {
+                    p.series_id == sw.series_id
+                        && p.ts_ms > sw.end_ms - params.duration_ms
+                        && p.ts_ms <= sw.end_ms
+                })
+                .collect();
+            let mine = &mine[mine.len().saturating_sub(params.points)..];
+            capped += usize::from(mine.len() == params.points);
+            assert_eq!(
+                sw.start_ms, mine[0].ts_ms,
+                "{} ending {}",
+                sw.series_id, sw.end_ms
+            );
+            // The window ends at the last point before a hop boundary.
+            assert_eq!(sw.end_ms.div_euclid(params.hop_ms) + 1, {
+                let next = points
+                    .iter()
+                    .find(|p| p.series_id == sw.series_id && p.ts_ms > sw.end_ms)
+                    .expect("a later point closed the window");
+                next.ts_ms.div_euclid(params.hop_ms)
+            });
+            let values: Vec<f64> = mine.iter().map(|p| p.value).collect();
+            let offline = model.model.explain(&Sample::Series(values)).unwrap();
+            assert_eq!(sw.explanation.prediction, offline.prediction);
+            assert_eq!(sw.explanation.contributions, offline.contributions);
+        }
+        // Both regimes occur: windows bounded by the duration and by the point cap.
+        assert!(
+            capped > 0 && capped < out.len(),
+            "capped {capped} of {}",
+            out.len()
+        );
+    }
 }
