@@ -16,6 +16,7 @@ pub struct Config {
     pub limits: LimitsConfig,
     pub pipeline: PipelineConfig,
     pub model: ModelConfig,
+    pub training: TrainingConfig,
     pub output: OutputConfig,
     pub commit: CommitConfig,
     pub http: HttpConfig,
@@ -166,6 +167,88 @@ pub struct ModelConfig {
     /// `series_path` (or trains the embedded one), publishes it as the first version and
     /// scores with that, so a restart comes back with the same model. Unset: no registry.
     pub registry_dir: Option<PathBuf>,
+}
+
+/// Retraining from labels on the stream.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrainingConfig {
+    /// Join labels, keep the training store and retrain. Off: labels are validated only.
+    pub enabled: bool,
+    /// The training store: labeled examples as Parquet under `date=YYYY-MM-DD/`, named by
+    /// the label topic, partition and offsets like the predictions.
+    pub dir: PathBuf,
+    /// Raw points kept per series for label joins: this far back from its newest point ...
+    pub history_ms: i64,
+    /// ... and at most this many.
+    pub history_points: usize,
+    /// Bags kept by id for labels that name a bag.
+    pub bag_cache: usize,
+    /// How long a label whose segment's points have not all arrived yet waits (wall
+    /// clock) before it goes to the dead-letter sink as `unjoined`.
+    pub label_wait_ms: u64,
+    /// Only the model's classes are accepted (others: dead letter `unknown_class`).
+    pub freeze_classes: bool,
+    /// Retrain every this long ("15m", "1h", "30s"; "" = no schedule) ...
+    pub every: String,
+    /// ... and/or after this many new labeled examples (0 = off).
+    pub after_examples: u64,
+    /// Retention of the store: the newest `max_examples` examples ...
+    pub max_examples: usize,
+    /// ... no older than this ("7d"; "" = no age limit).
+    pub max_age: String,
+    /// Fraction of the newest examples held out to compare candidate and champion.
+    pub holdout: f64,
+    /// A candidate is promoted unless its held-out accuracy is lower than the champion's
+    /// by more than this.
+    pub tolerance: f64,
+    /// Fewer examples (or fewer than two per class) and a run fails without training.
+    pub min_examples: usize,
+}
+
+impl Default for TrainingConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            dir: PathBuf::from("milstream-data/training"),
+            history_ms: 3_600_000,
+            history_points: 20_000,
+            bag_cache: 10_000,
+            label_wait_ms: 30_000,
+            freeze_classes: false,
+            every: "15m".into(),
+            after_examples: 0,
+            max_examples: 5_000,
+            max_age: "7d".into(),
+            holdout: 0.2,
+            tolerance: 0.02,
+            min_examples: 10,
+        }
+    }
+}
+
+/// Parses "250ms", "30s", "15m", "1h", "7d" into milliseconds; "" is None.
+pub fn parse_duration_ms(s: &str) -> Result<Option<u64>, String> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Ok(None);
+    }
+    let split = s
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(|| format!("{s:?} has no unit (ms, s, m, h or d)"))?;
+    let (n, unit) = s.split_at(split);
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("{s:?} does not start with a whole number"))?;
+    let scale = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return Err(format!("{s:?}: unit {unit:?} is not one of ms, s, m, h, d")),
+    };
+    Ok(Some(n * scale))
 }
 
 /// Where predictions go.
@@ -363,6 +446,28 @@ impl Config {
                 "output.roll_rows",
                 "roll_rows and roll_bytes must be >= 1".into(),
             ));
+        }
+        let t = &self.training;
+        if let Err(e) = parse_duration_ms(&t.every) {
+            return Err(("training.every", e));
+        }
+        if let Err(e) = parse_duration_ms(&t.max_age) {
+            return Err(("training.max_age", e));
+        }
+        if !(0.0..1.0).contains(&t.holdout) {
+            return Err((
+                "training.holdout",
+                format!("must be in [0, 1), got {}", t.holdout),
+            ));
+        }
+        if !(t.tolerance >= 0.0) {
+            return Err((
+                "training.tolerance",
+                format!("must be >= 0, got {}", t.tolerance),
+            ));
+        }
+        if t.min_examples < 4 {
+            return Err(("training.min_examples", "must be >= 4".into()));
         }
         if self.pipeline.queue_messages == 0 {
             return Err(("pipeline.queue_messages", "must be >= 1".into()));

@@ -9,10 +9,12 @@
 pub mod bench;
 pub mod commit;
 pub mod embedded;
+pub mod history;
 pub mod record;
 pub mod registry;
 pub mod sink;
 pub mod source;
+pub mod training;
 pub mod window;
 
 use std::collections::hash_map::DefaultHasher;

@@ -165,7 +165,7 @@ pub fn dead_letter_batch(rows: &[DeadLetterRecord]) -> RecordBatch {
         .expect("builders match DEAD_LETTER_SCHEMA")
 }
 
-fn write_parquet(dir: &Path, name: &str, batch: &RecordBatch) -> std::io::Result<u64> {
+pub fn write_parquet(dir: &Path, name: &str, batch: &RecordBatch) -> std::io::Result<u64> {
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .build();

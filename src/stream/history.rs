@@ -1,0 +1,192 @@
+//! Raw history for label joins: the recent points of every series and the recent bags by id.
+//!
+//! Points and labels arrive on different topics, so the worker that joins a label is in
+//! general not the one that owns its series' points; the history is shared, in shards keyed
+//! by series so writers rarely meet on a lock.
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::sync::Mutex;
+
+const SHARDS: usize = 16;
+
+/// What a label's segment found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SegmentJoin {
+    /// The segment's points, in event-time order.
+    Ready(Vec<f64>),
+    /// The series has no points up to the segment's end yet: try again later.
+    NotYet,
+    /// The segment starts before the kept history (or holds no points): it never will join.
+    Gone(String),
+}
+
+/// Recent points per series: at most `max_points`, none older than the newest minus
+/// `horizon_ms`.
+pub struct SeriesHistory {
+    shards: Vec<Mutex<HashMap<String, VecDeque<(i64, f64)>>>>,
+    horizon_ms: i64,
+    max_points: usize,
+}
+
+fn shard_of(key: &str) -> usize {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut h);
+    (h.finish() as usize) % SHARDS
+}
+
+impl SeriesHistory {
+    pub fn new(horizon_ms: i64, max_points: usize) -> Self {
+        Self {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            horizon_ms,
+            max_points: max_points.max(1),
+        }
+    }
+
+    /// Records a point (any order; a point at a kept timestamp replaces nothing).
+    pub fn record(&self, series_id: &str, ts_ms: i64, value: f64) {
+        let mut shard = self.shards[shard_of(series_id)]
+            .lock()
+            .expect("history lock");
+        let points = match shard.get_mut(series_id) {
+            Some(p) => p,
+            None => shard.entry(series_id.to_string()).or_default(),
+        };
+        match points.back() {
+            Some(&(last, _)) if ts_ms < last => {
+                let at = points.partition_point(|p| p.0 < ts_ms);
+                if points.get(at).is_some_and(|p| p.0 == ts_ms) {
+                    return;
+                }
+                points.insert(at, (ts_ms, value));
+            }
+            Some(&(last, _)) if ts_ms == last => return,
+            _ => points.push_back((ts_ms, value)),
+        }
+        let newest = points.back().map_or(ts_ms, |p| p.0);
+        let cutoff = newest.saturating_sub(self.horizon_ms);
+        while points.len() > self.max_points || points.front().is_some_and(|p| p.0 < cutoff) {
+            points.pop_front();
+        }
+    }
+
+    /// The points of `series_id` with `start_ms <= ts <= end_ms`.
+    pub fn segment(&self, series_id: &str, start_ms: i64, end_ms: i64) -> SegmentJoin {
+        let shard = self.shards[shard_of(series_id)]
+            .lock()
+            .expect("history lock");
+        let Some(points) = shard.get(series_id) else {
+            return SegmentJoin::NotYet;
+        };
+        let (Some(&(oldest, _)), Some(&(newest, _))) = (points.front(), points.back()) else {
+            return SegmentJoin::NotYet;
+        };
+        if newest < end_ms {
+            return SegmentJoin::NotYet;
+        }
+        if oldest > start_ms {
+            return SegmentJoin::Gone(format!(
+                "series '{series_id}' is kept from ts {oldest} on (training.history_ms / history_points); the segment starts at {start_ms}"
+            ));
+        }
+        let from = points.partition_point(|p| p.0 < start_ms);
+        let values: Vec<f64> = points
+            .range(from..)
+            .take_while(|p| p.0 <= end_ms)
+            .map(|p| p.1)
+            .collect();
+        if values.is_empty() {
+            return SegmentJoin::Gone(format!(
+                "series '{series_id}' has no points in [{start_ms}, {end_ms}]"
+            ));
+        }
+        SegmentJoin::Ready(values)
+    }
+
+    /// Series with kept points.
+    pub fn series(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.lock().expect("history lock").len())
+            .sum()
+    }
+}
+
+/// The most recent bags by id (first in, first out beyond `capacity`).
+pub struct BagCache {
+    inner: Mutex<(HashMap<String, (usize, Vec<f64>)>, VecDeque<String>)>,
+    capacity: usize,
+}
+
+impl BagCache {
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            inner: Mutex::new((HashMap::new(), VecDeque::new())),
+            capacity,
+        }
+    }
+
+    pub fn insert(&self, bag_id: &str, dim: usize, instances: &[f64]) {
+        if self.capacity == 0 {
+            return;
+        }
+        let mut g = self.inner.lock().expect("bag cache lock");
+        let (map, order) = &mut *g;
+        if map
+            .insert(bag_id.to_string(), (dim, instances.to_vec()))
+            .is_none()
+        {
+            order.push_back(bag_id.to_string());
+        }
+        while order.len() > self.capacity {
+            if let Some(old) = order.pop_front() {
+                map.remove(&old);
+            }
+        }
+    }
+
+    /// (dim, row-major instances) of a kept bag.
+    pub fn get(&self, bag_id: &str) -> Option<(usize, Vec<f64>)> {
+        self.inner
+            .lock()
+            .expect("bag cache lock")
+            .0
+            .get(bag_id)
+            .cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_join_wait_or_are_gone() {
+        let h = SeriesHistory::new(100, 1_000);
+        for ts in [10, 20, 40, 30, 50, 30] {
+            h.record("s", ts, ts as f64);
+        }
+        assert_eq!(
+            h.segment("s", 20, 40),
+            SegmentJoin::Ready(vec![20.0, 30.0, 40.0])
+        );
+        assert_eq!(h.segment("s", 20, 60), SegmentJoin::NotYet);
+        assert_eq!(h.segment("other", 0, 1), SegmentJoin::NotYet);
+        // The horizon drops points older than newest - 100.
+        h.record("s", 125, 0.0);
+        assert!(matches!(h.segment("s", 10, 40), SegmentJoin::Gone(_)));
+        assert_eq!(h.segment("s", 30, 50), SegmentJoin::Ready(vec![30.0, 40.0, 50.0]));
+        assert!(matches!(h.segment("s", 51, 60), SegmentJoin::Gone(_)));
+    }
+
+    #[test]
+    fn the_bag_cache_forgets_the_oldest() {
+        let c = BagCache::new(2);
+        c.insert("a", 1, &[1.0]);
+        c.insert("b", 1, &[2.0]);
+        c.insert("c", 1, &[3.0]);
+        assert!(c.get("a").is_none());
+        assert_eq!(c.get("c"), Some((1, vec![3.0])));
+    }
+}

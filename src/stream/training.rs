@@ -1,0 +1,297 @@
+//! The training store: labeled examples (a series segment's points, or a bag) as Parquet
+//! files under `<dir>/date=YYYY-MM-DD/`, written by the segment writer next to the
+//! predictions and named the same way (label topic, partition, offset range), so they are
+//! durable before the label's offset is committed. A replay can write an example twice
+//! (and a label that waited for its points lands in a later file); readers keep one row per
+//! example key, the newest.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock};
+
+use arrow_array::builder::{
+    Float64Builder, Int32Builder, Int64Builder, ListBuilder, StringBuilder,
+    TimestampMillisecondBuilder, UInt32Builder,
+};
+use arrow_array::{
+    Array, ArrayRef, Float64Array, Int32Array, Int64Array, ListArray, RecordBatch, StringArray,
+    TimestampMillisecondArray, UInt32Array,
+};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use crate::mil::{Bag, Dataset, Sample};
+
+/// One labeled example.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Example {
+    /// The series or bag id.
+    pub key: String,
+    /// Some for a series segment `[start, end]`; None for a bag.
+    pub segment: Option<(i64, i64)>,
+    pub label: String,
+    /// Values per instance: 1 for a series.
+    pub dim: usize,
+    /// The segment's points, or the bag's instances row-major.
+    pub values: Vec<f64>,
+    pub source_topic: String,
+    pub source_partition: i32,
+    pub source_offset: i64,
+    /// When the label arrived (Kafka timestamp of its message).
+    pub labeled_at_ms: i64,
+}
+
+impl Example {
+    /// One example per key: a relabel of the same segment or bag replaces the old one.
+    fn identity(&self) -> (String, Option<(i64, i64)>) {
+        (self.key.clone(), self.segment)
+    }
+
+    pub fn sample(&self) -> Option<Sample> {
+        match self.segment {
+            Some(_) => Some(Sample::Series(self.values.clone())),
+            None => Bag::new(self.dim, self.values.clone())
+                .ok()
+                .map(Sample::Bag),
+        }
+    }
+}
+
+pub static EXAMPLE_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    let ts = DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()));
+    Arc::new(Schema::new(vec![
+        Field::new("key", DataType::Utf8, false),
+        Field::new("kind", DataType::Utf8, false),
+        Field::new("segment_start", ts.clone(), true),
+        Field::new("segment_end", ts.clone(), true),
+        Field::new("label", DataType::Utf8, false),
+        Field::new("dim", DataType::UInt32, false),
+        Field::new(
+            "values",
+            DataType::List(Arc::new(Field::new("item", DataType::Float64, true))),
+            false,
+        ),
+        Field::new("source_topic", DataType::Utf8, false),
+        Field::new("source_partition", DataType::Int32, false),
+        Field::new("source_offset", DataType::Int64, false),
+        Field::new("labeled_at", ts, false),
+    ]))
+});
+
+pub fn example_batch(rows: &[Example]) -> RecordBatch {
+    let mut key = StringBuilder::new();
+    let mut kind = StringBuilder::new();
+    let mut start = TimestampMillisecondBuilder::new().with_timezone("UTC");
+    let mut end = TimestampMillisecondBuilder::new().with_timezone("UTC");
+    let mut label = StringBuilder::new();
+    let mut dim = UInt32Builder::new();
+    let mut values = ListBuilder::new(Float64Builder::new());
+    let mut topic = StringBuilder::new();
+    let mut partition = Int32Builder::new();
+    let mut offset = Int64Builder::new();
+    let mut at = TimestampMillisecondBuilder::new().with_timezone("UTC");
+    for e in rows {
+        key.append_value(&e.key);
+        kind.append_value(if e.segment.is_some() { "segment" } else { "bag" });
+        start.append_option(e.segment.map(|s| s.0));
+        end.append_option(e.segment.map(|s| s.1));
+        label.append_value(&e.label);
+        dim.append_value(e.dim as u32);
+        values.values().append_slice(&e.values);
+        values.append(true);
+        topic.append_value(&e.source_topic);
+        partition.append_value(e.source_partition);
+        offset.append_value(e.source_offset);
+        at.append_value(e.labeled_at_ms);
+    }
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(key.finish()),
+        Arc::new(kind.finish()),
+        Arc::new(start.finish()),
+        Arc::new(end.finish()),
+        Arc::new(label.finish()),
+        Arc::new(dim.finish()),
+        Arc::new(values.finish()),
+        Arc::new(topic.finish()),
+        Arc::new(partition.finish()),
+        Arc::new(offset.finish()),
+        Arc::new(at.finish()),
+    ];
+    RecordBatch::try_new(EXAMPLE_SCHEMA.clone(), cols).expect("builders match EXAMPLE_SCHEMA")
+}
+
+/// Writes a segment's examples to `<dir>/<date>/<stem>.parquet` atomically; returns bytes.
+pub fn write_examples(dir: &Path, date: &str, stem: &str, rows: &[Example]) -> std::io::Result<u64> {
+    super::sink::parquet::write_parquet(&dir.join(date), &format!("{stem}.parquet"), &example_batch(rows))
+}
+
+fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> anyhow::Result<&'a T> {
+    batch
+        .column_by_name(name)
+        .and_then(|c| c.as_any().downcast_ref::<T>())
+        .ok_or_else(|| anyhow::anyhow!("column `{name}` is missing or of another type"))
+}
+
+/// Reads one store file.
+pub fn read_examples(path: &Path) -> anyhow::Result<Vec<Example>> {
+    let file = std::fs::File::open(path)?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)?.build()?;
+    let mut out = Vec::new();
+    for batch in reader {
+        let b = batch?;
+        let key: &StringArray = column(&b, "key")?;
+        let start: &TimestampMillisecondArray = column(&b, "segment_start")?;
+        let end: &TimestampMillisecondArray = column(&b, "segment_end")?;
+        let label: &StringArray = column(&b, "label")?;
+        let dim: &UInt32Array = column(&b, "dim")?;
+        let values: &ListArray = column(&b, "values")?;
+        let topic: &StringArray = column(&b, "source_topic")?;
+        let partition: &Int32Array = column(&b, "source_partition")?;
+        let offset: &Int64Array = column(&b, "source_offset")?;
+        let at: &TimestampMillisecondArray = column(&b, "labeled_at")?;
+        for i in 0..b.num_rows() {
+            let v = values.value(i);
+            let v = v
+                .as_any()
+                .downcast_ref::<Float64Array>()
+                .ok_or_else(|| anyhow::anyhow!("`values` is not a list of doubles"))?;
+            out.push(Example {
+                key: key.value(i).to_string(),
+                segment: (!start.is_null(i) && !end.is_null(i)).then(|| (start.value(i), end.value(i))),
+                label: label.value(i).to_string(),
+                dim: dim.value(i) as usize,
+                values: v.values().to_vec(),
+                source_topic: topic.value(i).to_string(),
+                source_partition: partition.value(i),
+                source_offset: offset.value(i),
+                labeled_at_ms: at.value(i),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Every visible store file (temp files of an interrupted write are skipped).
+pub fn store_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let Ok(dates) = std::fs::read_dir(dir) else {
+        return files;
+    };
+    for date in dates.flatten() {
+        let Ok(entries) = std::fs::read_dir(date.path()) else {
+            continue;
+        };
+        for f in entries.flatten() {
+            let name = f.file_name().to_string_lossy().into_owned();
+            if !name.starts_with('.') && name.ends_with(".parquet") {
+                files.push(f.path());
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The store's examples, one per key (the newest label wins), oldest first; at most the
+/// newest `max_examples`, none labeled before `not_before_ms`.
+pub fn load_store(
+    dir: &Path,
+    max_examples: usize,
+    not_before_ms: Option<i64>,
+) -> anyhow::Result<Vec<Example>> {
+    let mut by_key: HashMap<(String, Option<(i64, i64)>), Example> = HashMap::new();
+    for f in store_files(dir) {
+        let rows = read_examples(&f).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+        for e in rows {
+            if not_before_ms.is_some_and(|t| e.labeled_at_ms < t) {
+                continue;
+            }
+            let newer = by_key.get(&e.identity()).is_none_or(|old| {
+                (old.labeled_at_ms, old.source_offset) <= (e.labeled_at_ms, e.source_offset)
+            });
+            if newer {
+                by_key.insert(e.identity(), e);
+            }
+        }
+    }
+    let mut all: Vec<Example> = by_key.into_values().collect();
+    all.sort_by(|a, b| {
+        (a.labeled_at_ms, &a.source_topic, a.source_partition, a.source_offset)
+            .cmp(&(b.labeled_at_ms, &b.source_topic, b.source_partition, b.source_offset))
+            .then_with(|| a.key.cmp(&b.key))
+    });
+    let skip = all.len().saturating_sub(max_examples);
+    Ok(all.split_off(skip))
+}
+
+/// Deletes store files whose every example is older than `not_before_ms` (by the date folder
+/// of the file and its newest label). Returns how many went.
+pub fn apply_retention(dir: &Path, not_before_ms: i64) -> usize {
+    let mut removed = 0;
+    for f in store_files(dir) {
+        let newest = read_examples(&f)
+            .ok()
+            .and_then(|rows| rows.iter().map(|e| e.labeled_at_ms).max());
+        if newest.is_some_and(|n| n < not_before_ms) && std::fs::remove_file(&f).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// The examples as a dataset (ids `<key>@<start>` for segments).
+pub fn to_dataset(examples: &[Example]) -> Dataset {
+    let mut ds = Dataset::default();
+    for e in examples {
+        if let Some(sample) = e.sample() {
+            ds.ids.push(match e.segment {
+                Some((s, _)) => format!("{}@{s}", e.key),
+                None => e.key.clone(),
+            });
+            ds.labels.push(e.label.clone());
+            ds.samples.push(sample);
+        }
+    }
+    ds
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ex(key: &str, start: i64, label: &str, at: i64, off: i64) -> Example {
+        Example {
+            key: key.into(),
+            segment: Some((start, start + 20)),
+            label: label.into(),
+            dim: 1,
+            values: vec![start as f64, 1.0, 2.0],
+            source_topic: "labels".into(),
+            source_partition: 0,
+            source_offset: off,
+            labeled_at_ms: at,
+        }
+    }
+
+    #[test]
+    fn store_round_trips_keeps_the_newest_label_per_example_and_retains_by_count() {
+        let dir = std::env::temp_dir().join(format!("milstream-store-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let a = vec![ex("s1", 0, "x", 100, 1), ex("s1", 100, "y", 110, 2)];
+        let b = vec![ex("s1", 0, "z", 120, 3), ex("s2", 0, "x", 130, 4)];
+        write_examples(&dir, "date=2026-11-26", "labels-00000-1-2", &a).unwrap();
+        write_examples(&dir, "date=2026-11-26", "labels-00000-3-4", &b).unwrap();
+        assert_eq!(read_examples(&store_files(&dir)[0]).unwrap(), a);
+        let all = load_store(&dir, 100, None).unwrap();
+        let labels: Vec<&str> = all.iter().map(|e| e.label.as_str()).collect();
+        // s1@0 relabeled "z" replaces "x"; oldest first.
+        assert_eq!(labels, vec!["y", "z", "x"]);
+        assert_eq!(load_store(&dir, 2, None).unwrap().len(), 2);
+        assert_eq!(load_store(&dir, 100, Some(125)).unwrap().len(), 1);
+        assert_eq!(apply_retention(&dir, 115), 1);
+        assert_eq!(store_files(&dir).len(), 1);
+        let ds = to_dataset(&all);
+        assert_eq!(ds.len(), 3);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
