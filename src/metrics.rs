@@ -77,7 +77,7 @@ pub fn dead_letter_reasons() -> [&'static str; DeadReason::ALL.len()] {
 }
 
 /// Every `sink` label value of [`FILES_WRITTEN`] and [`BYTES_WRITTEN`].
-pub const SINKS: [&str; 3] = ["parquet", "ipc", "dlq"];
+pub const SINKS: [&str; 4] = ["parquet", "ipc", "dlq", "training"];
 
 /// Every `cause` label value of [`SERIES_EVICTED`].
 pub const EVICTION_CAUSES: [&str; 2] = ["idle", "capacity"];

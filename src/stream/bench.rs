@@ -135,6 +135,7 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     let mut cfg = Config::default();
     let dir = std::env::temp_dir().join(format!("milstream-bench-{}", std::process::id()));
     cfg.output.dir = dir.clone();
+    cfg.training.dir = dir.join("training");
     cfg.output.roll_age_ms = opts.roll_age_ms;
     cfg.output.roll_rows = 100_000;
     cfg.http.listen.clear();

@@ -176,7 +176,10 @@ mod tests {
         // The horizon drops points older than newest - 100.
         h.record("s", 125, 0.0);
         assert!(matches!(h.segment("s", 10, 40), SegmentJoin::Gone(_)));
-        assert_eq!(h.segment("s", 30, 50), SegmentJoin::Ready(vec![30.0, 40.0, 50.0]));
+        assert_eq!(
+            h.segment("s", 30, 50),
+            SegmentJoin::Ready(vec![30.0, 40.0, 50.0])
+        );
         assert!(matches!(h.segment("s", 51, 60), SegmentJoin::Gone(_)));
     }
 

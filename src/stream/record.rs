@@ -75,8 +75,8 @@ pub enum Record {
 /// Why a record went to the dead-letter sink. `as_str()` gives the stable snake_case code
 /// used in metrics labels and output rows.
 ///
-/// `decode` produces the first six; `Late` and `NoModel` are decided later in the pipeline
-/// (windowing and scoring) and live here so that all codes are defined in one place.
+/// `decode` produces the first six; the others are decided later in the pipeline
+/// (windowing, scoring, label joins) and live here so that all codes are defined in one place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DeadReason {
     /// The payload is not JSON.
@@ -95,11 +95,16 @@ pub enum DeadReason {
     Late,
     /// No model is loaded to score with.
     NoModel,
+    /// A label whose segment (or bag) is not in the kept history, or whose points did not
+    /// arrive within `training.label_wait_ms`.
+    Unjoined,
+    /// A label naming a class the model does not know, with `training.freeze_classes`.
+    UnknownClass,
 }
 
 impl DeadReason {
     /// Every reason, e.g. to pre-register one metric series per code.
-    pub const ALL: [DeadReason; 8] = [
+    pub const ALL: [DeadReason; 10] = [
         DeadReason::Parse,
         DeadReason::Schema,
         DeadReason::NonFinite,
@@ -108,6 +113,8 @@ impl DeadReason {
         DeadReason::Oversized,
         DeadReason::Late,
         DeadReason::NoModel,
+        DeadReason::Unjoined,
+        DeadReason::UnknownClass,
     ];
 
     /// The stable code: a bounded metric label value and the `reason` of a dead letter.
@@ -121,6 +128,8 @@ impl DeadReason {
             DeadReason::Oversized => "oversized",
             DeadReason::Late => "late",
             DeadReason::NoModel => "no_model",
+            DeadReason::Unjoined => "unjoined",
+            DeadReason::UnknownClass => "unknown_class",
         }
     }
 }
@@ -1348,7 +1357,9 @@ mod tests {
                 "too_large",
                 "oversized",
                 "late",
-                "no_model"
+                "no_model",
+                "unjoined",
+                "unknown_class"
             ]
         );
         assert_eq!(DeadReason::NonFinite.to_string(), "non_finite");

@@ -16,7 +16,7 @@
 //!   offset on; files at or beyond the committed offset are swept first, because the replay
 //!   rewrites them (under the same names when the segment bounds match, else new ones).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -33,11 +33,13 @@ use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use tracing::{error, info, warn};
 
 use super::commit::{decode_metadata, DurableOffsets, PartitionKey};
+use super::history::{BagCache, SegmentJoin, SeriesHistory};
 use super::record::{
-    decode, DeadLetterRecord, DeadReason, DecodeLimits, PredictionRecord, Record, RecordKind,
-    Rejected, TopContribution,
+    decode, DeadLetterRecord, DeadReason, DecodeLimits, LabelRecord, PredictionRecord, Record,
+    RecordKind, Rejected, TopContribution,
 };
 use super::sink::{self, Segment};
+use super::training::Example;
 use super::window::{PartitionWindows, PointOutcome, ScoredWindow, ScoringModel, WindowParams};
 use crate::config::Config;
 use crate::http::Health;
@@ -129,6 +131,35 @@ struct PartitionRuntime {
     segment: Option<Segment>,
     /// This partition's share of the live-series gauge.
     live_series: i64,
+    topic: String,
+    partition: i32,
+    /// Labels waiting for their segment's points, oldest offset first. They hold the
+    /// partition's replay point back, so a crash replays them.
+    pending_labels: VecDeque<PendingLabel>,
+}
+
+struct PendingLabel {
+    offset: i64,
+    label: LabelRecord,
+    labeled_at_ms: i64,
+    since: Instant,
+    raw: Vec<u8>,
+}
+
+/// Label joins and the training store, when `training.enabled`.
+pub struct TrainingRuntime {
+    pub history: SeriesHistory,
+    pub bags: BagCache,
+    pub dir: PathBuf,
+    /// Examples made durable in the store (the trainer's "after N examples" trigger).
+    pub examples_durable: std::sync::atomic::AtomicU64,
+}
+
+/// What became of a label.
+enum LabelJoin {
+    Joined(Example),
+    Wait,
+    Dead(Rejected),
 }
 
 /// State shared by the loop, the rebalance callback, the writer and the committer.
@@ -139,6 +170,7 @@ pub struct Shared {
     pub series_model: ArcSwap<ScoringModel>,
     pub bag_model: Option<Arc<ScoringModel>>,
     pub durable: DurableOffsets,
+    pub training: Option<Arc<TrainingRuntime>>,
     writers: Mutex<Option<Arc<Writers>>>,
     workers: Mutex<Option<Arc<Workers>>>,
     kinds: HashMap<String, RecordKind>,
@@ -225,7 +257,13 @@ impl Shared {
             };
             let replay_from = commit.map(|c| decode_metadata(&meta).unwrap_or(c).min(c));
             let swept = if may_sweep {
-                sink::sweep_partition(&self.out_dir, &topic, partition, commit.unwrap_or(0))
+                let from = commit.unwrap_or(0);
+                sink::sweep_partition(&self.out_dir, &topic, partition, from).and_then(|n| {
+                    match &self.training {
+                        Some(t) => Ok(n + sink::sweep_tree(&t.dir, &topic, partition, from)?),
+                        None => Ok(n),
+                    }
+                })
             } else {
                 Ok(0)
             };
@@ -260,6 +298,9 @@ impl Shared {
                     .then(|| PartitionWindows::new(self.window_params)),
                 segment: None,
                 live_series: 0,
+                topic: topic.clone(),
+                partition,
+                pending_labels: VecDeque::new(),
             });
             // Queued ahead of the partition's first message (the fetch starts after this
             // callback returns), behind anything of an earlier assignment.
@@ -366,7 +407,9 @@ impl Shared {
             .windows
             .as_ref()
             .and_then(|w| w.oldest_offset())
-            .map_or(next, |o| o.min(next));
+            .into_iter()
+            .chain(p.pending_labels.front().map(|l| l.offset))
+            .fold(next, i64::min);
         if let Some(w) = p.windows.as_mut() {
             w.evict_idle();
             let ev = std::mem::take(&mut w.events);
@@ -461,6 +504,7 @@ impl Shared {
         let mut dead: Vec<DeadLetterRecord> = Vec::new();
         let series_model = self.series_model.load();
         let mut windows_out: Vec<ScoredWindow> = Vec::new();
+        let mut examples: Vec<Example> = Vec::new();
         let results = decode(p.kind, payload, &self.limits);
         p.records.inc_by(results.len() as u64);
         for r in results {
@@ -468,7 +512,11 @@ impl Shared {
                 Ok(Record::Point(pt)) => {
                     let w = p.windows.as_mut().expect("point partitions have windows");
                     match w.on_point(&pt, offset, &series_model, emit, &mut windows_out) {
-                        PointOutcome::Accepted => {}
+                        PointOutcome::Accepted => {
+                            if let Some(t) = &self.training {
+                                t.history.record(&pt.series_id, pt.ts_ms, pt.value);
+                            }
+                        }
                         PointOutcome::Duplicate => self.metrics.duplicates_dropped.inc(),
                         PointOutcome::Late => dead.push(DeadLetterRecord::new(
                             topic,
@@ -485,6 +533,22 @@ impl Shared {
                 }
                 Ok(Record::Bag(b)) => match &self.bag_model {
                     Some(m) => {
+                        if let Some(t) = &self.training {
+                            t.bags.insert(&b.bag_id, b.dim, &b.instances);
+                            if let Some(label) = &b.label {
+                                examples.push(Example {
+                                    key: b.bag_id.clone(),
+                                    segment: None,
+                                    label: label.clone(),
+                                    dim: b.dim,
+                                    values: b.instances.clone(),
+                                    source_topic: topic.to_string(),
+                                    source_partition: partition,
+                                    source_offset: offset,
+                                    labeled_at_ms: ts,
+                                });
+                            }
+                        }
                         let started = Instant::now();
                         let res = Bag::new(b.dim, b.instances)
                             .map_err(|e| e.to_string())
@@ -534,8 +598,19 @@ impl Shared {
                         now_ms(),
                     )),
                 },
-                // Labels feed retraining (a later stage); here they are validated and counted.
-                Ok(Record::Label(_)) => {}
+                // Labels join their segment (or bag) into a training example; one whose
+                // points are still on their way waits, holding the replay point back.
+                Ok(Record::Label(l)) => {
+                    if self.training.is_some() {
+                        p.pending_labels.push_back(PendingLabel {
+                            offset,
+                            label: l,
+                            labeled_at_ms: ts,
+                            since: Instant::now(),
+                            raw: payload.to_vec(),
+                        });
+                    }
+                }
                 Err(rej) => dead.push(DeadLetterRecord::new(
                     topic,
                     partition,
@@ -560,7 +635,17 @@ impl Shared {
             ));
         }
         p.next_offset = offset + 1;
+        self.resolve_labels(p, &mut examples, &mut dead);
         if !emit {
+            // Examples are written on a replay too: the store keeps one per key, and a label
+            // that was waiting at the crash is only joined now.
+            if !examples.is_empty() {
+                let seg = p
+                    .segment
+                    .get_or_insert_with(|| Segment::new(topic, partition, offset, ts));
+                seg.last_offset = offset;
+                seg.examples.extend(examples);
+            }
             return None;
         }
         for d in &dead {
@@ -582,11 +667,154 @@ impl Shared {
             .extend(std::iter::repeat_n(consumed_at, preds.len()));
         seg.predictions.extend(preds);
         seg.dead_letters.extend(dead);
+        seg.approx_bytes += examples
+            .iter()
+            .map(|e| 64 + 8 * e.values.len())
+            .sum::<usize>();
+        seg.examples.extend(examples);
         if seg.rows() >= self.cfg.output.roll_rows || seg.approx_bytes >= self.cfg.output.roll_bytes
         {
             return self.seal(p);
         }
         None
+    }
+
+    /// Joins the partition's waiting labels that can join now, in order; a label that waited
+    /// longer than `training.label_wait_ms` (or can never join) becomes a dead letter.
+    /// Stops at the first that must keep waiting, so the replay point stays exact.
+    fn resolve_labels(
+        &self,
+        p: &mut PartitionRuntime,
+        examples: &mut Vec<Example>,
+        dead: &mut Vec<DeadLetterRecord>,
+    ) {
+        let Some(t) = &self.training else {
+            return;
+        };
+        let wait = Duration::from_millis(self.cfg.training.label_wait_ms);
+        while let Some(l) = p.pending_labels.front() {
+            let outcome = match self.join_label(t, l) {
+                LabelJoin::Wait if l.since.elapsed() < wait => break,
+                LabelJoin::Wait => LabelJoin::Dead(Rejected {
+                    reason: DeadReason::Unjoined,
+                    detail: format!(
+                        "the labeled segment's points did not all arrive within training.label_wait_ms = {} ms",
+                        wait.as_millis()
+                    ),
+                }),
+                other => other,
+            };
+            let l = p.pending_labels.pop_front().expect("front seen");
+            match outcome {
+                LabelJoin::Joined(mut e) => {
+                    e.source_topic = p.topic.clone();
+                    e.source_partition = p.partition;
+                    examples.push(e);
+                }
+                LabelJoin::Dead(rej) => {
+                    if l.offset >= p.emit_from {
+                        dead.push(DeadLetterRecord::new(
+                            &p.topic,
+                            p.partition,
+                            l.offset,
+                            &rej,
+                            &l.raw,
+                            now_ms(),
+                        ));
+                    }
+                }
+                LabelJoin::Wait => unreachable!("a waiting label stays queued"),
+            }
+        }
+    }
+
+    fn join_label(&self, t: &TrainingRuntime, l: &PendingLabel) -> LabelJoin {
+        let (key, label, segment) = match &l.label {
+            LabelRecord::Segment {
+                series_id,
+                start_ms,
+                end_ms,
+                label,
+            } => (series_id, label, Some((*start_ms, *end_ms))),
+            LabelRecord::Bag { bag_id, label } => (bag_id, label, None),
+        };
+        if self.cfg.training.freeze_classes {
+            let model = match segment {
+                Some(_) => Some(self.series_model.load_full()),
+                None => self.bag_model.clone(),
+            };
+            if let Some(m) = model {
+                if !m.model.classes().iter().any(|c| c == label) {
+                    return LabelJoin::Dead(Rejected {
+                        reason: DeadReason::UnknownClass,
+                        detail: format!(
+                            "class '{label}' is not one of the model's classes {:?} and training.freeze_classes is set",
+                            m.model.classes()
+                        ),
+                    });
+                }
+            }
+        }
+        let (dim, values) = match segment {
+            Some((start, end)) => match t.history.segment(key, start, end) {
+                SegmentJoin::Ready(v) => (1, v),
+                SegmentJoin::NotYet => return LabelJoin::Wait,
+                SegmentJoin::Gone(detail) => {
+                    return LabelJoin::Dead(Rejected {
+                        reason: DeadReason::Unjoined,
+                        detail,
+                    })
+                }
+            },
+            None => match t.bags.get(key) {
+                Some(b) => b,
+                None => {
+                    return LabelJoin::Dead(Rejected {
+                        reason: DeadReason::Unjoined,
+                        detail: format!(
+                            "bag '{key}' is not among the last {} bags (training.bag_cache)",
+                            self.cfg.training.bag_cache
+                        ),
+                    })
+                }
+            },
+        };
+        LabelJoin::Joined(Example {
+            key: key.clone(),
+            segment,
+            label: label.clone(),
+            dim,
+            values,
+            source_topic: String::new(),
+            source_partition: 0,
+            source_offset: l.offset,
+            labeled_at_ms: l.labeled_at_ms,
+        })
+    }
+
+    /// Retries the waiting labels of partitions with an open segment (on the worker's
+    /// tick); what they produce goes to that segment. Without one they wait for the next
+    /// message: a segment of no offsets would have no name of its own.
+    fn resolve_waiting(&self, parts: &mut HashMap<PartitionKey, Box<PartitionRuntime>>) {
+        for p in parts.values_mut() {
+            if p.pending_labels.is_empty() || p.segment.is_none() {
+                continue;
+            }
+            let (mut examples, mut dead) = (Vec::new(), Vec::new());
+            self.resolve_labels(p, &mut examples, &mut dead);
+            if examples.is_empty() && dead.is_empty() {
+                continue;
+            }
+            for d in &dead {
+                self.metrics
+                    .dead_letters
+                    .with_label_values(&[d.reason.as_str()])
+                    .inc();
+            }
+            let seg = p.segment.as_mut().expect("checked above");
+            seg.dead_letters.extend(dead);
+            seg.examples.extend(examples);
+        }
     }
 
     /// Seals segments older than the roll age (also empty ones, so their offsets commit),
@@ -656,7 +884,7 @@ fn worker_loop(
                 }
                 let _ = reply.send(targets);
             }
-            Work::Tick => {}
+            Work::Tick => shared.resolve_waiting(&mut parts),
         }
         if last_tick.elapsed() >= tick {
             last_tick = Instant::now();
@@ -721,6 +949,25 @@ fn writer_loop(
                     .bytes_written
                     .with_label_values(&["dlq"])
                     .inc_by(w.dead_letter_bytes);
+                if let (Some(t), false) = (&shared.training, seg.examples.is_empty()) {
+                    let b = super::training::write_examples(
+                        &t.dir,
+                        &seg.date_folder(),
+                        &seg.file_stem(),
+                        &seg.examples,
+                    )
+                    .map_err(|e| format!("training store: {e}"))?;
+                    shared
+                        .metrics
+                        .files_written
+                        .with_label_values(&["training"])
+                        .inc();
+                    shared
+                        .metrics
+                        .bytes_written
+                        .with_label_values(&["training"])
+                        .inc_by(b);
+                }
                 if shared.cfg.output.arrow_ipc {
                     let b = sink::ipc::write_segment_ipc(&shared.out_dir, &seg)
                         .map_err(|e| format!("arrow ipc: {e}"))?;
@@ -773,6 +1020,12 @@ fn writer_loop(
                 .metrics
                 .consume_to_durable_seconds
                 .observe(t.elapsed().as_secs_f64());
+        }
+        if let Some(t) = &shared.training {
+            t.examples_durable.fetch_add(
+                seg.examples.len() as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
         }
         shared
             .durable
@@ -838,12 +1091,29 @@ pub async fn run_pipeline(
     let out_dir = cfg.output.dir.clone();
     std::fs::create_dir_all(&out_dir)
         .map_err(|e| anyhow::anyhow!("creating output folder {}: {e}", out_dir.display()))?;
+    let training = if cfg.training.enabled {
+        std::fs::create_dir_all(&cfg.training.dir).map_err(|e| {
+            anyhow::anyhow!(
+                "creating the training store {}: {e}",
+                cfg.training.dir.display()
+            )
+        })?;
+        Some(Arc::new(TrainingRuntime {
+            history: SeriesHistory::new(cfg.training.history_ms, cfg.training.history_points),
+            bags: BagCache::new(cfg.training.bag_cache),
+            dir: cfg.training.dir.clone(),
+            examples_durable: std::sync::atomic::AtomicU64::new(0),
+        }))
+    } else {
+        None
+    };
     let shared = Arc::new(Shared {
         metrics: metrics.clone(),
         health: health.clone(),
         series_model: ArcSwap::new(series_model),
         bag_model,
         durable: DurableOffsets::default(),
+        training: training.clone(),
         writers: Mutex::new(None),
         workers: Mutex::new(None),
         kinds: kinds.clone(),

@@ -92,7 +92,11 @@ pub fn example_batch(rows: &[Example]) -> RecordBatch {
     let mut at = TimestampMillisecondBuilder::new().with_timezone("UTC");
     for e in rows {
         key.append_value(&e.key);
-        kind.append_value(if e.segment.is_some() { "segment" } else { "bag" });
+        kind.append_value(if e.segment.is_some() {
+            "segment"
+        } else {
+            "bag"
+        });
         start.append_option(e.segment.map(|s| s.0));
         end.append_option(e.segment.map(|s| s.1));
         label.append_value(&e.label);
@@ -121,8 +125,17 @@ pub fn example_batch(rows: &[Example]) -> RecordBatch {
 }
 
 /// Writes a segment's examples to `<dir>/<date>/<stem>.parquet` atomically; returns bytes.
-pub fn write_examples(dir: &Path, date: &str, stem: &str, rows: &[Example]) -> std::io::Result<u64> {
-    super::sink::parquet::write_parquet(&dir.join(date), &format!("{stem}.parquet"), &example_batch(rows))
+pub fn write_examples(
+    dir: &Path,
+    date: &str,
+    stem: &str,
+    rows: &[Example],
+) -> std::io::Result<u64> {
+    super::sink::parquet::write_parquet(
+        &dir.join(date),
+        &format!("{stem}.parquet"),
+        &example_batch(rows),
+    )
 }
 
 fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> anyhow::Result<&'a T> {
@@ -157,7 +170,8 @@ pub fn read_examples(path: &Path) -> anyhow::Result<Vec<Example>> {
                 .ok_or_else(|| anyhow::anyhow!("`values` is not a list of doubles"))?;
             out.push(Example {
                 key: key.value(i).to_string(),
-                segment: (!start.is_null(i) && !end.is_null(i)).then(|| (start.value(i), end.value(i))),
+                segment: (!start.is_null(i) && !end.is_null(i))
+                    .then(|| (start.value(i), end.value(i))),
                 label: label.value(i).to_string(),
                 dim: dim.value(i) as usize,
                 values: v.values().to_vec(),
@@ -216,8 +230,18 @@ pub fn load_store(
     }
     let mut all: Vec<Example> = by_key.into_values().collect();
     all.sort_by(|a, b| {
-        (a.labeled_at_ms, &a.source_topic, a.source_partition, a.source_offset)
-            .cmp(&(b.labeled_at_ms, &b.source_topic, b.source_partition, b.source_offset))
+        (
+            a.labeled_at_ms,
+            &a.source_topic,
+            a.source_partition,
+            a.source_offset,
+        )
+            .cmp(&(
+                b.labeled_at_ms,
+                &b.source_topic,
+                b.source_partition,
+                b.source_offset,
+            ))
             .then_with(|| a.key.cmp(&b.key))
     });
     let skip = all.len().saturating_sub(max_examples);

@@ -152,10 +152,20 @@ interval_ms = 200
 listen = "127.0.0.1:0"
 [shutdown]
 grace_ms = 10000
+{training}
 {extra}
 "#,
         model.display(),
-        out.display()
+        out.display(),
+        // The training store in the scratch folder too, unless the test sets [training].
+        training = if extra.contains("[training]") {
+            String::new()
+        } else {
+            format!(
+                "[training]\ndir = \"{}\"",
+                out.with_file_name("training").display()
+            )
+        },
     );
     let path = out.parent().unwrap().join(format!("{group}.toml"));
     std::fs::write(&path, &text).unwrap();

@@ -13,6 +13,7 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 
 use super::record::{DeadLetterRecord, PredictionRecord};
+use super::training::Example;
 
 /// The outputs of `topic`/`partition` for source offsets `first_offset..=last_offset`.
 #[derive(Debug, Clone)]
@@ -25,6 +26,8 @@ pub struct Segment {
     pub first_timestamp_ms: i64,
     pub predictions: Vec<PredictionRecord>,
     pub dead_letters: Vec<DeadLetterRecord>,
+    /// Labeled examples for the training store.
+    pub examples: Vec<Example>,
     /// When each prediction's source message was consumed (latency metric).
     pub consumed_at: Vec<Instant>,
     /// The oldest offset a replay must start from to rebuild the partition's windows as they
@@ -44,6 +47,7 @@ impl Segment {
             first_timestamp_ms,
             predictions: Vec::new(),
             dead_letters: Vec::new(),
+            examples: Vec::new(),
             consumed_at: Vec::new(),
             replay_from: first_offset,
             opened_at: Instant::now(),
@@ -52,7 +56,7 @@ impl Segment {
     }
 
     pub fn rows(&self) -> usize {
-        self.predictions.len() + self.dead_letters.len()
+        self.predictions.len() + self.dead_letters.len() + self.examples.len()
     }
 
     /// Base file name (no extension): `<topic>-<partition>-<first>-<last>`, zero-padded so
@@ -116,30 +120,41 @@ pub fn sweep_partition(
 ) -> std::io::Result<usize> {
     let mut removed = 0;
     for sub in [PREDICTIONS_DIR, DEAD_LETTERS_DIR, ARROW_DIR] {
-        let dir = root.join(sub);
-        let Ok(dates) = std::fs::read_dir(&dir) else {
+        removed += sweep_tree(&root.join(sub), topic, partition, from_offset)?;
+    }
+    Ok(removed)
+}
+
+/// [`sweep_partition`] for one tree of `date=.../` folders (also the training store).
+pub fn sweep_tree(
+    dir: &Path,
+    topic: &str,
+    partition: i32,
+    from_offset: i64,
+) -> std::io::Result<usize> {
+    let mut removed = 0;
+    let Ok(dates) = std::fs::read_dir(dir) else {
+        return Ok(0);
+    };
+    for date in dates.flatten() {
+        let Ok(files) = std::fs::read_dir(date.path()) else {
             continue;
         };
-        for date in dates.flatten() {
-            let Ok(files) = std::fs::read_dir(date.path()) else {
+        for f in files.flatten() {
+            let name = f.file_name().to_string_lossy().into_owned();
+            let (hidden, visible) = match name.strip_prefix('.') {
+                Some(rest) => (true, rest.trim_end_matches(".tmp").to_string()),
+                None => (false, name.clone()),
+            };
+            let Some(parsed) = parse_output_name(&visible) else {
                 continue;
             };
-            for f in files.flatten() {
-                let name = f.file_name().to_string_lossy().into_owned();
-                let (hidden, visible) = match name.strip_prefix('.') {
-                    Some(rest) => (true, rest.trim_end_matches(".tmp").to_string()),
-                    None => (false, name.clone()),
-                };
-                let Some(parsed) = parse_output_name(&visible) else {
-                    continue;
-                };
-                if parsed.topic != topic || parsed.partition != partition {
-                    continue;
-                }
-                if hidden || parsed.first_offset >= from_offset {
-                    std::fs::remove_file(f.path())?;
-                    removed += 1;
-                }
+            if parsed.topic != topic || parsed.partition != partition {
+                continue;
+            }
+            if hidden || parsed.first_offset >= from_offset {
+                std::fs::remove_file(f.path())?;
+                removed += 1;
             }
         }
     }
