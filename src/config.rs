@@ -227,6 +227,21 @@ impl Default for TrainingConfig {
     }
 }
 
+impl Config {
+    /// The model registry in use: `model.registry_dir`, or `models/` next to the training
+    /// store when retraining is on (so promoted models survive a restart); None otherwise.
+    pub fn registry_dir(&self) -> Option<PathBuf> {
+        self.model.registry_dir.clone().or_else(|| {
+            self.training.enabled.then(|| {
+                self.training
+                    .dir
+                    .parent()
+                    .map_or_else(|| PathBuf::from("models"), |p| p.join("models"))
+            })
+        })
+    }
+}
+
 /// Parses "250ms", "30s", "15m", "1h", "7d" into milliseconds; "" is None.
 pub fn parse_duration_ms(s: &str) -> Result<Option<u64>, String> {
     let s = s.trim();
@@ -460,7 +475,7 @@ impl Config {
                 format!("must be in [0, 1), got {}", t.holdout),
             ));
         }
-        if !(t.tolerance >= 0.0) {
+        if t.tolerance.is_nan() || t.tolerance < 0.0 {
             return Err((
                 "training.tolerance",
                 format!("must be >= 0, got {}", t.tolerance),

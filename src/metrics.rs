@@ -64,6 +64,12 @@ metric_names! {
     FILES_SWEPT = "milstream_swept_files_total";
     /// Scoring model replaced by a newer version (atomic swap); moves once per swap.
     MODEL_SWAPS = "milstream_model_swaps_total";
+    /// Retraining runs, per outcome (promoted, rejected by the champion/challenger check, failed); moves once per run.
+    TRAINING_RUNS = "milstream_training_runs_total";
+    /// Labeled examples the last training run read from the store (after retention).
+    TRAINING_EXAMPLES = "milstream_training_examples";
+    /// Held-out accuracy of the serving model at the last training run (the champion's, or the promoted candidate's).
+    MODEL_HOLDOUT_ACCURACY = "milstream_model_holdout_accuracy";
     /// Seconds from receiving a record to its prediction being durable in every sink.
     CONSUME_TO_DURABLE = "milstream_consume_to_durable_seconds";
     /// Seconds spent scoring one window or bag with the current model.
@@ -78,6 +84,9 @@ pub fn dead_letter_reasons() -> [&'static str; DeadReason::ALL.len()] {
 
 /// Every `sink` label value of [`FILES_WRITTEN`] and [`BYTES_WRITTEN`].
 pub const SINKS: [&str; 4] = ["parquet", "ipc", "dlq", "training"];
+
+/// Every `outcome` label value of [`TRAINING_RUNS`].
+pub const TRAINING_OUTCOMES: [&str; 3] = ["promoted", "rejected", "failed"];
 
 /// Every `cause` label value of [`SERIES_EVICTED`].
 pub const EVICTION_CAUSES: [&str; 2] = ["idle", "capacity"];
@@ -136,6 +145,12 @@ pub struct Metrics {
     pub files_swept: IntCounter,
     /// [`MODEL_SWAPS`].
     pub model_swaps: IntCounter,
+    /// [`TRAINING_RUNS`]`{outcome}`, outcome in [`TRAINING_OUTCOMES`].
+    pub training_runs: IntCounterVec,
+    /// [`TRAINING_EXAMPLES`].
+    pub training_examples: IntGauge,
+    /// [`MODEL_HOLDOUT_ACCURACY`].
+    pub model_holdout_accuracy: prometheus::Gauge,
     /// [`CONSUME_TO_DURABLE`].
     pub consume_to_durable_seconds: Histogram,
     /// [`SCORING`]: per window or bag.
@@ -165,6 +180,15 @@ impl Metrics {
             replayed_records: counter(&r, REPLAYED_RECORDS),
             files_swept: counter(&r, FILES_SWEPT),
             model_swaps: counter(&r, MODEL_SWAPS),
+            training_runs: counter_vec(&r, TRAINING_RUNS, "outcome"),
+            training_examples: gauge(&r, TRAINING_EXAMPLES),
+            model_holdout_accuracy: {
+                let g =
+                    prometheus::Gauge::new(MODEL_HOLDOUT_ACCURACY, help(MODEL_HOLDOUT_ACCURACY))
+                        .expect("valid metric");
+                r.register(Box::new(g.clone())).expect("registered once");
+                g
+            },
             consume_to_durable_seconds: histogram(
                 &r,
                 CONSUME_TO_DURABLE,
@@ -181,6 +205,9 @@ impl Metrics {
         for sink in SINKS {
             metrics.files_written.with_label_values(&[sink]);
             metrics.bytes_written.with_label_values(&[sink]);
+        }
+        for outcome in TRAINING_OUTCOMES {
+            metrics.training_runs.with_label_values(&[outcome]);
         }
         for cause in EVICTION_CAUSES {
             metrics.series_evicted.with_label_values(&[cause]);

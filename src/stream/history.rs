@@ -10,6 +10,11 @@ use std::sync::Mutex;
 
 const SHARDS: usize = 16;
 
+/// A shard of series: id -> (ts, value) in event-time order.
+type SeriesShard = Mutex<HashMap<String, VecDeque<(i64, f64)>>>;
+/// Bags by id (dim, row-major instances), and their arrival order.
+type BagMap = (HashMap<String, (usize, Vec<f64>)>, VecDeque<String>);
+
 /// What a label's segment found.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SegmentJoin {
@@ -24,7 +29,7 @@ pub enum SegmentJoin {
 /// Recent points per series: at most `max_points`, none older than the newest minus
 /// `horizon_ms`.
 pub struct SeriesHistory {
-    shards: Vec<Mutex<HashMap<String, VecDeque<(i64, f64)>>>>,
+    shards: Vec<SeriesShard>,
     horizon_ms: i64,
     max_points: usize,
 }
@@ -115,7 +120,7 @@ impl SeriesHistory {
 
 /// The most recent bags by id (first in, first out beyond `capacity`).
 pub struct BagCache {
-    inner: Mutex<(HashMap<String, (usize, Vec<f64>)>, VecDeque<String>)>,
+    inner: Mutex<BagMap>,
     capacity: usize,
 }
 

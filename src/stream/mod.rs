@@ -14,6 +14,7 @@ pub mod record;
 pub mod registry;
 pub mod sink;
 pub mod source;
+pub mod trainer;
 pub mod training;
 pub mod window;
 
@@ -61,8 +62,7 @@ fn load_model(path: &Path) -> anyhow::Result<(Model, String)> {
 /// published to the registry (if configured) as its first version.
 pub fn resolve_series_model(cfg: &Config) -> anyhow::Result<(Model, String)> {
     let registry = cfg
-        .model
-        .registry_dir
+        .registry_dir()
         .as_deref()
         .map(registry::Registry::open)
         .transpose()?;

@@ -27,6 +27,16 @@ pub struct ModelCard {
     pub rho: f64,
     pub sparsity: f64,
     pub cv_accuracy: Option<f64>,
+    /// Training examples per class.
+    #[serde(default)]
+    pub per_class: std::collections::BTreeMap<String, usize>,
+    /// Accuracy on the held-out newest examples, and the champion's on the same slice.
+    #[serde(default)]
+    pub holdout_accuracy: Option<f64>,
+    #[serde(default)]
+    pub champion_holdout_accuracy: Option<f64>,
+    #[serde(default)]
+    pub n_holdout: usize,
 }
 
 impl ModelCard {
@@ -45,6 +55,10 @@ impl ModelCard {
             rho: m.summary.rho,
             sparsity: m.summary.sparsity,
             cv_accuracy: None,
+            per_class: Default::default(),
+            holdout_accuracy: None,
+            champion_holdout_accuracy: None,
+            n_holdout: 0,
         }
     }
 }

@@ -1190,6 +1190,7 @@ pub async fn run_pipeline(
         })
     };
 
+    let trainer = super::trainer::spawn(shared.clone())?;
     let ctx = Ctx {
         shared: OnceLock::new(),
     };
@@ -1260,6 +1261,10 @@ pub async fn run_pipeline(
     }
     commit_durable(&shared, &consumer).await;
     committer.abort();
+    if let Some(t) = trainer {
+        // A run in progress finishes first; the store and registry stay consistent.
+        let _ = tokio::task::spawn_blocking(move || t.stop()).await;
+    }
     *shared.writers.lock().expect("writer lock") = None;
     drop(writers);
     let _ = tokio::task::spawn_blocking(move || {

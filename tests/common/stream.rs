@@ -157,14 +157,12 @@ grace_ms = 10000
 "#,
         model.display(),
         out.display(),
-        // The training store in the scratch folder too, unless the test sets [training].
+        // Retraining (and with it the default model registry) only where a test asks for it
+        // with its own [training] section.
         training = if extra.contains("[training]") {
-            String::new()
+            ""
         } else {
-            format!(
-                "[training]\ndir = \"{}\"",
-                out.with_file_name("training").display()
-            )
+            "[training]\nenabled = false"
         },
     );
     let path = out.parent().unwrap().join(format!("{group}.toml"));

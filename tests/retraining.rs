@@ -1,0 +1,307 @@
+//! Scheduled retraining against the mock cluster: labels on the stream join their windows'
+//! points into the training store, the trainer fits candidates and the champion/challenger
+//! check decides what serves. Drift recovery, a bad candidate rejected, a failed run counted,
+//! and a restart that comes back with the promoted model and the store.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use common::stream::*;
+use common::{load, scratch};
+use milstream::mil::{Dataset, Sample};
+
+/// Aligned on the hop, so each GunPoint series of 150 points is exactly one window.
+const T0: i64 = 1_700_000_001_000;
+const SENSORS: usize = 4;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A sample of the daemon's /metrics: the value of the line starting with `series`.
+fn metric(port: u16, series: &str) -> f64 {
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return f64::NAN;
+    };
+    let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let mut body = String::new();
+    let _ = s.read_to_string(&mut body);
+    body.lines()
+        .find(|l| l.starts_with(series))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// One round: every sensor emits one GunPoint test series (150 points, 10 ms apart), then a
+/// label for it when `label` says which. Returns the messages and each window's truth.
+fn round(
+    test: &Dataset,
+    r: usize,
+    label: impl Fn(usize, &str) -> Option<String>,
+) -> (
+    Vec<(String, String, Vec<u8>)>,
+    Vec<((String, i64, i64), String)>,
+) {
+    let t = T0 + r as i64 * HOP_MS;
+    let mut points = Vec::new();
+    let mut labels = Vec::new();
+    let mut truth = Vec::new();
+    let picks: Vec<usize> = (0..SENSORS)
+        .map(|s| (s * 37 + r * 11) % test.len())
+        .collect();
+    for j in 0..W {
+        for (s, &i) in picks.iter().enumerate() {
+            let Sample::Series(v) = &test.samples[i] else {
+                unreachable!()
+            };
+            let id = format!("sensor-{s}");
+            points.push((
+                POINTS.to_string(),
+                id.clone(),
+                format!(
+                    r#"{{"series_id":"{id}","ts":{},"value":{}}}"#,
+                    t + j as i64 * SPACING_MS,
+                    v[j]
+                )
+                .into_bytes(),
+            ));
+        }
+    }
+    for (s, &i) in picks.iter().enumerate() {
+        let id = format!("sensor-{s}");
+        let end = t + (W as i64 - 1) * SPACING_MS;
+        let shown = label(i, &test.labels[i]);
+        if let Some(l) = &shown {
+            labels.push((
+                LABELS.to_string(),
+                id.clone(),
+                format!(r#"{{"series_id":"{id}","start":{t},"end":{end},"label":"{l}"}}"#)
+                    .into_bytes(),
+            ));
+        }
+        truth.push((
+            (id, t, end),
+            shown.unwrap_or_else(|| test.labels[i].clone()),
+        ));
+    }
+    points.extend(labels);
+    (points, truth)
+}
+
+fn training_extra(dir: &Path, lines: &str) -> String {
+    format!(
+        "[training]\ndir = \"{}\"\nlabel_wait_ms = 20000\n{lines}",
+        dir.join("training").display()
+    )
+}
+
+fn versions(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir.join("models"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with('v'))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn swap(label: &str) -> String {
+    if label == "1" { "2" } else { "1" }.to_string()
+}
+
+#[test]
+fn drift_is_recovered_by_retraining_and_a_restart_keeps_the_promoted_model() {
+    let dir = scratch("drift");
+    let out = dir.join("out");
+    let bootstrap = cluster(2);
+    let (model_path, _) = model_file(&dir);
+    let test = load("GunPoint_TEST.csv");
+    let port = free_port();
+    let extra = training_extra(
+        &dir,
+        "every = \"\"\nafter_examples = 16\nmax_examples = 32\nholdout = 0.25\ntolerance = 0.0\nmin_examples = 12",
+    );
+    let mut cfg = config(&bootstrap, &out, &model_path, "drift", &extra);
+    cfg.http.listen = format!("127.0.0.1:{port}");
+    let (daemon, stop) = spawn_daemon(cfg.clone());
+
+    // Rounds 0..12 labeled truly; from round 12 on the classes swap shapes.
+    const DRIFT: usize = 12;
+    const ROUNDS: usize = 32;
+    let p = producer(&bootstrap);
+    let mut truth: BTreeMap<(String, i64, i64), String> = BTreeMap::new();
+    for r in 0..ROUNDS {
+        let (msgs, t) = round(&test, r, |_, l| {
+            Some(if r < DRIFT { l.to_string() } else { swap(l) })
+        });
+        produce_all(&p, &msgs);
+        // The last round only closes the windows before it.
+        if r + 1 < ROUNDS {
+            truth.extend(t);
+        }
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    let want: std::collections::BTreeSet<_> = truth.keys().cloned().collect();
+    let complete = wait_until(Duration::from_secs(60), || {
+        window_keys(&read_predictions(&out)).is_superset(&want)
+    });
+    let promoted = metric(port, "milstream_training_runs_total{outcome=\"promoted\"}");
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    assert!(complete, "not every window was scored");
+
+    let rows = read_predictions(&out);
+    // No window went unscored or twice across the swaps.
+    assert_eq!(window_keys(&rows), want);
+    assert_eq!(rows.len(), want.len(), "one row per window");
+    let first = versions(&dir)[0].clone();
+    let latest = rows.iter().map(|r| r.model_version.clone()).max().unwrap();
+    assert!(promoted >= 1.0, "promoted runs: {promoted}");
+    assert!(
+        latest > first,
+        "the serving version went up: {first} -> {latest}"
+    );
+    // Accuracy on the post-drift windows, per serving version.
+    let mut by_version: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for r in &rows {
+        let key = (r.key.clone(), r.start.unwrap(), r.end.unwrap());
+        if key.1 < T0 + DRIFT as i64 * HOP_MS {
+            continue;
+        }
+        let e = by_version.entry(r.model_version.clone()).or_default();
+        e.0 += usize::from(r.label == truth[&key]);
+        e.1 += 1;
+    }
+    let (hits, n) = by_version[&latest];
+    let acc = hits as f64 / n as f64;
+    println!("post-drift accuracy by version: {by_version:?}");
+    assert!(n >= 8, "only {n} post-drift windows under {latest}");
+    // The threshold: 0.75 on windows after the drift (the champion trained before it scores
+    // about 0.03 there, since the classes swapped).
+    assert!(
+        acc >= 0.75,
+        "post-drift accuracy of {latest}: {acc} ({hits}/{n})"
+    );
+    if let Some(&(h0, n0)) = by_version.get(&first) {
+        assert!(
+            n0 < 4 || (h0 as f64 / n0 as f64) < 0.3,
+            "the pre-drift champion should fail after the drift: {h0}/{n0}"
+        );
+    }
+    let stored = milstream::stream::training::load_store(&dir.join("training"), 10_000, None)
+        .unwrap()
+        .len();
+    assert!(stored >= 32, "{stored} examples in the store");
+
+    // Restart: the promoted model comes back and the store is intact.
+    let mut cfg2 = cfg;
+    cfg2.http.listen = String::new();
+    let (daemon, stop) = spawn_daemon(cfg2);
+    let mut more = BTreeMap::new();
+    for r in ROUNDS..ROUNDS + 3 {
+        let (msgs, t) = round(&test, r, |_, _| None);
+        produce_all(&p, &msgs);
+        more.extend(t);
+    }
+    let more_keys: std::collections::BTreeSet<_> = more.keys().cloned().collect();
+    // Round ROUNDS-1 closes now, rounds ROUNDS..ROUNDS+2 close all but the last.
+    let done = wait_until(Duration::from_secs(60), || {
+        window_keys(&read_predictions(&out))
+            .iter()
+            .filter(|k| more_keys.contains(*k))
+            .count()
+            >= 2 * SENSORS
+    });
+    stop.send(true).unwrap();
+    daemon
+        .join()
+        .unwrap()
+        .expect("the restarted daemon stops cleanly");
+    assert!(done, "the restarted daemon did not score the new windows");
+    let after: Vec<_> = read_predictions(&out)
+        .into_iter()
+        .filter(|r| more_keys.contains(&(r.key.clone(), r.start.unwrap(), r.end.unwrap())))
+        .collect();
+    let registry_current = versions(&dir).last().unwrap().clone();
+    for r in &after {
+        assert_eq!(
+            r.model_version, registry_current,
+            "after the restart the promoted model scores"
+        );
+    }
+    let stored_after = milstream::stream::training::load_store(&dir.join("training"), 10_000, None)
+        .unwrap()
+        .len();
+    assert!(stored_after >= stored, "store {stored} -> {stored_after}");
+}
+
+#[test]
+fn a_bad_candidate_is_rejected_and_a_failed_run_changes_nothing() {
+    let dir = scratch("badcand");
+    let out = dir.join("out");
+    let bootstrap = cluster(2);
+    let (model_path, _) = model_file(&dir);
+    let test = load("GunPoint_TEST.csv");
+    let port = free_port();
+    // Runs every second; until 32 examples are stored they fail (too few examples).
+    let extra = training_extra(
+        &dir,
+        "every = \"1s\"\nmax_examples = 32\nholdout = 0.25\ntolerance = 0.02\nmin_examples = 32",
+    );
+    let mut cfg = config(&bootstrap, &out, &model_path, "badcand", &extra);
+    cfg.http.listen = format!("127.0.0.1:{port}");
+    let (daemon, stop) = spawn_daemon(cfg);
+    let p = producer(&bootstrap);
+    // Let a scheduled run meet the empty store.
+    assert!(wait_until(Duration::from_secs(20), || {
+        metric(port, "milstream_training_runs_total{outcome=\"failed\"}") >= 1.0
+    }));
+    let started_with = versions(&dir);
+    assert_eq!(started_with.len(), 1, "{started_with:?}");
+    // Six rounds of shuffled labels (what the candidate trains on), then two of true labels
+    // (the newest examples, held out): the candidate is worse than the champion there.
+    let mut keys = std::collections::BTreeSet::new();
+    for r in 0..10 {
+        let (msgs, t) = round(&test, r, |i, l| match r {
+            0..6 => Some(if (i * 7919 + r) % 2 == 0 { "1" } else { "2" }.to_string()),
+            6..8 => Some(l.to_string()),
+            _ => None,
+        });
+        produce_all(&p, &msgs);
+        if r < 9 {
+            keys.extend(t.into_iter().map(|(k, _)| k));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let rejected = wait_until(Duration::from_secs(60), || {
+        metric(port, "milstream_training_runs_total{outcome=\"rejected\"}") >= 1.0
+    });
+    let complete = wait_until(Duration::from_secs(60), || {
+        window_keys(&read_predictions(&out)).is_superset(&keys)
+    });
+    let promoted = metric(port, "milstream_training_runs_total{outcome=\"promoted\"}");
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    assert!(rejected, "no run rejected the shuffled-label candidate");
+    assert!(complete, "not every window was scored");
+    assert_eq!(promoted, 0.0);
+    assert_eq!(versions(&dir), started_with, "the registry did not change");
+    for r in read_predictions(&out) {
+        assert_eq!(
+            r.model_version, started_with[0],
+            "the champion kept scoring"
+        );
+    }
+}
