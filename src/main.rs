@@ -303,7 +303,19 @@ fn spinner(what: &str, quiet: bool) -> ProgressBar {
     pb
 }
 
+/// A data file, or the daemon's training store when `path` is a folder (its Parquet
+/// examples, one per segment or bag, the newest label of each).
 fn load(path: &Path, format: Option<Format>) -> Result<Dataset> {
+    if path.is_dir() {
+        let examples = milstream::stream::training::load_store(path, usize::MAX, None)
+            .with_context(|| format!("reading the training store {}", path.display()))?;
+        anyhow::ensure!(
+            !examples.is_empty(),
+            "{}: no training examples (expected date=YYYY-MM-DD/*.parquet from the daemon's training.dir)",
+            path.display()
+        );
+        return Ok(milstream::stream::training::to_dataset(&examples));
+    }
     Ok(read_dataset(path, format)?)
 }
 

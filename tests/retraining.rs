@@ -41,6 +41,12 @@ fn metric(port: u16, series: &str) -> f64 {
         .unwrap_or(f64::NAN)
 }
 
+/// The messages of a round, and each window's key with its true label.
+type Round = (
+    Vec<(String, String, Vec<u8>)>,
+    Vec<((String, i64, i64), String)>,
+);
+
 /// One round: every sensor emits one GunPoint test series (150 points, 10 ms apart), then a
 /// label for it when `label` says which. Returns the messages and each window's truth.
 fn round(
@@ -204,6 +210,20 @@ fn drift_is_recovered_by_retraining_and_a_restart_keeps_the_promoted_model() {
         .unwrap()
         .len();
     assert!(stored >= 32, "{stored} examples in the store");
+    // The offline CLI trains from the store folder as well.
+    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_milstream"))
+        .args(["train", "--quiet", "--data"])
+        .arg(dir.join("training"))
+        .arg("--out")
+        .arg(dir.join("from-store.json"))
+        .output()
+        .unwrap();
+    assert!(
+        cli.status.success(),
+        "milstream train --data <store>: {}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    assert!(dir.join("from-store.json").is_file());
 
     // Restart: the promoted model comes back and the store is intact.
     let mut cfg2 = cfg;
