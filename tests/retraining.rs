@@ -53,10 +53,7 @@ fn round(
     test: &Dataset,
     r: usize,
     label: impl Fn(usize, &str) -> Option<String>,
-) -> (
-    Vec<(String, String, Vec<u8>)>,
-    Vec<((String, i64, i64), String)>,
-) {
+) -> Round {
     let t = T0 + r as i64 * HOP_MS;
     let mut points = Vec::new();
     let mut labels = Vec::new();
