@@ -39,6 +39,9 @@ pub struct KafkaConfig {
     pub bags_topic: String,
     /// Topic of label records; empty = not consumed.
     pub labels_topic: String,
+    /// Compacted topic of promoted models, keyed by `model.name`: trainers publish to it,
+    /// scorers follow it. Empty = off.
+    pub models_topic: String,
     /// Partitions of each topic the embedded cluster creates.
     pub embedded_partitions: i32,
     /// librdkafka settings passed through untouched (security.protocol, sasl.*, ssl.*,
@@ -54,6 +57,7 @@ impl Default for KafkaConfig {
             points_topic: "milstream.points".into(),
             bags_topic: "milstream.bags".into(),
             labels_topic: "milstream.labels".into(),
+            models_topic: "milstream.models".into(),
             embedded_partitions: 4,
             properties: BTreeMap::new(),
         }
@@ -102,10 +106,27 @@ impl Default for WindowConfig {
     }
 }
 
+/// What a process does when the work is split across processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Score, join labels, train and publish: one process does everything.
+    #[default]
+    All,
+    /// Score only; follow the models topic for new versions.
+    Scorer,
+    /// Join labels, keep the training store, train and publish to the models topic; writes
+    /// no predictions. Consumes in its own group, `<group_id>.trainer`, so it sees every
+    /// partition while the scorers of `group_id` split them.
+    Trainer,
+}
+
 /// How the work is spread over threads.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PipelineConfig {
+    /// all | scorer | trainer.
+    pub role: Role,
     /// Scoring workers; each owns a share of the assigned partitions (their windows and open
     /// files), so a partition is still processed in offset order. 0 = one per CPU core.
     pub workers: usize,
@@ -116,6 +137,7 @@ pub struct PipelineConfig {
 impl Default for PipelineConfig {
     fn default() -> Self {
         Self {
+            role: Role::All,
             workers: 0,
             queue_messages: 1024,
         }
@@ -153,7 +175,7 @@ impl Default for LimitsConfig {
 }
 
 /// The models that score.
-#[derive(Debug, Clone, Deserialize, Default)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ModelConfig {
     /// Model artifact (JSON, from `milstream train`) for series windows. Unset: train the
@@ -162,11 +184,24 @@ pub struct ModelConfig {
     /// Model artifact for bag records. Unset: bag records go to the dead-letter sink as
     /// `no_model`.
     pub bags_path: Option<PathBuf>,
+    /// The key of this model on the models topic.
+    pub name: String,
     /// Model registry folder (`<version>/model.json`, `card.json`, `current`). When set, the
     /// daemon scores with `current` if there is one; otherwise it takes the model from
     /// `series_path` (or trains the embedded one), publishes it as the first version and
     /// scores with that, so a restart comes back with the same model. Unset: no registry.
     pub registry_dir: Option<PathBuf>,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        Self {
+            series_path: None,
+            bags_path: None,
+            name: "series".into(),
+            registry_dir: None,
+        }
+    }
 }
 
 /// Retraining from labels on the stream.
@@ -228,6 +263,15 @@ impl Default for TrainingConfig {
 }
 
 impl Config {
+    /// The consumer group this process joins: `kafka.group_id`, or `<group_id>.trainer` for
+    /// the trainer role, which reads every partition beside the scorers.
+    pub fn group_id(&self) -> String {
+        match self.pipeline.role {
+            Role::Trainer => format!("{}.trainer", self.kafka.group_id),
+            _ => self.kafka.group_id.clone(),
+        }
+    }
+
     /// The model registry in use: `model.registry_dir`, or `models/` next to the training
     /// store when retraining is on (so promoted models survive a restart); None otherwise.
     pub fn registry_dir(&self) -> Option<PathBuf> {

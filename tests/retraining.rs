@@ -49,11 +49,7 @@ type Round = (
 
 /// One round: every sensor emits one GunPoint test series (150 points, 10 ms apart), then a
 /// label for it when `label` says which. Returns the messages and each window's truth.
-fn round(
-    test: &Dataset,
-    r: usize,
-    label: impl Fn(usize, &str) -> Option<String>,
-) -> Round {
+fn round(test: &Dataset, r: usize, label: impl Fn(usize, &str) -> Option<String>) -> Round {
     let t = T0 + r as i64 * HOP_MS;
     let mut points = Vec::new();
     let mut labels = Vec::new();
@@ -321,4 +317,78 @@ fn a_bad_candidate_is_rejected_and_a_failed_run_changes_nothing() {
             "the champion kept scoring"
         );
     }
+}
+
+#[test]
+fn scorers_without_training_pick_up_the_model_a_trainer_publishes() {
+    let dir = scratch("split");
+    let out = dir.join("out");
+    let bootstrap = cluster(2);
+    let (model_path, _) = model_file(&dir);
+    let test = load("GunPoint_TEST.csv");
+    // Two scorers in group "split"; they share the output folder (files are per partition).
+    let mut scorer = config(&bootstrap, &out, &model_path, "split", "");
+    scorer.pipeline.role = milstream::config::Role::Scorer;
+    // One trainer, configured with the same group (it consumes as "split.trainer").
+    let trainer_out = dir.join("trainer-out");
+    let extra = training_extra(
+        &dir,
+        "every = \"\"\nafter_examples = 12\nmax_examples = 48\nholdout = 0.25\ntolerance = 1.0\nmin_examples = 12",
+    );
+    let mut trainer = config(&bootstrap, &trainer_out, &model_path, "split", &extra);
+    trainer.pipeline.role = milstream::config::Role::Trainer;
+    let (d1, stop1) = spawn_daemon(scorer.clone());
+    let (d2, stop2) = spawn_daemon(scorer);
+    let (d3, stop3) = spawn_daemon(trainer);
+    let p = producer(&bootstrap);
+    let mut keys = std::collections::BTreeSet::new();
+    for r in 0..14 {
+        let (msgs, t) = round(&test, r, |_, l| Some(l.to_string()));
+        produce_all(&p, &msgs);
+        if r < 13 {
+            keys.extend(t.into_iter().map(|(k, _)| k));
+        }
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    let published = || {
+        read_predictions(&out)
+            .iter()
+            .any(|r| r.model_version.starts_with('v'))
+    };
+    let done = wait_until(Duration::from_secs(60), || {
+        window_keys(&read_predictions(&out)).is_superset(&keys) && published()
+    });
+    for s in [stop1, stop2, stop3] {
+        s.send(true).unwrap();
+    }
+    for d in [d1, d2, d3] {
+        d.join().unwrap().expect("each process stops cleanly");
+    }
+    assert!(
+        done,
+        "windows missing or no published model reached the scorers"
+    );
+    let rows = read_predictions(&out);
+    assert_eq!(
+        window_keys(&rows),
+        keys,
+        "the two scorers together scored every window"
+    );
+    assert_eq!(rows.len(), keys.len(), "once each");
+    let trained = versions(&dir);
+    let picked: std::collections::BTreeSet<String> = rows
+        .iter()
+        .map(|r| r.model_version.clone())
+        .filter(|v| v.starts_with('v'))
+        .collect();
+    assert!(
+        picked
+            .iter()
+            .all(|v| trained.contains(v) && v > &trained[0]),
+        "scorers used {picked:?}; the trainer promoted {trained:?}"
+    );
+    assert!(
+        read_predictions(&trainer_out).is_empty(),
+        "the trainer writes no predictions"
+    );
 }

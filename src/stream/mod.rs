@@ -10,6 +10,7 @@ pub mod bench;
 pub mod commit;
 pub mod embedded;
 pub mod history;
+pub mod models_topic;
 pub mod record;
 pub mod registry;
 pub mod sink;
@@ -157,6 +158,7 @@ pub async fn run(
         for t in [
             &cfg.kafka.bags_topic,
             &cfg.kafka.labels_topic,
+            &cfg.kafka.models_topic,
             &cfg.output.kafka_topic,
             &cfg.output.dead_letter_topic,
         ] {

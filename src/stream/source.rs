@@ -41,7 +41,7 @@ use super::record::{
 use super::sink::{self, Segment};
 use super::training::Example;
 use super::window::{PartitionWindows, PointOutcome, ScoredWindow, ScoringModel, WindowParams};
-use crate::config::Config;
+use crate::config::{Config, Role};
 use crate::http::Health;
 use crate::metrics::Metrics;
 use crate::mil::{Bag, Explanation, Sample};
@@ -171,6 +171,8 @@ pub struct Shared {
     pub bag_model: Option<Arc<ScoringModel>>,
     pub durable: DurableOffsets,
     pub training: Option<Arc<TrainingRuntime>>,
+    /// The cluster's bootstrap list (the models topic's producer and follower use it).
+    pub bootstrap: String,
     writers: Mutex<Option<Arc<Writers>>>,
     workers: Mutex<Option<Arc<Workers>>>,
     kinds: HashMap<String, RecordKind>,
@@ -294,7 +296,8 @@ impl Shared {
                 kind,
                 emit_from: commit.unwrap_or(i64::MIN),
                 next_offset: replay_from.unwrap_or(0),
-                windows: (kind == RecordKind::Point)
+                // A trainer scores nothing: its point partitions feed the history only.
+                windows: (kind == RecordKind::Point && self.cfg.pipeline.role != Role::Trainer)
                     .then(|| PartitionWindows::new(self.window_params)),
                 segment: None,
                 live_series: 0,
@@ -509,8 +512,14 @@ impl Shared {
         p.records.inc_by(results.len() as u64);
         for r in results {
             match r {
+                // A trainer keeps the raw history only.
+                Ok(Record::Point(pt)) if p.windows.is_none() => {
+                    if let Some(t) = &self.training {
+                        t.history.record(&pt.series_id, pt.ts_ms, pt.value);
+                    }
+                }
                 Ok(Record::Point(pt)) => {
-                    let w = p.windows.as_mut().expect("point partitions have windows");
+                    let w = p.windows.as_mut().expect("checked above");
                     match w.on_point(&pt, offset, &series_model, emit, &mut windows_out) {
                         PointOutcome::Accepted => {
                             if let Some(t) = &self.training {
@@ -531,24 +540,12 @@ impl Shared {
                         )),
                     }
                 }
+                Ok(Record::Bag(b)) if self.cfg.pipeline.role == Role::Trainer => {
+                    self.keep_bag(&b, (topic, partition, offset), ts, &mut examples);
+                }
                 Ok(Record::Bag(b)) => match &self.bag_model {
                     Some(m) => {
-                        if let Some(t) = &self.training {
-                            t.bags.insert(&b.bag_id, b.dim, &b.instances);
-                            if let Some(label) = &b.label {
-                                examples.push(Example {
-                                    key: b.bag_id.clone(),
-                                    segment: None,
-                                    label: label.clone(),
-                                    dim: b.dim,
-                                    values: b.instances.clone(),
-                                    source_topic: topic.to_string(),
-                                    source_partition: partition,
-                                    source_offset: offset,
-                                    labeled_at_ms: ts,
-                                });
-                            }
-                        }
+                        self.keep_bag(&b, (topic, partition, offset), ts, &mut examples);
                         let started = Instant::now();
                         let res = Bag::new(b.dim, b.instances)
                             .map_err(|e| e.to_string())
@@ -677,6 +674,33 @@ impl Shared {
             return self.seal(p);
         }
         None
+    }
+
+    /// Keeps a bag for labels that name it, and its inline label as an example.
+    fn keep_bag(
+        &self,
+        b: &super::record::BagRecord,
+        src: (&str, i32, i64),
+        labeled_at_ms: i64,
+        examples: &mut Vec<Example>,
+    ) {
+        let Some(t) = &self.training else {
+            return;
+        };
+        t.bags.insert(&b.bag_id, b.dim, &b.instances);
+        if let Some(label) = &b.label {
+            examples.push(Example {
+                key: b.bag_id.clone(),
+                segment: None,
+                label: label.clone(),
+                dim: b.dim,
+                values: b.instances.clone(),
+                source_topic: src.0.to_string(),
+                source_partition: src.1,
+                source_offset: src.2,
+                labeled_at_ms,
+            });
+        }
     }
 
     /// Joins the partition's waiting labels that can join now, in order; a label that waited
@@ -1033,11 +1057,25 @@ fn writer_loop(
     }
 }
 
+/// A producer's config: the bootstrap and every `kafka.properties` entry that is not a
+/// consumer setting, with acks from all in-sync replicas.
+pub fn producer_config(cfg: &Config, bootstrap: &str) -> ClientConfig {
+    let mut pc = ClientConfig::new();
+    pc.set("bootstrap.servers", bootstrap);
+    for (k, v) in &cfg.kafka.properties {
+        if !k.starts_with("group.") && !k.starts_with("session.") && !k.starts_with("enable.auto") {
+            pc.set(k, v);
+        }
+    }
+    pc.set("acks", "all");
+    pc
+}
+
 /// Builds the consumer from the config (every `kafka.properties` entry passed through).
 fn consumer_config(cfg: &Config, bootstrap: &str) -> ClientConfig {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", bootstrap)
-        .set("group.id", &cfg.kafka.group_id)
+        .set("group.id", cfg.group_id())
         .set("auto.offset.reset", "earliest")
         .set("enable.partition.eof", "false")
         // librdkafka's default (1000 ms) parks a partition's fetcher for a whole second
@@ -1070,7 +1108,8 @@ pub async fn run_pipeline(
     if !cfg.kafka.bags_topic.is_empty() {
         kinds.insert(cfg.kafka.bags_topic.clone(), RecordKind::Bag);
     }
-    if !cfg.kafka.labels_topic.is_empty() {
+    // A scorer leaves labels to the trainers.
+    if !cfg.kafka.labels_topic.is_empty() && cfg.pipeline.role != Role::Scorer {
         kinds.insert(cfg.kafka.labels_topic.clone(), RecordKind::Label);
     }
     for t in kinds.keys() {
@@ -1091,7 +1130,7 @@ pub async fn run_pipeline(
     let out_dir = cfg.output.dir.clone();
     std::fs::create_dir_all(&out_dir)
         .map_err(|e| anyhow::anyhow!("creating output folder {}: {e}", out_dir.display()))?;
-    let training = if cfg.training.enabled {
+    let training = if cfg.training.enabled && cfg.pipeline.role != Role::Scorer {
         std::fs::create_dir_all(&cfg.training.dir).map_err(|e| {
             anyhow::anyhow!(
                 "creating the training store {}: {e}",
@@ -1114,6 +1153,7 @@ pub async fn run_pipeline(
         bag_model,
         durable: DurableOffsets::default(),
         training: training.clone(),
+        bootstrap: bootstrap.clone(),
         writers: Mutex::new(None),
         workers: Mutex::new(None),
         kinds: kinds.clone(),
@@ -1126,18 +1166,7 @@ pub async fn run_pipeline(
         if cfg.output.kafka_topic.is_empty() && cfg.output.dead_letter_topic.is_empty() {
             None
         } else {
-            let mut pc = ClientConfig::new();
-            pc.set("bootstrap.servers", &bootstrap);
-            for (k, v) in &cfg.kafka.properties {
-                if !k.starts_with("group.")
-                    && !k.starts_with("session.")
-                    && !k.starts_with("enable.auto")
-                {
-                    pc.set(k, v);
-                }
-            }
-            pc.set("acks", "all");
-            Some(pc.create()?)
+            Some(producer_config(&cfg, &bootstrap).create()?)
         };
     let rt = tokio::runtime::Handle::current();
     let mut txs = Vec::new();
@@ -1191,6 +1220,7 @@ pub async fn run_pipeline(
     };
 
     let trainer = super::trainer::spawn(shared.clone())?;
+    let follower = super::models_topic::follow(shared.clone())?;
     let ctx = Ctx {
         shared: OnceLock::new(),
     };
@@ -1261,6 +1291,9 @@ pub async fn run_pipeline(
     }
     commit_durable(&shared, &consumer).await;
     committer.abort();
+    if let Some(f) = follower {
+        let _ = tokio::task::spawn_blocking(move || f.stop()).await;
+    }
     if let Some(t) = trainer {
         // A run in progress finishes first; the store and registry stay consistent.
         let _ = tokio::task::spawn_blocking(move || t.stop()).await;

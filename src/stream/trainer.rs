@@ -199,6 +199,10 @@ pub fn run_once(shared: &Shared) -> RunOutcome {
                 },
                 None => format!("trained-{}", super::short_hash(&c.model.to_json())),
             };
+            if let Err(e) = super::models_topic::publish(shared, &version, &c.model, &card) {
+                // Promoted here all the same; scorers pick up the next published version.
+                warn!(%e, version, "publishing to the models topic failed");
+            }
             promote(shared, c.model, version.clone());
             RunOutcome::Promoted {
                 version,

@@ -21,14 +21,18 @@ pub const POINTS: &str = "milstream.points";
 pub const BAGS: &str = "milstream.bags";
 pub const LABELS: &str = "milstream.labels";
 pub const PREDICTIONS: &str = "milstream.predictions";
+pub const MODELS: &str = "milstream.models";
 pub const W: usize = 150;
 pub const HOP_MS: i64 = 1_500;
 pub const SPACING_MS: i64 = 10;
 
-/// A mock cluster with the three input topics of `partitions` partitions each.
+/// A mock cluster with the three input topics and the models topic of `partitions` partitions each.
 pub fn cluster(partitions: i32) -> String {
-    start_mock_cluster(vec![POINTS.into(), BAGS.into(), LABELS.into()], partitions)
-        .expect("mock cluster starts")
+    start_mock_cluster(
+        vec![POINTS.into(), BAGS.into(), LABELS.into(), MODELS.into()],
+        partitions,
+    )
+    .expect("mock cluster starts")
 }
 
 /// The embedded model, trained once and saved where the daemon can load it.

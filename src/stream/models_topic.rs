@@ -1,0 +1,215 @@
+//! The models topic: trainers publish every promoted model to a compacted topic keyed by
+//! `model.name`; scorers read it from the beginning (so a restart finds the latest) and swap
+//! to a version newer than the one they serve. A record is
+//! `{"name":..,"version":..,"card":{..},"model":{<artifact>}}`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
+use serde::Deserialize;
+use tracing::{info, warn};
+
+use super::registry::ModelCard;
+use super::source::{producer_config, Shared};
+use crate::config::Role;
+use crate::mil::Model;
+
+/// The sequence of a registry version `v<seq>-<hash>`; None for other names (a file's or
+/// the embedded model's), which every published version supersedes.
+pub fn version_seq(version: &str) -> Option<u64> {
+    version.strip_prefix('v')?.split('-').next()?.parse().ok()
+}
+
+/// True if `candidate` should replace `serving`.
+pub fn is_newer(candidate: &str, serving: &str) -> bool {
+    match (version_seq(candidate), version_seq(serving)) {
+        (Some(c), Some(s)) => c > s,
+        (Some(_), None) => true,
+        _ => false,
+    }
+}
+
+/// Publishes a promoted model; waits for the broker's acknowledgement.
+pub fn publish(
+    shared: &Shared,
+    version: &str,
+    model: &Model,
+    card: &ModelCard,
+) -> anyhow::Result<()> {
+    let topic = &shared.cfg.kafka.models_topic;
+    if topic.is_empty() {
+        return Ok(());
+    }
+    let payload = format!(
+        r#"{{"name":{},"version":{},"card":{},"model":{}}}"#,
+        serde_json::to_string(&shared.cfg.model.name)?,
+        serde_json::to_string(version)?,
+        serde_json::to_string(card)?,
+        model.to_json()
+    );
+    let p: BaseProducer = producer_config(&shared.cfg, &shared.bootstrap).create()?;
+    p.send(
+        BaseRecord::to(topic)
+            .key(&shared.cfg.model.name)
+            .payload(&payload),
+    )
+    .map_err(|(e, _)| {
+        anyhow::anyhow!("producing model {version} ({} bytes): {e}", payload.len())
+    })?;
+    p.flush(Duration::from_secs(30))
+        .map_err(|e| anyhow::anyhow!("publishing model {version}: {e}"))?;
+    info!(
+        version,
+        topic,
+        bytes = payload.len(),
+        "model published to the models topic"
+    );
+    Ok(())
+}
+
+#[derive(Deserialize)]
+struct Published {
+    name: String,
+    version: String,
+    model: serde_json::Value,
+}
+
+/// The follower thread of a scorer.
+pub struct Follower {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Follower {
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Follows the models topic (roles scorer and all) when one is configured.
+pub fn follow(shared: Arc<Shared>) -> anyhow::Result<Option<Follower>> {
+    let topic = shared.cfg.kafka.models_topic.clone();
+    if topic.is_empty() || shared.cfg.pipeline.role == Role::Trainer {
+        return Ok(None);
+    }
+    let mut cc = ClientConfig::new();
+    cc.set("bootstrap.servers", &shared.bootstrap);
+    for (k, v) in &shared.cfg.kafka.properties {
+        if !k.starts_with("group.") && !k.starts_with("enable.auto") {
+            cc.set(k, v);
+        }
+    }
+    // No group: every scorer reads the whole topic; nothing is committed.
+    cc.set("enable.auto.commit", "false")
+        .set("group.id", format!("{}.models", shared.cfg.kafka.group_id))
+        .set("enable.partition.eof", "false");
+    let consumer: BaseConsumer = cc.create()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let thread = {
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name("milstream-models".into())
+            .spawn(move || follow_loop(shared, consumer, topic, stop))?
+    };
+    Ok(Some(Follower {
+        stop,
+        thread: Some(thread),
+    }))
+}
+
+fn assign_all(consumer: &BaseConsumer, topic: &str) -> bool {
+    let Ok(md) = consumer.fetch_metadata(Some(topic), Duration::from_secs(5)) else {
+        return false;
+    };
+    let Some(t) = md.topics().iter().find(|t| t.name() == topic) else {
+        return false;
+    };
+    if t.partitions().is_empty() {
+        return false;
+    }
+    let mut tpl = TopicPartitionList::new();
+    for p in t.partitions() {
+        let _ = tpl.add_partition_offset(topic, p.id(), Offset::Beginning);
+    }
+    consumer.assign(&tpl).is_ok()
+}
+
+fn follow_loop(shared: Arc<Shared>, consumer: BaseConsumer, topic: String, stop: Arc<AtomicBool>) {
+    let mut assigned = false;
+    while !stop.load(Ordering::SeqCst) {
+        if !assigned {
+            assigned = assign_all(&consumer, &topic);
+            if !assigned {
+                std::thread::sleep(Duration::from_millis(500));
+                continue;
+            }
+        }
+        let Some(msg) = consumer.poll(Duration::from_millis(200)) else {
+            continue;
+        };
+        let msg = match msg {
+            Ok(m) => m,
+            Err(e) => {
+                warn!(%e, "models topic");
+                continue;
+            }
+        };
+        let Some(payload) = msg.payload() else {
+            continue;
+        };
+        let published: Published = match serde_json::from_slice(payload) {
+            Ok(p) => p,
+            Err(e) => {
+                warn!(%e, offset = msg.offset(), "models topic: not a model record; skipped");
+                continue;
+            }
+        };
+        if published.name != shared.cfg.model.name {
+            continue;
+        }
+        let serving = shared.series_model.load_full();
+        if !is_newer(&published.version, &serving.version) {
+            continue;
+        }
+        let model = match Model::from_json(&published.model.to_string()) {
+            Ok(m) => m,
+            Err(e) => {
+                warn!(%e, version = published.version, "models topic: model does not load; skipped");
+                continue;
+            }
+        };
+        if let Err(e) = crate::mil::incremental::WindowScorer::new(&model, shared.cfg.window.points)
+        {
+            warn!(%e, version = published.version, "models topic: model does not fit the window; skipped");
+            continue;
+        }
+        info!(
+            version = published.version,
+            from = serving.version,
+            "swapping to a model from the models topic"
+        );
+        super::trainer::promote(&shared, model, published.version);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_versions_supersede_by_sequence() {
+        assert!(is_newer("v000002-aa", "v000001-ff"));
+        assert!(!is_newer("v000001-aa", "v000001-aa"));
+        assert!(!is_newer("v000001-aa", "v000002-aa"));
+        assert!(is_newer("v000001-aa", "gunpoint-embedded-1234"));
+        assert!(!is_newer("something", "v000001-aa"));
+    }
+}
