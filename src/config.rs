@@ -239,6 +239,11 @@ pub struct TrainingConfig {
     pub tolerance: f64,
     /// Fewer examples (or fewer than two per class) and a run fails without training.
     pub min_examples: usize,
+    /// Pick the candidate's hyperparameters by cross-validation on the training slice (the
+    /// learning core's default grid) instead of reusing the champion's.
+    pub search: bool,
+    /// Time budget of that search ("5m"): grid points not reached by then are skipped.
+    pub search_budget: String,
 }
 
 impl Default for TrainingConfig {
@@ -258,6 +263,8 @@ impl Default for TrainingConfig {
             holdout: 0.2,
             tolerance: 0.02,
             min_examples: 10,
+            search: false,
+            search_budget: "5m".into(),
         }
     }
 }
@@ -512,6 +519,9 @@ impl Config {
         }
         if let Err(e) = parse_duration_ms(&t.max_age) {
             return Err(("training.max_age", e));
+        }
+        if let Err(e) = parse_duration_ms(&t.search_budget) {
+            return Err(("training.search_budget", e));
         }
         if !(0.0..1.0).contains(&t.holdout) {
             return Err((

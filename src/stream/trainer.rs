@@ -164,11 +164,24 @@ pub fn run_once(shared: &Shared) -> RunOutcome {
         .collect();
     shared.metrics.training_examples.set(examples.len() as i64);
     let champion = shared.series_model.load_full();
+    // Retention by count: files holding only examples older than the oldest kept one go.
+    if examples.len() >= cfg.max_examples {
+        if let Some(oldest) = examples.first() {
+            training::apply_retention(&t.dir, oldest.labeled_at_ms);
+        }
+    }
+    let search = cfg.search.then(|| {
+        parse_duration_ms(&cfg.search_budget)
+            .ok()
+            .flatten()
+            .map_or(Duration::from_secs(300), Duration::from_millis)
+    });
     match train_candidate(
         &examples,
         cfg.holdout,
         cfg.min_examples,
         Some(&champion.model),
+        search,
     ) {
         Err(why) => RunOutcome::Failed(why),
         Ok(c) => {
@@ -190,6 +203,7 @@ pub fn run_once(shared: &Shared) -> RunOutcome {
             card.holdout_accuracy = Some(c.accuracy);
             card.champion_holdout_accuracy = c.champion_accuracy;
             card.n_holdout = c.n_holdout;
+            card.cv_accuracy = c.cv_accuracy;
             let version = match shared.cfg.registry_dir() {
                 Some(dir) => match Registry::open(&dir).and_then(|r| r.publish(&c.model, &card)) {
                     Ok(v) => v,
@@ -232,15 +246,19 @@ pub struct Candidate {
     pub champion_accuracy: Option<f64>,
     pub n_holdout: usize,
     pub per_class: BTreeMap<String, usize>,
+    /// Inner cross-validated accuracy of the chosen grid point, when searched.
+    pub cv_accuracy: Option<f64>,
 }
 
 /// Fits a candidate on all but the newest `holdout` fraction of `examples` (oldest first),
-/// with the champion's hyperparameters when there is one, and scores both on the newest.
+/// with the champion's hyperparameters when there is one (or the best of the default grid by
+/// cross-validation within `search`'s budget), and scores both on the newest.
 pub fn train_candidate(
     examples: &[Example],
     holdout: f64,
     min_examples: usize,
     champion: Option<&Model>,
+    search: Option<Duration>,
 ) -> Result<Candidate, String> {
     let n = examples.len();
     if n < min_examples {
@@ -261,10 +279,16 @@ pub fn train_candidate(
         ));
     }
     let ds = training::to_dataset(train);
-    let params = match champion {
+    let mut params = match champion {
         Some(Model::LpboostShapelet(m)) => m.params.clone(),
         None => FitParams::default(),
     };
+    let mut cv_accuracy = None;
+    if let Some(budget) = search {
+        let (p, acc) = search_params(&ds, &params, budget)?;
+        params = p;
+        cv_accuracy = Some(acc);
+    }
     let model = Model::fit(&ds, &params).map_err(|e| format!("fitting the candidate: {e}"))?;
     let (accuracy, champion_accuracy) = if test.is_empty() {
         (1.0, None)
@@ -277,5 +301,97 @@ pub fn train_candidate(
         champion_accuracy,
         n_holdout,
         per_class,
+        cv_accuracy,
     })
+}
+
+/// The default grid's best point by stratified cross-validation, evaluated a few points at a
+/// time until the budget is spent (at least one batch). Ties go to the earlier, simpler point.
+fn search_params(
+    ds: &crate::mil::Dataset,
+    base: &FitParams,
+    budget: Duration,
+) -> Result<(FitParams, f64), String> {
+    use crate::mil::select::{best_index, cross_validate_grid, default_grid};
+    let input = ds.check_trainable().map_err(|e| e.to_string())?;
+    let grid = default_grid(base, input);
+    let mut per_class: BTreeMap<&str, usize> = BTreeMap::new();
+    for l in &ds.labels {
+        *per_class.entry(l).or_default() += 1;
+    }
+    let folds = 5.min(per_class.values().copied().min().unwrap_or(0));
+    if folds < 2 {
+        return Err("too few examples per class to cross-validate".into());
+    }
+    let started = Instant::now();
+    let mut estimates = Vec::new();
+    for chunk in grid.chunks(4) {
+        if !estimates.is_empty() && started.elapsed() >= budget {
+            break;
+        }
+        estimates
+            .extend(cross_validate_grid(ds, chunk, folds, 0, &|| {}).map_err(|e| e.to_string())?);
+    }
+    let best = best_index(&estimates);
+    info!(
+        evaluated = estimates.len(),
+        of = grid.len(),
+        accuracy = estimates[best].mean,
+        "training search"
+    );
+    Ok((grid[best].clone(), estimates[best].mean))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mil::Sample;
+
+    fn examples(n: usize, one_class: bool) -> Vec<Example> {
+        let data = crate::stream::embedded::gunpoint_train();
+        (0..n)
+            .map(|i| {
+                let Sample::Series(v) = &data.samples[i] else {
+                    unreachable!()
+                };
+                Example {
+                    key: format!("s{i}"),
+                    segment: Some((i as i64 * 1500, i as i64 * 1500 + 1490)),
+                    label: if one_class {
+                        "1".into()
+                    } else {
+                        data.labels[i].clone()
+                    },
+                    dim: 1,
+                    values: v.clone(),
+                    source_topic: "labels".into(),
+                    source_partition: 0,
+                    source_offset: i as i64,
+                    labeled_at_ms: i as i64,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn runs_fail_on_too_few_examples_or_one_class() {
+        let few = train_candidate(&examples(5, false), 0.2, 10, None, None);
+        assert!(few
+            .err()
+            .unwrap()
+            .contains("fewer than training.min_examples"));
+        let one = train_candidate(&examples(20, true), 0.2, 10, None, None);
+        assert!(one.err().unwrap().contains("one class only"));
+    }
+
+    #[test]
+    fn a_searched_candidate_reports_its_cross_validated_accuracy() {
+        let c = train_candidate(&examples(30, false), 0.2, 10, None, Some(Duration::ZERO))
+            .expect("trains");
+        assert_eq!(c.n_holdout, 6);
+        assert_eq!(c.per_class.values().sum::<usize>(), 24);
+        let cv = c.cv_accuracy.expect("searched");
+        assert!((0.0..=1.0).contains(&cv));
+        assert!(c.accuracy >= 0.5, "held-out accuracy {}", c.accuracy);
+    }
 }
