@@ -66,6 +66,8 @@ metric_names! {
     MODEL_SWAPS = "milstream_model_swaps_total";
     /// Retraining runs, per outcome (promoted, rejected by the champion/challenger check, failed); moves once per run.
     TRAINING_RUNS = "milstream_training_runs_total";
+    /// Failed retraining runs, per reason (too_few_examples, one_class, fit, window, store, registry); the champion keeps scoring.
+    TRAINING_FAILURES = "milstream_training_failures_total";
     /// Labeled examples the last training run read from the store (after retention).
     TRAINING_EXAMPLES = "milstream_training_examples";
     /// Held-out accuracy of the serving model at the last training run (the champion's, or the promoted candidate's).
@@ -87,6 +89,16 @@ pub const SINKS: [&str; 4] = ["parquet", "ipc", "dlq", "training"];
 
 /// Every `outcome` label value of [`TRAINING_RUNS`].
 pub const TRAINING_OUTCOMES: [&str; 3] = ["promoted", "rejected", "failed"];
+
+/// Every `reason` label value of [`TRAINING_FAILURES`].
+pub const TRAINING_FAILURE_REASONS: [&str; 6] = [
+    "too_few_examples",
+    "one_class",
+    "fit",
+    "window",
+    "store",
+    "registry",
+];
 
 /// Every `cause` label value of [`SERIES_EVICTED`].
 pub const EVICTION_CAUSES: [&str; 2] = ["idle", "capacity"];
@@ -147,6 +159,8 @@ pub struct Metrics {
     pub model_swaps: IntCounter,
     /// [`TRAINING_RUNS`]`{outcome}`, outcome in [`TRAINING_OUTCOMES`].
     pub training_runs: IntCounterVec,
+    /// [`TRAINING_FAILURES`]`{reason}`, reason in [`TRAINING_FAILURE_REASONS`].
+    pub training_failures: IntCounterVec,
     /// [`TRAINING_EXAMPLES`].
     pub training_examples: IntGauge,
     /// [`MODEL_HOLDOUT_ACCURACY`].
@@ -181,6 +195,7 @@ impl Metrics {
             files_swept: counter(&r, FILES_SWEPT),
             model_swaps: counter(&r, MODEL_SWAPS),
             training_runs: counter_vec(&r, TRAINING_RUNS, "outcome"),
+            training_failures: counter_vec(&r, TRAINING_FAILURES, "reason"),
             training_examples: gauge(&r, TRAINING_EXAMPLES),
             model_holdout_accuracy: {
                 let g =
@@ -208,6 +223,9 @@ impl Metrics {
         }
         for outcome in TRAINING_OUTCOMES {
             metrics.training_runs.with_label_values(&[outcome]);
+        }
+        for reason in TRAINING_FAILURE_REASONS {
+            metrics.training_failures.with_label_values(&[reason]);
         }
         for cause in EVICTION_CAUSES {
             metrics.series_evicted.with_label_values(&[cause]);

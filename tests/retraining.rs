@@ -280,6 +280,10 @@ fn a_bad_candidate_is_rejected_and_a_failed_run_changes_nothing() {
     // Let a scheduled run meet the empty store.
     assert!(wait_until(Duration::from_secs(20), || {
         metric(port, "milstream_training_runs_total{outcome=\"failed\"}") >= 1.0
+            && metric(
+                port,
+                "milstream_training_failures_total{reason=\"too_few_examples\"}",
+            ) >= 1.0
     }));
     let started_with = versions(&dir);
     assert_eq!(started_with.len(), 1, "{started_with:?}");

@@ -30,7 +30,18 @@ pub enum RunOutcome {
         accuracy: f64,
         champion: f64,
     },
-    Failed(String),
+    /// `reason` is one of [`crate::metrics::TRAINING_FAILURE_REASONS`].
+    Failed {
+        reason: &'static str,
+        detail: String,
+    },
+}
+
+fn failed(reason: &'static str, detail: impl Into<String>) -> RunOutcome {
+    RunOutcome::Failed {
+        reason,
+        detail: detail.into(),
+    }
 }
 
 /// The trainer thread; stops (after a run in progress) when dropped or stopped.
@@ -92,7 +103,7 @@ fn record(shared: &Shared, outcome: &RunOutcome) {
     let label = match outcome {
         RunOutcome::Promoted { .. } => "promoted",
         RunOutcome::Rejected { .. } => "rejected",
-        RunOutcome::Failed(_) => "failed",
+        RunOutcome::Failed { .. } => "failed",
     };
     shared
         .metrics
@@ -117,7 +128,17 @@ fn record(shared: &Shared, outcome: &RunOutcome) {
                 "candidate rejected: worse than the champion on the newest examples by more than the tolerance"
             );
         }
-        RunOutcome::Failed(why) => warn!(why, "training run failed; the champion keeps scoring"),
+        RunOutcome::Failed { reason, detail } => {
+            shared
+                .metrics
+                .training_failures
+                .with_label_values(&[reason])
+                .inc();
+            warn!(
+                reason,
+                detail, "training run failed; the champion keeps scoring"
+            )
+        }
     }
 }
 
@@ -137,7 +158,7 @@ fn accuracy(model: &Model, examples: &[Example]) -> f64 {
 pub fn run_once(shared: &Shared) -> RunOutcome {
     let cfg = &shared.cfg.training;
     let Some(t) = &shared.training else {
-        return RunOutcome::Failed("training is off".into());
+        return failed("store", "training is off");
     };
     let now = chrono::Utc::now().timestamp_millis();
     let not_before = parse_duration_ms(&cfg.max_age)
@@ -155,7 +176,7 @@ pub fn run_once(shared: &Shared) -> RunOutcome {
     }
     let examples = match training::load_store(&t.dir, cfg.max_examples, not_before) {
         Ok(e) => e,
-        Err(e) => return RunOutcome::Failed(format!("reading the training store: {e}")),
+        Err(e) => return failed("store", format!("reading the training store: {e}")),
     };
     // The series model learns from segments; bag examples wait for a bag trainer.
     let examples: Vec<Example> = examples
@@ -183,12 +204,15 @@ pub fn run_once(shared: &Shared) -> RunOutcome {
         Some(&champion.model),
         search,
     ) {
-        Err(why) => RunOutcome::Failed(why),
+        Err((reason, detail)) => failed(reason, detail),
         Ok(c) => {
             if let Err(e) =
                 crate::mil::incremental::WindowScorer::new(&c.model, shared.cfg.window.points)
             {
-                return RunOutcome::Failed(format!("the candidate does not fit the window: {e}"));
+                return failed(
+                    "window",
+                    format!("the candidate does not fit the window: {e}"),
+                );
             }
             if c.champion_accuracy
                 .is_some_and(|ch| c.accuracy + cfg.tolerance < ch)
@@ -208,7 +232,7 @@ pub fn run_once(shared: &Shared) -> RunOutcome {
                 Some(dir) => match Registry::open(&dir).and_then(|r| r.publish(&c.model, &card)) {
                     Ok(v) => v,
                     Err(e) => {
-                        return RunOutcome::Failed(format!("publishing to the registry: {e}"))
+                        return failed("registry", format!("publishing to the registry: {e}"))
                     }
                 },
                 None => format!("trained-{}", super::short_hash(&c.model.to_json())),
@@ -259,11 +283,14 @@ pub fn train_candidate(
     min_examples: usize,
     champion: Option<&Model>,
     search: Option<Duration>,
-) -> Result<Candidate, String> {
+) -> Result<Candidate, (&'static str, String)> {
     let n = examples.len();
     if n < min_examples {
-        return Err(format!(
-            "{n} labeled examples in the store, fewer than training.min_examples = {min_examples}"
+        return Err((
+            "too_few_examples",
+            format!(
+                "{n} labeled examples in the store, fewer than training.min_examples = {min_examples}"
+            ),
         ));
     }
     let n_holdout = ((n as f64 * holdout).round() as usize).min(n - 2);
@@ -273,9 +300,12 @@ pub fn train_candidate(
         *per_class.entry(e.label.clone()).or_default() += 1;
     }
     if per_class.len() < 2 {
-        return Err(format!(
-            "the training slice has one class only ({:?})",
-            per_class.keys().collect::<Vec<_>>()
+        return Err((
+            "one_class",
+            format!(
+                "the training slice has one class only ({:?})",
+                per_class.keys().collect::<Vec<_>>()
+            ),
         ));
     }
     let ds = training::to_dataset(train);
@@ -285,11 +315,12 @@ pub fn train_candidate(
     };
     let mut cv_accuracy = None;
     if let Some(budget) = search {
-        let (p, acc) = search_params(&ds, &params, budget)?;
+        let (p, acc) = search_params(&ds, &params, budget).map_err(|e| ("fit", e))?;
         params = p;
         cv_accuracy = Some(acc);
     }
-    let model = Model::fit(&ds, &params).map_err(|e| format!("fitting the candidate: {e}"))?;
+    let model =
+        Model::fit(&ds, &params).map_err(|e| ("fit", format!("fitting the candidate: {e}")))?;
     let (accuracy, champion_accuracy) = if test.is_empty() {
         (1.0, None)
     } else {
@@ -376,12 +407,9 @@ mod tests {
     #[test]
     fn runs_fail_on_too_few_examples_or_one_class() {
         let few = train_candidate(&examples(5, false), 0.2, 10, None, None);
-        assert!(few
-            .err()
-            .unwrap()
-            .contains("fewer than training.min_examples"));
+        assert_eq!(few.err().unwrap().0, "too_few_examples");
         let one = train_candidate(&examples(20, true), 0.2, 10, None, None);
-        assert!(one.err().unwrap().contains("one class only"));
+        assert_eq!(one.err().unwrap().0, "one_class");
     }
 
     #[test]
