@@ -152,7 +152,7 @@ mod tests {
         metrics.register_topic("points");
         metrics
             .records_consumed
-            .with_label_values(&["points"])
+            .with_label_values(&["points", "0"])
             .inc();
         let health = Arc::new(Health::default());
         let (stop, stopped) = oneshot::channel::<()>();
@@ -173,7 +173,7 @@ mod tests {
         assert!(r.body.contains(RECORDS_CONSUMED));
         assert!(r
             .body
-            .contains("milstream_records_consumed_total{topic=\"points\"} 1"));
+            .contains("milstream_records_consumed_total{partition=\"0\",topic=\"points\"} 1"));
 
         let r = get(addr, "/healthz").await;
         assert_eq!((r.status, r.body.as_str()), (200, "ok"));

@@ -12,7 +12,8 @@
 use std::sync::Arc;
 
 use prometheus::{
-    Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+    Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    TextEncoder,
 };
 
 use crate::stream::record::DeadReason;
@@ -28,7 +29,7 @@ macro_rules! metric_names {
 }
 
 metric_names! {
-    /// Wire records decoded from Kafka messages (a message holds one or more), per topic; moves before validation.
+    /// Wire records decoded from Kafka messages (a message holds one or more), per topic and partition; moves before validation.
     RECORDS_CONSUMED = "milstream_records_consumed_total";
     /// Kafka messages received from the consumer, per topic; moves once per message, replays included.
     MESSAGES_CONSUMED = "milstream_messages_consumed_total";
@@ -54,6 +55,16 @@ metric_names! {
     SERIES_EVICTED = "milstream_series_evicted_total";
     /// Series with a live window buffer right now; moves when a series starts or is evicted.
     LIVE_SERIES = "milstream_live_series";
+    /// Messages between this consumer's position and the partition's end, per topic and partition (librdkafka statistics, every statistics.interval.ms).
+    CONSUMER_LAG = "milstream_consumer_lag_messages";
+    /// Predictions made durable, per predicted label and model version.
+    PREDICTIONS_BY_LABEL = "milstream_predictions_total";
+    /// Failed writes of a sink (each is retried until it succeeds; the consumer backs up meanwhile), per sink.
+    SINK_ERRORS = "milstream_sink_errors_total";
+    /// Seconds a retraining run took (store read, fit, champion/challenger check, publish).
+    TRAINING_SECONDS = "milstream_training_seconds";
+    /// The model version serving now (value 1; the version is the label).
+    MODEL_INFO = "milstream_model_info";
     /// Kafka partitions currently assigned to this consumer; moves on every rebalance.
     PARTITIONS_ASSIGNED = "milstream_assigned_partitions";
     /// Times a partition was paused because downstream channels were full (backpressure).
@@ -86,6 +97,9 @@ pub fn dead_letter_reasons() -> [&'static str; DeadReason::ALL.len()] {
 
 /// Every `sink` label value of [`FILES_WRITTEN`] and [`BYTES_WRITTEN`].
 pub const SINKS: [&str; 4] = ["parquet", "ipc", "dlq", "training"];
+
+/// Buckets of [`TRAINING_SECONDS`]: 0.1 s to 1 h.
+const TRAINING_BUCKETS: [f64; 10] = [0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0];
 
 /// Every `outcome` label value of [`TRAINING_RUNS`].
 pub const TRAINING_OUTCOMES: [&str; 3] = ["promoted", "rejected", "failed"];
@@ -121,8 +135,18 @@ const SCORING_BUCKETS: [f64; 16] = [
 /// The registry and every metric handle. Handles are cheap to clone and safe to share.
 pub struct Metrics {
     registry: Registry,
-    /// [`RECORDS_CONSUMED`]`{topic}`.
+    /// [`RECORDS_CONSUMED`]`{topic, partition}`.
     pub records_consumed: IntCounterVec,
+    /// [`CONSUMER_LAG`]`{topic, partition}`.
+    pub consumer_lag: IntGaugeVec,
+    /// [`PREDICTIONS_BY_LABEL`]`{label, model_version}`.
+    pub predictions: IntCounterVec,
+    /// [`SINK_ERRORS`]`{sink}`, sink in [`SINKS`] (plus `kafka`).
+    pub sink_errors: IntCounterVec,
+    /// [`TRAINING_SECONDS`].
+    pub training_seconds: Histogram,
+    /// [`MODEL_INFO`]`{model_version}`.
+    pub model_info: IntGaugeVec,
     /// [`MESSAGES_CONSUMED`]`{topic}`.
     pub messages_consumed: IntCounterVec,
     /// [`DEAD_LETTERS`]`{reason}`, reason in [`dead_letter_reasons`].
@@ -175,8 +199,48 @@ impl Metrics {
     /// A fresh registry with every metric registered and every known label value at 0.
     pub fn new() -> Arc<Metrics> {
         let r = Registry::new();
+        // process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ...
+        r.register(Box::new(
+            prometheus::process_collector::ProcessCollector::for_self(),
+        ))
+        .expect(REGISTER);
         let metrics = Metrics {
-            records_consumed: counter_vec(&r, RECORDS_CONSUMED, "topic"),
+            records_consumed: {
+                let c = IntCounterVec::new(
+                    Opts::new(RECORDS_CONSUMED, help(RECORDS_CONSUMED)),
+                    &["topic", "partition"],
+                )
+                .expect(REGISTER);
+                r.register(Box::new(c.clone())).expect(REGISTER);
+                c
+            },
+            consumer_lag: {
+                let g = IntGaugeVec::new(
+                    Opts::new(CONSUMER_LAG, help(CONSUMER_LAG)),
+                    &["topic", "partition"],
+                )
+                .expect(REGISTER);
+                r.register(Box::new(g.clone())).expect(REGISTER);
+                g
+            },
+            predictions: {
+                let c = IntCounterVec::new(
+                    Opts::new(PREDICTIONS_BY_LABEL, help(PREDICTIONS_BY_LABEL)),
+                    &["label", "model_version"],
+                )
+                .expect(REGISTER);
+                r.register(Box::new(c.clone())).expect(REGISTER);
+                c
+            },
+            sink_errors: counter_vec(&r, SINK_ERRORS, "sink"),
+            training_seconds: histogram(&r, TRAINING_SECONDS, &TRAINING_BUCKETS),
+            model_info: {
+                let g =
+                    IntGaugeVec::new(Opts::new(MODEL_INFO, help(MODEL_INFO)), &["model_version"])
+                        .expect(REGISTER);
+                r.register(Box::new(g.clone())).expect(REGISTER);
+                g
+            },
             messages_consumed: counter_vec(&r, MESSAGES_CONSUMED, "topic"),
             dead_letters: counter_vec(&r, DEAD_LETTERS, "reason"),
             windows_scored: counter(&r, WINDOWS_SCORED),
@@ -217,6 +281,9 @@ impl Metrics {
         for reason in dead_letter_reasons() {
             metrics.dead_letters.with_label_values(&[reason]);
         }
+        for sink in SINKS.iter().chain(&["kafka"]) {
+            metrics.sink_errors.with_label_values(&[sink]);
+        }
         for sink in SINKS {
             metrics.files_written.with_label_values(&[sink]);
             metrics.bytes_written.with_label_values(&[sink]);
@@ -237,8 +304,29 @@ impl Metrics {
     /// the daemon calls this once per subscribed topic at start-up; until then the per-topic
     /// families are absent from the exposition (Prometheus omits a family without series).
     pub fn register_topic(&self, topic: &str) {
-        self.records_consumed.with_label_values(&[topic]);
         self.messages_consumed.with_label_values(&[topic]);
+    }
+
+    /// Marks `version` as the one serving (the previous one's series goes).
+    pub fn set_model_version(&self, version: &str) {
+        self.model_info.reset();
+        self.model_info.with_label_values(&[version]).set(1);
+    }
+
+    /// Records consumed from `topic`, all partitions.
+    pub fn records_consumed_total(&self, topic: &str) -> u64 {
+        use prometheus::core::Collector;
+        self.records_consumed
+            .collect()
+            .iter()
+            .flat_map(|mf| mf.get_metric())
+            .filter(|m| {
+                m.get_label()
+                    .iter()
+                    .any(|l| l.name() == "topic" && l.value() == topic)
+            })
+            .map(|m| m.get_counter().get_value() as u64)
+            .sum()
     }
 
     /// Prometheus text exposition of everything registered.
@@ -428,11 +516,31 @@ mod tests {
         let (types, samples) = parse(&text);
 
         let declared: BTreeSet<&str> = HELP.iter().map(|(n, _)| *n).collect();
-        let exposed: BTreeSet<&str> = types.keys().map(String::as_str).collect();
+        let exposed: BTreeSet<&str> = types
+            .keys()
+            .map(String::as_str)
+            .filter(|n| n.starts_with("milstream_"))
+            .collect();
+        // Families whose label values exist only at run time (partitions, labels, versions)
+        // have no series in a fresh registry; every other declared name is exposed.
+        let runtime_only: BTreeSet<&str> = [
+            RECORDS_CONSUMED,
+            CONSUMER_LAG,
+            PREDICTIONS_BY_LABEL,
+            MODEL_INFO,
+        ]
+        .into();
         assert_eq!(
-            declared, exposed,
-            "every declared name is exposed, nothing else"
+            declared
+                .difference(&exposed)
+                .copied()
+                .collect::<BTreeSet<_>>(),
+            runtime_only,
+            "every declared name is exposed but the run-time-labelled ones"
         );
+        assert!(exposed.is_subset(&declared), "nothing undeclared");
+        assert!(types.contains_key("process_cpu_seconds_total"));
+        assert!(types.contains_key("process_resident_memory_bytes"));
 
         for (name, kind) in &types {
             assert_eq!(
@@ -449,7 +557,7 @@ mod tests {
         // The help text is the constant's doc comment.
         assert!(text.contains(&format!("# HELP {COMMITS} {}", help(COMMITS))));
 
-        for s in &samples {
+        for s in samples.iter().filter(|s| s.name.starts_with("milstream_")) {
             family(&types, &s.name);
             assert_eq!(s.value, 0.0, "fresh registry: {} is 0", s.name);
         }
@@ -470,14 +578,15 @@ mod tests {
         assert_eq!(values(FILES_WRITTEN, "sink"), set(&SINKS));
         assert_eq!(values(BYTES_WRITTEN, "sink"), set(&SINKS));
         assert_eq!(values(SERIES_EVICTED, "cause"), set(&EVICTION_CAUSES));
-        assert_eq!(values(RECORDS_CONSUMED, "topic"), set(&["points"]));
         assert_eq!(values(MESSAGES_CONSUMED, "topic"), set(&["points"]));
     }
 
     #[test]
     fn updates_show_up_and_buckets_span_the_ranges() {
         let m = Metrics::new();
-        m.records_consumed.with_label_values(&["bags"]).inc_by(3);
+        m.records_consumed
+            .with_label_values(&["bags", "2"])
+            .inc_by(3);
         m.dead_letters.with_label_values(&["late"]).inc();
         m.bytes_written.with_label_values(&["parquet"]).inc_by(4096);
         m.live_series.set(7);
@@ -496,7 +605,11 @@ mod tests {
                 .unwrap_or_else(|| panic!("no sample {name}{labels:?}"))
                 .value
         };
-        assert_eq!(get(RECORDS_CONSUMED, &[("topic", "bags")]), 3.0);
+        assert_eq!(
+            get(RECORDS_CONSUMED, &[("topic", "bags"), ("partition", "2")]),
+            3.0
+        );
+        assert_eq!(m.records_consumed_total("bags"), 3);
         assert_eq!(get(DEAD_LETTERS, &[("reason", "late")]), 1.0);
         assert_eq!(get(DEAD_LETTERS, &[("reason", "parse")]), 0.0);
         assert_eq!(get(BYTES_WRITTEN, &[("sink", "parquet")]), 4096.0);
@@ -521,8 +634,10 @@ mod tests {
         assert_eq!(a.commits.get(), 1);
         assert_eq!(b.commits.get(), 0);
         assert!(
-            prometheus::gather().is_empty(),
-            "the global registry stays unused"
+            prometheus::gather()
+                .iter()
+                .all(|f| !f.name().starts_with("milstream_")),
+            "the global registry holds none of ours"
         );
     }
 

@@ -6,7 +6,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Duration;
 
@@ -17,29 +16,6 @@ use milstream::mil::{Dataset, Sample};
 /// Aligned on the hop, so each GunPoint series of 150 points is exactly one window.
 const T0: i64 = 1_700_000_001_000;
 const SENSORS: usize = 4;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A sample of the daemon's /metrics: the value of the line starting with `series`.
-fn metric(port: u16, series: &str) -> f64 {
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return f64::NAN;
-    };
-    let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-    let mut body = String::new();
-    let _ = s.read_to_string(&mut body);
-    body.lines()
-        .find(|l| l.starts_with(series))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(f64::NAN)
-}
 
 /// The messages of a round, and each window's key with its true label.
 type Round = (

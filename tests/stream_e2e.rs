@@ -253,3 +253,92 @@ fn malformed_input_goes_to_dead_letters_with_its_reason() {
         );
     }
 }
+
+/// The ops endpoint of a running pipeline: counters move as records flow, the run-time
+/// families (per partition, per label and version, lag) appear, and `promtool check
+/// metrics` accepts the scrape when promtool is installed.
+#[test]
+fn metrics_move_as_records_flow() {
+    let dir = scratch("metrics");
+    let out = dir.join("out");
+    let bootstrap = cluster(2);
+    let (model_path, _) = model_file(&dir);
+    let port = free_port();
+    let mut cfg = config(&bootstrap, &out, &model_path, "metrics", "");
+    cfg.http.listen = format!("127.0.0.1:{port}");
+    cfg.kafka
+        .properties
+        .insert("statistics.interval.ms".into(), "500".into());
+    let (daemon, stop) = spawn_daemon(cfg);
+    assert!(wait_until(Duration::from_secs(30), || {
+        !scrape(port).is_empty()
+    }));
+    let before = scrape(port);
+    assert_eq!(sample(&before, "milstream_windows_scored_total"), 0.0);
+
+    let stream = known_stream(4, 3, 1_700_000_001_500);
+    let expected = expected_windows(&stream);
+    let mut msgs = point_messages(&stream);
+    msgs.push((POINTS.into(), "bad".into(), b"{not json".to_vec()));
+    produce_all(&producer(&bootstrap), &msgs);
+    let moved = wait_until(Duration::from_secs(60), || {
+        let m = scrape(port);
+        sample(&m, "milstream_windows_scored_total") >= expected.len() as f64
+            && sample(&m, "milstream_commits_total") >= 1.0
+            && sample(&m, "milstream_predictions_written_total") >= expected.len() as f64
+            && m.contains("milstream_consumer_lag_messages{")
+    });
+    let after = scrape(port);
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    assert!(moved, "counters did not move:\n{after}");
+    let consumed: f64 = after
+        .lines()
+        .filter(|l| l.starts_with("milstream_records_consumed_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert_eq!(
+        consumed,
+        msgs.len() as f64,
+        "records by topic and partition"
+    );
+    assert_eq!(
+        sample(&after, "milstream_dead_letters_total{reason=\"parse\"}"),
+        1.0
+    );
+    let by_label: f64 = after
+        .lines()
+        .filter(|l| l.starts_with("milstream_predictions_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert_eq!(
+        by_label,
+        expected.len() as f64,
+        "predictions by label and version"
+    );
+    assert!(after.contains("milstream_model_info{model_version=\"model-"));
+    assert!(sample(&after, "milstream_consume_to_durable_seconds_count") >= 1.0);
+    assert!(sample(&after, "process_resident_memory_bytes") > 0.0);
+    if let Ok(mut child) = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(after.as_bytes())
+            .unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert!(
+            o.status.success(),
+            "promtool check metrics: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}

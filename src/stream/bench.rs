@@ -202,11 +202,7 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     while !health.is_ready() {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    let consumed = |m: &Metrics| {
-        m.records_consumed
-            .with_label_values(&[topic.as_str()])
-            .get() as usize
-    };
+    let consumed = |m: &Metrics| m.records_consumed_total(&topic) as usize;
     // The clock starts at the first record, as the baseline's does: group join and the
     // first fetch are start-up, not throughput.
     let ready_at = Instant::now();

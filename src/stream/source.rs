@@ -186,7 +186,27 @@ pub struct Ctx {
     shared: OnceLock<Arc<Shared>>,
 }
 
-impl ClientContext for Ctx {}
+impl ClientContext for Ctx {
+    /// librdkafka's statistics (every `statistics.interval.ms`): the consumer lag per
+    /// assigned partition.
+    fn stats(&self, statistics: rdkafka::Statistics) {
+        let Some(shared) = self.shared.get() else {
+            return;
+        };
+        for (topic, t) in &statistics.topics {
+            for (partition, p) in &t.partitions {
+                // -1 is librdkafka's internal partition; a negative lag is "unknown".
+                if *partition >= 0 && p.consumer_lag >= 0 {
+                    shared
+                        .metrics
+                        .consumer_lag
+                        .with_label_values(&[topic.as_str(), &partition.to_string()])
+                        .set(p.consumer_lag);
+                }
+            }
+        }
+    }
+}
 
 impl ConsumerContext for Ctx {
     fn rebalance(
@@ -292,7 +312,7 @@ impl Shared {
                 records: self
                     .metrics
                     .records_consumed
-                    .with_label_values(&[topic.as_str()]),
+                    .with_label_values(&[topic.as_str(), &partition.to_string()]),
                 kind,
                 emit_from: commit.unwrap_or(i64::MIN),
                 next_offset: replay_from.unwrap_or(0),
@@ -950,9 +970,9 @@ fn writer_loop(
         }
         let mut attempt = 0u32;
         loop {
-            let res = (|| -> Result<(), String> {
+            let res = (|| -> Result<(), (&'static str, String)> {
                 let w = sink::parquet::write_segment(&shared.out_dir, &seg)
-                    .map_err(|e| format!("parquet: {e}"))?;
+                    .map_err(|e| ("parquet", format!("parquet: {e}")))?;
                 shared
                     .metrics
                     .files_written
@@ -980,7 +1000,7 @@ fn writer_loop(
                         &seg.file_stem(),
                         &seg.examples,
                     )
-                    .map_err(|e| format!("training store: {e}"))?;
+                    .map_err(|e| ("training", format!("training store: {e}")))?;
                     shared
                         .metrics
                         .files_written
@@ -994,7 +1014,7 @@ fn writer_loop(
                 }
                 if shared.cfg.output.arrow_ipc {
                     let b = sink::ipc::write_segment_ipc(&shared.out_dir, &seg)
-                        .map_err(|e| format!("arrow ipc: {e}"))?;
+                        .map_err(|e| ("ipc", format!("arrow ipc: {e}")))?;
                     if b > 0 {
                         shared
                             .metrics
@@ -1014,13 +1034,15 @@ fn writer_loop(
                         &shared.cfg.output.kafka_topic,
                         &shared.cfg.output.dead_letter_topic,
                         &seg,
-                    ))?;
+                    ))
+                    .map_err(|e| ("kafka", e))?;
                 }
                 Ok(())
             })();
             match res {
                 Ok(()) => break,
-                Err(e) => {
+                Err((sink, e)) => {
+                    shared.metrics.sink_errors.with_label_values(&[sink]).inc();
                     attempt += 1;
                     error!(
                         topic = seg.topic,
@@ -1039,6 +1061,19 @@ fn writer_loop(
             .metrics
             .predictions_written
             .inc_by(seg.predictions.len() as u64);
+        let mut by_label: HashMap<(&str, &str), u64> = HashMap::new();
+        for p in &seg.predictions {
+            *by_label
+                .entry((p.label.as_str(), p.model_version.as_str()))
+                .or_default() += 1;
+        }
+        for ((label, version), n) in by_label {
+            shared
+                .metrics
+                .predictions
+                .with_label_values(&[label, version])
+                .inc_by(n);
+        }
         for t in &seg.consumed_at {
             shared
                 .metrics
@@ -1078,6 +1113,8 @@ fn consumer_config(cfg: &Config, bootstrap: &str) -> ClientConfig {
         .set("group.id", cfg.group_id())
         .set("auto.offset.reset", "earliest")
         .set("enable.partition.eof", "false")
+        // Consumer lag per partition comes from librdkafka's statistics.
+        .set("statistics.interval.ms", "5000")
         // librdkafka's default (1000 ms) parks a partition's fetcher for a whole second
         // whenever its local queue passes queued.min.messages, which a consumer that keeps
         // up drains in milliseconds and then sits idle: 160k -> 440k points/s in
@@ -1146,6 +1183,7 @@ pub async fn run_pipeline(
     } else {
         None
     };
+    metrics.set_model_version(&series_model.version);
     let shared = Arc::new(Shared {
         metrics: metrics.clone(),
         health: health.clone(),

@@ -94,7 +94,12 @@ fn trainer_loop(shared: Arc<Shared>, every: Option<Duration>, stop: Arc<AtomicBo
         }
         last_run = Instant::now();
         seen = durable;
+        let started = Instant::now();
         let outcome = run_once(&shared);
+        shared
+            .metrics
+            .training_seconds
+            .observe(started.elapsed().as_secs_f64());
         record(&shared, &outcome);
     }
 }
@@ -255,6 +260,7 @@ pub fn run_once(shared: &Shared) -> RunOutcome {
 /// next window, so no window is dropped.
 pub fn promote(shared: &Shared, model: Model, version: String) {
     let old = shared.series_model.load_full();
+    shared.metrics.set_model_version(&version);
     shared.series_model.store(Arc::new(ScoringModel {
         model,
         version,

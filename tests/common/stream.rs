@@ -423,3 +423,40 @@ pub fn consume_prediction_keys(bootstrap: &str, topic: &str, expect: usize) -> V
     }
     keys
 }
+
+/// A free local TCP port (for a daemon's HTTP endpoint).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The body of `GET /metrics` on `port` ("" when nothing answers).
+pub fn scrape(port: u16) -> String {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
+    let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    text.split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())
+        .unwrap_or_default()
+}
+
+/// The value of the first sample line of a scrape that starts with `series`.
+pub fn metric(port: u16, series: &str) -> f64 {
+    sample(&scrape(port), series)
+}
+
+/// The value of the first line of `text` that starts with `series` (NaN if none).
+pub fn sample(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find(|l| l.starts_with(series))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(f64::NAN)
+}
