@@ -23,8 +23,19 @@ use milstream::mil::{Dataset, FitParams, Model, ShapeletLength, WeakKind};
     about = "Streaming multiple-instance learning: LPBoost over kernelized shapelets"
 )]
 struct Cli {
+    /// Log lines on stderr: human-readable text, or one JSON object per line for a log
+    /// pipeline (fields: timestamp, level, target, message and the event's fields, such as
+    /// topic, partition, offset).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -417,7 +428,10 @@ fn run(cli: Cli) -> Result<()> {
             let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
             rt.block_on(milstream::stream::run(
                 cfg,
-                milstream::stream::RunOptions { no_demo_feed },
+                milstream::stream::RunOptions {
+                    no_demo_feed,
+                    json_logs: cli.log_format == LogFormat::Json,
+                },
                 stop_rx,
             ))?;
             // librdkafka threads can outlive the runtime; the process is done.
@@ -645,15 +659,18 @@ fn run(cli: Cli) -> Result<()> {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
     let cli = Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match cli.log_format {
+        LogFormat::Json => logs.json().init(),
+        LogFormat::Text => logs
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -234,3 +234,37 @@ fn bad_input_fails_with_file_line_and_column() {
     ]);
     assert_clean_failure(&missing, "/nonexistent/m.json");
 }
+
+/// `--log-format json`: the embedded daemon logs one JSON object per line (the start-up
+/// banner included) and a SIGTERM ends it with exit code 0.
+#[test]
+fn json_logs_from_the_embedded_daemon() {
+    let dir = common::scratch("jsonlogs");
+    let log = dir.join("stderr.log");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_milstream"))
+        .args(["--log-format", "json", "run", "--no-demo-feed"])
+        .current_dir(&dir)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .stdout(std::process::Stdio::null())
+        .env("RUST_LOG", "info")
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while started.elapsed() < std::time::Duration::from_secs(60)
+        && !std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("milstream started")
+    {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(status.success(), "{status:?}\n{text}");
+    assert!(text.contains("milstream started"), "{text}");
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        assert!(v["level"].is_string() && v["timestamp"].is_string(), "{line}");
+    }
+}

@@ -38,6 +38,8 @@ use window::ScoringModel;
 pub struct RunOptions {
     /// Embedded mode: keep the mock cluster but do not start the demo producer.
     pub no_demo_feed: bool,
+    /// Logs are JSON lines: the start-up banner becomes one log event instead of text.
+    pub json_logs: bool,
 }
 
 fn short_hash(text: &str) -> String {
@@ -188,30 +190,42 @@ pub async fn run(
     };
 
     let out = std::path::absolute(&cfg.output.dir).unwrap_or_else(|_| cfg.output.dir.clone());
-    eprintln!("milstream: scoring with model {}", series_model.version);
-    eprintln!(
-        "  kafka bootstrap:  {bootstrap}{}",
-        if cfg.is_embedded() {
-            "  (in-process mock cluster; any Kafka client can produce to it)"
-        } else {
-            ""
+    if opts.json_logs {
+        info!(
+            model_version = series_model.version,
+            bootstrap,
+            embedded = cfg.is_embedded(),
+            points_topic = cfg.kafka.points_topic,
+            predictions = %out.join("predictions").display(),
+            metrics = ?http_addr.map(|a| format!("http://{a}/metrics")),
+            "milstream started"
+        );
+    } else {
+        eprintln!("milstream: scoring with model {}", series_model.version);
+        eprintln!(
+            "  kafka bootstrap:  {bootstrap}{}",
+            if cfg.is_embedded() {
+                "  (in-process mock cluster; any Kafka client can produce to it)"
+            } else {
+                ""
+            }
+        );
+        eprintln!(
+            "  points topic:     {}  (JSON {{\"series_id\":..,\"ts\":..,\"value\":..}})",
+            cfg.kafka.points_topic
+        );
+        eprintln!(
+            "  predictions:      {}/predictions/date=*/*.parquet",
+            out.display()
+        );
+        eprintln!(
+            "  read them:        python3 -c \"import pyarrow.dataset as d; print(d.dataset('{}/predictions', format='parquet', partitioning='hive').to_table().to_pandas())\"",
+            out.display()
+        );
+        eprintln!("                    duckdb -c \"select key, label, scores from read_parquet('{}/predictions/*/*.parquet')\"", out.display());
+        if let Some(a) = http_addr {
+            eprintln!("  metrics:          http://{a}/metrics   (/healthz, /readyz)");
         }
-    );
-    eprintln!(
-        "  points topic:     {}  (JSON {{\"series_id\":..,\"ts\":..,\"value\":..}})",
-        cfg.kafka.points_topic
-    );
-    eprintln!(
-        "  predictions:      {}/predictions/date=*/*.parquet",
-        out.display()
-    );
-    eprintln!(
-        "  read them:        python3 -c \"import pyarrow.dataset as d; print(d.dataset('{}/predictions', format='parquet', partitioning='hive').to_table().to_pandas())\"",
-        out.display()
-    );
-    eprintln!("                    duckdb -c \"select key, label, scores from read_parquet('{}/predictions/*/*.parquet')\"", out.display());
-    if let Some(a) = http_addr {
-        eprintln!("  metrics:          http://{a}/metrics   (/healthz, /readyz)");
     }
 
     if cfg.is_embedded() && cfg.demo.feed && !opts.no_demo_feed {
