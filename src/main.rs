@@ -85,6 +85,22 @@ enum Command {
         #[arg(long, default_value_t = 5)]
         top: usize,
     },
+    /// Replay GunPoint test series as live sensors (points and labels) into any Kafka
+    /// cluster, the embedded default's demo feed on its own (e.g. for docker compose).
+    DemoFeed {
+        #[arg(long)]
+        bootstrap: String,
+        #[arg(long, default_value = "milstream.points")]
+        points_topic: String,
+        /// "" = no labels.
+        #[arg(long, default_value = "milstream.labels")]
+        labels_topic: String,
+        #[arg(long, default_value_t = 8)]
+        sensors: usize,
+        /// Points per second over all sensors.
+        #[arg(long, default_value_t = 400)]
+        points_per_second: u64,
+    },
     /// End-to-end daemon benchmark on the in-process mock cluster with the embedded model:
     /// points/s (pre-produced) or consume-to-durable latency (with --rate). Prints JSON.
     BenchStream {
@@ -436,6 +452,33 @@ fn run(cli: Cli) -> Result<()> {
             ))?;
             // librdkafka threads can outlive the runtime; the process is done.
             rt.shutdown_timeout(std::time::Duration::from_secs(1));
+        }
+        Command::DemoFeed {
+            bootstrap,
+            points_topic,
+            labels_topic,
+            sensors,
+            points_per_second,
+        } => {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(async {
+                let (tx, rx) = tokio::sync::watch::channel(false);
+                tokio::spawn(async move {
+                    let _ = tokio::signal::ctrl_c().await;
+                    let _ = tx.send(true);
+                });
+                milstream::stream::embedded::demo_feed(
+                    bootstrap,
+                    points_topic,
+                    labels_topic,
+                    sensors,
+                    points_per_second,
+                    rx,
+                )
+                .await;
+            });
         }
         Command::BenchStream {
             points,

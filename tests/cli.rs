@@ -265,6 +265,9 @@ fn json_logs_from_the_embedded_daemon() {
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let v: serde_json::Value =
             serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
-        assert!(v["level"].is_string() && v["timestamp"].is_string(), "{line}");
+        assert!(
+            v["level"].is_string() && v["timestamp"].is_string(),
+            "{line}"
+        );
     }
 }

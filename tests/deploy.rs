@@ -1,0 +1,241 @@
+//! The deployment files: the Grafana dashboard queries only metrics the daemon exposes,
+//! every YAML file parses, promtool accepts the Prometheus config and alert rules, the
+//! daemon configs shipped for compose and Kubernetes are valid, and `docker compose config`
+//! accepts the compose file where the Docker CLI has compose.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use milstream::config::Config;
+use milstream::metrics::Metrics;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every metric family in the daemon's exposition, run-time label values touched.
+fn exposed() -> BTreeSet<String> {
+    let m = Metrics::new();
+    m.register_topic("milstream.points");
+    m.records_consumed
+        .with_label_values(&["milstream.points", "0"])
+        .inc();
+    m.consumer_lag
+        .with_label_values(&["milstream.points", "0"])
+        .set(1);
+    m.predictions.with_label_values(&["1", "v000001-x"]).inc();
+    m.set_model_version("v000001-x");
+    m.encode()
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split(' ').next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Metric names in a PromQL expression (identifiers with our prefixes).
+fn names_in(expr: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let bytes = expr.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let rest = &expr[i..];
+        let starts = rest.starts_with("milstream_") || rest.starts_with("process_");
+        let boundary = i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
+        if starts && boundary {
+            let len = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            out.push(rest[..len].to_string());
+            i += len;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+fn family(name: &str) -> &str {
+    ["_bucket", "_count", "_sum"]
+        .iter()
+        .find_map(|s| name.strip_suffix(s))
+        .unwrap_or(name)
+}
+
+fn exprs(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                match (k.as_str(), x) {
+                    ("expr", serde_json::Value::String(e)) => out.push(e.clone()),
+                    _ => exprs(x, out),
+                }
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|x| exprs(x, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn the_dashboard_queries_only_exposed_metrics() {
+    let text =
+        std::fs::read_to_string(root().join("deploy/grafana/dashboards/milstream.json")).unwrap();
+    let dashboard: serde_json::Value = serde_json::from_str(&text).expect("dashboard JSON parses");
+    let mut all = Vec::new();
+    exprs(&dashboard, &mut all);
+    assert!(all.len() >= 10, "{} queries", all.len());
+    let exposed = exposed();
+    let mut used = BTreeSet::new();
+    for e in &all {
+        for n in names_in(e) {
+            assert!(
+                exposed.contains(family(&n)),
+                "the dashboard queries {n}, which the daemon does not expose ({e})"
+            );
+            used.insert(family(&n).to_string());
+        }
+    }
+    for must in [
+        "milstream_records_consumed_total",
+        "milstream_consumer_lag_messages",
+        "milstream_consume_to_durable_seconds",
+        "milstream_predictions_total",
+        "milstream_training_runs_total",
+        "milstream_model_holdout_accuracy",
+        "milstream_dead_letters_total",
+    ] {
+        assert!(used.contains(must), "the dashboard shows {must}");
+    }
+}
+
+fn yaml_files() -> Vec<PathBuf> {
+    let mut out = vec![root().join("docker-compose.yml")];
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "yml" || x == "yaml") {
+                out.push(p);
+            }
+        }
+    }
+    walk(&root().join("deploy"), &mut out);
+    out.sort();
+    out
+}
+
+/// Parses YAML with PyYAML (installed by .ci/run) and returns each file's documents as JSON.
+fn yaml_as_json(path: &Path) -> Vec<serde_json::Value> {
+    let o = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, json, yaml; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))",
+        ])
+        .arg(path)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        o.status.success(),
+        "{} does not parse as YAML: {}",
+        path.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn every_yaml_file_parses_and_the_manifests_are_complete() {
+    let files = yaml_files();
+    assert!(files.len() >= 8, "{files:?}");
+    let mut kinds = BTreeSet::new();
+    for f in &files {
+        for doc in yaml_as_json(f) {
+            if f.starts_with(root().join("deploy/k8s")) {
+                assert!(doc["apiVersion"].is_string(), "{}: apiVersion", f.display());
+                kinds.insert(doc["kind"].as_str().unwrap().to_string());
+                if doc["kind"] == "Deployment" {
+                    let c = &doc["spec"]["template"]["spec"]["containers"][0];
+                    assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+                    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
+                    assert_eq!(
+                        doc["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"],
+                        true
+                    );
+                }
+                if doc["kind"] == "ConfigMap" {
+                    for (name, toml) in doc["data"].as_object().unwrap() {
+                        Config::parse(name, toml.as_str().unwrap())
+                            .unwrap_or_else(|e| panic!("{name}: {e}"));
+                    }
+                }
+            }
+            if f.ends_with("docker-compose.yml") {
+                for s in ["kafka", "kafka-init", "milstream", "prometheus", "grafana"] {
+                    assert!(doc["services"][s].is_object(), "compose service {s}");
+                }
+                assert_eq!(doc["services"]["grafana"]["ports"][0], "3000:3000");
+            }
+        }
+    }
+    assert!(
+        ["ConfigMap", "Deployment", "Service"]
+            .iter()
+            .all(|k| kinds.contains(*k)),
+        "{kinds:?}"
+    );
+    let compose_cfg = root().join("deploy/compose/milstream.toml");
+    Config::parse(
+        "deploy/compose/milstream.toml",
+        &std::fs::read_to_string(compose_cfg).unwrap(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn promtool_accepts_the_config_and_the_alert_rules() {
+    if Command::new("promtool").arg("--version").output().is_err() {
+        eprintln!("promtool not installed (.ci/run installs it); skipped");
+        return;
+    }
+    for args in [
+        vec!["check", "rules", "deploy/prometheus/alerts.yml"],
+        vec!["check", "config", "deploy/prometheus/prometheus.yml"],
+    ] {
+        let o = Command::new("promtool")
+            .args(&args)
+            .current_dir(root())
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "promtool {args:?}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+#[test]
+fn docker_compose_accepts_the_stack_where_available() {
+    let has_compose = Command::new("docker")
+        .args(["compose", "version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_compose {
+        eprintln!("no `docker compose` here; the YAML test covers docker-compose.yml");
+        return;
+    }
+    let o = Command::new("docker")
+        .args(["compose", "-f", "docker-compose.yml", "config", "--quiet"])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "docker compose config: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
