@@ -23,11 +23,13 @@ use tracing::{error, info};
 
 use crate::metrics::Metrics;
 
-/// Readiness flag shared with the daemon: ready once partitions are being consumed, not ready
-/// again once shutdown begins.
+/// Readiness shared with the daemon: ready while partitions are assigned and consumed (the
+/// model is loaded before consuming starts) and no sink is failing; not ready while joining
+/// the group, while a sink's writes fail (the writer retries), and once shutdown begins.
 #[derive(Debug, Default)]
 pub struct Health {
     ready: AtomicBool,
+    sink_failing: AtomicBool,
 }
 
 impl Health {
@@ -37,9 +39,25 @@ impl Health {
         self.ready.store(ready, Ordering::Relaxed);
     }
 
+    /// A sink write failed (true) or succeeded again (false).
+    pub fn set_sink_failing(&self, failing: bool) {
+        self.sink_failing.store(failing, Ordering::Relaxed);
+    }
+
     /// Whether `/readyz` answers 200.
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Relaxed)
+        self.ready.load(Ordering::Relaxed) && !self.sink_failing.load(Ordering::Relaxed)
+    }
+
+    /// Why `/readyz` answers 503, if it does.
+    pub fn not_ready_reason(&self) -> Option<&'static str> {
+        if !self.ready.load(Ordering::Relaxed) {
+            Some("not ready: no partitions being consumed (starting, rebalancing or stopping)")
+        } else if self.sink_failing.load(Ordering::Relaxed) {
+            Some("not ready: a sink is failing to write (see milstream_sink_errors_total)")
+        } else {
+            None
+        }
     }
 }
 
@@ -94,10 +112,9 @@ async fn healthz() -> &'static str {
 }
 
 async fn readyz(State(ops): State<Ops>) -> (StatusCode, &'static str) {
-    if ops.health.is_ready() {
-        (StatusCode::OK, "ready")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "not ready")
+    match ops.health.not_ready_reason() {
+        None => (StatusCode::OK, "ready"),
+        Some(why) => (StatusCode::SERVICE_UNAVAILABLE, why),
     }
 }
 
@@ -179,10 +196,18 @@ mod tests {
         assert_eq!((r.status, r.body.as_str()), (200, "ok"));
 
         let r = get(addr, "/readyz").await;
-        assert_eq!((r.status, r.body.as_str()), (503, "not ready"));
+        assert_eq!(r.status, 503);
+        assert!(r.body.contains("no partitions"), "{}", r.body);
         health.set_ready(true);
         let r = get(addr, "/readyz").await;
         assert_eq!((r.status, r.body.as_str()), (200, "ready"));
+        // A failing sink takes the daemon out of rotation until a write succeeds again.
+        health.set_sink_failing(true);
+        let r = get(addr, "/readyz").await;
+        assert_eq!(r.status, 503);
+        assert!(r.body.contains("sink"), "{}", r.body);
+        health.set_sink_failing(false);
+        assert_eq!(get(addr, "/readyz").await.status, 200);
         health.set_ready(false);
         assert_eq!(get(addr, "/readyz").await.status, 503);
 

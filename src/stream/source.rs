@@ -1040,9 +1040,15 @@ fn writer_loop(
                 Ok(())
             })();
             match res {
-                Ok(()) => break,
+                Ok(()) => {
+                    if attempt > 0 {
+                        shared.health.set_sink_failing(false);
+                    }
+                    break;
+                }
                 Err((sink, e)) => {
                     shared.metrics.sink_errors.with_label_values(&[sink]).inc();
+                    shared.health.set_sink_failing(true);
                     attempt += 1;
                     error!(
                         topic = seg.topic,
