@@ -239,3 +239,31 @@ fn docker_compose_accepts_the_stack_where_available() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+#[test]
+fn the_readme_documents_every_metric() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    for name in exposed().iter().filter(|n| n.starts_with("milstream_")) {
+        assert!(
+            readme.contains(&format!("| `{name}` |")),
+            "README's metrics table lacks {name}"
+        );
+    }
+}
+
+/// The Parquet columns documented in schemas/README.md are exactly those written.
+#[test]
+fn the_parquet_schemas_are_documented() {
+    use milstream::stream::sink::parquet::{DEAD_LETTER_SCHEMA, PREDICTION_SCHEMA};
+    use milstream::stream::training::EXAMPLE_SCHEMA;
+    let readme = std::fs::read_to_string(root().join("schemas/README.md")).unwrap();
+    for schema in [&*PREDICTION_SCHEMA, &*DEAD_LETTER_SCHEMA, &*EXAMPLE_SCHEMA] {
+        for f in schema.fields() {
+            assert!(
+                readme.contains(&format!("| `{}` |", f.name())),
+                "schemas/README.md does not document column {}",
+                f.name()
+            );
+        }
+    }
+}

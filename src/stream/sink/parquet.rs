@@ -25,7 +25,7 @@ fn list_of(t: DataType) -> DataType {
     DataType::List(Arc::new(Field::new("item", t, true)))
 }
 
-/// The prediction rows (documented in schemas/prediction.parquet.md).
+/// The prediction rows (documented in schemas/README.md, "Parquet / Arrow output").
 pub static PREDICTION_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     Arc::new(Schema::new(vec![
         Field::new("key", DataType::Utf8, false),
