@@ -46,6 +46,14 @@ use crate::http::Health;
 use crate::metrics::Metrics;
 use crate::mil::{Bag, Explanation, Sample};
 
+/// `topic/partition` of each element, for logs.
+fn partition_names(tpl: &TopicPartitionList) -> Vec<String> {
+    tpl.elements()
+        .iter()
+        .map(|e| format!("{}/{}", e.topic(), e.partition()))
+        .collect()
+}
+
 fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
@@ -223,7 +231,7 @@ impl ConsumerContext for Ctx {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
                 shared.on_assign(base, tpl);
                 if let Err(e) = base.assign(tpl) {
-                    error!(%e, "assign failed");
+                    error!(%e, partitions = ?partition_names(tpl), "assign failed");
                 }
                 shared.health.set_ready(true);
             }
@@ -254,7 +262,12 @@ impl Shared {
                     committed = Some(c);
                     break;
                 }
-                Err(e) => error!(%e, attempt, "reading committed offsets failed"),
+                Err(e) => error!(
+                    %e,
+                    attempt,
+                    partitions = ?partition_names(tpl),
+                    "reading committed offsets failed"
+                ),
             }
         }
         let may_sweep = committed.is_some();
@@ -453,8 +466,20 @@ impl Shared {
     fn send_blocking(&self, seg: Segment) {
         let writers = self.writers.lock().expect("writer lock").clone();
         if let Some(w) = writers {
+            let (topic, partition, first, last) = (
+                seg.topic.clone(),
+                seg.partition,
+                seg.first_offset,
+                seg.last_offset,
+            );
             if w.route(&seg).send(seg).is_err() {
-                error!("the writer has stopped; a segment was not written");
+                error!(
+                    topic,
+                    partition,
+                    first_offset = first,
+                    last_offset = last,
+                    "the writer has stopped; a segment was not written (it will be replayed)"
+                );
             }
         }
     }
@@ -1363,7 +1388,8 @@ async fn dispatch(
     msg: OwnedMessage,
 ) {
     use tokio::sync::mpsc::error::TrySendError as E;
-    let tx = &workers.txs[workers.index(msg.topic(), msg.partition())];
+    let (topic, partition, offset) = (msg.topic().to_string(), msg.partition(), msg.offset());
+    let tx = &workers.txs[workers.index(&topic, partition)];
     let work = Work::Message {
         msg,
         consumed_at: Instant::now(),
@@ -1372,7 +1398,7 @@ async fn dispatch(
         Ok(()) => return,
         Err(E::Full(w)) => w,
         Err(E::Closed(_)) => {
-            error!("a scoring worker has stopped");
+            error!(topic, partition, offset, "a scoring worker has stopped");
             return;
         }
     };
@@ -1392,7 +1418,7 @@ async fn dispatch(
     };
     match permit {
         Ok(p) => p.send(work),
-        Err(_) => error!("a scoring worker has stopped"),
+        Err(_) => error!(topic, partition, offset, "a scoring worker has stopped"),
     }
 }
 
