@@ -45,6 +45,8 @@ metric_names! {
     FILES_WRITTEN = "milstream_files_written_total";
     /// Bytes in output files made durable, per sink; moves with each completed file.
     BYTES_WRITTEN = "milstream_written_bytes_total";
+    /// Rows in output files made durable, per sink; moves with each completed file.
+    ROWS_WRITTEN = "milstream_written_rows_total";
     /// Kafka offset commits that succeeded; moves after each successful synchronous commit.
     COMMITS = "milstream_commits_total";
     /// Kafka offset commits that failed (the offsets are retried with the next commit).
@@ -161,6 +163,8 @@ pub struct Metrics {
     pub files_written: IntCounterVec,
     /// [`BYTES_WRITTEN`]`{sink}`, sink in [`SINKS`].
     pub bytes_written: IntCounterVec,
+    /// [`ROWS_WRITTEN`]`{sink}`, sink in [`SINKS`].
+    pub rows_written: IntCounterVec,
     /// [`COMMITS`].
     pub commits: IntCounter,
     /// [`COMMIT_FAILURES`].
@@ -248,6 +252,7 @@ impl Metrics {
             predictions_written: counter(&r, PREDICTIONS_WRITTEN),
             files_written: counter_vec(&r, FILES_WRITTEN, "sink"),
             bytes_written: counter_vec(&r, BYTES_WRITTEN, "sink"),
+            rows_written: counter_vec(&r, ROWS_WRITTEN, "sink"),
             commits: counter(&r, COMMITS),
             commit_failures: counter(&r, COMMIT_FAILURES),
             duplicates_dropped: counter(&r, DUPLICATES_DROPPED),
@@ -287,6 +292,7 @@ impl Metrics {
         for sink in SINKS {
             metrics.files_written.with_label_values(&[sink]);
             metrics.bytes_written.with_label_values(&[sink]);
+            metrics.rows_written.with_label_values(&[sink]);
         }
         for outcome in TRAINING_OUTCOMES {
             metrics.training_runs.with_label_values(&[outcome]);

@@ -1092,6 +1092,19 @@ fn writer_loop(
             .metrics
             .predictions_written
             .inc_by(seg.predictions.len() as u64);
+        let rows = &shared.metrics.rows_written;
+        rows.with_label_values(&["parquet"])
+            .inc_by(seg.predictions.len() as u64);
+        rows.with_label_values(&["dlq"])
+            .inc_by(seg.dead_letters.len() as u64);
+        if shared.training.is_some() {
+            rows.with_label_values(&["training"])
+                .inc_by(seg.examples.len() as u64);
+        }
+        if shared.cfg.output.arrow_ipc {
+            rows.with_label_values(&["ipc"])
+                .inc_by(seg.predictions.len() as u64);
+        }
         let mut by_label: HashMap<(&str, &str), u64> = HashMap::new();
         for p in &seg.predictions {
             *by_label
