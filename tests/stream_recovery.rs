@@ -71,13 +71,15 @@ fn sigkill_mid_stream_then_restart_gives_every_prediction_exactly_once() {
     let (feeder, fed) = paced_producer(bootstrap.clone(), point_messages(&stream), 130);
 
     // Three crashes at different moments after the child owns its partitions: right after
-    // its first file (before any commit), after two seconds of commits, and while a file
-    // is being written (when we catch one within three seconds).
-    type Moment = Box<dyn Fn(&Path, Duration) -> bool>;
+    // its first file (before any commit), after its first commit and a further second of
+    // work, and while a file is being written (when we catch one within three seconds).
+    type Moment = Box<dyn Fn(&Path, Duration, &str) -> bool>;
     let moments: [Moment; 3] = [
-        Box::new(|o, _| any_file(o)),
-        Box::new(|_, owned| owned > Duration::from_millis(2_000)),
-        Box::new(|o, owned| {
+        Box::new(|o, _, _| any_file(o)),
+        Box::new(|_, owned, log| {
+            owned > Duration::from_millis(1_000) && log.contains("first offsets committed")
+        }),
+        Box::new(|o, owned, _| {
             owned > Duration::from_millis(1_000)
                 && (tmp_file_visible(o) || owned > Duration::from_millis(4_000))
         }),
@@ -88,14 +90,11 @@ fn sigkill_mid_stream_then_restart_gives_every_prediction_exactly_once() {
         let started = Instant::now();
         let mut owned_since = None;
         while started.elapsed() < Duration::from_secs(60) {
-            if owned_since.is_none()
-                && std::fs::read_to_string(&log)
-                    .unwrap_or_default()
-                    .contains("partition assigned")
-            {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if owned_since.is_none() && text.contains("partition assigned") {
                 owned_since = Some(Instant::now());
             }
-            if owned_since.is_some_and(|t| moment(&out, t.elapsed())) {
+            if owned_since.is_some_and(|t| moment(&out, t.elapsed(), &text)) {
                 break;
             }
             std::thread::sleep(Duration::from_millis(1));

@@ -18,6 +18,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -179,6 +180,8 @@ pub struct Shared {
     pub bag_model: Option<Arc<ScoringModel>>,
     pub durable: DurableOffsets,
     pub training: Option<Arc<TrainingRuntime>>,
+    /// Whether the first commit since the last assignment was logged.
+    first_commit_logged: AtomicBool,
     /// The cluster's bootstrap list (the models topic's producer and follower use it).
     pub bootstrap: String,
     writers: Mutex<Option<Arc<Writers>>>,
@@ -275,6 +278,7 @@ impl Shared {
             error!("no committed offsets: replaying from the reset policy without sweeping output");
         }
         let committed = committed.unwrap_or_default();
+        self.first_commit_logged.store(false, Ordering::Relaxed);
         let workers = self.workers.lock().expect("workers lock").clone();
         let mut seeks: Vec<(String, i32, i64)> = Vec::new();
         for el in tpl.elements() {
@@ -1235,6 +1239,7 @@ pub async fn run_pipeline(
         bag_model,
         durable: DurableOffsets::default(),
         training: training.clone(),
+        first_commit_logged: AtomicBool::new(false),
         bootstrap: bootstrap.clone(),
         writers: Mutex::new(None),
         workers: Mutex::new(None),
@@ -1452,6 +1457,12 @@ async fn commit_durable(shared: &Arc<Shared>, consumer: &Arc<StreamConsumer<Ctx>
             });
     match res {
         Ok(()) => {
+            if !shared.first_commit_logged.swap(true, Ordering::Relaxed) {
+                info!(
+                    partitions = marks.len(),
+                    "first offsets committed since the assignment"
+                );
+            }
             shared.durable.committed(&marks);
             shared.metrics.commits.inc();
         }
