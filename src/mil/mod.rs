@@ -11,6 +11,7 @@ pub mod incremental;
 pub mod kernel;
 pub mod kmeans;
 pub mod lpboost;
+pub mod miordm;
 pub mod model;
 pub mod select;
 pub mod series;

@@ -15,11 +15,14 @@ use super::error::{MilError, Result};
 
 type Row = Vec<(usize, f64)>;
 
-/// A linear (or second-order cone) program in `n` variables.
+/// A linear (or second-order cone) program in `n` variables, optionally with a convex
+/// quadratic term ½x'Px (a QP).
 #[derive(Debug, Clone)]
 pub struct ConicProgram {
     n: usize,
     q: Vec<f64>,
+    /// Upper-triangular entries (i <= j) of P.
+    p_upper: Vec<(usize, usize, f64)>,
     eq: Vec<(Row, f64)>,
     le: Vec<(Row, f64)>,
     soc: Vec<Vec<(Row, f64)>>,
@@ -40,6 +43,7 @@ impl ConicProgram {
         Self {
             n,
             q: vec![0.0; n],
+            p_upper: Vec::new(),
             eq: Vec::new(),
             le: Vec::new(),
             soc: Vec::new(),
@@ -62,6 +66,21 @@ impl ConicProgram {
             "objective length must equal the number of variables"
         );
         self.q = q;
+    }
+
+    /// Adds ½x'Px to the objective, P symmetric positive semidefinite, given densely
+    /// (row-major n x n); only its upper triangle is read.
+    pub fn set_quadratic_dense(&mut self, p: &[f64]) {
+        assert_eq!(p.len(), self.n * self.n, "P must be n x n");
+        self.p_upper.clear();
+        for j in 0..self.n {
+            for i in 0..=j {
+                let v = p[i * self.n + j];
+                if v != 0.0 {
+                    self.p_upper.push((i, j, v));
+                }
+            }
+        }
     }
 
     /// `a'x = b`.
@@ -123,7 +142,21 @@ impl ConicProgram {
             colptr.push(rowval.len());
         }
         let A = CscMatrix::new(m, self.n, colptr, rowval, nzval);
-        let P = CscMatrix::<f64>::zeros((self.n, self.n));
+        let P = if self.p_upper.is_empty() {
+            CscMatrix::<f64>::zeros((self.n, self.n))
+        } else {
+            // Column-major, rows ascending within a column (entries were pushed that way).
+            let mut colptr = vec![0usize; self.n + 1];
+            for &(_, j, _) in &self.p_upper {
+                colptr[j + 1] += 1;
+            }
+            for j in 0..self.n {
+                colptr[j + 1] += colptr[j];
+            }
+            let rowval = self.p_upper.iter().map(|e| e.0).collect();
+            let nzval = self.p_upper.iter().map(|e| e.2).collect();
+            CscMatrix::new(self.n, self.n, colptr, rowval, nzval)
+        };
         let mut cones = Vec::new();
         if !self.eq.is_empty() {
             cones.push(SupportedConeT::ZeroConeT(self.eq.len()));
