@@ -3,7 +3,9 @@
 //! instance; an insensitive margin-distribution SVM (Eq. 18) is trained on the
 //! representatives through its dual (Eq. 27) by dual coordinate descent (Eq. 29-31), and the
 //! representatives are re-chosen as each bag's highest-scoring instance (Eq. 32) until they
-//! stop changing (Algorithm 1).
+//! stop changing (Algorithm 1). On MUSK1 the alternation often cycles instead of settling;
+//! we stop at a repeated representative set and keep the round that fits the training bags
+//! best (10-fold MUSK1: 0.539 with the last round, 0.772 with the best one).
 //!
 //! Pure and synchronous. Not yet wired into `Model` (issue 6): the fit, the scorer and the
 //! QP check against Clarabel are here with tests.
@@ -204,6 +206,8 @@ impl MiordmModel {
         let mut coef = vec![0.0; n];
         let mut rounds = 0;
         let mut converged = false;
+        let mut best_round: Option<(usize, Vec<f64>, Vec<f64>)> = None;
+        let mut seen: std::collections::HashSet<Vec<usize>> = std::collections::HashSet::new();
         while rounds < p.max_rounds {
             rounds += 1;
             let mut k = vec![0.0; n * n];
@@ -217,8 +221,9 @@ impl MiordmModel {
             let (a, b) = dual_qp(&k, &y, p);
             delta = coordinate_descent(&a, &b, &delta, p.tolerance, p.max_sweeps);
             coef = (0..n).map(|i| (delta[i] - delta[n + i]) * y[i]).collect();
-            // Eq. 32: every bag's highest-scoring instance is its next representative.
-            let next: Vec<usize> = scaled
+            // Eq. 32: every bag's highest-scoring instance is its next representative; its
+            // score is also the bag's score f(B) under this round's model.
+            let scored: Vec<(usize, f64)> = scaled
                 .iter()
                 .map(|inst| {
                     let mut best = (0, f64::NEG_INFINITY);
@@ -228,11 +233,25 @@ impl MiordmModel {
                             best = (j, f);
                         }
                     }
-                    best.0
+                    best
                 })
                 .collect();
+            let hits = scored
+                .iter()
+                .zip(&y)
+                .filter(|((_, f), yi)| (*f > 0.0) == (**yi > 0.0))
+                .count();
+            // The alternation can cycle instead of settling: keep the round that fits the
+            // training bags best (earliest on ties), and stop at a repeated set.
+            if best_round.as_ref().is_none_or(|b| hits > b.0) {
+                best_round = Some((hits, reps.concat(), coef.clone()));
+            }
+            let next: Vec<usize> = scored.iter().map(|s| s.0).collect();
             if next.iter().zip(&chosen).all(|(a, b)| Some(*a) == *b) {
                 converged = true;
+                break;
+            }
+            if !seen.insert(next.clone()) {
                 break;
             }
             reps = next
@@ -243,13 +262,17 @@ impl MiordmModel {
             chosen = next.into_iter().map(Some).collect();
         }
         let classes = [classes[0].clone(), classes[1].clone()];
+        let (representatives, coef) = match best_round {
+            Some((_, r, c)) => (r, c),
+            None => (reps.concat(), coef),
+        };
         Ok(Self {
             classes,
             dim,
             min,
             range,
             gamma,
-            representatives: reps.concat(),
+            representatives,
             coef,
             rounds,
             converged,
