@@ -218,10 +218,8 @@ mod tests {
             .await
             .expect("server stops after shutdown")
             .expect("server task did not panic");
-        assert!(
-            TcpStream::connect(addr).await.is_err(),
-            "listener closed after shutdown"
-        );
+        // The listener is owned by the finished task, so it is closed. (Connecting to check
+        // is not a sound test: a concurrent test may be handed the freed ephemeral port.)
     }
 
     #[tokio::test]
