@@ -209,42 +209,12 @@ impl Metrics {
         ))
         .expect(REGISTER);
         let metrics = Metrics {
-            records_consumed: {
-                let c = IntCounterVec::new(
-                    Opts::new(RECORDS_CONSUMED, help(RECORDS_CONSUMED)),
-                    &["topic", "partition"],
-                )
-                .expect(REGISTER);
-                r.register(Box::new(c.clone())).expect(REGISTER);
-                c
-            },
-            consumer_lag: {
-                let g = IntGaugeVec::new(
-                    Opts::new(CONSUMER_LAG, help(CONSUMER_LAG)),
-                    &["topic", "partition"],
-                )
-                .expect(REGISTER);
-                r.register(Box::new(g.clone())).expect(REGISTER);
-                g
-            },
-            predictions: {
-                let c = IntCounterVec::new(
-                    Opts::new(PREDICTIONS_BY_LABEL, help(PREDICTIONS_BY_LABEL)),
-                    &["label", "model_version"],
-                )
-                .expect(REGISTER);
-                r.register(Box::new(c.clone())).expect(REGISTER);
-                c
-            },
+            records_consumed: counter_vec_of(&r, RECORDS_CONSUMED, &["topic", "partition"]),
+            consumer_lag: gauge_vec(&r, CONSUMER_LAG, &["topic", "partition"]),
+            predictions: counter_vec_of(&r, PREDICTIONS_BY_LABEL, &["label", "model_version"]),
             sink_errors: counter_vec(&r, SINK_ERRORS, "sink"),
             training_seconds: histogram(&r, TRAINING_SECONDS, &TRAINING_BUCKETS),
-            model_info: {
-                let g =
-                    IntGaugeVec::new(Opts::new(MODEL_INFO, help(MODEL_INFO)), &["model_version"])
-                        .expect(REGISTER);
-                r.register(Box::new(g.clone())).expect(REGISTER);
-                g
-            },
+            model_info: gauge_vec(&r, MODEL_INFO, &["model_version"]),
             messages_consumed: counter_vec(&r, MESSAGES_CONSUMED, "topic"),
             dead_letters: counter_vec(&r, DEAD_LETTERS, "reason"),
             windows_scored: counter(&r, WINDOWS_SCORED),
@@ -266,13 +236,7 @@ impl Metrics {
             training_runs: counter_vec(&r, TRAINING_RUNS, "outcome"),
             training_failures: counter_vec(&r, TRAINING_FAILURES, "reason"),
             training_examples: gauge(&r, TRAINING_EXAMPLES),
-            model_holdout_accuracy: {
-                let g =
-                    prometheus::Gauge::new(MODEL_HOLDOUT_ACCURACY, help(MODEL_HOLDOUT_ACCURACY))
-                        .expect("valid metric");
-                r.register(Box::new(g.clone())).expect("registered once");
-                g
-            },
+            model_holdout_accuracy: float_gauge(&r, MODEL_HOLDOUT_ACCURACY),
             consume_to_durable_seconds: histogram(
                 &r,
                 CONSUME_TO_DURABLE,
@@ -364,9 +328,25 @@ fn counter(r: &Registry, name: &str) -> IntCounter {
 }
 
 fn counter_vec(r: &Registry, name: &str, label: &str) -> IntCounterVec {
-    let c = IntCounterVec::new(Opts::new(name, help(name)), &[label]).expect(REGISTER);
+    counter_vec_of(r, name, &[label])
+}
+
+fn counter_vec_of(r: &Registry, name: &str, labels: &[&str]) -> IntCounterVec {
+    let c = IntCounterVec::new(Opts::new(name, help(name)), labels).expect(REGISTER);
     r.register(Box::new(c.clone())).expect(REGISTER);
     c
+}
+
+fn gauge_vec(r: &Registry, name: &str, labels: &[&str]) -> IntGaugeVec {
+    let g = IntGaugeVec::new(Opts::new(name, help(name)), labels).expect(REGISTER);
+    r.register(Box::new(g.clone())).expect(REGISTER);
+    g
+}
+
+fn float_gauge(r: &Registry, name: &str) -> prometheus::Gauge {
+    let g = prometheus::Gauge::new(name, help(name)).expect(REGISTER);
+    r.register(Box::new(g.clone())).expect(REGISTER);
+    g
 }
 
 fn gauge(r: &Registry, name: &str) -> IntGauge {

@@ -1406,8 +1406,7 @@ async fn dispatch(
     msg: OwnedMessage,
 ) {
     use tokio::sync::mpsc::error::TrySendError as E;
-    let (topic, partition, offset) = (msg.topic().to_string(), msg.partition(), msg.offset());
-    let tx = &workers.txs[workers.index(&topic, partition)];
+    let tx = &workers.txs[workers.index(msg.topic(), msg.partition())];
     let work = Work::Message {
         msg,
         consumed_at: Instant::now(),
@@ -1415,10 +1414,7 @@ async fn dispatch(
     let work = match tx.try_send(work) {
         Ok(()) => return,
         Err(E::Full(w)) => w,
-        Err(E::Closed(_)) => {
-            error!(topic, partition, offset, "a scoring worker has stopped");
-            return;
-        }
+        Err(E::Closed(w)) => return worker_stopped(&w),
     };
     // A full queue for a moment is normal at full speed: wait for room. Only a worker that
     // stays behind (a slow sink) gets the partitions paused, since a pause drops
@@ -1436,7 +1432,19 @@ async fn dispatch(
     };
     match permit {
         Ok(p) => p.send(work),
-        Err(_) => error!(topic, partition, offset, "a scoring worker has stopped"),
+        Err(_) => worker_stopped(&work),
+    }
+}
+
+/// Logs a message that could not be queued (cold path: the worker is gone).
+fn worker_stopped(work: &Work) {
+    if let Work::Message { msg, .. } = work {
+        error!(
+            topic = msg.topic(),
+            partition = msg.partition(),
+            offset = msg.offset(),
+            "a scoring worker has stopped"
+        );
     }
 }
 
