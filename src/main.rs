@@ -10,9 +10,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
 use milstream::data::{read_dataset, Format};
-use milstream::mil::model::{BinaryMode, KernelSpec};
+use milstream::mil::model::{BinaryMode, KernelSpec, ModelKind};
 use milstream::mil::select::{
-    accuracy, auc, best_index, cross_validate_grid, default_grid, stratified_folds,
+    accuracy, auc, best_index, cross_validate, cross_validate_grid, default_grid,
+    stratified_folds, CvReport,
 };
 use milstream::mil::{Dataset, FitParams, Model, ShapeletLength, WeakKind};
 
@@ -133,12 +134,17 @@ enum Command {
         #[command(flatten)]
         opts: FitOptions,
     },
-    /// k-fold cross-validated accuracy on one file.
+    /// k-fold cross-validated accuracy on one file; with --models, one row per model kind.
     Cv {
         #[arg(long)]
         data: PathBuf,
         #[arg(long, default_value_t = 10)]
         folds: usize,
+        /// Compare kinds on the same folds: e.g. `lpboost,miordm,boxsvm,misvm,mi-svm`
+        /// (accuracy mean +- std, AUC, fit seconds per fold; with --json one object per
+        /// kind). Each kind runs with its own defaults and the options given.
+        #[arg(long, value_delimiter = ',')]
+        models: Vec<ModelKind>,
         #[command(flatten)]
         opts: FitOptions,
     },
@@ -160,6 +166,11 @@ enum Command {
 /// Hyperparameters shared by train, eval, cv and bench.
 #[derive(Args, Clone)]
 struct FitOptions {
+    /// Model kind: lpboost (shapelets, the core), miordm, boxsvm (box-counting kernel),
+    /// misvm (MI-SVM), mi-svm. Series are bagged into subsequences of the first
+    /// --shapelet-length at --stride for the kinds other than lpboost.
+    #[arg(long = "model", default_value = "lpboost")]
+    kind: ModelKind,
     /// Input layout; detected from the header when omitted (`bag_id,...` means mil).
     #[arg(long, value_enum)]
     format: Option<Format>,
@@ -216,6 +227,38 @@ struct FitOptions {
     /// paper's grid (see `milstream::mil::select::default_grid`).
     #[arg(long)]
     search: bool,
+    /// MIORDM: lambda (the paper's grid 2^7..2^10).
+    #[arg(long, default_value_t = 256.0)]
+    lambda: f64,
+    /// MIORDM: theta, the insensitive zone of the margin distribution.
+    #[arg(long, default_value_t = 0.7)]
+    theta: f64,
+    /// MIORDM: mu, the weight of the margin variance.
+    #[arg(long, default_value_t = 0.7)]
+    mu: f64,
+    /// MIORDM, MI-SVM, mi-SVM: RBF width on [0, 1]-scaled features; `auto` = 1 / d for
+    /// MIORDM (the paper's), the median heuristic times --sigma-scale for the SVMs.
+    #[arg(long, default_value = "auto")]
+    gamma: String,
+    /// SVM soft-margin bound C (MI-SVM, mi-SVM, boxsvm).
+    #[arg(long = "svm-c", default_value_t = 10.0)]
+    svm_c: f64,
+    /// boxsvm: grid resolution s (features discretised to 0..s).
+    #[arg(long, default_value_t = 10)]
+    box_s: u32,
+    /// boxsvm: FPRAS relative error epsilon.
+    #[arg(long, default_value_t = 0.1)]
+    box_epsilon: f64,
+    /// boxsvm: FPRAS failure probability delta.
+    #[arg(long, default_value_t = 0.01)]
+    box_delta: f64,
+    /// boxsvm: exponent of the sub-polynomial map x^rho (the paper: 1/50).
+    #[arg(long, default_value_t = 0.02)]
+    box_rho: f64,
+    /// boxsvm: the empirical kernel map's reference bags include the bags being scored in
+    /// eval and cv (the paper's transduction).
+    #[arg(long)]
+    transductive: bool,
     /// Seed of k-means, fold assignment and the median heuristic.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -271,6 +314,13 @@ impl FitOptions {
                 coef0: self.coef0,
             },
         };
+        let gamma = match self.gamma.as_str() {
+            "auto" => None,
+            g => Some(
+                g.parse::<f64>()
+                    .with_context(|| format!("--gamma '{g}' is neither `auto` nor a number"))?,
+            ),
+        };
         let k = match self.k.as_str() {
             "all" => None,
             s => Some(
@@ -298,6 +348,27 @@ impl FitOptions {
             starts: self.starts,
             seed: self.seed,
             standardize: !self.no_standardize,
+            kind: self.kind,
+            miordm: milstream::mil::model::MiordmParams {
+                lambda: self.lambda,
+                theta: self.theta,
+                mu: self.mu,
+                gamma,
+                ..Default::default()
+            },
+            svm: milstream::mil::model::SvmParams {
+                c: self.svm_c,
+                gamma,
+                gamma_scale: self.sigma_scale,
+                ..Default::default()
+            },
+            boxkernel: milstream::mil::model::BoxKernelParams {
+                s: self.box_s,
+                epsilon: self.box_epsilon,
+                delta: self.box_delta,
+                rho: self.box_rho,
+                transductive: self.transductive,
+            },
         };
         p.validate()?;
         Ok(p)
@@ -411,20 +482,41 @@ fn score(model: &Model, test: &Dataset, quiet: bool) -> Result<(f64, Option<f64>
 }
 
 fn summary_json(model: &Model) -> serde_json::Value {
-    match model {
-        Model::LpboostShapelet(m) => json!({
-            "kind": model.kind_name(),
-            "classes": m.classes,
-            "lengths": m.spaces.iter().map(|s| s.length).collect::<Vec<_>>(),
-            "kernels": m.spaces.iter().map(|s| s.kernel).collect::<Vec<_>>(),
-            "nu": m.params.nu,
-            "rounds": m.summary.rounds,
-            "hypotheses": m.ensembles.iter().map(|e| e.hypotheses.len()).sum::<usize>(),
-            "rho": m.summary.rho,
-            "sparsity": m.summary.sparsity,
-            "lp_solves": m.summary.lp_solves,
-            "max_generated_rows": m.summary.max_generated_rows,
-        }),
+    let summary = model.summary();
+    let mut out = json!({
+        "kind": model.kind_name(),
+        "classes": model.classes(),
+        "rounds": summary.rounds,
+        "rho": summary.rho,
+        "sparsity": summary.sparsity,
+        "converged": summary.converged,
+    });
+    if let Model::LpboostShapelet(m) = model {
+        out["lengths"] = json!(m.spaces.iter().map(|s| s.length).collect::<Vec<_>>());
+        out["kernels"] = json!(m.spaces.iter().map(|s| s.kernel).collect::<Vec<_>>());
+        out["nu"] = json!(m.params.nu);
+        out["hypotheses"] = json!(m.ensembles.iter().map(|e| e.hypotheses.len()).sum::<usize>());
+        out["lp_solves"] = json!(m.summary.lp_solves);
+        out["max_generated_rows"] = json!(m.summary.max_generated_rows);
+    }
+    out
+}
+
+/// The comparison table of `cv --models`.
+fn print_cv_table(reports: &[CvReport]) {
+    println!(
+        "{:<10} {:>17} {:>7} {:>16}",
+        "model", "accuracy", "auc", "fit s / fold"
+    );
+    for r in reports {
+        println!(
+            "{:<10} {:>8.4} +- {:.4} {:>7} {:>16.3}",
+            r.kind,
+            r.accuracy,
+            r.accuracy_std,
+            r.auc.map_or("-".into(), |a| format!("{a:.4}")),
+            r.fit_seconds_mean
+        );
     }
 }
 
@@ -598,7 +690,38 @@ fn run(cli: Cli) -> Result<()> {
                 );
             }
         }
-        Command::Cv { data, folds, opts } => {
+        Command::Cv {
+            data,
+            folds,
+            models,
+            opts,
+        } if !models.is_empty() => {
+            let ds = load(&data, opts.format)?;
+            anyhow::ensure!(
+                !opts.search,
+                "--search with --models is not supported: compare kinds at their defaults, or search one kind at a time"
+            );
+            let mut reports = Vec::new();
+            for kind in models {
+                let mut o = opts.clone();
+                o.kind = kind;
+                let params = o.params()?;
+                let pb = progress(folds as u64, kind.name(), opts.quiet);
+                let r = cross_validate(&ds, &params, folds, opts.seed, &|| pb.inc(1))
+                    .with_context(|| format!("cross-validating {kind}"))?;
+                pb.finish_and_clear();
+                if opts.json {
+                    println!("{}", serde_json::to_string(&r)?);
+                }
+                reports.push(r);
+            }
+            if !opts.json {
+                print_cv_table(&reports);
+            }
+        }
+        Command::Cv {
+            data, folds, opts, ..
+        } => {
             let ds = load(&data, opts.format)?;
             let params = opts.params()?;
             let t = Instant::now();

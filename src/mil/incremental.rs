@@ -33,13 +33,17 @@ pub struct WindowScorer {
     deques: Vec<VecDeque<(u64, f64)>>,
     /// Kernel row scratch, per space.
     scratch: Vec<f64>,
+    /// False for the kinds that take bags (MIORDM, the SVMs): their window score is not a
+    /// max of per-subsequence terms one deque can maintain for every kind, so each window
+    /// is scored from its points (`recent` keeps the last `window`).
+    incremental: bool,
 }
 
 fn shapelet(model: &Model) -> Result<&ShapeletModel> {
     match model {
         Model::LpboostShapelet(m) if m.input == InputKind::Series => Ok(m),
-        Model::LpboostShapelet(_) => Err(MilError::InvalidParameter(
-            "incremental scoring needs a series model".into(),
+        _ => Err(MilError::InvalidParameter(
+            "incremental scoring needs a series shapelet model".into(),
         )),
     }
 }
@@ -48,6 +52,31 @@ impl WindowScorer {
     /// A scorer for windows of `window` points; an error if the model does not score series
     /// or its longest shapelet does not fit in the window.
     pub fn new(model: &Model, window: usize) -> Result<Self> {
+        if model.input() != InputKind::Series {
+            return Err(MilError::InvalidParameter(
+                "window scoring needs a model of series".into(),
+            ));
+        }
+        if let Model::Miordm(super::model::BagModel { series: Some(sb), .. })
+        | Model::MiSvm(super::model::BagModel { series: Some(sb), .. }) = model
+        {
+            if window < sb.length {
+                return Err(MilError::InvalidParameter(format!(
+                    "a window of {window} points is shorter than the model's subsequences ({})",
+                    sb.length
+                )));
+            }
+            return Ok(Self {
+                window,
+                window_start: 0,
+                n: 0,
+                recent: Vec::with_capacity(2 * window),
+                max_len: sb.length,
+                deques: Vec::new(),
+                scratch: Vec::new(),
+                incremental: false,
+            });
+        }
         let m = shapelet(model)?;
         let max_len = m.spaces.iter().map(|s| s.length).max().unwrap_or(1);
         if window < max_len {
@@ -65,6 +94,7 @@ impl WindowScorer {
             max_len,
             deques: vec![VecDeque::new(); n_hyp],
             scratch,
+            incremental: true,
         })
     }
 
@@ -84,6 +114,14 @@ impl WindowScorer {
 
     /// Adds the next point: one new subsequence per shapelet length enters the window.
     pub fn push(&mut self, model: &Model, x: f64) -> Result<()> {
+        if !self.incremental {
+            if self.recent.len() >= 2 * self.window {
+                self.recent.drain(..self.recent.len() - self.window);
+            }
+            self.recent.push(x);
+            self.n += 1;
+            return Ok(());
+        }
         let m = shapelet(model)?;
         if self.recent.len() >= 2 * self.max_len.max(1) {
             self.recent.drain(..self.recent.len() - self.max_len);
@@ -136,6 +174,9 @@ impl WindowScorer {
         if len < self.max_len || (len as u64) > self.n {
             return Ok(None);
         }
+        if !self.incremental {
+            return self.explain_recomputed(model, len);
+        }
         let start = self.n - len as u64;
         if start > self.window_start {
             self.window_start = start;
@@ -155,7 +196,16 @@ impl WindowScorer {
         if !self.is_full() {
             return Ok(None);
         }
+        if !self.incremental {
+            return self.explain_recomputed(model, self.window);
+        }
         self.explain_from(model, self.n - self.window as u64)
+    }
+
+    /// The model's explanation of the last `len` points, scored from scratch.
+    fn explain_recomputed(&self, model: &Model, len: usize) -> Result<Option<Explanation>> {
+        let points = self.recent[self.recent.len() - len..].to_vec();
+        model.explain(&super::Sample::Series(points)).map(Some)
     }
 
     /// The explanation with every deque already trimmed to subsequences starting at or

@@ -6,16 +6,16 @@
 //! stop changing (Algorithm 1). On MUSK1 the alternation often cycles instead of settling;
 //! we stop at a repeated representative set and keep the round that fits the training bags
 //! best (10-fold MUSK1: 0.539 with the last round, 0.772 with the best one).
-//!
-//! Pure and synchronous. Not yet wired into `Model` (issue 6): the fit, the scorer and the
-//! QP check against Clarabel are here with tests.
 
-use super::bag::{Dataset, Sample};
+use serde::{Deserialize, Serialize};
+
+use super::bag::Dataset;
 use super::error::{MilError, Result};
 
 /// Hyperparameters; defaults from the paper's grids (lambda in 2^7..2^10, theta and mu in
 /// 0.6..0.8) and its RBF width 1/d.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct MiordmParams {
     pub lambda: f64,
     pub theta: f64,
@@ -43,8 +43,30 @@ impl Default for MiordmParams {
     }
 }
 
+impl MiordmParams {
+    pub fn validate(&self) -> Result<()> {
+        let ok = self.lambda > 0.0
+            && self.lambda.is_finite()
+            && self.theta >= 0.0
+            && self.theta < 1.0
+            && self.mu > 0.0
+            && self.mu < 1.0
+            && self.gamma.is_none_or(|g| g > 0.0 && g.is_finite())
+            && self.max_rounds >= 1
+            && self.max_sweeps >= 1;
+        if ok {
+            Ok(())
+        } else {
+            Err(MilError::InvalidParameter(format!(
+                "MIORDM needs lambda > 0, theta in [0, 1), mu in (0, 1), gamma > 0 and \
+                 rounds >= 1; got {self:?}"
+            )))
+        }
+    }
+}
+
 /// A fitted MIORDM.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MiordmModel {
     /// [negative, positive] class names (sorted; the second is positive).
     pub classes: [String; 2],
@@ -135,25 +157,8 @@ fn rbf(gamma: f64, x: &[f64], z: &[f64]) -> f64 {
 impl MiordmModel {
     /// Algorithm 1 on a binary bag dataset.
     pub fn fit(ds: &Dataset, p: &MiordmParams) -> Result<Self> {
-        let mut classes: Vec<String> = ds.labels.clone();
-        classes.sort();
-        classes.dedup();
-        if classes.len() != 2 {
-            return Err(MilError::InvalidParameter(format!(
-                "MIORDM is binary: {} classes",
-                classes.len()
-            )));
-        }
-        let bags: Vec<&super::bag::Bag> = ds
-            .samples
-            .iter()
-            .map(|s| match s {
-                Sample::Bag(b) => Ok(b),
-                Sample::Series(_) => Err(MilError::InvalidParameter(
-                    "MIORDM takes bags; series are not supported".into(),
-                )),
-            })
-            .collect::<Result<_>>()?;
+        p.validate()?;
+        let (bags, classes, y) = super::svm::binary_bags(ds, "MIORDM")?;
         let dim = bags[0].dim();
         // [0, 1] scaling with the training ranges (the paper's preprocessing).
         let mut min = vec![f64::INFINITY; dim];
@@ -182,11 +187,6 @@ impl MiordmModel {
             .map(|b| b.instances().map(scale).collect())
             .collect();
         let gamma = p.gamma.unwrap_or(1.0 / dim as f64);
-        let y: Vec<f64> = ds
-            .labels
-            .iter()
-            .map(|l| if *l == classes[1] { 1.0 } else { -1.0 })
-            .collect();
         let n = bags.len();
         // Eq. 13: each bag's mean instance starts as its representative.
         let mut reps: Vec<Vec<f64>> = scaled
@@ -261,7 +261,6 @@ impl MiordmModel {
                 .collect();
             chosen = next.into_iter().map(Some).collect();
         }
-        let classes = [classes[0].clone(), classes[1].clone()];
         let (representatives, coef) = match best_round {
             Some((_, r, c)) => (r, c),
             None => (reps.concat(), coef),
@@ -281,6 +280,13 @@ impl MiordmModel {
 
     /// f(B) = max over the bag's instances of sum_i coef_i K(x_i, s); positive above 0.
     pub fn score(&self, bag: &super::bag::Bag) -> f64 {
+        self.instance_scores(bag)
+            .into_iter()
+            .fold(f64::NEG_INFINITY, f64::max)
+    }
+
+    /// Per instance sum_i coef_i K(x_i, s) (Eq. 23 without a bias: Eq. 18 has none).
+    pub fn instance_scores(&self, bag: &super::bag::Bag) -> Vec<f64> {
         bag.instances()
             .map(|x| {
                 let s: Vec<f64> = x
@@ -294,14 +300,21 @@ impl MiordmModel {
                     .map(|(r, c)| c * rbf(self.gamma, r, &s))
                     .sum::<f64>()
             })
-            .fold(f64::NEG_INFINITY, f64::max)
+            .collect()
     }
 
-    pub fn predict(&self, bag: &super::bag::Bag) -> &str {
-        if self.score(bag) > 0.0 {
-            &self.classes[1]
+    pub fn validate(&self) -> Result<()> {
+        let ok = self.dim > 0
+            && self.representatives.len() == self.coef.len() * self.dim
+            && self.min.len() == self.dim
+            && self.range.len() == self.dim
+            && self.gamma > 0.0;
+        if ok {
+            Ok(())
         } else {
-            &self.classes[0]
+            Err(MilError::Artifact(
+                "MIORDM representatives, coefficients and ranges disagree in shape".into(),
+            ))
         }
     }
 }

@@ -6,6 +6,7 @@
 //! Boosting Infinitely Many Shapelet-based Classifiers"; cited below as "the paper").
 
 pub mod bag;
+pub mod boxsvm;
 pub mod error;
 pub mod incremental;
 pub mod kernel;
@@ -17,6 +18,7 @@ pub mod select;
 pub mod series;
 pub mod shapelet;
 pub mod solver;
+pub mod svm;
 pub mod weak;
 
 pub use bag::{Bag, Dataset, InputKind, Sample};

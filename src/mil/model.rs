@@ -5,9 +5,12 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use super::bag::{Dataset, Sample};
+use super::bag::{Bag, Dataset, Sample};
 use super::error::{MilError, Result};
+pub use super::boxsvm::BoxKernelParams;
+pub use super::miordm::{MiordmModel, MiordmParams};
 pub use super::shapelet::ShapeletModel;
+pub use super::svm::{MiSvmModel, MiSvmVariant, SvmParams};
 pub use super::weak::WeakKind;
 
 /// Artifact format tag and version; loading refuses anything else.
@@ -85,9 +88,73 @@ pub enum BinaryMode {
     Symmetric,
 }
 
+/// Which learner a fit runs. Every kind shares `Model`, the artifact, `predict` and `cv`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelKind {
+    /// LPBoost over kernelized shapelets (Suehiro et al.): the core, any number of classes.
+    #[default]
+    Lpboost,
+    /// MIORDM (Luan et al.): representative instances + optimal margin distribution.
+    Miordm,
+    /// The box-counting kernel (Tao et al.) through its empirical kernel map + SVM.
+    Boxsvm,
+    /// MI-SVM (Andrews et al.): bag-level witnesses.
+    Misvm,
+    /// mi-SVM (Andrews et al.): instance-level imputed labels.
+    #[serde(rename = "mi-svm", alias = "mi_svm")]
+    MiSvm,
+}
+
+impl ModelKind {
+    pub const ALL: [ModelKind; 5] = [
+        ModelKind::Lpboost,
+        ModelKind::Miordm,
+        ModelKind::Boxsvm,
+        ModelKind::Misvm,
+        ModelKind::MiSvm,
+    ];
+
+    /// The name on the command line and in the config.
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelKind::Lpboost => "lpboost",
+            ModelKind::Miordm => "miordm",
+            ModelKind::Boxsvm => "boxsvm",
+            ModelKind::Misvm => "misvm",
+            ModelKind::MiSvm => "mi-svm",
+        }
+    }
+}
+
+impl fmt::Display for ModelKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for ModelKind {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let t = s.trim().to_ascii_lowercase();
+        ModelKind::ALL
+            .into_iter()
+            .find(|k| k.name() == t || (t == "mi_svm" && *k == ModelKind::MiSvm))
+            .ok_or_else(|| {
+                format!(
+                    "unknown model kind '{s}': one of {}",
+                    ModelKind::ALL.map(ModelKind::name).join(", ")
+                )
+            })
+    }
+}
+
 /// Hyperparameters of a fit. `Default` is the documented default of the CLI.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FitParams {
+    /// The learner; the fields below it that belong to other kinds are ignored.
+    #[serde(default)]
+    pub kind: ModelKind,
     pub kernel: KernelSpec,
     /// Shapelet lengths (series only); several form one union hypothesis class.
     pub lengths: Vec<ShapeletLength>,
@@ -113,6 +180,13 @@ pub struct FitParams {
     /// taken as they come, as the UCR archive's are already normalised).
     #[serde(default = "default_true")]
     pub standardize: bool,
+    #[serde(default)]
+    pub miordm: MiordmParams,
+    /// C and the RBF width of MI-SVM / mi-SVM, and C of the box-kernel SVM.
+    #[serde(default)]
+    pub svm: SvmParams,
+    #[serde(default)]
+    pub boxkernel: BoxKernelParams,
 }
 
 fn default_one() -> usize {
@@ -139,6 +213,10 @@ impl Default for FitParams {
             starts: 1,
             seed: 0,
             standardize: true,
+            kind: ModelKind::Lpboost,
+            miordm: MiordmParams::default(),
+            svm: SvmParams::default(),
+            boxkernel: BoxKernelParams::default(),
         }
     }
 }
@@ -168,6 +246,15 @@ impl FitParams {
                 return bad(format!(
                     "gaussian sigma and scale must be > 0, got {sigma:?} and {scale}"
                 ));
+            }
+        }
+        match self.kind {
+            ModelKind::Lpboost => {}
+            ModelKind::Miordm => self.miordm.validate()?,
+            ModelKind::Misvm | ModelKind::MiSvm => self.svm.validate()?,
+            ModelKind::Boxsvm => {
+                self.svm.validate()?;
+                self.boxkernel.validate()?;
             }
         }
         Ok(())
@@ -208,12 +295,155 @@ pub struct Explanation {
     pub contributions: Vec<Contribution>,
 }
 
+/// How a series becomes a bag for the kinds that take bags: its subsequences of `length`
+/// at `stride` (the shapelet model handles series itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeriesBagging {
+    pub length: usize,
+    pub stride: usize,
+}
+
+impl SeriesBagging {
+    pub fn bag(&self, series: &[f64]) -> Result<Bag> {
+        super::series::subsequence_bag(series, self.length, self.stride)
+    }
+}
+
+/// A model of a bag kind with what every kind keeps beside it: how series are bagged, the
+/// parameters it was fit with (retraining reuses them) and a training summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BagModel<M> {
+    /// None for bag data.
+    pub series: Option<SeriesBagging>,
+    pub params: FitParams,
+    pub n_train: usize,
+    pub train_seconds: f64,
+    pub model: M,
+}
+
+/// The binary bag classifiers: a score per instance, the bag's score is their maximum (its
+/// witness), positive above zero. MIORDM and the MI-SVMs score this way.
+pub trait InstanceScorer {
+    fn binary_classes(&self) -> &[String; 2];
+    fn dim(&self) -> usize;
+    fn instance_scores(&self, bag: &Bag) -> Vec<f64>;
+    fn check(&self) -> Result<()>;
+    /// Alternation rounds run, and whether they settled.
+    fn rounds(&self) -> (usize, bool);
+}
+
+impl InstanceScorer for MiordmModel {
+    fn binary_classes(&self) -> &[String; 2] {
+        &self.classes
+    }
+    fn dim(&self) -> usize {
+        self.dim
+    }
+    fn instance_scores(&self, bag: &Bag) -> Vec<f64> {
+        MiordmModel::instance_scores(self, bag)
+    }
+    fn check(&self) -> Result<()> {
+        self.validate()
+    }
+    fn rounds(&self) -> (usize, bool) {
+        (self.rounds, self.converged)
+    }
+}
+
+impl InstanceScorer for MiSvmModel {
+    fn binary_classes(&self) -> &[String; 2] {
+        &self.classes
+    }
+    fn dim(&self) -> usize {
+        self.dim
+    }
+    fn instance_scores(&self, bag: &Bag) -> Vec<f64> {
+        MiSvmModel::instance_scores(self, bag)
+    }
+    fn check(&self) -> Result<()> {
+        self.validate()
+    }
+    fn rounds(&self) -> (usize, bool) {
+        (self.rounds, self.converged)
+    }
+}
+
+impl<M> BagModel<M> {
+    fn to_bag<'a>(&self, sample: &'a Sample) -> Result<std::borrow::Cow<'a, Bag>> {
+        match (sample, &self.series) {
+            (Sample::Bag(b), None) => Ok(std::borrow::Cow::Borrowed(b)),
+            (Sample::Series(v), Some(sb)) => Ok(std::borrow::Cow::Owned(sb.bag(v)?)),
+            (Sample::Bag(_), Some(_)) => Err(MilError::InvalidData(
+                "this model scores series, got a bag".into(),
+            )),
+            (Sample::Series(_), None) => Err(MilError::InvalidData(
+                "this model scores bags, got a series".into(),
+            )),
+        }
+    }
+
+    /// A series instance's start offset, or a bag instance's index.
+    fn offset(&self, instance: usize) -> usize {
+        self.series.map_or(instance, |s| instance * s.stride)
+    }
+
+    fn length(&self) -> usize {
+        self.series.map_or(1, |s| s.length)
+    }
+}
+
+impl<M: InstanceScorer> BagModel<M> {
+    /// The bag's score is its witness's (largest) instance score; the explanation is that
+    /// witness: which subsequence (or instance) decided the bag.
+    fn explain(&self, sample: &Sample) -> Result<Explanation> {
+        let bag = self.to_bag(sample)?;
+        if bag.dim() != self.model.dim() {
+            return Err(MilError::InvalidData(format!(
+                "instances of dimension {} do not match the model's {}",
+                bag.dim(),
+                self.model.dim()
+            )));
+        }
+        let scores = self.model.instance_scores(&bag);
+        let w = super::svm::argmax(&scores);
+        let f = scores[w];
+        let classes = self.model.binary_classes();
+        Ok(Explanation {
+            prediction: binary_prediction(classes, f),
+            contributions: vec![Contribution {
+                class: classes[1].clone(),
+                hypothesis: 0,
+                length: self.length(),
+                offset: self.offset(w),
+                similarity: f,
+                weight: 1.0,
+                contribution: f,
+            }],
+        })
+    }
+}
+
+/// Scores (-f, f) for (negative, positive), the label by the sign of f.
+fn binary_prediction(classes: &[String; 2], f: f64) -> Prediction {
+    let class_index = usize::from(f > 0.0);
+    Prediction {
+        label: classes[class_index].clone(),
+        class_index,
+        scores: vec![-f, f],
+    }
+}
+
 /// A trained model of any kind.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Model {
     /// LPBoost over kernelized shapelets (Suehiro et al.).
     LpboostShapelet(ShapeletModel),
+    /// MIORDM (Luan et al.).
+    Miordm(BagModel<MiordmModel>),
+    /// MI-SVM or mi-SVM (Andrews et al.), by the model's `variant`.
+    #[serde(rename = "misvm")]
+    MiSvm(BagModel<MiSvmModel>),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -229,14 +459,106 @@ struct ArtifactHeader {
     version: Option<u32>,
 }
 
+/// Bags of the samples for a bag kind, and how series were bagged (None for bag data).
+fn bag_dataset(ds: &Dataset, p: &FitParams) -> Result<(Dataset, Option<SeriesBagging>)> {
+    match ds.check_trainable()? {
+        super::InputKind::Bag { .. } => Ok((ds.clone(), None)),
+        super::InputKind::Series => {
+            let min_len = ds.min_series_len().unwrap_or(0);
+            let length = super::shapelet::resolve_lengths(&p.lengths[..1.min(p.lengths.len())], min_len)?[0];
+            let sb = SeriesBagging {
+                length,
+                stride: p.stride,
+            };
+            let samples = ds
+                .samples
+                .iter()
+                .map(|s| match s {
+                    Sample::Series(v) => sb.bag(v).map(Sample::Bag),
+                    Sample::Bag(b) => Ok(Sample::Bag(b.clone())),
+                })
+                .collect::<Result<_>>()?;
+            Ok((
+                Dataset {
+                    ids: ds.ids.clone(),
+                    samples,
+                    labels: ds.labels.clone(),
+                },
+                Some(sb),
+            ))
+        }
+    }
+}
+
 impl Model {
     pub fn fit(ds: &Dataset, params: &FitParams) -> Result<Self> {
-        Ok(Model::LpboostShapelet(ShapeletModel::fit(ds, params)?))
+        Self::fit_with_unlabeled(ds, params, &[])
+    }
+
+    /// A fit that may also see unlabeled samples: the box-counting kernel's transductive
+    /// empirical map takes them as reference bags; every other kind ignores them.
+    pub fn fit_with_unlabeled(
+        ds: &Dataset,
+        params: &FitParams,
+        _unlabeled: &[Sample],
+    ) -> Result<Self> {
+        params.validate()?;
+        if params.kind == ModelKind::Lpboost {
+            return Ok(Model::LpboostShapelet(ShapeletModel::fit(ds, params)?));
+        }
+        let t = std::time::Instant::now();
+        let (bags, series) = bag_dataset(ds, params)?;
+        fn wrap<M>(
+            model: M,
+            series: Option<SeriesBagging>,
+            params: &FitParams,
+            n_train: usize,
+            t: std::time::Instant,
+        ) -> BagModel<M> {
+            BagModel {
+                series,
+                params: params.clone(),
+                n_train,
+                train_seconds: t.elapsed().as_secs_f64(),
+                model,
+            }
+        }
+        let n = ds.len();
+        Ok(match params.kind {
+            ModelKind::Lpboost => unreachable!("handled above"),
+            ModelKind::Miordm => Model::Miordm(wrap(
+                MiordmModel::fit(&bags, &params.miordm)?,
+                series,
+                params,
+                n,
+                t,
+            )),
+            ModelKind::Misvm => Model::MiSvm(wrap(
+                MiSvmModel::fit(&bags, &params.svm, MiSvmVariant::Bag)?,
+                series,
+                params,
+                n,
+                t,
+            )),
+            ModelKind::MiSvm => Model::MiSvm(wrap(
+                MiSvmModel::fit(&bags, &params.svm, MiSvmVariant::Instance)?,
+                series,
+                params,
+                n,
+                t,
+            )),
+            ModelKind::Boxsvm => {
+                return Err(MilError::InvalidParameter(
+                    "boxsvm is not built yet".into(),
+                ))
+            }
+        })
     }
 
     pub fn predict(&self, sample: &Sample) -> Result<Prediction> {
         match self {
             Model::LpboostShapelet(m) => m.predict(sample),
+            _ => Ok(self.explain(sample)?.prediction),
         }
     }
 
@@ -249,18 +571,69 @@ impl Model {
                     contributions,
                 })
             }
+            Model::Miordm(m) => m.explain(sample),
+            Model::MiSvm(m) => m.explain(sample),
         }
     }
 
     pub fn classes(&self) -> &[String] {
         match self {
             Model::LpboostShapelet(m) => &m.classes,
+            Model::Miordm(m) => m.model.binary_classes(),
+            Model::MiSvm(m) => m.model.binary_classes(),
+        }
+    }
+
+    /// The parameters the model was fit with (a retrain reuses them).
+    pub fn params(&self) -> &FitParams {
+        match self {
+            Model::LpboostShapelet(m) => &m.params,
+            Model::Miordm(m) => &m.params,
+            Model::MiSvm(m) => &m.params,
+        }
+    }
+
+    pub fn kind(&self) -> ModelKind {
+        match self {
+            Model::LpboostShapelet(_) => ModelKind::Lpboost,
+            Model::Miordm(_) => ModelKind::Miordm,
+            Model::MiSvm(m) => match m.model.variant {
+                MiSvmVariant::Bag => ModelKind::Misvm,
+                MiSvmVariant::Instance => ModelKind::MiSvm,
+            },
+        }
+    }
+
+    /// What the model takes: series or bags of a dimension.
+    pub fn input(&self) -> super::InputKind {
+        match self {
+            Model::LpboostShapelet(m) => m.input,
+            Model::Miordm(m) => bag_input(m.series, m.model.dim),
+            Model::MiSvm(m) => bag_input(m.series, m.model.dim),
         }
     }
 
     pub fn kind_name(&self) -> &'static str {
         match self {
             Model::LpboostShapelet(_) => "lpboost_shapelet",
+            other => other.kind().name(),
+        }
+    }
+
+    /// Training summary shared by every kind: examples, seconds, rounds (boosting rounds or
+    /// alternation rounds) and, for LPBoost, the margin and sparsity.
+    pub fn summary(&self) -> ModelSummary {
+        match self {
+            Model::LpboostShapelet(m) => ModelSummary {
+                n_train: m.summary.n_train,
+                train_seconds: m.summary.train_seconds,
+                rounds: m.summary.rounds,
+                rho: Some(m.summary.rho),
+                sparsity: Some(m.summary.sparsity),
+                converged: None,
+            },
+            Model::Miordm(m) => bag_summary(m),
+            Model::MiSvm(m) => bag_summary(m),
         }
     }
 
@@ -294,9 +667,41 @@ impl Model {
             serde_json::from_str(text).map_err(|e| MilError::Artifact(e.to_string()))?;
         match &art.model {
             Model::LpboostShapelet(m) => m.validate()?,
+            Model::Miordm(m) => m.model.check()?,
+            Model::MiSvm(m) => m.model.check()?,
         }
         Ok(art.model)
     }
+}
+
+fn bag_input(series: Option<SeriesBagging>, dim: usize) -> super::InputKind {
+    match series {
+        Some(_) => super::InputKind::Series,
+        None => super::InputKind::Bag { dim },
+    }
+}
+
+fn bag_summary<M: InstanceScorer>(m: &BagModel<M>) -> ModelSummary {
+    let (rounds, converged) = m.model.rounds();
+    ModelSummary {
+        n_train: m.n_train,
+        train_seconds: m.train_seconds,
+        rounds,
+        rho: None,
+        sparsity: None,
+        converged: Some(converged),
+    }
+}
+
+/// The parts of a training summary every kind has.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelSummary {
+    pub n_train: usize,
+    pub train_seconds: f64,
+    pub rounds: usize,
+    pub rho: Option<f64>,
+    pub sparsity: Option<f64>,
+    pub converged: Option<bool>,
 }
 
 #[cfg(test)]

@@ -24,8 +24,11 @@ pub struct ModelCard {
     pub n_train: usize,
     pub train_seconds: f64,
     pub rounds: usize,
-    pub rho: f64,
-    pub sparsity: f64,
+    /// LPBoost's margin and share of non-zero alphas; None for the other kinds.
+    #[serde(default)]
+    pub rho: Option<f64>,
+    #[serde(default)]
+    pub sparsity: Option<f64>,
     pub cv_accuracy: Option<f64>,
     /// Training examples per class.
     #[serde(default)]
@@ -42,18 +45,18 @@ pub struct ModelCard {
 impl ModelCard {
     /// A card from the model's own training summary.
     pub fn describe(model: &Model, source: &str) -> Self {
-        let Model::LpboostShapelet(m) = model;
+        let summary = model.summary();
         Self {
             version: String::new(),
             created_at_ms: chrono::Utc::now().timestamp_millis(),
             kind: model.kind_name().into(),
-            classes: m.classes.clone(),
+            classes: model.classes().to_vec(),
             source: source.into(),
-            n_train: m.summary.n_train,
-            train_seconds: m.summary.train_seconds,
-            rounds: m.summary.rounds,
-            rho: m.summary.rho,
-            sparsity: m.summary.sparsity,
+            n_train: summary.n_train,
+            train_seconds: summary.train_seconds,
+            rounds: summary.rounds,
+            rho: summary.rho,
+            sparsity: summary.sparsity,
             cv_accuracy: None,
             per_class: Default::default(),
             holdout_accuracy: None,

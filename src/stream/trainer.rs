@@ -316,7 +316,7 @@ pub fn train_candidate(
     }
     let ds = training::to_dataset(train);
     let mut params = match champion {
-        Some(Model::LpboostShapelet(m)) => m.params.clone(),
+        Some(m) => m.params().clone(),
         None => FitParams::default(),
     };
     let mut cv_accuracy = None;
