@@ -186,6 +186,10 @@ pub struct ModelConfig {
     pub bags_path: Option<PathBuf>,
     /// The key of this model on the models topic.
     pub name: String,
+    /// The kind trained when there is no model yet (the embedded GunPoint model, and the
+    /// trainer's first candidate): lpboost, miordm, boxsvm, misvm or mi-svm. Retraining
+    /// keeps the serving model's kind and parameters.
+    pub kind: crate::mil::model::ModelKind,
     /// Model registry folder (`<version>/model.json`, `card.json`, `current`). When set, the
     /// daemon scores with `current` if there is one; otherwise it takes the model from
     /// `series_path` (or trains the embedded one), publishes it as the first version and
@@ -199,6 +203,7 @@ impl Default for ModelConfig {
             series_path: None,
             bags_path: None,
             name: "series".into(),
+            kind: crate::mil::model::ModelKind::Lpboost,
             registry_dir: None,
         }
     }

@@ -72,6 +72,49 @@ fn end_to_end_predictions_equal_offline_predict() {
     );
 }
 
+/// The daemon scores with any model kind: an MI-SVM series model (GunPoint, subsequences of
+/// 30 points at stride 5) scores every window from its points, equal to the offline predict.
+#[test]
+fn a_bag_kind_model_scores_the_stream() {
+    use milstream::mil::model::{ModelKind, ShapeletLength};
+    let dir = scratch("e2e-misvm");
+    let out = dir.join("out");
+    let bootstrap = cluster(2);
+    let train = common::load("GunPoint_TRAIN.csv");
+    let model = milstream::mil::Model::fit(
+        &train,
+        &milstream::mil::FitParams {
+            kind: ModelKind::Misvm,
+            lengths: vec![ShapeletLength::Absolute(30)],
+            stride: 5,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(model.kind_name(), "misvm");
+    let model_path = dir.join("misvm.json");
+    std::fs::write(&model_path, model.to_json()).unwrap();
+    let stream = known_stream(3, 2, 1_700_000_001_500);
+    let expected = expected_windows(&stream);
+    produce_all(&producer(&bootstrap), &point_messages(&stream));
+    let (daemon, stop) = spawn_daemon(config(&bootstrap, &out, &model_path, "e2e-misvm", ""));
+    let want: BTreeSet<_> = expected.keys().cloned().collect();
+    let done = wait_until(Duration::from_secs(90), || {
+        window_keys(&read_predictions(&out)).is_superset(&want)
+    });
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    assert!(done, "not every expected window was written in time");
+    let rows = read_predictions(&out);
+    assert_eq!(window_keys(&rows), want);
+    for r in &rows {
+        let w = &expected[&(r.key.clone(), r.start.unwrap(), r.end.unwrap())];
+        let offline = model.predict(&Sample::Series(w.clone())).unwrap();
+        assert_eq!(r.label, offline.label, "{r:?}");
+        assert_eq!(r.scores, offline.scores, "{r:?}");
+    }
+}
+
 /// pyarrow (installed by .ci/run) reads the same files: row count and schema.
 fn independent_reader_agrees(out: &std::path::Path, rows: usize) {
     let script = format!(

@@ -61,7 +61,18 @@ fn gunpoint_test() -> Dataset {
 
 /// The first model: LPBoost shapelets on GunPoint with the CLI's defaults (about 0.5 s).
 pub fn train_embedded_model() -> anyhow::Result<Model> {
-    Ok(Model::fit(&gunpoint_train(), &FitParams::default())?)
+    train_embedded_model_of(crate::mil::model::ModelKind::Lpboost)
+}
+
+/// The first model of `kind` on GunPoint with that kind's defaults.
+pub fn train_embedded_model_of(kind: crate::mil::model::ModelKind) -> anyhow::Result<Model> {
+    Ok(Model::fit(
+        &gunpoint_train(),
+        &FitParams {
+            kind,
+            ..FitParams::default()
+        },
+    )?)
 }
 
 /// Replays GunPoint test series as `sensors` live series: each sensor emits one series

@@ -85,7 +85,7 @@ pub fn resolve_series_model(cfg: &Config) -> anyhow::Result<(Model, String)> {
         }
         None => {
             let t = std::time::Instant::now();
-            let m = embedded::train_embedded_model()?;
+            let m = embedded::train_embedded_model_of(cfg.model.kind)?;
             let v = format!("gunpoint-embedded-{}", short_hash(&m.to_json()));
             info!(
                 seconds = t.elapsed().as_secs_f64(),
