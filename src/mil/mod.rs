@@ -6,6 +6,7 @@
 //! Boosting Infinitely Many Shapelet-based Classifiers"; cited below as "the paper").
 
 pub mod bag;
+pub mod boxcount;
 pub mod boxsvm;
 pub mod error;
 pub mod incremental;
