@@ -58,7 +58,8 @@ impl WindowScorer {
             ));
         }
         if let Model::Miordm(super::model::BagModel { series: Some(sb), .. })
-        | Model::MiSvm(super::model::BagModel { series: Some(sb), .. }) = model
+        | Model::MiSvm(super::model::BagModel { series: Some(sb), .. })
+        | Model::BoxSvm(super::model::BagModel { series: Some(sb), .. }) = model
         {
             if window < sb.length {
                 return Err(MilError::InvalidParameter(format!(

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bag::{Bag, Dataset, Sample};
 use super::error::{MilError, Result};
-pub use super::boxsvm::BoxKernelParams;
+pub use super::boxsvm::{BoxKernelParams, BoxSvmModel};
 pub use super::miordm::{MiordmModel, MiordmParams};
 pub use super::shapelet::ShapeletModel;
 pub use super::svm::{MiSvmModel, MiSvmVariant, SvmParams};
@@ -423,6 +423,45 @@ impl<M: InstanceScorer> BagModel<M> {
     }
 }
 
+impl BagModel<BoxSvmModel> {
+    /// The decision w . phi(B) + b as one contribution per reference bag of the empirical
+    /// map (w_j phi_j(B)), largest |contribution| first; they sum with the bias to the score.
+    fn explain(&self, sample: &Sample) -> Result<Explanation> {
+        let bag = self.to_bag(sample)?;
+        if bag.dim() != self.model.dim() {
+            return Err(MilError::InvalidData(format!(
+                "instances of dimension {} do not match the model's {}",
+                bag.dim(),
+                self.model.dim()
+            )));
+        }
+        let (f, terms) = self.model.decision(&bag)?;
+        let classes = &self.model.classes;
+        let mut contributions: Vec<Contribution> = terms
+            .iter()
+            .enumerate()
+            .map(|(j, &t)| Contribution {
+                class: classes[1].clone(),
+                hypothesis: j,
+                length: self.length(),
+                offset: 0,
+                similarity: if self.model.weights[j] != 0.0 {
+                    t / self.model.weights[j]
+                } else {
+                    0.0
+                },
+                weight: self.model.weights[j],
+                contribution: t,
+            })
+            .collect();
+        contributions.sort_by(|a, b| b.contribution.abs().total_cmp(&a.contribution.abs()));
+        Ok(Explanation {
+            prediction: binary_prediction(classes, f),
+            contributions,
+        })
+    }
+}
+
 /// Scores (-f, f) for (negative, positive), the label by the sign of f.
 fn binary_prediction(classes: &[String; 2], f: f64) -> Prediction {
     let class_index = usize::from(f > 0.0);
@@ -444,6 +483,9 @@ pub enum Model {
     /// MI-SVM or mi-SVM (Andrews et al.), by the model's `variant`.
     #[serde(rename = "misvm")]
     MiSvm(BagModel<MiSvmModel>),
+    /// The box-counting kernel SVM (Tao et al.).
+    #[serde(rename = "boxsvm")]
+    BoxSvm(BagModel<BoxSvmModel>),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -500,7 +542,7 @@ impl Model {
     pub fn fit_with_unlabeled(
         ds: &Dataset,
         params: &FitParams,
-        _unlabeled: &[Sample],
+        unlabeled: &[Sample],
     ) -> Result<Self> {
         params.validate()?;
         if params.kind == ModelKind::Lpboost {
@@ -548,8 +590,33 @@ impl Model {
                 t,
             )),
             ModelKind::Boxsvm => {
-                return Err(MilError::InvalidParameter(
-                    "boxsvm is not built yet".into(),
+                let extra: Vec<Bag> = if params.boxkernel.transductive {
+                    unlabeled
+                        .iter()
+                        .map(|s| match (s, &series) {
+                            (Sample::Series(v), Some(sb)) => sb.bag(v),
+                            (Sample::Bag(b), None) => Ok(b.clone()),
+                            _ => Err(MilError::InvalidData(
+                                "unlabeled samples must be of the training data's kind".into(),
+                            )),
+                        })
+                        .collect::<Result<_>>()?
+                } else {
+                    Vec::new()
+                };
+                let extra: Vec<&Bag> = extra.iter().collect();
+                Model::BoxSvm(wrap(
+                    BoxSvmModel::fit(
+                        &bags,
+                        &extra,
+                        &params.boxkernel,
+                        &params.svm,
+                        params.seed,
+                    )?,
+                    series,
+                    params,
+                    n,
+                    t,
                 ))
             }
         })
@@ -573,6 +640,7 @@ impl Model {
             }
             Model::Miordm(m) => m.explain(sample),
             Model::MiSvm(m) => m.explain(sample),
+            Model::BoxSvm(m) => m.explain(sample),
         }
     }
 
@@ -581,6 +649,7 @@ impl Model {
             Model::LpboostShapelet(m) => &m.classes,
             Model::Miordm(m) => m.model.binary_classes(),
             Model::MiSvm(m) => m.model.binary_classes(),
+            Model::BoxSvm(m) => &m.model.classes,
         }
     }
 
@@ -590,6 +659,7 @@ impl Model {
             Model::LpboostShapelet(m) => &m.params,
             Model::Miordm(m) => &m.params,
             Model::MiSvm(m) => &m.params,
+            Model::BoxSvm(m) => &m.params,
         }
     }
 
@@ -601,6 +671,7 @@ impl Model {
                 MiSvmVariant::Bag => ModelKind::Misvm,
                 MiSvmVariant::Instance => ModelKind::MiSvm,
             },
+            Model::BoxSvm(_) => ModelKind::Boxsvm,
         }
     }
 
@@ -610,6 +681,7 @@ impl Model {
             Model::LpboostShapelet(m) => m.input,
             Model::Miordm(m) => bag_input(m.series, m.model.dim),
             Model::MiSvm(m) => bag_input(m.series, m.model.dim),
+            Model::BoxSvm(m) => bag_input(m.series, m.model.dim()),
         }
     }
 
@@ -634,6 +706,14 @@ impl Model {
             },
             Model::Miordm(m) => bag_summary(m),
             Model::MiSvm(m) => bag_summary(m),
+            Model::BoxSvm(m) => ModelSummary {
+                n_train: m.n_train,
+                train_seconds: m.train_seconds,
+                rounds: 1,
+                rho: None,
+                sparsity: Some(m.model.n_support as f64 / m.n_train.max(1) as f64),
+                converged: None,
+            },
         }
     }
 
@@ -669,6 +749,7 @@ impl Model {
             Model::LpboostShapelet(m) => m.validate()?,
             Model::Miordm(m) => m.model.check()?,
             Model::MiSvm(m) => m.model.check()?,
+            Model::BoxSvm(m) => m.model.validate()?,
         }
         Ok(art.model)
     }
