@@ -537,6 +537,15 @@ fn bag_panel<DB: DrawingBackend>(
         .configure_mesh()
         .disable_mesh()
         .x_desc("instance")
+        .x_labels(instances.min(30) + 1)
+        .x_label_formatter(&|x| {
+            // Instances are whole numbers: no label between two bars.
+            if (x - x.round()).abs() < 1e-9 {
+                format!("{x:.0}")
+            } else {
+                String::new()
+            }
+        })
         .label_style(("sans-serif", 11).into_font())
         .draw()
         .map_err(draw_error)?;
