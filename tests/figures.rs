@@ -380,7 +380,8 @@ fn single_binary_and_multiclass_figures_sum_to_their_scores() {
 fn three_patterns(n_per_class: usize, seed: u64) -> Dataset {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut ds = Dataset::default();
-    let patterns: [(&str, fn(f64) -> f64); 3] = [
+    type Pattern = (&'static str, fn(f64) -> f64);
+    let patterns: [Pattern; 3] = [
         ("up", |t| 2.0 * (std::f64::consts::PI * t).sin()),
         ("down", |t| -2.0 * (std::f64::consts::PI * t).sin()),
         ("step", |t| if t < 0.5 { 1.5 } else { -1.5 }),
