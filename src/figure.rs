@@ -41,7 +41,7 @@ pub enum FigureError {
     Kind(&'static str),
     #[error("drawing the figure: {0}")]
     Draw(String),
-    #[error("writing {path}: {source}")]
+    #[error("writing {path}")]
     Write {
         path: PathBuf,
         source: std::io::Error,

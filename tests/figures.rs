@@ -486,6 +486,45 @@ fn gunpoint_figure_renders_well_under_a_second() {
 }
 
 #[test]
+fn bad_figure_requests_fail_cleanly() {
+    let model = gunpoint_model().to_str().unwrap();
+    let test = data_path("GunPoint_TEST.csv");
+    let out = scratch("figures").join("never.svg");
+    let o = milstream(&[
+        "explain",
+        "--model",
+        model,
+        "--data",
+        test.to_str().unwrap(),
+        "--index",
+        "150",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--index 150 is out of range") && err.contains("holds 150 samples"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked") && !out.exists(), "{err}");
+    let o = milstream(&[
+        "explain",
+        "--model",
+        model,
+        "--data",
+        test.to_str().unwrap(),
+        "--index",
+        "0",
+        "--out",
+        "/nonexistent-dir/fig.svg",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("writing /nonexistent-dir/fig.svg"), "{err}");
+}
+
+#[test]
 fn inspect_prints_the_model_card() {
     let model = gunpoint_model().to_str().unwrap();
     let text = ok_stdout(&milstream(&["inspect", model]));
