@@ -1,8 +1,11 @@
 //! milstream: streaming multiple-instance learning.
 //!
-//! `mil` is the learning core (pure, synchronous); `data` reads the offline file formats.
+//! `mil` is the learning core (pure, synchronous); `data` reads the offline file formats;
+//! `figure` draws explanations and `card` describes a saved model.
+pub mod card;
 pub mod config;
 pub mod data;
+pub mod figure;
 pub mod http;
 pub mod metrics;
 pub mod mil;

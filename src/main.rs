@@ -73,6 +73,13 @@ enum Command {
         /// Print one JSON object per bag.
         #[arg(long)]
         json: bool,
+        /// JSON lines with each bag's top hypotheses (`top`: hypothesis, class, offset,
+        /// contribution w_j h_j(B)), the same data the daemon writes into prediction rows.
+        #[arg(long)]
+        explain: bool,
+        /// Hypotheses per bag with --explain (the daemon's window.top_contributions default).
+        #[arg(long, default_value_t = 3, requires = "explain")]
+        top: usize,
     },
     /// Like predict, with each hypothesis's maximising instance and contribution w_j h_j(B).
     Explain {
@@ -85,6 +92,20 @@ enum Command {
         /// Contributions shown per bag.
         #[arg(long, default_value_t = 5)]
         top: usize,
+        /// Only the sample at this 0-based position in the file.
+        #[arg(long)]
+        index: Option<usize>,
+        /// Draw the paper's Figure 1 for the sample at --index: SVG, or PNG when the name
+        /// ends in .png. Prints the figure's data (segments, offsets, values) as JSON.
+        #[arg(long, requires = "index")]
+        out: Option<PathBuf>,
+    },
+    /// The model card: kind, classes, lengths, kernels, rounds, margin, sparsity, training.
+    Inspect {
+        model: PathBuf,
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Replay GunPoint test series as live sensors (points and labels) into any Kafka
     /// cluster, the embedded default's demo feed on its own (e.g. for docker compose).
@@ -622,10 +643,24 @@ fn run(cli: Cli) -> Result<()> {
             data,
             format,
             json,
+            explain,
+            top,
         } => {
             let model = load_model(&model)?;
             let ds = load(&data, format)?;
             for (i, s) in ds.samples.iter().enumerate() {
+                if explain {
+                    let e = model
+                        .explain(s)
+                        .with_context(|| format!("explaining {}", ds.ids[i]))?;
+                    let top = milstream::stream::record::TopContribution::top(&e, top);
+                    println!(
+                        "{}",
+                        json!({"id": ds.ids[i], "label": e.prediction.label, "scores": e.prediction.scores,
+                               "truth": ds.labels[i], "top": top})
+                    );
+                    continue;
+                }
                 let p = model
                     .predict(s)
                     .with_context(|| format!("predicting {}", ds.ids[i]))?;
@@ -653,10 +688,35 @@ fn run(cli: Cli) -> Result<()> {
             data,
             format,
             top,
+            index,
+            out,
         } => {
             let model = load_model(&model)?;
             let ds = load(&data, format)?;
+            if let Some(i) = index {
+                anyhow::ensure!(
+                    i < ds.len(),
+                    "--index {i} is out of range: {} holds {} samples",
+                    data.display(),
+                    ds.len()
+                );
+            }
+            if let (Some(out), Some(i)) = (&out, index) {
+                let m = milstream::figure::shapelet_model(&model)?;
+                let truth = Some(ds.labels[i].as_str()).filter(|t| !t.is_empty());
+                let fig = milstream::figure::figure(m, &ds.samples[i], &ds.ids[i], truth)
+                    .with_context(|| format!("explaining {}", ds.ids[i]))?;
+                milstream::figure::write(&fig, out)?;
+                println!(
+                    "{}",
+                    json!({"out": out.display().to_string(), "figure": fig})
+                );
+                return Ok(());
+            }
             for (i, s) in ds.samples.iter().enumerate() {
+                if index.is_some_and(|x| x != i) {
+                    continue;
+                }
                 let mut e = model
                     .explain(s)
                     .with_context(|| format!("explaining {}", ds.ids[i]))?;
@@ -665,6 +725,14 @@ fn run(cli: Cli) -> Result<()> {
                     "{}",
                     json!({"id": ds.ids[i], "truth": ds.labels[i], "explanation": e})
                 );
+            }
+        }
+        Command::Inspect { model, json } => {
+            let model = load_model(&model)?;
+            if json {
+                println!("{}", milstream::card::card_json(&model));
+            } else {
+                print!("{}", milstream::card::card_text(&model));
             }
         }
         Command::Eval { train, test, opts } => {

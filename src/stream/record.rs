@@ -702,6 +702,23 @@ pub struct TopContribution {
     pub contribution: f64,
 }
 
+impl TopContribution {
+    /// The `k` largest contributions of an explanation (it lists them largest |w_j h_j(B)|
+    /// first), as every prediction row carries them; `predict --explain` prints the same.
+    pub fn top(e: &crate::mil::Explanation, k: usize) -> Vec<TopContribution> {
+        e.contributions
+            .iter()
+            .take(k)
+            .map(|c| TopContribution {
+                hypothesis: c.hypothesis as u32,
+                class: c.class.clone(),
+                offset: c.offset as u32,
+                contribution: c.contribution,
+            })
+            .collect()
+    }
+}
+
 /// What the daemon writes for each scored window or bag.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PredictionRecord {

@@ -509,17 +509,7 @@ impl Shared {
             scores: e.prediction.scores.clone(),
             model_kind: model.model.kind_name().to_string(),
             model_version: model.version.clone(),
-            top: e
-                .contributions
-                .iter()
-                .take(self.cfg.window.top_contributions)
-                .map(|c| TopContribution {
-                    hypothesis: c.hypothesis as u32,
-                    class: c.class.clone(),
-                    offset: c.offset as u32,
-                    contribution: c.contribution,
-                })
-                .collect(),
+            top: TopContribution::top(e, self.cfg.window.top_contributions),
             source_topic: src.0.to_string(),
             source_partition: src.1,
             source_offset: src.2,

@@ -1,0 +1,198 @@
+//! The model card of `milstream inspect`: what a saved model is, in words and as JSON.
+//!
+//! Sparsity is counted as in Suehiro et al. (2019), section 6.2 ("26 out of 34000 (0.6 %)"):
+//! non-zero alpha coefficients of the kept hypotheses against all the coefficients they
+//! could have had (one per representative of their space at training time).
+
+use std::fmt::Write;
+
+use serde_json::{json, Value};
+
+use crate::mil::kernel::Kernel;
+use crate::mil::shapelet::ShapeletModel;
+use crate::mil::{InputKind, Model};
+
+/// The card as JSON (stable keys, for scripts).
+pub fn card_json(model: &Model) -> Value {
+    let mut v = json!({
+        "kind": model.kind_name(),
+        "classes": model.classes(),
+    });
+    #[allow(irrefutable_let_patterns)]
+    if let Model::LpboostShapelet(m) = model {
+        shapelet_card(m, &mut v);
+    }
+    v
+}
+
+/// Non-zero alpha coefficients and all coefficients the kept hypotheses had.
+fn alpha_counts(m: &ShapeletModel) -> (usize, usize) {
+    let nnz: usize = m
+        .ensembles
+        .iter()
+        .flat_map(|e| &e.hypotheses)
+        .map(|h| h.alpha.iter().filter(|(_, a)| *a != 0.0).count())
+        .sum();
+    // The artifact keeps only the representatives in use; the fit recorded the share of
+    // non-zeros over all of them, which gives the total back.
+    let total = if m.summary.sparsity > 0.0 {
+        (nnz as f64 / m.summary.sparsity).round() as usize
+    } else {
+        0
+    };
+    (nnz, total)
+}
+
+fn shapelet_card(m: &ShapeletModel, v: &mut Value) {
+    let (nnz, total) = alpha_counts(m);
+    v["input"] = match m.input {
+        InputKind::Series => json!("series"),
+        InputKind::Bag { dim } => json!({"bag": {"dim": dim}}),
+    };
+    v["lengths"] = json!(m.spaces.iter().map(|s| s.length).collect::<Vec<_>>());
+    v["kernels"] = json!(m.spaces.iter().map(|s| s.kernel).collect::<Vec<_>>());
+    v["representatives_kept"] = json!(m.spaces.iter().map(|s| s.count).collect::<Vec<_>>());
+    v["params"] = json!({
+        "nu": m.params.nu,
+        "k": m.params.k,
+        "weak": m.params.weak,
+        "binary": m.params.binary,
+        "epsilon": m.params.epsilon,
+        "max_rounds": m.params.max_rounds,
+        "standardize": m.standardizer.is_some(),
+    });
+    v["ensembles"] = json!(m
+        .ensembles
+        .iter()
+        .map(|e| json!({
+            "positive_class": m.classes[e.positive_class],
+            "hypotheses": e.hypotheses.len(),
+            "weights": e.hypotheses.iter().map(|h| h.weight).collect::<Vec<_>>(),
+            "rounds": e.rounds,
+            "rho": e.rho,
+            "gamma": e.gamma,
+            "stop_reason": e.stop_reason,
+        }))
+        .collect::<Vec<_>>());
+    v["rounds"] = json!(m.summary.rounds);
+    v["hypotheses"] = json!(m
+        .ensembles
+        .iter()
+        .map(|e| e.hypotheses.len())
+        .sum::<usize>());
+    v["margin"] = json!(m.summary.rho);
+    v["sparsity"] = json!({
+        "nonzero_alpha": nnz,
+        "total_alpha": total,
+        "share": m.summary.sparsity,
+    });
+    v["training"] = json!({
+        "n_train": m.summary.n_train,
+        "train_seconds": m.summary.train_seconds,
+        "lp_solves": m.summary.lp_solves,
+        "max_generated_rows": m.summary.max_generated_rows,
+        "instances_per_space": m.summary.instances_per_space,
+        "weak_failures": m.summary.weak_failures,
+        "last_weak_failure": m.summary.last_weak_failure,
+    });
+}
+
+fn kernel_text(k: &Kernel) -> String {
+    match *k {
+        Kernel::Gaussian { sigma } => format!("gaussian exp(-{sigma:.4} |x-z|^2)"),
+        Kernel::Linear => "linear <x, z>".into(),
+        Kernel::Polynomial { degree, coef0 } => format!("polynomial (<x, z> + {coef0})^{degree}"),
+    }
+}
+
+/// The card in words.
+pub fn card_text(model: &Model) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "kind        {}", model.kind_name());
+    let _ = writeln!(s, "classes     {}", model.classes().join(", "));
+    #[allow(irrefutable_let_patterns)]
+    if let Model::LpboostShapelet(m) = model {
+        shapelet_text(m, &mut s);
+    }
+    s
+}
+
+fn shapelet_text(m: &ShapeletModel, s: &mut String) {
+    let (nnz, total) = alpha_counts(m);
+    let lengths: Vec<String> = m.spaces.iter().map(|sp| sp.length.to_string()).collect();
+    let _ = match m.input {
+        InputKind::Series => writeln!(
+            s,
+            "input       time series; shapelet lengths {}",
+            lengths.join(", ")
+        ),
+        InputKind::Bag { dim } => writeln!(
+            s,
+            "input       bags of {dim}-dimensional instances{}",
+            if m.standardizer.is_some() {
+                " (z-scored with the training mean and deviation)"
+            } else {
+                ""
+            }
+        ),
+    };
+    for sp in &m.spaces {
+        let _ = writeln!(
+            s,
+            "kernel      {} (length {}, {} representatives kept)",
+            kernel_text(&sp.kernel),
+            sp.length,
+            sp.count
+        );
+    }
+    let _ = writeln!(
+        s,
+        "boosting    nu {}, weak learner {:?}, k {}, {} problem(s) ({:?})",
+        m.params.nu,
+        m.params.weak,
+        m.params.k.map_or("all".to_string(), |k| k.to_string()),
+        m.ensembles.len(),
+        m.params.binary
+    );
+    let hyps: usize = m.ensembles.iter().map(|e| e.hypotheses.len()).sum();
+    let _ = writeln!(
+        s,
+        "rounds      {} in total; {hyps} hypotheses with non-zero weight",
+        m.summary.rounds
+    );
+    let _ = writeln!(
+        s,
+        "margin      rho {:.6} (smallest over problems)",
+        m.summary.rho
+    );
+    for e in &m.ensembles {
+        let _ = writeln!(
+            s,
+            "  class {}: {} hypotheses, {} rounds, rho {:.6}, gamma {:.6}, stopped: {}",
+            m.classes[e.positive_class],
+            e.hypotheses.len(),
+            e.rounds,
+            e.rho,
+            e.gamma,
+            e.stop_reason
+        );
+    }
+    let _ = writeln!(
+        s,
+        "sparsity    {nnz} of {total} alpha coefficients are non-zero ({:.2} %)",
+        100.0 * m.summary.sparsity
+    );
+    let _ = writeln!(
+        s,
+        "training    {} examples, {:.2} s, {} LP solves, {} weak-learner failures{}",
+        m.summary.n_train,
+        m.summary.train_seconds,
+        m.summary.lp_solves,
+        m.summary.weak_failures,
+        m.summary
+            .last_weak_failure
+            .as_ref()
+            .map(|f| format!(" (last: {f})"))
+            .unwrap_or_default()
+    );
+}

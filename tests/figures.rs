@@ -1,0 +1,553 @@
+//! Explanations you can see (issue 7): the paper's Figure 1 drawn by `milstream explain
+//! --out`, the data behind it, `predict --explain` and `inspect`.
+//!
+//! What must hold: the SVG is XML with one line per drawn subsequence and every legend
+//! value; the offsets drawn are the offsets `predict --explain` reports; the contributions
+//! drawn add up (with the bias, zero here) to the score; the PNG is a PNG of the figure's
+//! size; a GunPoint figure renders well under a second.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use common::{data_path, load, scratch};
+use milstream::figure::{self, legend_text, Figure, Input};
+use milstream::mil::model::BinaryMode;
+use milstream::mil::{Dataset, FitParams, Model, Sample, ShapeletLength};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::Value;
+
+fn milstream(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_milstream"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn ok_stdout(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "exit {:?}: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
+}
+
+/// A GunPoint model trained once per test binary with the CLI's defaults (two classes,
+/// one-vs-rest on both: two ensembles).
+fn gunpoint_model() -> &'static Path {
+    static MODEL: OnceLock<PathBuf> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        let path = scratch("figures").join("gunpoint.json");
+        let train = data_path("GunPoint_TRAIN.csv");
+        let o = milstream(&[
+            "train",
+            "--data",
+            train.to_str().unwrap(),
+            "--out",
+            path.to_str().unwrap(),
+            "--quiet",
+        ]);
+        ok_stdout(&o);
+        path
+    })
+}
+
+fn load_model(path: &Path) -> Model {
+    Model::from_json(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn gunpoint_figure(index: usize) -> Figure {
+    let model = load_model(gunpoint_model());
+    let test = load("GunPoint_TEST.csv");
+    let m = figure::shapelet_model(&model).unwrap();
+    figure::figure(
+        m,
+        &test.samples[index],
+        &test.ids[index],
+        Some(&test.labels[index]),
+    )
+    .unwrap()
+}
+
+/// Runs `explain --index --out` into the scratch folder; returns the file and the figure
+/// data the command printed.
+fn explain_to(index: usize, name: &str) -> (PathBuf, Value) {
+    let out = scratch("figures").join(name);
+    let test = data_path("GunPoint_TEST.csv");
+    let o = milstream(&[
+        "explain",
+        "--model",
+        gunpoint_model().to_str().unwrap(),
+        "--data",
+        test.to_str().unwrap(),
+        "--index",
+        &index.to_string(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let printed: Value = serde_json::from_str(ok_stdout(&o).trim()).unwrap();
+    (out, printed)
+}
+
+struct Polyline {
+    stroke: String,
+    points: Vec<(i64, i64)>,
+}
+
+fn polylines(doc: &roxmltree::Document) -> Vec<Polyline> {
+    doc.descendants()
+        .filter(|n| n.has_tag_name("polyline"))
+        .map(|n| Polyline {
+            stroke: n.attribute("stroke").unwrap_or_default().to_string(),
+            points: n
+                .attribute("points")
+                .unwrap_or_default()
+                .split_whitespace()
+                .map(|p| {
+                    let (x, y) = p.split_once(',').expect("x,y");
+                    (x.parse().unwrap(), y.parse().unwrap())
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+fn texts(doc: &roxmltree::Document) -> Vec<String> {
+    doc.descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .map(|t| t.trim().to_string())
+        .collect()
+}
+
+fn svg_colour(c: plotters::style::RGBColor) -> String {
+    format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)
+}
+
+/// The drawn subsequences of panel (a) and (b): each as (offset, point count, stroke),
+/// read back from the SVG. The series is the black line with one point per value; a
+/// subsequence's offset is where its first x pixel falls on the series' x pixels.
+fn drawn_segments(svg: &str, series_len: usize) -> [Vec<(usize, usize, String)>; 2] {
+    let doc = roxmltree::Document::parse(svg).expect("the SVG is well-formed XML");
+    let lines = polylines(&doc);
+    let series: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.stroke == "#000000" && l.points.len() == series_len)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(series.len(), 2, "the series is drawn once per panel");
+    let mut panels: [Vec<(usize, usize, String)>; 2] = Default::default();
+    for (p, panel) in panels.iter_mut().enumerate() {
+        let xs: Vec<i64> = lines[series[p]].points.iter().map(|q| q.0).collect();
+        let end = series.get(p + 1).copied().unwrap_or(lines.len());
+        for l in &lines[series[p] + 1..end] {
+            if l.stroke == "#000000" {
+                continue; // axes and ticks
+            }
+            let offset = xs
+                .iter()
+                .position(|&x| x == l.points[0].0)
+                .expect("a subsequence starts at a point of the series");
+            panel.push((offset, l.points.len(), l.stroke.clone()));
+        }
+    }
+    panels
+}
+
+#[test]
+fn svg_has_one_line_per_subsequence_and_every_legend_value() {
+    let (out, printed) = explain_to(0, "gunpoint-0.svg");
+    let fig = gunpoint_figure(0);
+    assert_eq!(printed["figure"], serde_json::to_value(&fig).unwrap());
+    let Input::Series(series) = &fig.input else {
+        panic!("GunPoint is series data")
+    };
+    let svg = std::fs::read_to_string(&out).unwrap();
+    let [a, b] = drawn_segments(&svg, series.len());
+    assert_eq!(a.len(), fig.maximizers.len(), "one line per hypothesis");
+    assert_eq!(
+        b.len(),
+        fig.patterns.len(),
+        "one line per non-zero w_j alpha_j,z"
+    );
+    assert!(!a.is_empty() && !b.is_empty());
+
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let texts = texts(&doc);
+    for s in fig.maximizers.iter().chain(&fig.patterns) {
+        let v = legend_text(s.value);
+        assert!(texts.contains(&v), "legend value {v} missing");
+    }
+    let title = &texts[0];
+    assert!(
+        title.contains(&format!("predicted {}", fig.label))
+            && title.contains(&legend_text(fig.score)),
+        "{title}"
+    );
+}
+
+#[test]
+fn drawn_offsets_equal_predict_explain() {
+    let index = 3;
+    let (out, _) = explain_to(index, "gunpoint-3.svg");
+    let fig = gunpoint_figure(index);
+    let Input::Series(series) = &fig.input else {
+        panic!("GunPoint is series data")
+    };
+    let [a, b] = drawn_segments(&std::fs::read_to_string(&out).unwrap(), series.len());
+
+    // Drawn smallest |value| first: the SVG holds the figure's segments in reverse.
+    let scale = fig
+        .maximizers
+        .iter()
+        .map(|s| s.value.abs())
+        .fold(0.0, f64::max);
+    for (drawn, s) in a.iter().zip(fig.maximizers.iter().rev()) {
+        assert_eq!((drawn.0, drawn.1), (s.offset, s.length), "{s:?}");
+        assert_eq!(drawn.2, svg_colour(figure::diverging(s.value / scale)));
+    }
+    // (b): each pattern at its best Euclidean match.
+    for (drawn, s) in b.iter().zip(fig.patterns.iter().rev()) {
+        assert_eq!((drawn.0, drawn.1), (s.offset, s.length), "{s:?}");
+        let rep = &s.values;
+        let d = |o: usize| -> f64 {
+            series[o..o + rep.len()]
+                .iter()
+                .zip(rep)
+                .map(|(x, z)| (x - z) * (x - z))
+                .sum()
+        };
+        assert!((0..=series.len() - rep.len()).all(|o| d(s.offset) <= d(o)));
+    }
+
+    // predict --explain with every hypothesis: the same (class, hypothesis) -> offset.
+    let test = data_path("GunPoint_TEST.csv");
+    let o = milstream(&[
+        "predict",
+        "--model",
+        gunpoint_model().to_str().unwrap(),
+        "--data",
+        test.to_str().unwrap(),
+        "--explain",
+        "--top",
+        "1000",
+    ]);
+    let line: Value = serde_json::from_str(ok_stdout(&o).lines().nth(index).unwrap()).unwrap();
+    let top = line["top"].as_array().unwrap();
+    assert_eq!(top.len(), fig.maximizers.len());
+    let mut reported: Vec<(String, u64, u64)> = top
+        .iter()
+        .map(|t| {
+            (
+                t["class"].as_str().unwrap().to_string(),
+                t["hypothesis"].as_u64().unwrap(),
+                t["offset"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let mut figured: Vec<(String, u64, u64)> = fig
+        .maximizers
+        .iter()
+        .map(|s| (s.class.clone(), s.hypothesis as u64, s.offset as u64))
+        .collect();
+    reported.sort();
+    figured.sort();
+    assert_eq!(reported, figured);
+    let mut drawn: Vec<usize> = a.iter().map(|d| d.0).collect();
+    let mut offsets: Vec<usize> = figured.iter().map(|f| f.2 as usize).collect();
+    drawn.sort_unstable();
+    offsets.sort_unstable();
+    assert_eq!(drawn, offsets);
+    // The default --top is the daemon's (window.top_contributions = 3), largest first.
+    let o = milstream(&[
+        "predict",
+        "--model",
+        gunpoint_model().to_str().unwrap(),
+        "--data",
+        test.to_str().unwrap(),
+        "--explain",
+    ]);
+    let line: Value = serde_json::from_str(ok_stdout(&o).lines().nth(index).unwrap()).unwrap();
+    let top3: Vec<f64> = line["top"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["contribution"].as_f64().unwrap())
+        .collect();
+    assert_eq!(top3.len(), 3);
+    assert!(top3.windows(2).all(|w| w[0].abs() >= w[1].abs()));
+}
+
+fn assert_sums_to_score(fig: &Figure) {
+    let sum: f64 = fig.maximizers.iter().map(|s| s.value).sum::<f64>() + fig.bias;
+    assert!(
+        (sum - fig.score).abs() < 1e-9,
+        "{}: contributions {sum} vs score {}",
+        fig.id,
+        fig.score
+    );
+    assert_eq!(
+        fig.score > 0.0,
+        fig.label == fig.positive,
+        "{}: the score's sign is the decision",
+        fig.id
+    );
+}
+
+#[test]
+fn contributions_sum_to_the_score_predict_reports() {
+    let model = load_model(gunpoint_model());
+    let m = figure::shapelet_model(&model).unwrap();
+    let test = load("GunPoint_TEST.csv");
+    let o = milstream(&[
+        "predict",
+        "--model",
+        gunpoint_model().to_str().unwrap(),
+        "--data",
+        data_path("GunPoint_TEST.csv").to_str().unwrap(),
+        "--json",
+    ]);
+    let lines: Vec<Value> = ok_stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), test.len());
+    for (i, s) in test.samples.iter().enumerate() {
+        let fig = figure::figure(m, s, &test.ids[i], None).unwrap();
+        assert_sums_to_score(&fig);
+        // Two ensembles (one per class): the score is g(2) - g(1) as predict prints them.
+        let scores = &lines[i]["scores"];
+        let g = scores[1].as_f64().unwrap() - scores[0].as_f64().unwrap();
+        assert!(
+            (fig.score - g).abs() < 1e-9,
+            "{}: {} vs {g}",
+            test.ids[i],
+            fig.score
+        );
+        assert_eq!((fig.positive.as_str(), fig.negative.as_str()), ("2", "1"));
+    }
+}
+
+#[test]
+fn single_binary_and_multiclass_figures_sum_to_their_scores() {
+    // The paper's form: one ensemble, g itself is the score.
+    let train = load("GunPoint_TRAIN.csv");
+    let test = load("GunPoint_TEST.csv");
+    let params = FitParams {
+        binary: BinaryMode::Single,
+        k: Some(30),
+        ..FitParams::default()
+    };
+    let model = Model::fit(&train, &params).unwrap();
+    let m = figure::shapelet_model(&model).unwrap();
+    for (i, s) in test.samples.iter().enumerate().step_by(10) {
+        let fig = figure::figure(m, s, &test.ids[i], None).unwrap();
+        assert!(fig.single);
+        assert_eq!(fig.score, model.predict(s).unwrap().scores[1]);
+        assert_sums_to_score(&fig);
+    }
+
+    // Three classes: the predicted class (warm) against the runner-up (cool).
+    let ds = three_patterns(6, 1);
+    let params = FitParams {
+        lengths: vec![ShapeletLength::Absolute(12)],
+        k: Some(20),
+        ..FitParams::default()
+    };
+    let model = Model::fit(&ds, &params).unwrap();
+    let m = figure::shapelet_model(&model).unwrap();
+    for (i, s) in ds.samples.iter().enumerate() {
+        let fig = figure::figure(m, s, &ds.ids[i], None).unwrap();
+        assert_eq!(fig.positive, fig.label);
+        assert!(fig.score >= 0.0);
+        let sum: f64 = fig.maximizers.iter().map(|s| s.value).sum::<f64>() + fig.bias;
+        assert!((sum - fig.score).abs() < 1e-9, "{sum} vs {}", fig.score);
+        assert!(fig
+            .maximizers
+            .iter()
+            .all(|s| s.class == fig.positive || s.class == fig.negative));
+    }
+}
+
+/// Series of length 40 with noise and one planted pattern naming the class.
+fn three_patterns(n_per_class: usize, seed: u64) -> Dataset {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut ds = Dataset::default();
+    type Pattern = (&'static str, fn(f64) -> f64);
+    let patterns: [Pattern; 3] = [
+        ("up", |t| 2.0 * (std::f64::consts::PI * t).sin()),
+        ("down", |t| -2.0 * (std::f64::consts::PI * t).sin()),
+        ("step", |t| if t < 0.5 { 1.5 } else { -1.5 }),
+    ];
+    for i in 0..n_per_class {
+        for (label, f) in &patterns {
+            let mut v: Vec<f64> = (0..40).map(|_| rng.random_range(-0.3..0.3)).collect();
+            let at = rng.random_range(0..28);
+            for j in 0..12 {
+                v[at + j] += f(j as f64 / 11.0);
+            }
+            ds.ids.push(format!("{label}-{i}"));
+            ds.labels.push(label.to_string());
+            ds.samples.push(Sample::Series(v));
+        }
+    }
+    ds
+}
+
+#[test]
+fn png_is_a_png_of_the_figure_size() {
+    let (out, _) = explain_to(0, "gunpoint-0.png");
+    let bytes = std::fs::read(&out).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "PNG signature");
+    assert_eq!(&bytes[12..16], b"IHDR");
+    let (w, h) = figure::size(&gunpoint_figure(0));
+    let be = |b: &[u8]| u32::from_be_bytes(b.try_into().unwrap());
+    assert_eq!((be(&bytes[16..20]), be(&bytes[20..24])), (w, h));
+    // And it decodes, with text drawn (not just the background and lines): the title
+    // row holds dark pixels.
+    let mut reader = png::Decoder::new(std::io::Cursor::new(&bytes))
+        .read_info()
+        .unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!((info.width, info.height), (w, h));
+    let row = info.line_size;
+    let title_dark = (2..20)
+        .flat_map(|y| buf[y * row..(y + 1) * row].chunks(3))
+        .filter(|p| p.iter().all(|&c| c < 100))
+        .count();
+    assert!(
+        title_dark > 50,
+        "the title is drawn ({title_dark} dark pixels)"
+    );
+}
+
+#[test]
+fn bag_figure_is_a_bar_chart_of_instance_contributions() {
+    let ds = load("musk1.csv");
+    let params = FitParams {
+        k: Some(30),
+        nu: 0.5,
+        ..FitParams::default()
+    };
+    let model = Model::fit(&ds, &params).unwrap();
+    let m = figure::shapelet_model(&model).unwrap();
+    let fig = figure::figure(m, &ds.samples[0], &ds.ids[0], Some(&ds.labels[0])).unwrap();
+    let Input::Bag { instances } = fig.input else {
+        panic!("MUSK1 is bag data")
+    };
+    assert!(fig.patterns.is_empty());
+    assert!(fig.maximizers.iter().all(|s| s.offset < instances));
+    assert_sums_to_score(&fig);
+    let svg = figure::render_svg(&fig).unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    // One bar segment and one legend swatch per hypothesis, besides the white background.
+    let coloured = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect") && n.attribute("fill") != Some("#FFFFFF"))
+        .count();
+    assert_eq!(coloured, 2 * fig.maximizers.len());
+    let texts = texts(&doc);
+    for s in &fig.maximizers {
+        assert!(texts.contains(&legend_text(s.value)));
+    }
+}
+
+#[test]
+fn gunpoint_figure_renders_well_under_a_second() {
+    let model = load_model(gunpoint_model());
+    let test = load("GunPoint_TEST.csv");
+    let m = figure::shapelet_model(&model).unwrap();
+    let t = Instant::now();
+    let fig = figure::figure(m, &test.samples[0], &test.ids[0], None).unwrap();
+    let data = t.elapsed();
+    let svg = figure::render_svg(&fig).unwrap();
+    let svg_time = t.elapsed() - data;
+    let t = Instant::now();
+    let png = figure::render_png(&fig).unwrap();
+    let png_time = t.elapsed();
+    eprintln!(
+        "GunPoint figure: data {:.1} ms, SVG {:.1} ms ({} bytes), PNG {:.1} ms ({} bytes)",
+        data.as_secs_f64() * 1e3,
+        svg_time.as_secs_f64() * 1e3,
+        svg.len(),
+        png_time.as_secs_f64() * 1e3,
+        png.len()
+    );
+    assert!((data + svg_time).as_secs_f64() < 0.5);
+    assert!(png_time.as_secs_f64() < 0.5);
+}
+
+#[test]
+fn bad_figure_requests_fail_cleanly() {
+    let model = gunpoint_model().to_str().unwrap();
+    let test = data_path("GunPoint_TEST.csv");
+    let out = scratch("figures").join("never.svg");
+    let o = milstream(&[
+        "explain",
+        "--model",
+        model,
+        "--data",
+        test.to_str().unwrap(),
+        "--index",
+        "150",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--index 150 is out of range") && err.contains("holds 150 samples"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked") && !out.exists(), "{err}");
+    let o = milstream(&[
+        "explain",
+        "--model",
+        model,
+        "--data",
+        test.to_str().unwrap(),
+        "--index",
+        "0",
+        "--out",
+        "/nonexistent-dir/fig.svg",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("writing /nonexistent-dir/fig.svg"), "{err}");
+}
+
+#[test]
+fn inspect_prints_the_model_card() {
+    let model = gunpoint_model().to_str().unwrap();
+    let text = ok_stdout(&milstream(&["inspect", model]));
+    for want in [
+        "kind        lpboost_shapelet",
+        "classes     1, 2",
+        "shapelet lengths 30",
+        "margin      rho",
+        "alpha coefficients are non-zero",
+        "training    50 examples",
+    ] {
+        assert!(text.contains(want), "{want:?} missing in:\n{text}");
+    }
+    let card: Value =
+        serde_json::from_str(ok_stdout(&milstream(&["inspect", model, "--json"])).trim()).unwrap();
+    assert_eq!(card["kind"], "lpboost_shapelet");
+    assert_eq!(card["lengths"], serde_json::json!([30]));
+    assert_eq!(card["ensembles"].as_array().unwrap().len(), 2);
+    let nnz = card["sparsity"]["nonzero_alpha"].as_f64().unwrap();
+    let total = card["sparsity"]["total_alpha"].as_f64().unwrap();
+    let share = card["sparsity"]["share"].as_f64().unwrap();
+    assert!(nnz > 0.0 && nnz <= total, "{card}");
+    assert!((nnz / total - share).abs() < 1e-3, "{card}");
+    assert_eq!(card["training"]["n_train"], 50);
+    assert!(card["rounds"].as_u64().unwrap() >= 1);
+}
