@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
 use milstream::data::{read_dataset, Format};
-use milstream::mil::model::{BinaryMode, KernelSpec, ModelKind};
+use milstream::mil::model::{BinaryMode, BoxKernelParams, KernelSpec, ModelKind, SvmParams};
 use milstream::mil::select::{
     accuracy, auc, best_index, cross_validate, cross_validate_grid, default_grid,
     stratified_folds, CvReport,
@@ -261,11 +261,12 @@ struct FitOptions {
     /// MIORDM (the paper's), the median heuristic times --sigma-scale for the SVMs.
     #[arg(long, default_value = "auto")]
     gamma: String,
-    /// SVM soft-margin bound C (MI-SVM, mi-SVM, boxsvm).
-    #[arg(long = "svm-c", default_value_t = 10.0)]
-    svm_c: f64,
+    /// SVM soft-margin bound C (MI-SVM, mi-SVM, boxsvm). Default: 10 for the MI-SVMs, 100
+    /// for boxsvm (whose features are scaled to unit mean squared norm).
+    #[arg(long = "svm-c")]
+    svm_c: Option<f64>,
     /// boxsvm: grid resolution s (features discretised to 0..s).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 20)]
     box_s: u32,
     /// boxsvm: FPRAS relative error epsilon.
     #[arg(long, default_value_t = 0.1)]
@@ -273,9 +274,10 @@ struct FitOptions {
     /// boxsvm: FPRAS failure probability delta.
     #[arg(long, default_value_t = 0.01)]
     box_delta: f64,
-    /// boxsvm: exponent of the sub-polynomial map x^rho (the paper: 1/50).
-    #[arg(long, default_value_t = 0.02)]
-    box_rho: f64,
+    /// boxsvm: exponent of the sub-polynomial map x^rho; `auto` = 10 / the largest training
+    /// ln count (the paper's 1/50 on MUSK).
+    #[arg(long, default_value = "auto")]
+    box_rho: String,
     /// boxsvm: the empirical kernel map's reference bags include the bags being scored in
     /// eval and cv (the paper's transduction).
     #[arg(long)]
@@ -377,17 +379,23 @@ impl FitOptions {
                 gamma,
                 ..Default::default()
             },
-            svm: milstream::mil::model::SvmParams {
-                c: self.svm_c,
+            svm: SvmParams {
+                c: self.svm_c.unwrap_or(SvmParams::default().c),
                 gamma,
                 gamma_scale: self.sigma_scale,
                 ..Default::default()
             },
-            boxkernel: milstream::mil::model::BoxKernelParams {
+            boxkernel: BoxKernelParams {
                 s: self.box_s,
+                c: self.svm_c.unwrap_or(BoxKernelParams::default().c),
                 epsilon: self.box_epsilon,
                 delta: self.box_delta,
-                rho: self.box_rho,
+                rho: match self.box_rho.as_str() {
+                    "auto" => None,
+                    r => Some(r.parse::<f64>().with_context(|| {
+                        format!("--box-rho '{r}' is neither `auto` nor a number")
+                    })?),
+                },
                 transductive: self.transductive,
             },
         };

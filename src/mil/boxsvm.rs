@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::bag::{Bag, Dataset};
 use super::boxcount::{empirical_gram, BoxKernel, Discretizer, GridBag};
 use super::error::{MilError, Result};
-use super::svm::{binary_bags, fit_dual, SvmParams};
+use super::svm::{binary_bags, fit_dual};
 
 /// Hyperparameters of the box-counting kernel.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -17,11 +17,16 @@ use super::svm::{binary_bags, fit_dual, SvmParams};
 pub struct BoxKernelParams {
     /// Grid resolution: every feature is discretised to {0..s} over its training range.
     pub s: u32,
+    /// The SVM's soft-margin bound C (the features are scaled to unit mean squared norm).
+    pub c: f64,
     /// FPRAS relative error and failure probability (the paper: 0.1 and 0.01).
     pub epsilon: f64,
     pub delta: f64,
-    /// Exponent rho of the sub-polynomial map x -> x^rho (the paper: 1/50 on Musk).
-    pub rho: f64,
+    /// Exponent rho of the sub-polynomial map x -> x^rho. None: the exponent that maps the
+    /// largest training count to e^10, i.e. 10 / max ln k, capped at 0.9. That is the
+    /// paper's 1/50 at MUSK's counts (ln k about 500 at d = 166), and stays useful at low d,
+    /// where a fixed 1/50 flattens every count to about 1.
+    pub rho: Option<f64>,
     /// Reference bags of the empirical kernel map include the unlabeled bags given to the
     /// fit (cross-validation passes its test fold): the paper's "transduction".
     pub transductive: bool,
@@ -30,10 +35,11 @@ pub struct BoxKernelParams {
 impl Default for BoxKernelParams {
     fn default() -> Self {
         Self {
-            s: 10,
+            s: 20,
+            c: 100.0,
             epsilon: 0.1,
             delta: 0.01,
-            rho: 1.0 / 50.0,
+            rho: None,
             transductive: false,
         }
     }
@@ -49,6 +55,9 @@ impl BoxKernelParams {
                 self.s
             ));
         }
+        if !(self.c > 0.0 && self.c.is_finite()) {
+            return bad(format!("box SVM C must be > 0, got {}", self.c));
+        }
         if !(self.epsilon > 0.0 && self.epsilon < 1.0) || !(self.delta > 0.0 && self.delta < 1.0)
         {
             return bad(format!(
@@ -56,12 +65,14 @@ impl BoxKernelParams {
                 self.epsilon, self.delta
             ));
         }
-        if !(self.rho > 0.0 && self.rho < 1.0) {
-            return bad(format!("rho must be in (0, 1), got {}", self.rho));
+        if self.rho.is_some_and(|r| !(r > 0.0 && r < 1.0)) {
+            return bad(format!("rho must be in (0, 1), got {:?}", self.rho));
         }
         Ok(())
     }
 }
+
+const AUTO_RHO_CAP: f64 = 0.9;
 
 /// A fitted box-counting kernel SVM. The decision is linear in the empirical features:
 /// f(B) = sum_j w_j phi_j(B) + b with phi_j(B) = c * k(B, R_j)^rho over the reference bags
@@ -92,15 +103,13 @@ impl BoxSvmModel {
         ds: &Dataset,
         unlabeled: &[&Bag],
         p: &BoxKernelParams,
-        svm: &SvmParams,
         seed: u64,
     ) -> Result<Self> {
         p.validate()?;
-        svm.validate()?;
         let (bags, classes, y) = binary_bags(ds, "the box-counting kernel SVM")?;
         // Ranges from the training bags only: the grid must not depend on what is scored.
         let discretizer = Discretizer::fit(&bags, p.s)?;
-        let kernel = BoxKernel::new(p.s, p.epsilon, p.delta, seed)?.with_rho(p.rho)?;
+        let kernel = BoxKernel::new(p.s, p.epsilon, p.delta, seed)?;
         let train: Vec<GridBag> = bags
             .iter()
             .map(|b| discretizer.apply(b))
@@ -123,16 +132,20 @@ impl BoxSvmModel {
                 "the box-counting kernel is not finite on the training bags".into(),
             ));
         }
+        let rho = p
+            .rho
+            .unwrap_or_else(|| (10.0 / ln_shift.max(1.0)).min(AUTO_RHO_CAP));
+        let kernel = kernel.with_rho(rho)?;
         let raw: Vec<f64> = ln_k
             .iter()
-            .map(|&l| (p.rho * (l - ln_shift)).exp())
+            .map(|&l| (rho * (l - ln_shift)).exp())
             .collect();
         let mean_sq = raw.iter().map(|v| v * v).sum::<f64>() / bags.len() as f64;
         let feature_scale = if mean_sq > 0.0 { mean_sq.sqrt().recip() } else { 1.0 };
         let phi: Vec<f64> = raw.iter().map(|v| v * feature_scale).collect();
         // Section 5.3: k_emp(x, y) = phi_n(x) . phi_n(y), then the SVM on it.
         let gram = empirical_gram(&phi, &phi, n_ref);
-        let dual = fit_dual(&gram, &y, &vec![svm.c; bags.len()])?;
+        let dual = fit_dual(&gram, &y, &vec![p.c; bags.len()])?;
         let mut weights = vec![0.0; n_ref];
         for (i, row) in phi.chunks_exact(n_ref).enumerate() {
             for (w, v) in weights.iter_mut().zip(row) {

@@ -182,7 +182,7 @@ pub struct FitParams {
     pub standardize: bool,
     #[serde(default)]
     pub miordm: MiordmParams,
-    /// C and the RBF width of MI-SVM / mi-SVM, and C of the box-kernel SVM.
+    /// C and the RBF width of MI-SVM / mi-SVM.
     #[serde(default)]
     pub svm: SvmParams,
     #[serde(default)]
@@ -252,10 +252,7 @@ impl FitParams {
             ModelKind::Lpboost => {}
             ModelKind::Miordm => self.miordm.validate()?,
             ModelKind::Misvm | ModelKind::MiSvm => self.svm.validate()?,
-            ModelKind::Boxsvm => {
-                self.svm.validate()?;
-                self.boxkernel.validate()?;
-            }
+            ModelKind::Boxsvm => self.boxkernel.validate()?,
         }
         Ok(())
     }
@@ -610,7 +607,6 @@ impl Model {
                         &bags,
                         &extra,
                         &params.boxkernel,
-                        &params.svm,
                         params.seed,
                     )?,
                     series,

@@ -89,7 +89,7 @@ pub fn auc(scores: &[f64], positive: &[bool]) -> Option<f64> {
 ///
 /// The other kinds search their own parameters (their other fields stay `base`'s): MIORDM
 /// the paper's lambda in {2^7..2^10} x theta, mu in {0.6, 0.7, 0.8}; MI-SVM and mi-SVM
-/// C in {1, 10, 100} x gamma in {0.5, 1, 2} x the median heuristic; the box kernel C in {0.1, 1, 10, 100}.
+/// C in {1, 10, 100} x gamma in {0.5, 1, 2} x the median heuristic; the box kernel s in {10, 20} x C in {1, 10, 100, 1000}.
 pub fn default_grid(base: &FitParams, input: InputKind) -> Vec<FitParams> {
     let with = |f: &dyn Fn(&mut FitParams)| {
         let mut p = base.clone();
@@ -127,10 +127,16 @@ pub fn default_grid(base: &FitParams, input: InputKind) -> Vec<FitParams> {
             return grid;
         }
         ModelKind::Boxsvm => {
-            return [0.1, 1.0, 10.0, 100.0]
-                .iter()
-                .map(|&c| with(&|p| p.svm.c = c))
-                .collect();
+            let mut grid = Vec::new();
+            for s in [10, 20] {
+                for c in [1.0, 10.0, 100.0, 1000.0] {
+                    grid.push(with(&|p| {
+                        p.boxkernel.s = s;
+                        p.boxkernel.c = c;
+                    }));
+                }
+            }
+            return grid;
         }
     }
     let (lengths, nus, scales): (Vec<Vec<ShapeletLength>>, Vec<f64>, Vec<f64>) = match input {
