@@ -18,9 +18,40 @@ pub fn card_json(model: &Model) -> Value {
         "kind": model.kind_name(),
         "classes": model.classes(),
     });
-    #[allow(irrefutable_let_patterns)]
     if let Model::LpboostShapelet(m) = model {
         shapelet_card(m, &mut v);
+    } else {
+        v["input"] = json!(model.input());
+        v["params"] = kind_params(model);
+        v["summary"] = json!(model.summary());
+    }
+    v
+}
+
+/// The parameters that matter for a kind other than LPBoost.
+fn kind_params(model: &Model) -> Value {
+    let p = model.params();
+    let series = match model {
+        Model::Miordm(m) => m.series,
+        Model::MiSvm(m) => m.series,
+        Model::BoxSvm(m) => m.series,
+        Model::LpboostShapelet(_) => None,
+    };
+    let mut v = match model {
+        Model::Miordm(m) => json!({"lambda": p.miordm.lambda, "theta": p.miordm.theta,
+            "mu": p.miordm.mu, "gamma": m.model.gamma, "representatives": m.model.coef.len()}),
+        Model::MiSvm(m) => json!({"c": p.svm.c, "gamma": m.model.gamma,
+            "support_vectors": m.model.coef.len(), "bias": m.model.bias}),
+        Model::BoxSvm(m) => json!({"s": p.boxkernel.s, "c": p.boxkernel.c,
+            "epsilon": p.boxkernel.epsilon, "delta": p.boxkernel.delta,
+            "rho": m.model.kernel.rho(), "transductive": m.model.transductive,
+            "reference_bags": m.model.reference.len(), "support_bags": m.model.n_support,
+            "bias": m.model.bias}),
+        Model::LpboostShapelet(_) => json!({}),
+    };
+    if let Some(sb) = series {
+        v["subsequence_length"] = json!(sb.length);
+        v["stride"] = json!(sb.stride);
     }
     v
 }
@@ -110,9 +141,31 @@ pub fn card_text(model: &Model) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "kind        {}", model.kind_name());
     let _ = writeln!(s, "classes     {}", model.classes().join(", "));
-    #[allow(irrefutable_let_patterns)]
     if let Model::LpboostShapelet(m) = model {
         shapelet_text(m, &mut s);
+    } else {
+        let input = match model.input() {
+            InputKind::Series => "time series, as bags of subsequences".to_string(),
+            InputKind::Bag { dim } => format!("bags of {dim}-dimensional instances"),
+        };
+        let _ = writeln!(s, "input       {input}");
+        if let Value::Object(params) = kind_params(model) {
+            let list: Vec<String> = params.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let _ = writeln!(s, "parameters  {}", list.join(", "));
+        }
+        let sum = model.summary();
+        let _ = writeln!(
+            s,
+            "training    {} examples in {:.2} s; {} rounds{}",
+            sum.n_train,
+            sum.train_seconds,
+            sum.rounds,
+            match sum.converged {
+                Some(true) => ", settled",
+                Some(false) => ", stopped at the round limit or a repeated set",
+                None => "",
+            }
+        );
     }
     s
 }

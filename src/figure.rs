@@ -103,10 +103,10 @@ pub struct Figure {
     pub patterns: Vec<Segment>,
 }
 
-/// The model behind a figure, or why there is none. Other model kinds may come; they get
-/// an error here rather than a picture that means something else.
+/// The model behind a figure, or why there is none: the other kinds (MIORDM, the SVMs)
+/// have no shapelets to draw, and get an error rather than a picture that means something
+/// else (`explain` without --out prints their witness or reference-bag contributions).
 pub fn shapelet_model(model: &Model) -> Result<&ShapeletModel> {
-    #[allow(irrefutable_let_patterns)]
     if let Model::LpboostShapelet(m) = model {
         Ok(m)
     } else {

@@ -12,8 +12,8 @@ use serde_json::json;
 use milstream::data::{read_dataset, Format};
 use milstream::mil::model::{BinaryMode, BoxKernelParams, KernelSpec, ModelKind, SvmParams};
 use milstream::mil::select::{
-    accuracy, auc, best_index, cross_validate, cross_validate_grid, default_grid,
-    stratified_folds, CvReport,
+    accuracy, auc, best_index, cross_validate, cross_validate_grid, default_grid, stratified_folds,
+    CvReport,
 };
 use milstream::mil::{Dataset, FitParams, Model, ShapeletLength, WeakKind};
 
@@ -524,7 +524,11 @@ fn summary_json(model: &Model) -> serde_json::Value {
         out["lengths"] = json!(m.spaces.iter().map(|s| s.length).collect::<Vec<_>>());
         out["kernels"] = json!(m.spaces.iter().map(|s| s.kernel).collect::<Vec<_>>());
         out["nu"] = json!(m.params.nu);
-        out["hypotheses"] = json!(m.ensembles.iter().map(|e| e.hypotheses.len()).sum::<usize>());
+        out["hypotheses"] = json!(m
+            .ensembles
+            .iter()
+            .map(|e| e.hypotheses.len())
+            .sum::<usize>());
         out["lp_solves"] = json!(m.summary.lp_solves);
         out["max_generated_rows"] = json!(m.summary.max_generated_rows);
     }

@@ -43,7 +43,9 @@ fn gunpoint_in_the_papers_single_binary_form() {
         ..series_params(30, 0.021, 0.2)
     };
     let model = Model::fit(&train, &params).unwrap();
-    let Model::LpboostShapelet(m) = &model;
+    let Model::LpboostShapelet(m) = &model else {
+        panic!("an LPBoost model")
+    };
     assert_eq!(m.ensembles.len(), 1);
     let acc = test_accuracy(&model, &test);
     eprintln!("GunPoint test accuracy, single binary problem: {acc}");
@@ -102,7 +104,9 @@ fn several_lengths_make_one_model_and_keep_their_own_length() {
         ..FitParams::default()
     };
     let model = Model::fit(&train, &params).unwrap();
-    let Model::LpboostShapelet(m) = &model;
+    let Model::LpboostShapelet(m) = &model else {
+        panic!("an LPBoost model")
+    };
     let lengths: Vec<usize> = m.spaces.iter().map(|s| s.length).collect();
     assert_eq!(lengths, vec![15, 30, 45]);
     // Every hypothesis names its space; explanations report that space's length.
@@ -126,7 +130,9 @@ fn op1_weak_learner_fits_gunpoint() {
         ..series_params(30, 0.021, 0.2)
     };
     let model = Model::fit(&train, &params).unwrap();
-    let Model::LpboostShapelet(m) = &model;
+    let Model::LpboostShapelet(m) = &model else {
+        panic!("an LPBoost model")
+    };
     // OP1's RKHS ball does not sparsify alpha the way OP2's l1 ball does.
     assert!(m.summary.sparsity > 0.1, "sparsity {}", m.summary.sparsity);
     let acc = test_accuracy(&model, &test);

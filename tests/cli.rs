@@ -271,3 +271,65 @@ fn json_logs_from_the_embedded_daemon() {
         );
     }
 }
+
+/// `cv --models` compares every kind on the same folds: one table row per kind, or one JSON
+/// object per kind with --json; an unknown kind fails with the list of known ones.
+#[test]
+fn cv_compares_model_kinds() {
+    let data = data_path("Coffee_TRAIN.csv");
+    let args = |json: bool| {
+        let mut a = vec![
+            "cv",
+            "--data",
+            data.to_str().unwrap(),
+            "--models",
+            "lpboost,miordm,boxsvm,misvm,mi-svm",
+            "--folds",
+            "3",
+            "--shapelet-length",
+            "30",
+            "--stride",
+            "10",
+            "--k",
+            "20",
+            "--quiet",
+        ];
+        if json {
+            a.push("--json");
+        }
+        milstream(&a)
+    };
+    let o = args(true);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = rows.iter().map(|r| r["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["lpboost", "miordm", "boxsvm", "misvm", "mi-svm"]);
+    for r in &rows {
+        assert_eq!(r["fold_accuracies"].as_array().unwrap().len(), 3, "{r}");
+        assert_eq!(r["fit_seconds"].as_array().unwrap().len(), 3, "{r}");
+        let acc = r["accuracy"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&acc), "{r}");
+        assert!(r["auc"].as_f64().is_some(), "two classes have an AUC: {r}");
+    }
+    let o = args(false);
+    let table = stdout(&o);
+    assert!(table.starts_with("model"), "{table}");
+    for k in ["lpboost", "miordm", "boxsvm", "misvm", "mi-svm"] {
+        assert!(
+            table
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some(k)),
+            "{k} row missing in {table}"
+        );
+    }
+    let o = milstream(&["cv", "--data", data.to_str().unwrap(), "--models", "svm"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("lpboost, miordm, boxsvm, misvm, mi-svm"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -82,6 +82,9 @@ fn box_kernel_beats_the_shapelet_model_on_a_generalized_mil_concept() {
     let lpboost = common::test_accuracy(&fit(ModelKind::Lpboost), &test);
     let misvm = common::test_accuracy(&fit(ModelKind::Misvm), &test);
     println!("generalized MIL, 200 train / 200 test bags: boxsvm {boxsvm:.3}, lpboost {lpboost:.3}, misvm {misvm:.3}");
-    assert!(boxsvm >= lpboost + 0.05, "boxsvm {boxsvm:.3} vs lpboost {lpboost:.3}");
+    assert!(
+        boxsvm >= lpboost + 0.05,
+        "boxsvm {boxsvm:.3} vs lpboost {lpboost:.3}"
+    );
     assert!(boxsvm >= 0.85, "boxsvm {boxsvm:.3}");
 }

@@ -1,4 +1,5 @@
-//! The model kinds beside LPBoost (issue 6): MIORDM, MI-SVM and mi-SVM on MUSK1 through the
+//! The model kinds beside LPBoost (issue 6): MIORDM, the box-counting kernel SVM, MI-SVM
+//! and mi-SVM on MUSK1 through the
 //! same `Model` API, artifact and cross-validation the CLI uses.
 //! `cargo test --release --test model_kinds -- --nocapture` prints the accuracies.
 
@@ -41,6 +42,14 @@ fn mi_svm_baselines_musk1_ten_fold_accuracy() {
     }
 }
 
+/// The box-counting kernel SVM (non-transductive, s = 20, C = 100, eps 0.1, delta 0.01):
+/// the issue's floor is 0.80; the paper reports 0.880 without transduction. Measured 0.869.
+#[test]
+fn boxsvm_musk1_ten_fold_accuracy() {
+    let acc = cv(ModelKind::Boxsvm);
+    assert!(acc >= 0.80, "boxsvm MUSK1 10-fold accuracy {acc:.4}");
+}
+
 /// Every kind writes the versioned artifact and reads it back to the same model, which
 /// predicts the same scores; a kind name in the artifact that does not exist is refused.
 #[test]
@@ -71,6 +80,27 @@ fn every_kind_round_trips_through_the_artifact() {
         assert!(e.contributions[0].offset < b.len());
         assert_eq!(e.contributions[0].contribution, e.prediction.scores[1]);
     }
+    // The box SVM explains by reference bag: w_j phi_j(B), summing with the bias to f(B).
+    let m = Model::fit(
+        &small,
+        &FitParams {
+            kind: ModelKind::Boxsvm,
+            ..FitParams::default()
+        },
+    )
+    .unwrap();
+    let back = Model::from_json(&m.to_json()).unwrap();
+    assert_eq!(back, m);
+    let milstream::mil::Model::BoxSvm(bm) = &m else {
+        unreachable!()
+    };
+    for s in &ds.samples[..5] {
+        assert_eq!(back.predict(s).unwrap(), m.predict(s).unwrap());
+        let e = m.explain(s).unwrap();
+        assert_eq!(e.contributions.len(), small.len());
+        let sum: f64 = e.contributions.iter().map(|c| c.contribution).sum::<f64>() + bm.model.bias;
+        assert!((sum - e.prediction.scores[1]).abs() < 1e-9);
+    }
     let bad = Model::fit(
         &small,
         &FitParams {
@@ -91,7 +121,12 @@ fn binary_kinds_refuse_three_classes() {
     for l in ds.labels.iter_mut().step_by(5) {
         *l = "third".into();
     }
-    for kind in [ModelKind::Miordm, ModelKind::Misvm, ModelKind::MiSvm] {
+    for kind in [
+        ModelKind::Miordm,
+        ModelKind::Misvm,
+        ModelKind::MiSvm,
+        ModelKind::Boxsvm,
+    ] {
         let e = Model::fit(
             &ds,
             &FitParams {

@@ -47,7 +47,9 @@ fn three_classes_one_vs_rest() {
     };
     let model = Model::fit(&train, &params).unwrap();
     assert_eq!(model.classes(), &["bump down", "bump up", "zig-zag"]);
-    let Model::LpboostShapelet(m) = &model;
+    let Model::LpboostShapelet(m) = &model else {
+        panic!("an LPBoost model")
+    };
     assert_eq!(m.ensembles.len(), 3, "one ensemble per class");
     let mut hits = 0;
     for (s, l) in test.samples.iter().zip(&test.labels) {

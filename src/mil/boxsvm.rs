@@ -58,8 +58,7 @@ impl BoxKernelParams {
         if !(self.c > 0.0 && self.c.is_finite()) {
             return bad(format!("box SVM C must be > 0, got {}", self.c));
         }
-        if !(self.epsilon > 0.0 && self.epsilon < 1.0) || !(self.delta > 0.0 && self.delta < 1.0)
-        {
+        if !(self.epsilon > 0.0 && self.epsilon < 1.0 && self.delta > 0.0 && self.delta < 1.0) {
             return bad(format!(
                 "box epsilon and delta must be in (0, 1), got {} and {}",
                 self.epsilon, self.delta
@@ -99,12 +98,7 @@ pub struct BoxSvmModel {
 impl BoxSvmModel {
     /// Fits on a binary bag dataset; `unlabeled` bags join the reference set when
     /// `p.transductive` (the paper's transduction), and are ignored otherwise.
-    pub fn fit(
-        ds: &Dataset,
-        unlabeled: &[&Bag],
-        p: &BoxKernelParams,
-        seed: u64,
-    ) -> Result<Self> {
+    pub fn fit(ds: &Dataset, unlabeled: &[&Bag], p: &BoxKernelParams, seed: u64) -> Result<Self> {
         p.validate()?;
         let (bags, classes, y) = binary_bags(ds, "the box-counting kernel SVM")?;
         // Ranges from the training bags only: the grid must not depend on what is scored.
@@ -136,12 +130,13 @@ impl BoxSvmModel {
             .rho
             .unwrap_or_else(|| (10.0 / ln_shift.max(1.0)).min(AUTO_RHO_CAP));
         let kernel = kernel.with_rho(rho)?;
-        let raw: Vec<f64> = ln_k
-            .iter()
-            .map(|&l| (rho * (l - ln_shift)).exp())
-            .collect();
+        let raw: Vec<f64> = ln_k.iter().map(|&l| (rho * (l - ln_shift)).exp()).collect();
         let mean_sq = raw.iter().map(|v| v * v).sum::<f64>() / bags.len() as f64;
-        let feature_scale = if mean_sq > 0.0 { mean_sq.sqrt().recip() } else { 1.0 };
+        let feature_scale = if mean_sq > 0.0 {
+            mean_sq.sqrt().recip()
+        } else {
+            1.0
+        };
         let phi: Vec<f64> = raw.iter().map(|v| v * feature_scale).collect();
         // Section 5.3: k_emp(x, y) = phi_n(x) . phi_n(y), then the SVM on it.
         let gram = empirical_gram(&phi, &phi, n_ref);
@@ -169,7 +164,9 @@ impl BoxSvmModel {
     /// The bag's empirical features phi_j, one per reference bag.
     pub fn features(&self, bag: &Bag) -> Result<Vec<f64>> {
         let grid = self.discretizer.apply(bag)?;
-        let ln_k = self.kernel.ln_gram(std::slice::from_ref(&grid), &self.reference);
+        let ln_k = self
+            .kernel
+            .ln_gram(std::slice::from_ref(&grid), &self.reference);
         Ok(ln_k
             .iter()
             .map(|&l| (self.kernel.rho() * (l - self.ln_shift)).exp() * self.feature_scale)

@@ -57,9 +57,15 @@ impl WindowScorer {
                 "window scoring needs a model of series".into(),
             ));
         }
-        if let Model::Miordm(super::model::BagModel { series: Some(sb), .. })
-        | Model::MiSvm(super::model::BagModel { series: Some(sb), .. })
-        | Model::BoxSvm(super::model::BagModel { series: Some(sb), .. }) = model
+        if let Model::Miordm(super::model::BagModel {
+            series: Some(sb), ..
+        })
+        | Model::MiSvm(super::model::BagModel {
+            series: Some(sb), ..
+        })
+        | Model::BoxSvm(super::model::BagModel {
+            series: Some(sb), ..
+        }) = model
         {
             if window < sb.length {
                 return Err(MilError::InvalidParameter(format!(

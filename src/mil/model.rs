@@ -6,8 +6,8 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use super::bag::{Bag, Dataset, Sample};
-use super::error::{MilError, Result};
 pub use super::boxsvm::{BoxKernelParams, BoxSvmModel};
+use super::error::{MilError, Result};
 pub use super::miordm::{MiordmModel, MiordmParams};
 pub use super::shapelet::ShapeletModel;
 pub use super::svm::{MiSvmModel, MiSvmVariant, SvmParams};
@@ -504,7 +504,8 @@ fn bag_dataset(ds: &Dataset, p: &FitParams) -> Result<(Dataset, Option<SeriesBag
         super::InputKind::Bag { .. } => Ok((ds.clone(), None)),
         super::InputKind::Series => {
             let min_len = ds.min_series_len().unwrap_or(0);
-            let length = super::shapelet::resolve_lengths(&p.lengths[..1.min(p.lengths.len())], min_len)?[0];
+            let length =
+                super::shapelet::resolve_lengths(&p.lengths[..1.min(p.lengths.len())], min_len)?[0];
             let sb = SeriesBagging {
                 length,
                 stride: p.stride,
@@ -603,12 +604,7 @@ impl Model {
                 };
                 let extra: Vec<&Bag> = extra.iter().collect();
                 Model::BoxSvm(wrap(
-                    BoxSvmModel::fit(
-                        &bags,
-                        &extra,
-                        &params.boxkernel,
-                        params.seed,
-                    )?,
+                    BoxSvmModel::fit(&bags, &extra, &params.boxkernel, params.seed)?,
                     series,
                     params,
                     n,

@@ -44,9 +44,9 @@ pub fn fit_dual(gram: &[f64], y: &[f64], c: &[f64]) -> Result<SvmDual> {
     qp.set_objective(vec![-1.0; n]);
     qp.set_quadratic_dense(&q);
     qp.add_eq((0..n).map(|i| (i, y[i])).collect(), 0.0);
-    for i in 0..n {
+    for (i, &ci) in c.iter().enumerate() {
         qp.add_le(vec![(i, -1.0)], 0.0);
-        qp.add_le(vec![(i, 1.0)], c[i]);
+        qp.add_le(vec![(i, 1.0)], ci);
     }
     let sol = qp.solve("the SVM dual")?;
     let a: Vec<f64> = sol
@@ -217,7 +217,10 @@ pub struct MiSvmModel {
 }
 
 /// The bags of a binary bag dataset, its sorted classes and y in {-1, +1}.
-pub fn binary_bags<'a>(ds: &'a Dataset, what: &str) -> Result<(Vec<&'a Bag>, [String; 2], Vec<f64>)> {
+pub fn binary_bags<'a>(
+    ds: &'a Dataset,
+    what: &str,
+) -> Result<(Vec<&'a Bag>, [String; 2], Vec<f64>)> {
     let classes = ds.classes();
     if classes.len() != 2 {
         return Err(MilError::InvalidParameter(format!(
@@ -481,10 +484,20 @@ mod tests {
             let pts: Vec<[f64; 2]> = (0..n).map(|_| [rng.random(), rng.random()]).collect();
             let y: Vec<f64> = pts
                 .iter()
-                .map(|p| if p[0] + 0.3 * rng.random::<f64>() > 0.6 { 1.0 } else { -1.0 })
+                .map(|p| {
+                    if p[0] + 0.3 * rng.random::<f64>() > 0.6 {
+                        1.0
+                    } else {
+                        -1.0
+                    }
+                })
                 .collect();
             let gram: Vec<f64> = (0..n)
-                .flat_map(|i| (0..n).map(|j| rbf(2.0, &pts[i], &pts[j])).collect::<Vec<_>>())
+                .flat_map(|i| {
+                    (0..n)
+                        .map(|j| rbf(2.0, &pts[i], &pts[j]))
+                        .collect::<Vec<_>>()
+                })
                 .collect();
             let c = 2.0;
             let d = fit_dual(&gram, &y, &vec![c; n]).unwrap();
@@ -499,7 +512,10 @@ mod tests {
                 } else if a > c - 1e-6 {
                     assert!(margin < 1.0 + 1e-3, "a=C needs margin <= 1: {margin}");
                 } else {
-                    assert!((margin - 1.0).abs() < 1e-3, "free SV on the margin: {margin}");
+                    assert!(
+                        (margin - 1.0).abs() < 1e-3,
+                        "free SV on the margin: {margin}"
+                    );
                 }
             }
         }
@@ -540,11 +556,18 @@ mod tests {
                 .zip(&ds.labels)
                 .filter(|(s, l)| {
                     let Sample::Bag(b) = s else { unreachable!() };
-                    let f = m.instance_scores(b).into_iter().fold(f64::NEG_INFINITY, f64::max);
+                    let f = m
+                        .instance_scores(b)
+                        .into_iter()
+                        .fold(f64::NEG_INFINITY, f64::max);
                     (f > 0.0) == (*l == "pos")
                 })
                 .count();
-            assert!(hits >= 38, "{variant:?}: {hits}/40 after {} rounds", m.rounds);
+            assert!(
+                hits >= 38,
+                "{variant:?}: {hits}/40 after {} rounds",
+                m.rounds
+            );
         }
     }
 }

@@ -419,6 +419,25 @@ mod tests {
     }
 
     #[test]
+    fn a_retrain_keeps_the_champions_kind() {
+        let champion = train_candidate(&examples(30, false), 0.2, 10, None, None)
+            .expect("trains")
+            .model;
+        let miordm = Model::fit(
+            &training::to_dataset(&examples(30, false)),
+            &FitParams {
+                kind: crate::mil::model::ModelKind::Miordm,
+                ..champion.params().clone()
+            },
+        )
+        .unwrap();
+        let c =
+            train_candidate(&examples(30, false), 0.2, 10, Some(&miordm), None).expect("trains");
+        assert_eq!(c.model.kind_name(), "miordm");
+        assert_eq!(c.model.params(), miordm.params());
+    }
+
+    #[test]
     fn a_searched_candidate_reports_its_cross_validated_accuracy() {
         let c = train_candidate(&examples(30, false), 0.2, 10, None, Some(Duration::ZERO))
             .expect("trains");
