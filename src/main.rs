@@ -258,7 +258,7 @@ struct FitOptions {
     #[arg(long, default_value_t = 0.7)]
     mu: f64,
     /// MIORDM, MI-SVM, mi-SVM: RBF width on [0, 1]-scaled features; `auto` = 1 / d for
-    /// MIORDM (the paper's), the median heuristic times --sigma-scale for the SVMs.
+    /// MIORDM (the paper's), the median heuristic for the SVMs.
     #[arg(long, default_value = "auto")]
     gamma: String,
     /// SVM soft-margin bound C (MI-SVM, mi-SVM, boxsvm). Default: 10 for the MI-SVMs, 100
@@ -382,7 +382,6 @@ impl FitOptions {
             svm: SvmParams {
                 c: self.svm_c.unwrap_or(SvmParams::default().c),
                 gamma,
-                gamma_scale: self.sigma_scale,
                 ..Default::default()
             },
             boxkernel: BoxKernelParams {
