@@ -627,6 +627,16 @@ mod tests {
     }
 
     #[test]
+    fn model_kind_by_name() {
+        let c = Config::parse("x.toml", "[model]\nkind = \"mi-svm\"\n").unwrap();
+        assert_eq!(c.model.kind, crate::mil::model::ModelKind::MiSvm);
+        let e = Config::parse("x.toml", "[model]\nkind = \"svm\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("model.kind") && e.contains("boxsvm"), "{e}");
+    }
+
+    #[test]
     fn the_annotated_example_parses() {
         let text = include_str!("../deploy/milstream.example.toml");
         Config::parse("deploy/milstream.example.toml", text).unwrap();

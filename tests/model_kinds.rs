@@ -114,6 +114,29 @@ fn every_kind_round_trips_through_the_artifact() {
     assert!(Model::from_json(&bad).is_err());
 }
 
+/// Transduction (Tao et al. section 5.3): the unlabeled bags given to the fit join the
+/// empirical map's reference bags; without the flag they are ignored.
+#[test]
+fn transductive_box_kernel_takes_the_unlabeled_bags_as_references() {
+    let ds = common::load("musk1.csv");
+    let train = ds.subset(&(0..ds.len()).step_by(3).collect::<Vec<_>>());
+    let unlabeled: Vec<Sample> = ds.samples[1..11].to_vec();
+    for transductive in [false, true] {
+        let mut p = FitParams {
+            kind: ModelKind::Boxsvm,
+            ..FitParams::default()
+        };
+        p.boxkernel.transductive = transductive;
+        let m = Model::fit_with_unlabeled(&train, &p, &unlabeled).unwrap();
+        let Model::BoxSvm(bm) = &m else {
+            unreachable!()
+        };
+        let want = train.len() + if transductive { unlabeled.len() } else { 0 };
+        assert_eq!(bm.model.reference.len(), want);
+        assert_eq!(bm.model.weights.len(), want);
+    }
+}
+
 /// The binary kinds say so on three classes instead of training something wrong.
 #[test]
 fn binary_kinds_refuse_three_classes() {

@@ -423,6 +423,35 @@ mod tests {
     }
 
     #[test]
+    fn each_kind_searches_its_own_grid() {
+        let bags = InputKind::Bag { dim: 166 };
+        let grid = |kind| {
+            default_grid(
+                &FitParams {
+                    kind,
+                    ..FitParams::default()
+                },
+                bags,
+            )
+        };
+        let miordm = grid(ModelKind::Miordm);
+        assert_eq!(miordm.len(), 4 * 3 * 3);
+        let mut lambdas: Vec<f64> = miordm.iter().map(|p| p.miordm.lambda).collect();
+        lambdas.dedup();
+        assert_eq!(
+            lambdas,
+            [128.0, 256.0, 512.0, 1024.0],
+            "the paper's 2^7..2^10"
+        );
+        assert!(miordm
+            .iter()
+            .all(|p| [0.6, 0.7, 0.8].contains(&p.miordm.theta) && p.kind == ModelKind::Miordm));
+        assert_eq!(grid(ModelKind::Misvm).len(), 9);
+        assert_eq!(grid(ModelKind::Boxsvm).len(), 8);
+        assert!(grid(ModelKind::Lpboost).len() > 1);
+    }
+
+    #[test]
     fn auc_by_hand() {
         assert_eq!(
             auc(&[0.1, 0.4, 0.35, 0.8], &[false, false, true, true]),
