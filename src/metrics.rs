@@ -65,7 +65,7 @@ metric_names! {
     SINK_ERRORS = "milstream_sink_errors_total";
     /// Seconds a retraining run took (store read, fit, champion/challenger check, publish).
     TRAINING_SECONDS = "milstream_training_seconds";
-    /// The model version serving now (value 1; the version is the label).
+    /// The model version serving now (value 1; labels: the version and the model kind).
     MODEL_INFO = "milstream_model_info";
     /// Kafka partitions currently assigned to this consumer; moves on every rebalance.
     PARTITIONS_ASSIGNED = "milstream_assigned_partitions";
@@ -147,7 +147,7 @@ pub struct Metrics {
     pub sink_errors: IntCounterVec,
     /// [`TRAINING_SECONDS`].
     pub training_seconds: Histogram,
-    /// [`MODEL_INFO`]`{model_version}`.
+    /// [`MODEL_INFO`]`{model_version, kind}`.
     pub model_info: IntGaugeVec,
     /// [`MESSAGES_CONSUMED`]`{topic}`.
     pub messages_consumed: IntCounterVec,
@@ -214,7 +214,7 @@ impl Metrics {
             predictions: counter_vec_of(&r, PREDICTIONS_BY_LABEL, &["label", "model_version"]),
             sink_errors: counter_vec(&r, SINK_ERRORS, "sink"),
             training_seconds: histogram(&r, TRAINING_SECONDS, &TRAINING_BUCKETS),
-            model_info: gauge_vec(&r, MODEL_INFO, &["model_version"]),
+            model_info: gauge_vec(&r, MODEL_INFO, &["model_version", "kind"]),
             messages_consumed: counter_vec(&r, MESSAGES_CONSUMED, "topic"),
             dead_letters: counter_vec(&r, DEAD_LETTERS, "reason"),
             windows_scored: counter(&r, WINDOWS_SCORED),
@@ -277,10 +277,10 @@ impl Metrics {
         self.messages_consumed.with_label_values(&[topic]);
     }
 
-    /// Marks `version` as the one serving (the previous one's series goes).
-    pub fn set_model_version(&self, version: &str) {
+    /// Marks `version` (of model `kind`) as the one serving (the previous one's series goes).
+    pub fn set_model_version(&self, version: &str, kind: &str) {
         self.model_info.reset();
-        self.model_info.with_label_values(&[version]).set(1);
+        self.model_info.with_label_values(&[version, kind]).set(1);
     }
 
     /// Records consumed from `topic`, all partitions.

@@ -359,7 +359,10 @@ fn metrics_move_as_records_flow() {
         expected.len() as f64,
         "predictions by label and version"
     );
-    assert!(after.contains("milstream_model_info{model_version=\"model-"));
+    assert!(
+        after.contains("milstream_model_info{kind=\"lpboost\",model_version=\"model-"),
+        "{after}"
+    );
     assert!(sample(&after, "milstream_consume_to_durable_seconds_count") >= 1.0);
     assert!(sample(&after, "process_resident_memory_bytes") > 0.0);
     if let Ok(mut child) = std::process::Command::new("promtool")

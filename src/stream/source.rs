@@ -1221,7 +1221,7 @@ pub async fn run_pipeline(
     } else {
         None
     };
-    metrics.set_model_version(&series_model.version);
+    metrics.set_model_version(&series_model.version, series_model.model.kind().name());
     let shared = Arc::new(Shared {
         metrics: metrics.clone(),
         health: health.clone(),

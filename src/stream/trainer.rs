@@ -260,7 +260,9 @@ pub fn run_once(shared: &Shared) -> RunOutcome {
 /// next window, so no window is dropped.
 pub fn promote(shared: &Shared, model: Model, version: String) {
     let old = shared.series_model.load_full();
-    shared.metrics.set_model_version(&version);
+    shared
+        .metrics
+        .set_model_version(&version, model.kind().name());
     shared.series_model.store(Arc::new(ScoringModel {
         model,
         version,
