@@ -452,7 +452,13 @@ fn load_model(path: &Path) -> Result<Model> {
 }
 
 /// Fits with `opts`, running the inner grid search first when asked.
-fn fit(train: &Dataset, opts: &FitOptions) -> Result<(Model, FitParams, f64)> {
+/// `unlabeled`: samples the fit may see without labels (only the transductive box kernel
+/// uses them: eval passes its test file).
+fn fit(
+    train: &Dataset,
+    unlabeled: &[milstream::mil::Sample],
+    opts: &FitOptions,
+) -> Result<(Model, FitParams, f64)> {
     let mut params = opts.params()?;
     if opts.search {
         let input = train.check_trainable()?;
@@ -474,7 +480,7 @@ fn fit(train: &Dataset, opts: &FitOptions) -> Result<(Model, FitParams, f64)> {
     }
     let pb = spinner("training", opts.quiet);
     let t = Instant::now();
-    let model = Model::fit(train, &params)?;
+    let model = Model::fit_with_unlabeled(train, &params, unlabeled)?;
     let secs = t.elapsed().as_secs_f64();
     pb.finish_and_clear();
     Ok((model, params, secs))
@@ -631,7 +637,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Train { data, out, opts } => {
             let train = load(&data, opts.format)?;
-            let (model, _, secs) = fit(&train, &opts)?;
+            let (model, _, secs) = fit(&train, &[], &opts)?;
             std::fs::write(&out, model.to_json())
                 .with_context(|| format!("writing {}", out.display()))?;
             let mut s = summary_json(&model);
@@ -749,7 +755,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Eval { train, test, opts } => {
             let tr = load(&train, opts.format)?;
             let te = load(&test, opts.format)?;
-            let (model, _, train_secs) = fit(&tr, &opts)?;
+            let (model, _, train_secs) = fit(&tr, &te.samples, &opts)?;
             let (acc, roc, pred_secs) = score(&model, &te, opts.quiet)?;
             let mut s = summary_json(&model);
             s["accuracy"] = json!(acc);
