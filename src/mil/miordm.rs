@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bag::Dataset;
 use super::error::{MilError, Result};
+use super::svm::{rbf, RangeScaler};
 
 /// Hyperparameters; defaults from the paper's grids (lambda in 2^7..2^10, theta and mu in
 /// 0.6..0.8) and its RBF width 1/d.
@@ -71,9 +72,8 @@ pub struct MiordmModel {
     /// [negative, positive] class names (sorted; the second is positive).
     pub classes: [String; 2],
     pub dim: usize,
-    /// Per-feature minimum and range of the training instances ([0, 1] scaling).
-    pub min: Vec<f64>,
-    pub range: Vec<f64>,
+    /// [0, 1] scaling with the training instances' ranges.
+    pub scaler: RangeScaler,
     pub gamma: f64,
     /// Representatives (scaled), row-major n x dim.
     pub representatives: Vec<f64>,
@@ -149,11 +149,6 @@ pub fn coordinate_descent(
     d
 }
 
-fn rbf(gamma: f64, x: &[f64], z: &[f64]) -> f64 {
-    let d2: f64 = x.iter().zip(z).map(|(a, b)| (a - b) * (a - b)).sum();
-    (-gamma * d2).exp()
-}
-
 impl MiordmModel {
     /// Algorithm 1 on a binary bag dataset.
     pub fn fit(ds: &Dataset, p: &MiordmParams) -> Result<Self> {
@@ -161,30 +156,10 @@ impl MiordmModel {
         let (bags, classes, y) = super::svm::binary_bags(ds, "MIORDM")?;
         let dim = bags[0].dim();
         // [0, 1] scaling with the training ranges (the paper's preprocessing).
-        let mut min = vec![f64::INFINITY; dim];
-        let mut max = vec![f64::NEG_INFINITY; dim];
-        for b in &bags {
-            for x in b.instances() {
-                for f in 0..dim {
-                    min[f] = min[f].min(x[f]);
-                    max[f] = max[f].max(x[f]);
-                }
-            }
-        }
-        let range: Vec<f64> = min
-            .iter()
-            .zip(&max)
-            .map(|(lo, hi)| if hi > lo { hi - lo } else { 1.0 })
-            .collect();
-        let scale = |x: &[f64]| -> Vec<f64> {
-            x.iter()
-                .enumerate()
-                .map(|(f, v)| (v - min[f]) / range[f])
-                .collect()
-        };
+        let scaler = RangeScaler::fit(&bags);
         let scaled: Vec<Vec<Vec<f64>>> = bags
             .iter()
-            .map(|b| b.instances().map(scale).collect())
+            .map(|b| b.instances().map(|x| scaler.apply(x)).collect())
             .collect();
         let gamma = p.gamma.unwrap_or(1.0 / dim as f64);
         let n = bags.len();
@@ -268,8 +243,7 @@ impl MiordmModel {
         Ok(Self {
             classes,
             dim,
-            min,
-            range,
+            scaler,
             gamma,
             representatives,
             coef,
@@ -289,11 +263,7 @@ impl MiordmModel {
     pub fn instance_scores(&self, bag: &super::bag::Bag) -> Vec<f64> {
         bag.instances()
             .map(|x| {
-                let s: Vec<f64> = x
-                    .iter()
-                    .enumerate()
-                    .map(|(f, v)| (v - self.min[f]) / self.range[f])
-                    .collect();
+                let s = self.scaler.apply(x);
                 self.representatives
                     .chunks_exact(self.dim)
                     .zip(&self.coef)
@@ -306,8 +276,8 @@ impl MiordmModel {
     pub fn validate(&self) -> Result<()> {
         let ok = self.dim > 0
             && self.representatives.len() == self.coef.len() * self.dim
-            && self.min.len() == self.dim
-            && self.range.len() == self.dim
+            && self.scaler.min.len() == self.dim
+            && self.scaler.range.len() == self.dim
             && self.gamma > 0.0;
         if ok {
             Ok(())

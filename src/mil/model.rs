@@ -329,45 +329,36 @@ pub trait InstanceScorer {
     fn rounds(&self) -> (usize, bool);
 }
 
-impl InstanceScorer for MiordmModel {
-    fn binary_classes(&self) -> &[String; 2] {
-        &self.classes
-    }
-    fn dim(&self) -> usize {
-        self.dim
-    }
-    fn instance_scores(&self, bag: &Bag) -> Vec<f64> {
-        MiordmModel::instance_scores(self, bag)
-    }
-    fn check(&self) -> Result<()> {
-        self.validate()
-    }
-    fn rounds(&self) -> (usize, bool) {
-        (self.rounds, self.converged)
-    }
+/// MIORDM and the MI-SVMs keep the same fields under the same names.
+macro_rules! instance_scorer {
+    ($model:ty) => {
+        impl InstanceScorer for $model {
+            fn binary_classes(&self) -> &[String; 2] {
+                &self.classes
+            }
+            fn dim(&self) -> usize {
+                self.dim
+            }
+            fn instance_scores(&self, bag: &Bag) -> Vec<f64> {
+                <$model>::instance_scores(self, bag)
+            }
+            fn check(&self) -> Result<()> {
+                self.validate()
+            }
+            fn rounds(&self) -> (usize, bool) {
+                (self.rounds, self.converged)
+            }
+        }
+    };
 }
 
-impl InstanceScorer for MiSvmModel {
-    fn binary_classes(&self) -> &[String; 2] {
-        &self.classes
-    }
-    fn dim(&self) -> usize {
-        self.dim
-    }
-    fn instance_scores(&self, bag: &Bag) -> Vec<f64> {
-        MiSvmModel::instance_scores(self, bag)
-    }
-    fn check(&self) -> Result<()> {
-        self.validate()
-    }
-    fn rounds(&self) -> (usize, bool) {
-        (self.rounds, self.converged)
-    }
-}
+instance_scorer!(MiordmModel);
+instance_scorer!(MiSvmModel);
 
 impl<M> BagModel<M> {
-    fn to_bag<'a>(&self, sample: &'a Sample) -> Result<std::borrow::Cow<'a, Bag>> {
-        match (sample, &self.series) {
+    /// The sample as a bag of the model's instance dimension `dim`.
+    fn to_bag<'a>(&self, sample: &'a Sample, dim: usize) -> Result<std::borrow::Cow<'a, Bag>> {
+        let bag = match (sample, &self.series) {
             (Sample::Bag(b), None) => Ok(std::borrow::Cow::Borrowed(b)),
             (Sample::Series(v), Some(sb)) => Ok(std::borrow::Cow::Owned(sb.bag(v)?)),
             (Sample::Bag(_), Some(_)) => Err(MilError::InvalidData(
@@ -376,7 +367,14 @@ impl<M> BagModel<M> {
             (Sample::Series(_), None) => Err(MilError::InvalidData(
                 "this model scores bags, got a series".into(),
             )),
+        }?;
+        if bag.dim() != dim {
+            return Err(MilError::InvalidData(format!(
+                "instances of dimension {} do not match the model's {dim}",
+                bag.dim()
+            )));
         }
+        Ok(bag)
     }
 
     /// A series instance's start offset, or a bag instance's index.
@@ -393,14 +391,7 @@ impl<M: InstanceScorer> BagModel<M> {
     /// The bag's score is its witness's (largest) instance score; the explanation is that
     /// witness: which subsequence (or instance) decided the bag.
     fn explain(&self, sample: &Sample) -> Result<Explanation> {
-        let bag = self.to_bag(sample)?;
-        if bag.dim() != self.model.dim() {
-            return Err(MilError::InvalidData(format!(
-                "instances of dimension {} do not match the model's {}",
-                bag.dim(),
-                self.model.dim()
-            )));
-        }
+        let bag = self.to_bag(sample, self.model.dim())?;
         let scores = self.model.instance_scores(&bag);
         let w = super::svm::argmax(&scores);
         let f = scores[w];
@@ -424,14 +415,7 @@ impl BagModel<BoxSvmModel> {
     /// The decision w . phi(B) + b as one contribution per reference bag of the empirical
     /// map (w_j phi_j(B)), largest |contribution| first; they sum with the bias to the score.
     fn explain(&self, sample: &Sample) -> Result<Explanation> {
-        let bag = self.to_bag(sample)?;
-        if bag.dim() != self.model.dim() {
-            return Err(MilError::InvalidData(format!(
-                "instances of dimension {} do not match the model's {}",
-                bag.dim(),
-                self.model.dim()
-            )));
-        }
+        let bag = self.to_bag(sample, self.model.dim())?;
         let (f, terms) = self.model.decision(&bag)?;
         let classes = &self.model.classes;
         let mut contributions: Vec<Contribution> = terms
