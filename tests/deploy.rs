@@ -231,7 +231,10 @@ fn docker_compose_accepts_the_stack() {
         c
     } else {
         assert!(
-            Command::new("docker-compose").arg("version").output().is_ok(),
+            Command::new("docker-compose")
+                .arg("version")
+                .output()
+                .is_ok(),
             "neither `docker compose` nor `docker-compose` found: run the tests with \
              `scripts/test.sh`, which installs it (Debian: apt-get install docker-compose)"
         );
