@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
@@ -12,8 +12,8 @@ use serde_json::json;
 use milstream::data::{read_dataset, Format};
 use milstream::mil::model::{BinaryMode, BoxKernelParams, KernelSpec, ModelKind, SvmParams};
 use milstream::mil::select::{
-    accuracy, auc, best_index, cross_validate, cross_validate_grid, default_grid, stratified_folds,
-    CvReport,
+    accuracy, auc, best_index, cross_validate, cross_validate_grid, cross_validate_grid_until,
+    default_grid, stratified_folds, CvEstimate, CvReport,
 };
 use milstream::mil::{Dataset, FitParams, Model, ShapeletLength, View, WeakKind};
 
@@ -169,10 +169,19 @@ enum Command {
         #[command(flatten)]
         opts: FitOptions,
     },
-    /// Time one fit, and the full cross-validated grid search, on a training file.
+    /// Time one fit, and the full cross-validated grid search, on a training file; or,
+    /// with --scaling, fit seconds and peak memory on n = 100, 200, 400, ..., 3,200 and
+    /// 5,000 seeded cylinder-bell-funnel series of 150 points (one child process per n).
     Bench {
+        #[arg(long, required_unless_present_any = ["scaling", "cbf"])]
+        data: Option<PathBuf>,
+        /// The scaling table (fit seconds, peak memory and a n log n comparison).
         #[arg(long)]
-        data: PathBuf,
+        scaling: bool,
+        /// Fit on this many seeded cylinder-bell-funnel series of 150 points instead of
+        /// --data (what --scaling runs per n).
+        #[arg(long)]
+        cbf: Option<usize>,
         /// Repetitions of the single fit (the median is reported).
         #[arg(long, default_value_t = 3)]
         repeat: usize,
@@ -203,8 +212,9 @@ struct FitOptions {
     #[arg(long, default_value = "auto")]
     sigma: String,
     /// Multiplier on the median-heuristic sigma (ignored with an explicit --sigma).
-    #[arg(long, default_value_t = 1.0)]
-    sigma_scale: f64,
+    /// Default: the library's (4 for series, 1 for bags and with --paper).
+    #[arg(long)]
+    sigma_scale: Option<f64>,
     /// Polynomial kernel degree.
     #[arg(long, default_value_t = 2)]
     degree: u32,
@@ -264,9 +274,10 @@ struct FitOptions {
     /// Stopping tolerance of LPBoost and the DC loop.
     #[arg(long, default_value_t = 1e-4)]
     epsilon: f64,
-    /// Most DC iterations per weak-learner call.
-    #[arg(long, default_value_t = 10)]
-    dc_max_iters: usize,
+    /// Most DC iterations per weak-learner call; 0 = the one-hot start alone (default:
+    /// the library's; 10 with --paper and for bags).
+    #[arg(long)]
+    dc_max_iters: Option<usize>,
     /// DC runs per weak-learner call, from the best one-hot starts (1 = the paper's
     /// single start, appendix A.3).
     #[arg(long, default_value_t = 1)]
@@ -278,6 +289,10 @@ struct FitOptions {
     /// paper's grid (see `milstream::mil::select::default_grid`).
     #[arg(long)]
     search: bool,
+    /// Seconds the --search may take (grid points not started by then are skipped; the
+    /// first always runs). Default: 20 x one fit of the defaults on the training data.
+    #[arg(long)]
+    search_budget: Option<f64>,
     /// MIORDM: lambda (the paper's grid 2^7..2^10).
     #[arg(long, default_value_t = 256.0)]
     lambda: f64,
@@ -360,7 +375,21 @@ enum WeakArg {
 }
 
 impl FitOptions {
-    fn params(&self) -> Result<FitParams> {
+    /// The parameters for training on `ds`: the options given over the library's defaults
+    /// (for bags or series; the paper's with --paper and for the other kinds).
+    fn params(&self, ds: &Dataset) -> Result<FitParams> {
+        let bags = matches!(ds.samples.first(), Some(milstream::mil::Sample::Bag(_)));
+        let base = if self.paper || self.kind != ModelKind::Lpboost {
+            FitParams::paper()
+        } else if bags {
+            FitParams::for_bags()
+        } else {
+            FitParams::default()
+        };
+        let base_scale = match base.kernel {
+            KernelSpec::Gaussian { scale, .. } => scale,
+            _ => 1.0,
+        };
         let kernel = match self.kernel {
             KernelArg::Gaussian => {
                 let sigma = match self.sigma.as_str() {
@@ -371,7 +400,7 @@ impl FitOptions {
                 };
                 KernelSpec::Gaussian {
                     sigma,
-                    scale: self.sigma_scale,
+                    scale: self.sigma_scale.unwrap_or(base_scale),
                 }
             }
             KernelArg::Linear => KernelSpec::Linear,
@@ -386,11 +415,6 @@ impl FitOptions {
                 g.parse::<f64>()
                     .with_context(|| format!("--gamma '{g}' is neither `auto` nor a number"))?,
             ),
-        };
-        let base = if self.paper || self.kind != ModelKind::Lpboost {
-            FitParams::paper()
-        } else {
-            FitParams::default()
         };
         let k = match self.k.as_deref() {
             None => base.k,
@@ -456,7 +480,7 @@ impl FitOptions {
                 BinaryArg::Single => BinaryMode::Single,
                 BinaryArg::Symmetric => BinaryMode::Symmetric,
             },
-            dc_max_iters: self.dc_max_iters,
+            dc_max_iters: self.dc_max_iters.unwrap_or(base.dc_max_iters),
             starts: self.starts,
             seed: self.seed,
             standardize: !self.no_standardize,
@@ -540,6 +564,9 @@ fn load_model(path: &Path) -> Result<Model> {
     Model::from_json(&text).with_context(|| format!("loading model {}", path.display()))
 }
 
+/// The default --search budget, in fits of the defaults on the training data.
+const SEARCH_BUDGET_FITS: f64 = 20.0;
+
 /// Fits with `opts`, running the inner grid search first when asked.
 /// `unlabeled`: samples the fit may see without labels (only the transductive box kernel
 /// uses them: eval passes its test file).
@@ -548,23 +575,66 @@ fn fit(
     unlabeled: &[milstream::mil::Sample],
     opts: &FitOptions,
 ) -> Result<(Model, FitParams, f64)> {
-    let mut params = opts.params()?;
+    let mut params = opts.params(train)?;
     if opts.search {
         let input = train.check_trainable()?;
         let grid = default_grid(&params, input);
         let folds = 5.min(train.len());
+        let budget = match opts.search_budget {
+            Some(b) if b > 0.0 && b.is_finite() => b,
+            Some(b) => bail!("--search-budget must be a positive number of seconds, got {b}"),
+            None => {
+                let pb = spinner("timing one fit for the search budget", opts.quiet);
+                let t = Instant::now();
+                Model::fit(train, &params)?;
+                pb.finish_and_clear();
+                SEARCH_BUDGET_FITS * t.elapsed().as_secs_f64()
+            }
+        };
+        let start = Instant::now();
+        let deadline = start + std::time::Duration::from_secs_f64(budget);
         let pb = progress((grid.len() * folds) as u64, "search", opts.quiet);
-        let est = cross_validate_grid(train, &grid, folds, opts.seed, &|| pb.inc(1))?;
+        let est =
+            cross_validate_grid_until(train, &grid, folds, opts.seed, Some(deadline), &|| {
+                pb.inc(1)
+            })?;
         pb.finish_and_clear();
-        let best = best_index(&est);
-        params = grid[best].clone();
+        let tried: Vec<(usize, CvEstimate)> = est
+            .into_iter()
+            .enumerate()
+            .filter_map(|(g, e)| e.map(|e| (g, e)))
+            .collect();
+        for (g, e) in &tried {
+            let p = &grid[*g];
+            eprintln!(
+                "search: tried lengths {:?}, nu {}, kernel {:?}{}: CV accuracy {:.4}",
+                p.lengths
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>(),
+                p.nu,
+                p.kernel,
+                if p.kind == milstream::mil::model::ModelKind::Lpboost {
+                    String::new()
+                } else {
+                    format!(" ({})", p.kind.name())
+                },
+                e.mean
+            );
+        }
+        let ests: Vec<CvEstimate> = tried.iter().map(|(_, e)| e.clone()).collect();
+        let (best_g, best_e) = &tried[best_index(&ests)];
+        params = grid[*best_g].clone();
         eprintln!(
-            "search: best of {} grid points: lengths {:?}, nu {}, kernel {:?} (inner CV accuracy {:.4})",
+            "search: tried {} of {} grid points in {:.1} s (budget {:.1} s); best: lengths {:?}, nu {}, kernel {:?} (inner CV accuracy {:.4})",
+            tried.len(),
             grid.len(),
+            start.elapsed().as_secs_f64(),
+            budget,
             params.lengths.iter().map(ToString::to_string).collect::<Vec<_>>(),
             params.nu,
             params.kernel,
-            est[best].mean
+            best_e.mean
         );
     }
     let pb = spinner("training", opts.quiet);
@@ -879,7 +949,7 @@ fn run(cli: Cli) -> Result<()> {
             for kind in models {
                 let mut o = opts.clone();
                 o.kind = kind;
-                let params = o.params()?;
+                let params = o.params(&ds)?;
                 let pb = progress(folds as u64, kind.name(), opts.quiet);
                 let r = cross_validate(&ds, &params, folds, opts.seed, &|| pb.inc(1))
                     .with_context(|| format!("cross-validating {kind}"))?;
@@ -897,7 +967,7 @@ fn run(cli: Cli) -> Result<()> {
             data, folds, opts, ..
         } => {
             let ds = load(&data, opts.format)?;
-            let params = opts.params()?;
+            let params = opts.params(&ds)?;
             let t = Instant::now();
             let accs = if opts.search {
                 // Nested CV: the grid search runs inside each outer training split, so the
@@ -961,13 +1031,24 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Bench {
+            scaling: true,
+            opts,
+            ..
+        } => bench_scaling(&opts)?,
+        Command::Bench {
             data,
+            cbf,
             repeat,
             fit_only,
             opts,
+            ..
         } => {
-            let ds = load(&data, opts.format)?;
-            let params = opts.params()?;
+            let ds = match (cbf, data) {
+                (Some(n), _) => milstream::data::cylinder_bell_funnel(n, 150, opts.seed),
+                (None, Some(path)) => load(&path, opts.format)?,
+                (None, None) => bail!("bench needs --data, --cbf or --scaling"),
+            };
+            let params = opts.params(&ds)?;
             let mut times = Vec::new();
             for r in 0..repeat.max(1) {
                 let t = Instant::now();
@@ -980,7 +1061,8 @@ fn run(cli: Cli) -> Result<()> {
             times.sort_by(f64::total_cmp);
             let fit_median = times[times.len() / 2];
             let mut out = json!({"fit_seconds_median": fit_median, "fit_seconds": times, "n_train": ds.len(),
-                                 "threads": rayon::current_num_threads()});
+                                 "threads": rayon::current_num_threads(),
+                                 "peak_rss_bytes": peak_rss_bytes()});
             if !fit_only {
                 let input = ds.check_trainable()?;
                 let grid = default_grid(&params, input);
@@ -994,6 +1076,76 @@ fn run(cli: Cli) -> Result<()> {
             }
             println!("{out}");
         }
+    }
+    Ok(())
+}
+
+/// This process's peak resident memory (VmHWM), where /proc tells it.
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// `bench --scaling`: one child process per n (so each peak memory is that fit's own),
+/// each fitting n seeded cylinder-bell-funnel series of 150 points with the options given.
+fn bench_scaling(opts: &FitOptions) -> Result<()> {
+    let exe = std::env::current_exe().context("locating this executable")?;
+    let mut passthrough: Vec<String> = std::env::args().skip(2).collect();
+    passthrough.retain(|a| a != "--scaling" && a != "--json");
+    let sizes = [100usize, 200, 400, 800, 1600, 3200, 5000];
+    let mut rows = Vec::new();
+    if !opts.json {
+        println!(
+            "{:>6} {:>9} {:>10} {:>12} {:>7}",
+            "n", "fit s", "peak MiB", "s / n log n", "threads"
+        );
+    }
+    for &n in &sizes {
+        let o = std::process::Command::new(&exe)
+            .arg("bench")
+            .args([
+                "--cbf",
+                &n.to_string(),
+                "--repeat",
+                "1",
+                "--fit-only",
+                "--json",
+                "--quiet",
+            ])
+            .args(&passthrough)
+            .output()
+            .context("running a bench child")?;
+        if !o.status.success() {
+            bail!(
+                "bench --cbf {n} failed: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        let text = String::from_utf8_lossy(&o.stdout);
+        let v: serde_json::Value = serde_json::from_str(text.lines().last().unwrap_or("{}"))
+            .context("reading a bench child's JSON")?;
+        let secs = v["fit_seconds_median"].as_f64().unwrap_or(f64::NAN);
+        let peak = v["peak_rss_bytes"].as_u64().unwrap_or(0);
+        let per = secs / (n as f64 * (n as f64).ln());
+        if opts.json {
+            rows.push(json!({"n": n, "fit_seconds": secs, "peak_rss_bytes": peak,
+                             "seconds_per_n_log_n": per, "threads": v["threads"]}));
+        } else {
+            println!(
+                "{n:>6} {secs:>9.2} {:>10.1} {:>12.3e} {:>7}",
+                peak as f64 / 1048576.0,
+                per,
+                v["threads"]
+            );
+        }
+    }
+    if opts.json {
+        println!(
+            "{}",
+            json!({"scaling": rows, "series_length": 150, "data": "cylinder-bell-funnel"})
+        );
     }
     Ok(())
 }
