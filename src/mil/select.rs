@@ -139,7 +139,28 @@ pub fn default_grid(base: &FitParams, input: InputKind) -> Vec<FitParams> {
             return grid;
         }
     }
+    let paper_spaces = base.spaces == super::model::SpaceParams::paper();
     let (lengths, nus, scales): (Vec<Vec<ShapeletLength>>, Vec<f64>, Vec<f64>) = match input {
+        // The shape-aware spaces: the defaults first (a search cut short by its budget has
+        // tried them), then other lengths, margins and widths around them.
+        InputKind::Series if !paper_spaces => {
+            let scale = match base.kernel {
+                KernelSpec::Gaussian { scale, .. } => scale,
+                _ => 1.0,
+            };
+            let mut lengths = vec![base.lengths.clone()];
+            for l in [7, 11, 15] {
+                let l = vec![ShapeletLength::Absolute(l)];
+                if !lengths.contains(&l) {
+                    lengths.push(l);
+                }
+            }
+            (
+                lengths,
+                vec![base.nu, base.nu / 2.0, base.nu * 2.0],
+                vec![scale, scale / 2.0, scale * 2.0],
+            )
+        }
         InputKind::Series => (
             [0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4]
                 .iter()
@@ -159,9 +180,11 @@ pub fn default_grid(base: &FitParams, input: InputKind) -> Vec<FitParams> {
         _ => vec![f64::NAN],
     };
     let mut grid = Vec::new();
-    for &scale in &scales {
-        for &nu in &nus {
-            for l in &lengths {
+    // Lengths outermost: a length's preparation (instances, k-means) is shared by its
+    // widths and margins and dropped once they are done.
+    for l in &lengths {
+        for &scale in &scales {
+            for &nu in &nus {
                 let mut p = base.clone();
                 p.nu = nu;
                 p.lengths = l.clone();

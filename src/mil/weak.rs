@@ -51,7 +51,7 @@ const COLUMNS_PER_ROUND: usize = 10;
 /// With `row_stride` s > 1 (long series, many windows) the rows are kept for every s-th
 /// instance of a bag only, which bounds memory; the bag statistics and the outputs h(B_i) of
 /// a hypothesis stay exact over every instance, so training sees what prediction sees.
-pub struct KernelTable {
+pub struct KernelTable<'a> {
     pub k: usize,
     /// Row-major (kept instances) x k.
     rows: Vec<f64>,
@@ -67,7 +67,7 @@ pub struct KernelTable {
     chol: Option<Vec<f64>>,
     /// Every instance, the representatives and the kernel, for exact outputs when rows
     /// are kept for some instances only (None when every row is kept).
-    exact: Option<(InstanceSet, Vec<f64>, Kernel)>,
+    exact: Option<(&'a InstanceSet, &'a [f64], Kernel)>,
 }
 
 /// One bag's part of a table: its statistics over all instances and its kept rows.
@@ -78,10 +78,10 @@ struct BagPart {
     rows: Vec<f64>,
 }
 
-impl KernelTable {
+impl<'a> KernelTable<'a> {
     pub fn new(
-        instances: &InstanceSet,
-        reps: &[f64],
+        instances: &'a InstanceSet,
+        reps: &'a [f64],
         kernel: &Kernel,
         kind: WeakKind,
         row_stride: usize,
@@ -164,7 +164,7 @@ impl KernelTable {
             bag_mean,
             diag,
             chol,
-            exact: (stride > 1).then(|| (instances.clone(), reps.to_vec(), *kernel)),
+            exact: (stride > 1).then_some((instances, reps, *kernel)),
         })
     }
 
