@@ -57,8 +57,15 @@ fn musk1_ten_fold_cv_with_the_bag_defaults() {
     // Measured 0.903 (the paper's form with tuned sigma and nu: 0.869; MILES 0.847).
     let ds = load("musk1.csv");
     let est = cross_validate_grid(&ds, &[FitParams::for_bags()], 10, 0, &|| {}).unwrap();
-    eprintln!("MUSK1 10-fold CV accuracy with the bag defaults {}", est[0].mean);
-    assert!(est[0].mean >= 0.87, "MUSK1 default CV accuracy {}", est[0].mean);
+    eprintln!(
+        "MUSK1 10-fold CV accuracy with the bag defaults {}",
+        est[0].mean
+    );
+    assert!(
+        est[0].mean >= 0.87,
+        "MUSK1 default CV accuracy {}",
+        est[0].mean
+    );
 }
 
 #[test]
@@ -161,8 +168,7 @@ fn explanations_name_offset_length_and_dilation_of_their_subsequence() {
     let e = model.explain(&test.samples[0]).unwrap();
     assert!(e.contributions.iter().any(|c| c.dilation > 1));
     for c in &e.contributions {
-        let footprint =
-            (c.length - 1) * c.dilation + 1 + usize::from(c.view == View::Diff);
+        let footprint = (c.length - 1) * c.dilation + 1 + usize::from(c.view == View::Diff);
         assert!(c.offset + footprint <= v.len(), "{c:?}");
     }
 }
@@ -180,7 +186,10 @@ fn search_stays_within_its_budget_and_reports_what_it_tried() {
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
-    let tried = err.lines().filter(|l| l.starts_with("search: tried lengths")).count();
+    let tried = err
+        .lines()
+        .filter(|l| l.starts_with("search: tried lengths"))
+        .count();
     let summary = err
         .lines()
         .find(|l| l.starts_with("search: tried ") && !l.starts_with("search: tried lengths"))

@@ -111,8 +111,7 @@ impl<'a> KernelTable<'a> {
                         &mut scratch
                     };
                     kernel.row(instances.instance(j), reps, r);
-                    for z in 0..k {
-                        let v = r[z];
+                    for (z, &v) in r.iter().enumerate() {
                         part.max[z] = part.max[z].max(v);
                         part.min[z] = part.min[z].min(v);
                         part.mean[z] += v;
