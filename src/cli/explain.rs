@@ -7,18 +7,12 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::json;
 
-use milstream::data::Format;
-
-use super::{load, load_model};
+use super::ModelOnData;
 
 #[derive(Args)]
 pub struct ExplainArgs {
-    #[arg(long)]
-    model: PathBuf,
-    #[arg(long)]
-    data: PathBuf,
-    #[arg(long, value_enum)]
-    format: Option<Format>,
+    #[command(flatten)]
+    input: ModelOnData,
     /// Contributions shown per bag.
     #[arg(long, default_value_t = 5)]
     top: usize,
@@ -33,20 +27,17 @@ pub struct ExplainArgs {
 
 pub fn run(args: ExplainArgs) -> Result<()> {
     let ExplainArgs {
-        model,
-        data,
-        format,
+        input,
         top,
         index,
         out,
     } = args;
-    let model = load_model(&model)?;
-    let ds = load(&data, format)?;
+    let (model, ds) = input.load()?;
     if let Some(i) = index {
         anyhow::ensure!(
             i < ds.len(),
             "--index {i} is out of range: {} holds {} samples",
-            data.display(),
+            input.data.display(),
             ds.len()
         );
     }

@@ -14,10 +14,11 @@ pub mod predict;
 pub mod run;
 pub mod train;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
@@ -26,6 +27,24 @@ use milstream::mil::select::{accuracy, auc, best_index, cross_validate_grid, def
 use milstream::mil::{Dataset, FitParams, Model};
 
 pub use options::FitOptions;
+
+/// A saved model and the data to run it on (predict, explain).
+#[derive(Args)]
+pub struct ModelOnData {
+    #[arg(long)]
+    model: PathBuf,
+    #[arg(long)]
+    data: PathBuf,
+    #[arg(long, value_enum)]
+    format: Option<Format>,
+}
+
+impl ModelOnData {
+    /// The model and the dataset, read.
+    pub fn load(&self) -> Result<(Model, Dataset)> {
+        Ok((load_model(&self.model)?, load(&self.data, self.format)?))
+    }
+}
 
 pub fn progress(len: u64, what: &str, quiet: bool) -> ProgressBar {
     if quiet {

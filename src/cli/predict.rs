@@ -1,23 +1,15 @@
 //! `milstream predict`: score every bag of a dataset with a saved model, one line per bag.
 
-use std::path::PathBuf;
-
 use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::json;
 
-use milstream::data::Format;
-
-use super::{load, load_model};
+use super::ModelOnData;
 
 #[derive(Args)]
 pub struct PredictArgs {
-    #[arg(long)]
-    model: PathBuf,
-    #[arg(long)]
-    data: PathBuf,
-    #[arg(long, value_enum)]
-    format: Option<Format>,
+    #[command(flatten)]
+    input: ModelOnData,
     /// Print one JSON object per bag.
     #[arg(long)]
     json: bool,
@@ -31,8 +23,7 @@ pub struct PredictArgs {
 }
 
 pub fn run(args: PredictArgs) -> Result<()> {
-    let model = load_model(&args.model)?;
-    let ds = load(&args.data, args.format)?;
+    let (model, ds) = args.input.load()?;
     for (i, s) in ds.samples.iter().enumerate() {
         if args.explain {
             let e = model

@@ -58,7 +58,10 @@ fn to_message(m: &BorrowedMessage) -> Message {
         topic: m.topic().to_string(),
         partition: m.partition(),
         offset: m.offset(),
-        timestamp_ms: m.timestamp().to_millis(),
+        timestamp_ms: m
+            .timestamp()
+            .to_millis()
+            .unwrap_or_else(|| chrono::Utc::now().timestamp_millis()),
         payload: m.payload().unwrap_or(&[]).to_vec(),
     }
 }

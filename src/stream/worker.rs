@@ -41,8 +41,9 @@ pub struct Message {
     pub topic: String,
     pub partition: i32,
     pub offset: i64,
-    /// The Kafka timestamp; none means "now".
-    pub timestamp_ms: Option<i64>,
+    /// The Kafka timestamp (the time it was consumed, for a message without one): names
+    /// the date folder of the segment it opens, and is a label's `labeled_at`.
+    pub timestamp_ms: i64,
     pub payload: Vec<u8>,
 }
 
@@ -317,7 +318,7 @@ impl Worker {
         if !emit {
             metrics.replayed_records.inc();
         }
-        let ts = msg.timestamp_ms.unwrap_or_else(now_ms);
+        let ts = msg.timestamp_ms;
         let payload = msg.payload.as_slice();
         let mut preds: Vec<PredictionRecord> = Vec::new();
         let mut dead: Vec<DeadLetterRecord> = Vec::new();
@@ -685,7 +686,7 @@ mod tests {
                 topic: "points".into(),
                 partition: partition_of(id),
                 offset: i as i64,
-                timestamp_ms: Some(ts),
+                timestamp_ms: ts,
                 payload: serde_json::json!({"series_id": id, "ts": ts, "value": v})
                     .to_string()
                     .into_bytes(),
@@ -762,8 +763,8 @@ mod tests {
         for p in segments.iter().flat_map(|s| &s.predictions) {
             let closing = &msgs[p.source_offset as usize];
             let oldest = &msgs[p.first_offset as usize];
-            assert_eq!(oldest.timestamp_ms, p.window_start_ms);
-            assert!(closing.timestamp_ms > p.window_end_ms);
+            assert_eq!(Some(oldest.timestamp_ms), p.window_start_ms);
+            assert!(Some(closing.timestamp_ms) > p.window_end_ms);
             assert_eq!(
                 (p.kind.as_str(), p.model_version.as_str()),
                 ("window", "test")
@@ -858,7 +859,7 @@ mod tests {
         segments.extend(run(&mut worker, rest));
         let a_new = &a_rows(&segments)[a_rows_at_revoke..];
         assert!(!a_new.is_empty());
-        assert!(a_new.iter().all(|r| r.1 >= resume.timestamp_ms.unwrap()));
+        assert!(a_new.iter().all(|r| r.1 >= resume.timestamp_ms));
         // Partition 1 never noticed: series b's windows are exactly the offline ones.
         let b: Vec<Row> = rows(&segments).into_iter().filter(|r| r.0 == "b").collect();
         assert_eq!(b, offline_windows("b", &series[1].1));

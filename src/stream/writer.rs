@@ -155,22 +155,17 @@ fn write_segment(
     producer: Option<&FutureProducer>,
     rt: &tokio::runtime::Handle,
 ) -> Result<(), (&'static str, String)> {
-    let (files, bytes) = (&env.metrics.files_written, &env.metrics.bytes_written);
+    // A sink's files and bytes, counted as each is written.
+    let count = |sink: &str, n_files: u64, n_bytes: u64| {
+        let m = &env.metrics;
+        m.files_written.with_label_values(&[sink]).inc_by(n_files);
+        m.bytes_written.with_label_values(&[sink]).inc_by(n_bytes);
+    };
     let out_dir = &env.cfg.output.dir;
     let w = sink::parquet::write_segment(out_dir, seg)
         .map_err(|e| ("parquet", format!("parquet: {e}")))?;
-    files
-        .with_label_values(&["parquet"])
-        .inc_by(w.prediction_files);
-    bytes
-        .with_label_values(&["parquet"])
-        .inc_by(w.prediction_bytes);
-    files
-        .with_label_values(&["dlq"])
-        .inc_by(w.dead_letter_files);
-    bytes
-        .with_label_values(&["dlq"])
-        .inc_by(w.dead_letter_bytes);
+    count("parquet", w.prediction_files, w.prediction_bytes);
+    count("dlq", w.dead_letter_files, w.dead_letter_bytes);
     if let (Some(t), false) = (&env.training, seg.examples.is_empty()) {
         let b = sink::parquet::write_examples(
             &t.dir,
@@ -179,15 +174,13 @@ fn write_segment(
             &seg.examples,
         )
         .map_err(|e| ("training", format!("training store: {e}")))?;
-        files.with_label_values(&["training"]).inc();
-        bytes.with_label_values(&["training"]).inc_by(b);
+        count("training", 1, b);
     }
     if env.cfg.output.arrow_ipc {
         let b = sink::ipc::write_segment_ipc(out_dir, seg)
             .map_err(|e| ("ipc", format!("arrow ipc: {e}")))?;
         if b > 0 {
-            files.with_label_values(&["ipc"]).inc();
-            bytes.with_label_values(&["ipc"]).inc_by(b);
+            count("ipc", 1, b);
         }
     }
     if let Some(p) = producer {
