@@ -30,6 +30,7 @@ use serde::Serialize;
 
 use crate::mil::error::MilError;
 use crate::mil::shapelet::ShapeletModel;
+use crate::mil::space::{Extraction, View};
 use crate::mil::{Model, Sample};
 
 /// Why a figure could not be made.
@@ -63,6 +64,9 @@ pub struct Segment {
     /// Start of the subsequence on the series (for a bag: the instance index).
     pub offset: usize,
     pub length: usize,
+    /// Series positions of the values drawn: offset, offset + d, ... for a dilation d
+    /// (shifted by one for the difference view); empty for bags.
+    pub positions: Vec<usize>,
     /// The values drawn: (a) the series' subsequence, (b) the representative z; empty
     /// for bags.
     pub values: Vec<f64>,
@@ -93,8 +97,8 @@ pub struct Figure {
     pub score: f64,
     /// The model is one binary ensemble (the paper's form): `score` is its g.
     pub single: bool,
-    /// The ensembles' bias: 0, as g(B) = sum_j w_j h_j(B) has none (eq. 2). Kept so that
-    /// "the contributions plus the bias make the score" holds as written for any kind.
+    /// The ensembles' bias (the weight of the constant hypotheses; 0 in the paper's form,
+    /// where g(B) = sum_j w_j h_j(B), eq. 2): the contributions plus the bias make the score.
     pub bias: f64,
     pub input: Input,
     /// Figure 1(a) (or the bars of a bag): one per hypothesis, largest |value| first.
@@ -158,13 +162,21 @@ pub fn figure(
         .iter()
         .filter_map(|c| {
             let s = sign(&c.class)?;
+            let e = Extraction {
+                view: c.view,
+                length: c.length,
+                dilation: c.dilation,
+                znorm: c.znorm,
+            };
+            let positions = series.map_or_else(Vec::new, |v| e.positions(c.offset, v.len()));
             Some(Segment {
                 class: c.class.clone(),
                 hypothesis: c.hypothesis,
                 representative: None,
                 offset: c.offset,
                 length: c.length,
-                values: series.map_or_else(Vec::new, |v| v[c.offset..c.offset + c.length].to_vec()),
+                values: series.map_or_else(Vec::new, |v| positions.iter().map(|&i| v[i]).collect()),
+                positions,
                 value: s * c.contribution,
             })
         })
@@ -179,13 +191,20 @@ pub fn figure(
                 let l = space.length;
                 for &(z, a) in h.alpha.iter().filter(|(_, a)| *a != 0.0) {
                     let rep = &space.representatives[z as usize * l..(z as usize + 1) * l];
+                    let (offset, positions, values) = if space.extraction() == Extraction::raw(l) {
+                        let o = best_match(v, rep);
+                        (o, (o..o + l).collect(), rep.to_vec())
+                    } else {
+                        pattern_on_series(v, &space.extraction(), rep)
+                    };
                     patterns.push(Segment {
                         class: class.clone(),
                         hypothesis: j,
                         representative: Some(z),
-                        offset: best_match(v, rep),
+                        offset,
                         length: l,
-                        values: rep.to_vec(),
+                        positions,
+                        values,
                         value: s * h.weight * a,
                     });
                 }
@@ -201,7 +220,20 @@ pub fn figure(
         negative: classes[neg].clone(),
         score,
         single,
-        bias: 0.0,
+        bias: {
+            let b = |c: usize| -> f64 {
+                model
+                    .ensembles
+                    .iter()
+                    .find(|e| e.positive_class == c)
+                    .map_or(0.0, |e| e.bias)
+            };
+            if single {
+                b(1)
+            } else {
+                b(pos) - b(neg)
+            }
+        },
         input: match sample {
             Sample::Series(v) => Input::Series(v.clone()),
             Sample::Bag(b) => Input::Bag { instances: b.len() },
@@ -209,6 +241,41 @@ pub fn figure(
         maximizers,
         patterns,
     })
+}
+
+/// A representative of a space other than the paper's, drawn on the series: at the offset
+/// whose subsequence (in the space's own reading) is nearest to it, mapped back to the
+/// series' units: a z-normalised pattern takes that subsequence's mean and deviation, a
+/// pattern of differences is summed up from the series value where it starts.
+fn pattern_on_series(series: &[f64], e: &Extraction, rep: &[f64]) -> (usize, Vec<usize>, Vec<f64>) {
+    let mut sub = vec![0.0; e.length];
+    let mut best = (f64::INFINITY, 0);
+    for o in 0..e.count(series.len(), 1) {
+        e.extract(series, o, &mut sub);
+        let d: f64 = sub.iter().zip(rep).map(|(a, b)| (a - b) * (a - b)).sum();
+        if d < best.0 {
+            best = (d, o);
+        }
+    }
+    let o = best.1;
+    let raw = Extraction { znorm: false, ..*e };
+    raw.extract(series, o, &mut sub);
+    let mut values: Vec<f64> = if e.znorm {
+        let n = sub.len() as f64;
+        let mean = sub.iter().sum::<f64>() / n;
+        let std = (sub.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n).sqrt();
+        rep.iter().map(|r| r * std + mean).collect()
+    } else {
+        rep.to_vec()
+    };
+    if e.view == View::Diff {
+        // Each difference drawn where it leads: the series value it starts from plus it.
+        let last = series.len() - 1;
+        for (i, v) in values.iter_mut().enumerate() {
+            *v += series[(o + i * e.dilation).min(last)];
+        }
+    }
+    (o, e.positions(o, series.len()), values)
 }
 
 /// The start of the subsequence of `series` nearest to `z` (squared Euclidean distance;
@@ -490,8 +557,8 @@ fn series_panel<DB: DrawingBackend>(
             PathElement::new(
                 s.values
                     .iter()
-                    .enumerate()
-                    .map(|(i, &v)| ((s.offset + i) as f64, v))
+                    .zip(&s.positions)
+                    .map(|(&v, &x)| (x as f64, v))
                     .collect::<Vec<_>>(),
                 diverging(s.value / scale).stroke_width(3),
             )

@@ -38,8 +38,9 @@ fn ok_stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
 }
 
-/// A GunPoint model trained once per test binary with the CLI's defaults (two classes,
-/// one-vs-rest on both: two ensembles).
+/// A GunPoint model trained once per test binary in the paper's form (`--paper`: raw
+/// contiguous subsequences, the paper's Figure 1), otherwise the CLI's defaults (two
+/// classes, one-vs-rest on both: two ensembles).
 fn gunpoint_model() -> &'static Path {
     static MODEL: OnceLock<PathBuf> = OnceLock::new();
     MODEL.get_or_init(|| {
@@ -51,6 +52,7 @@ fn gunpoint_model() -> &'static Path {
             train.to_str().unwrap(),
             "--out",
             path.to_str().unwrap(),
+            "--paper",
             "--quiet",
         ]);
         ok_stdout(&o);

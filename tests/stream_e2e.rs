@@ -115,7 +115,7 @@ fn a_bag_kind_model_scores_the_stream() {
     }
 }
 
-/// pyarrow (installed by .ci/run) reads the same files: row count and schema.
+/// pyarrow (installed by scripts/test.sh) reads the same files: row count and schema.
 fn independent_reader_agrees(out: &std::path::Path, rows: usize) {
     let script = format!(
         "import pyarrow.dataset as ds\n\
@@ -125,18 +125,11 @@ fn independent_reader_agrees(out: &std::path::Path, rows: usize) {
          print(t.schema.field('scores').type, t.schema.field('window_start').type)\n",
         out.join("predictions").display()
     );
-    let o = std::process::Command::new("python3")
+    let o = common::tools::python_with("pyarrow", "pyarrow")
         .arg("-c")
         .arg(&script)
         .output()
-        .expect("python3 runs");
-    if !o.status.success() && std::env::var("MILSTREAM_SKIP_PYARROW").is_ok() {
-        eprintln!(
-            "pyarrow check skipped: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        return;
-    }
+        .expect("python runs");
     assert!(
         o.status.success(),
         "pyarrow failed (pip install pyarrow): {}",
@@ -365,13 +358,14 @@ fn metrics_move_as_records_flow() {
     );
     assert!(sample(&after, "milstream_consume_to_durable_seconds_count") >= 1.0);
     assert!(sample(&after, "process_resident_memory_bytes") > 0.0);
-    if let Ok(mut child) = std::process::Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
     {
+        let mut child = common::tools::promtool()
+            .args(["check", "metrics"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("promtool starts");
         use std::io::Write;
         child
             .stdin

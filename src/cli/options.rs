@@ -6,7 +6,7 @@ use clap::Args;
 
 use milstream::data::Format;
 use milstream::mil::model::{BinaryMode, BoxKernelParams, KernelSpec, ModelKind, SvmParams};
-use milstream::mil::{FitParams, ShapeletLength, WeakKind};
+use milstream::mil::{FitParams, ShapeletLength, View, WeakKind};
 
 /// Hyperparameters shared by train, eval, cv and bench.
 #[derive(Args, Clone)]
@@ -35,16 +35,46 @@ pub struct FitOptions {
     /// Polynomial kernel offset.
     #[arg(long, default_value_t = 1.0)]
     pub coef0: f64,
-    /// Soft-margin parameter nu in (0, 1].
-    #[arg(long, default_value_t = 0.2)]
-    pub nu: f64,
+    /// Soft-margin parameter nu in (0, 1] (default: the library's; 0.2 with --paper).
+    #[arg(long)]
+    pub nu: Option<f64>,
     /// Shapelet lengths, comma separated: absolute (45) or a fraction of the shortest
-    /// series (0.2). Several lengths form one model. Ignored for bag data.
-    #[arg(long, value_delimiter = ',', default_value = "0.2")]
+    /// series (0.2). Several lengths form one model. Ignored for bag data. Default: the
+    /// library's (see `FitParams::default`); 0.2 with --paper and for the bag kinds.
+    #[arg(long, value_delimiter = ',')]
     pub shapelet_length: Vec<ShapeletLength>,
-    /// Representatives per length from k-means++, or `all`.
-    #[arg(long, default_value = "100")]
-    pub k: String,
+    /// The paper's hypothesis spaces only: raw contiguous subsequences of 0.2 x the
+    /// shortest series, every space's DC weak learner in every round.
+    #[arg(long)]
+    pub paper: bool,
+    /// Series views, comma separated: raw (the series), diff (its first difference).
+    #[arg(long, value_delimiter = ',')]
+    pub views: Vec<ViewArg>,
+    /// Subsequence normalisation: z (z-normalised), raw (as they are) or both.
+    #[arg(long, value_enum)]
+    pub znorm: Option<ZnormArg>,
+    /// Most dilations (1, 2, 4, ...) per length and view; 1 = contiguous only.
+    #[arg(long)]
+    pub dilations: Option<usize>,
+    /// Spaces whose DC weak learner runs each round (best by their one-hot edge); 0 = all.
+    #[arg(long)]
+    pub dc_spaces: Option<usize>,
+    /// No bias (the constant hypotheses +-1) in the hypothesis class, as in the paper.
+    #[arg(long)]
+    pub no_bias: bool,
+    /// The paper's common soft-margin cap 1 / (nu m) instead of a class-balanced one.
+    #[arg(long)]
+    pub no_balance: bool,
+    /// No mean hypotheses (sum_z alpha_z mean_x K(z, x)) in the class, as in the paper.
+    #[arg(long)]
+    pub no_mean: bool,
+    /// Most training subsequences per space (a larger training stride beyond), or `all`.
+    #[arg(long)]
+    pub max_instances: Option<String>,
+    /// Representatives per space from k-means++, or `all` (default: the library's; 100
+    /// with --paper).
+    #[arg(long)]
+    pub k: Option<String>,
     /// Weak-learner subproblem: op2 (l1 ball, LP, sparse) or op1 (RKHS ball, SOCP).
     #[arg(long, value_enum, default_value_t = WeakArg::Op2)]
     pub weak: WeakArg,
@@ -122,6 +152,19 @@ pub struct FitOptions {
 }
 
 #[derive(clap::ValueEnum, Clone, Copy)]
+pub enum ViewArg {
+    Raw,
+    Diff,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+pub enum ZnormArg {
+    Z,
+    Raw,
+    Both,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
 pub enum KernelArg {
     Gaussian,
     Linear,
@@ -169,19 +212,65 @@ impl FitOptions {
                     .with_context(|| format!("--gamma '{g}' is neither `auto` nor a number"))?,
             ),
         };
-        let k = match self.k.as_str() {
-            "all" => None,
-            s => Some(
+        let base = if self.paper || self.kind != ModelKind::Lpboost {
+            FitParams::paper()
+        } else {
+            FitParams::default()
+        };
+        let k = match self.k.as_deref() {
+            None => base.k,
+            Some("all") => None,
+            Some(s) => Some(
                 s.parse::<usize>()
                     .with_context(|| format!("--k '{s}' is neither `all` nor a count"))?,
             ),
         };
+        let mut spaces = base.spaces.clone();
+        if !self.views.is_empty() {
+            spaces.views = self
+                .views
+                .iter()
+                .map(|v| match v {
+                    ViewArg::Raw => View::Raw,
+                    ViewArg::Diff => View::Diff,
+                })
+                .collect();
+        }
+        if let Some(z) = self.znorm {
+            spaces.znorm = match z {
+                ZnormArg::Z => vec![true],
+                ZnormArg::Raw => vec![false],
+                ZnormArg::Both => vec![true, false],
+            };
+        }
+        if let Some(d) = self.dilations {
+            spaces.dilations = d;
+        }
+        if let Some(n) = self.dc_spaces {
+            spaces.dc_spaces = n;
+        }
+        if let Some(m) = &self.max_instances {
+            spaces.max_instances = match m.as_str() {
+                "all" => None,
+                s => Some(s.parse::<usize>().with_context(|| {
+                    format!("--max-instances '{s}' is neither `all` nor a count")
+                })?),
+            };
+        }
         let p = FitParams {
             kernel,
-            lengths: self.shapelet_length.clone(),
+            lengths: if self.shapelet_length.is_empty() {
+                base.lengths.clone()
+            } else {
+                self.shapelet_length.clone()
+            },
+            spaces,
+            bias: base.bias && !self.no_bias,
+            mean_hypotheses: base.mean_hypotheses && !self.no_mean,
+            balanced: base.balanced && !self.no_balance,
             stride: self.stride,
             k,
-            nu: self.nu,
+            nu: self.nu.unwrap_or(base.nu),
             epsilon: self.epsilon,
             max_rounds: self.max_rounds,
             weak: match self.weak {

@@ -1,6 +1,9 @@
 //! Incremental scoring of a sliding window over one series: per hypothesis a monotonic deque
 //! keeps the maximum over the window's subsequences, so a new point costs the kernel work of
-//! one new subsequence per shapelet length (O(support x l)), not of the whole window.
+//! one new subsequence per space (O(support x l)), not of the whole window. Every space's
+//! new subsequence is a strided read of the last points (dilation), of their differences
+//! (the difference view), z-normalised where the space says so: O(l) on top of the kernel
+//! row's O(support x l), by the same code the offline scorer runs, so the values agree.
 //!
 //! The scores equal [`Model::predict`] on the window's points bit for bit: the kernel rows
 //! and the alpha sums are computed by the same code in the same order, and ties keep the
@@ -10,7 +13,7 @@ use std::collections::VecDeque;
 
 use super::error::{MilError, Result};
 use super::model::{Contribution, Explanation, Model};
-use super::shapelet::ShapeletModel;
+use super::shapelet::{fixed_mean, to_fixed, ShapeletModel};
 use super::InputKind;
 
 /// Sliding-window state of one series under one model. Holds no reference to the model, so
@@ -26,17 +29,46 @@ pub struct WindowScorer {
     window_start: u64,
     /// Points pushed so far.
     n: u64,
-    /// Recent points, compacted when twice the longest shapelet; the last `max_len` are live.
+    /// Recent points, compacted when twice the longest footprint; the last `max_len` are live.
     recent: Vec<f64>,
+    /// The longest footprint (raw points one subsequence spans) over the spaces.
     max_len: usize,
+    /// The longest subsequence length: shorter windows have no prediction. A window
+    /// shorter than a space's footprint has that space's one subsequence with the last
+    /// point repeated, as the offline scorer reads it (computed when explained).
+    min_window: usize,
     /// Per (ensemble, hypothesis), flattened: (subsequence start, value), values decreasing.
     deques: Vec<VecDeque<(u64, f64)>>,
+    /// Per (ensemble, hypothesis), for mean hypotheses: every in-window subsequence's value
+    /// in fixed point and their exact sum (added on entry, subtracted on leaving).
+    means: Vec<Option<MeanState>>,
     /// Kernel row scratch, per space.
     scratch: Vec<f64>,
+    /// The new subsequence of a space, extracted.
+    sub: Vec<f64>,
     /// False for the kinds that take bags (MIORDM, the SVMs): their window score is not a
     /// max of per-subsequence terms one deque can maintain for every kind, so each window
     /// is scored from its points (`recent` keeps the last `window`).
     incremental: bool,
+}
+
+/// The sliding sum of a mean hypothesis.
+#[derive(Debug, Clone, Default)]
+struct MeanState {
+    values: VecDeque<(u64, i64)>,
+    sum: i128,
+}
+
+impl MeanState {
+    fn drop_before(&mut self, start: u64) {
+        while let Some(&(st, q)) = self.values.front() {
+            if st >= start {
+                break;
+            }
+            self.sum -= i128::from(q);
+            self.values.pop_front();
+        }
+    }
 }
 
 fn shapelet(model: &Model) -> Result<&ShapeletModel> {
@@ -79,16 +111,25 @@ impl WindowScorer {
                 n: 0,
                 recent: Vec::with_capacity(2 * window),
                 max_len: sb.length,
+                min_window: sb.length,
                 deques: Vec::new(),
+                means: Vec::new(),
                 scratch: Vec::new(),
+                sub: Vec::new(),
                 incremental: false,
             });
         }
         let m = shapelet(model)?;
-        let max_len = m.spaces.iter().map(|s| s.length).max().unwrap_or(1);
-        if window < max_len {
+        let max_len = m
+            .spaces
+            .iter()
+            .map(|s| s.extraction().footprint())
+            .max()
+            .unwrap_or(1);
+        let min_window = m.spaces.iter().map(|s| s.length).max().unwrap_or(1);
+        if window < min_window {
             return Err(MilError::InvalidParameter(format!(
-                "a window of {window} points is shorter than the model's longest shapelet ({max_len})"
+                "a window of {window} points is shorter than the model's longest shapelet ({min_window})"
             )));
         }
         let n_hyp: usize = m.ensembles.iter().map(|e| e.hypotheses.len()).sum();
@@ -99,8 +140,16 @@ impl WindowScorer {
             n: 0,
             recent: Vec::with_capacity(4 * max_len),
             max_len,
+            min_window,
             deques: vec![VecDeque::new(); n_hyp],
+            means: m
+                .ensembles
+                .iter()
+                .flat_map(|e| &e.hypotheses)
+                .map(|h| h.mean.then(MeanState::default))
+                .collect(),
             scratch,
+            sub: vec![0.0; m.spaces.iter().map(|s| s.length).max().unwrap_or(0)],
             incremental: true,
         })
     }
@@ -140,12 +189,14 @@ impl WindowScorer {
             .max(self.n.saturating_sub(self.window as u64));
         let window_start = self.window_start;
         for (s, space) in m.spaces.iter().enumerate() {
-            let l = space.length;
-            if (self.n as usize) < l || space.count == 0 {
+            let e = space.extraction();
+            let f = e.footprint();
+            if (self.n as usize) < f || space.count == 0 {
                 continue;
             }
-            let start = self.n - l as u64;
-            let sub = &self.recent[self.recent.len() - l..];
+            let start = self.n - f as u64;
+            let sub = &mut self.sub[..e.length];
+            e.extract(&self.recent[self.recent.len() - f..], 0, sub);
             let krow = &mut self.scratch[..space.count];
             space.kernel.row(sub, &space.representatives, krow);
             let mut q = 0;
@@ -160,9 +211,16 @@ impl WindowScorer {
                             dq.pop_back();
                         }
                         dq.push_back((start, v));
-                        // The window moved by one point: at most one subsequence left it.
-                        if dq.front().is_some_and(|&(st, _)| st < window_start) {
+                        // The window moved by one point: at most one subsequence left it
+                        // (none stays when the window is shorter than the footprint).
+                        while dq.front().is_some_and(|&(st, _)| st < window_start) {
                             dq.pop_front();
+                        }
+                        if let Some(ms) = &mut self.means[q] {
+                            let fx = to_fixed(v);
+                            ms.values.push_back((start, fx));
+                            ms.sum += i128::from(fx);
+                            ms.drop_before(window_start);
                         }
                     }
                     q += 1;
@@ -178,7 +236,7 @@ impl WindowScorer {
     /// shapelet or more points than were pushed.
     pub fn explain_last(&mut self, model: &Model, len: usize) -> Result<Option<Explanation>> {
         let len = len.min(self.window);
-        if len < self.max_len || (len as u64) > self.n {
+        if len < self.min_window || (len as u64) > self.n {
             return Ok(None);
         }
         if !self.incremental {
@@ -191,6 +249,9 @@ impl WindowScorer {
                 while dq.front().is_some_and(|&(st, _)| st < start) {
                     dq.pop_front();
                 }
+            }
+            for ms in self.means.iter_mut().flatten() {
+                ms.drop_before(start);
             }
         }
         self.explain_from(model, self.window_start)
@@ -221,26 +282,51 @@ impl WindowScorer {
         let m = shapelet(model)?;
         let mut g = Vec::with_capacity(m.ensembles.len());
         let mut contributions = Vec::new();
+        // Only a window shorter than a footprint reads its points here; `recent` then holds
+        // them (it keeps the longest footprint).
+        let len = (self.n - window_start) as usize;
+        let points = || &self.recent[self.recent.len() - len..];
         let mut q = 0;
         for e in &m.ensembles {
             let mut ge = 0.0;
             for (j, h) in e.hypotheses.iter().enumerate() {
-                let &(start, v) = self.deques[q]
-                    .front()
-                    .expect("a full window has a subsequence for every length");
+                let (start, v) = match self.deques[q].front() {
+                    Some(&(start, max)) => (
+                        start,
+                        match &self.means[q] {
+                            Some(ms) => fixed_mean(ms.sum, ms.values.len()),
+                            None => max,
+                        },
+                    ),
+                    // The window is shorter than this space's footprint: its one
+                    // subsequence reads the last point repeated (as `Extraction::extract`).
+                    None => {
+                        let v = padded_value(&m.spaces[h.space], h, points());
+                        let v = if h.mean {
+                            fixed_mean(i128::from(to_fixed(v)), 1)
+                        } else {
+                            v
+                        };
+                        (window_start, v)
+                    }
+                };
                 ge += h.weight * v;
+                let sp = &m.spaces[h.space];
                 contributions.push(Contribution {
                     class: m.classes[e.positive_class].clone(),
                     hypothesis: j,
-                    length: m.spaces[h.space].length,
+                    length: sp.length,
                     offset: (start - window_start) as usize,
+                    dilation: sp.dilation,
+                    view: sp.view,
+                    znorm: sp.znorm,
                     similarity: v,
                     weight: h.weight,
                     contribution: h.weight * v,
                 });
                 q += 1;
             }
-            g.push(ge);
+            g.push(ge + e.bias);
         }
         contributions.sort_by(|a, b| b.contribution.abs().total_cmp(&a.contribution.abs()));
         Ok(Some(Explanation {
@@ -248,6 +334,20 @@ impl WindowScorer {
             contributions,
         }))
     }
+}
+
+/// sum_z alpha_z K(z, x) for the one subsequence x of `points` in `space`, at offset 0.
+fn padded_value(
+    space: &super::shapelet::ShapeletSpace,
+    h: &super::shapelet::WeightedHypothesis,
+    points: &[f64],
+) -> f64 {
+    let e = space.extraction();
+    let mut sub = vec![0.0; e.length];
+    e.extract(points, 0, &mut sub);
+    let mut krow = vec![0.0; space.count];
+    space.kernel.row(&sub, &space.representatives, &mut krow);
+    h.alpha.iter().map(|&(z, a)| a * krow[z as usize]).sum()
 }
 
 #[cfg(test)]
@@ -273,6 +373,8 @@ mod tests {
             ds.labels.push(if up { "up".into() } else { "flat".into() });
             ds.samples.push(Sample::Series(v));
         }
+        // The default spaces (views, z-normalisation, dilations up to footprints longer
+        // than the 20-point test window), mean hypotheses and the bias.
         let params = FitParams {
             lengths: vec![ShapeletLength::Absolute(5), ShapeletLength::Absolute(8)],
             k: Some(15),
@@ -306,6 +408,79 @@ mod tests {
                 inc.contributions, scratch.contributions,
                 "window ending at {t}"
             );
+        }
+    }
+
+    /// Each space on its own (a view, a normalisation, dilations, max and mean hypotheses):
+    /// every window's incremental prediction equals the offline one, bit for bit.
+    #[test]
+    fn every_space_scores_exactly() {
+        use crate::mil::{SpaceParams, View};
+        let base = toy_model();
+        let Model::LpboostShapelet(m) = &base else {
+            unreachable!()
+        };
+        assert!(m
+            .ensembles
+            .iter()
+            .flat_map(|e| &e.hypotheses)
+            .any(|h| h.mean));
+        let mut ds = Dataset::default();
+        for i in 0..16 {
+            let up = i % 2 == 0;
+            let v: Vec<f64> = (0..40)
+                .map(|t| {
+                    let wave = if up {
+                        ((t + i) as f64 * 0.7).sin()
+                    } else {
+                        0.0
+                    };
+                    wave * (1.0 + i as f64 * 0.1) + ((t * 7 + i * 3) % 5) as f64 * 0.2
+                })
+                .collect();
+            ds.ids.push(format!("s{i}"));
+            ds.labels
+                .push(if up { "wave".into() } else { "noise".into() });
+            ds.samples.push(Sample::Series(v));
+        }
+        let stream: Vec<f64> = (0..160)
+            .map(|t| if t % 60 < 30 { (t as f64 * 0.7).sin() } else { 0.0 } + (t % 3) as f64 * 0.1)
+            .collect();
+        for view in [View::Raw, View::Diff] {
+            for znorm in [false, true] {
+                let params = FitParams {
+                    lengths: vec![ShapeletLength::Absolute(6)],
+                    k: Some(10),
+                    max_rounds: 10,
+                    spaces: SpaceParams {
+                        views: vec![view],
+                        znorm: vec![znorm],
+                        dilations: 3,
+                        ..SpaceParams::default()
+                    },
+                    ..FitParams::default()
+                };
+                let model = Model::fit(&ds, &params).unwrap();
+                let Model::LpboostShapelet(m) = &model else {
+                    unreachable!()
+                };
+                assert!(m.spaces.iter().all(|s| s.view == view && s.znorm == znorm));
+                assert!(m.spaces.iter().any(|s| s.dilation == 4), "{:?}", m.spaces);
+                // Windows of 12 points: shorter than the d = 4 footprint (21 or 22 points).
+                for w in [12, 30] {
+                    let mut sc = WindowScorer::new(&model, w).unwrap();
+                    for (t, &x) in stream.iter().enumerate() {
+                        sc.push(&model, x).unwrap();
+                        let Some(inc) = sc.explain(&model).unwrap() else {
+                            continue;
+                        };
+                        let scratch = model
+                            .explain(&Sample::Series(stream[t + 1 - w..=t].to_vec()))
+                            .unwrap();
+                        assert_eq!(inc, scratch, "{view:?} z={znorm} w={w} ending at {t}");
+                    }
+                }
+            }
         }
     }
 

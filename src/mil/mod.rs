@@ -19,6 +19,7 @@ pub mod select;
 pub mod series;
 pub mod shapelet;
 pub mod solver;
+pub mod space;
 pub mod svm;
 pub mod weak;
 
@@ -26,5 +27,6 @@ pub use bag::{Bag, Dataset, InputKind, Sample};
 pub use error::MilError;
 pub use kernel::Kernel;
 pub use model::{
-    Contribution, Explanation, FitParams, Model, Prediction, ShapeletLength, WeakKind,
+    Contribution, Explanation, FitParams, Model, Prediction, ShapeletLength, SpaceParams, View,
+    WeakKind,
 };

@@ -10,6 +10,7 @@ pub use super::boxsvm::{BoxKernelParams, BoxSvmModel};
 use super::error::{MilError, Result};
 pub use super::miordm::{MiordmModel, MiordmParams};
 pub use super::shapelet::ShapeletModel;
+pub use super::space::{Extraction, View};
 pub use super::svm::{MiSvmModel, MiSvmVariant, SvmParams};
 pub use super::weak::WeakKind;
 
@@ -187,6 +188,88 @@ pub struct FitParams {
     pub svm: SvmParams,
     #[serde(default)]
     pub boxkernel: BoxKernelParams,
+    /// Constant hypotheses +1 and -1 join the class (a bias; beyond the paper, whose g has
+    /// none): one-vs-rest problems are unbalanced, and without it no shapelet may have a
+    /// positive edge for a small class.
+    #[serde(default)]
+    pub bias: bool,
+    /// Mean hypotheses join the class: sum_z alpha_z mean_x K(z, x), a soft count of a
+    /// pattern's occurrences (beyond the paper, whose hypotheses take the max).
+    #[serde(default)]
+    pub mean_hypotheses: bool,
+    /// Class-balanced soft margin (see `lpboost::BoostParams::balanced`); the paper's
+    /// common cap when false.
+    #[serde(default)]
+    pub balanced: bool,
+    /// Hypothesis spaces of a series model beyond the lengths (views, normalisation,
+    /// dilations). Artifacts from before it load as the paper's raw subsequences.
+    #[serde(default = "SpaceParams::paper")]
+    pub spaces: SpaceParams,
+}
+
+/// Which spaces a series model searches besides its lengths: every combination of a view,
+/// a normalisation and a dilation 1, 2, 4, ... (as many as fit the median training series,
+/// at most `dilations`) forms one space; LPBoost takes the largest edge among all of them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpaceParams {
+    pub views: Vec<View>,
+    /// z-normalise subsequences (true), take them as they are (false), or both.
+    pub znorm: Vec<bool>,
+    /// Most dilations per length and view (1 = contiguous subsequences only).
+    pub dilations: usize,
+    /// Spaces whose DC weak learner runs in a round, the best by their one-hot edge; the
+    /// rest are priced by that edge alone. 0 = every space (the paper's, exact).
+    #[serde(default)]
+    pub dc_spaces: usize,
+    /// Most training subsequences per space: a longer training set is read at a larger
+    /// stride (prediction always takes every subsequence). None = no bound.
+    #[serde(default)]
+    pub max_instances: Option<usize>,
+}
+
+impl SpaceParams {
+    /// The paper's: raw contiguous subsequences, every space's DC learner in every round.
+    pub fn paper() -> Self {
+        Self {
+            views: vec![View::Raw],
+            znorm: vec![false],
+            dilations: 1,
+            dc_spaces: 0,
+            max_instances: None,
+        }
+    }
+
+    /// The spaces of a training set whose median series has `median_len` points.
+    pub fn extractions(&self, lengths: &[usize], median_len: usize) -> Vec<Extraction> {
+        let mut out = Vec::new();
+        for &l in lengths {
+            for d in super::space::dilations(l, median_len, self.dilations.max(1)) {
+                for &view in &self.views {
+                    for &znorm in &self.znorm {
+                        out.push(Extraction {
+                            view,
+                            length: l,
+                            dilation: d,
+                            znorm,
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+impl Default for SpaceParams {
+    fn default() -> Self {
+        Self {
+            views: vec![View::Raw, View::Diff],
+            znorm: vec![true, false],
+            dilations: 8,
+            dc_spaces: 1,
+            max_instances: Some(40_000),
+        }
+    }
 }
 
 fn default_one() -> usize {
@@ -217,11 +300,28 @@ impl Default for FitParams {
             miordm: MiordmParams::default(),
             svm: SvmParams::default(),
             boxkernel: BoxKernelParams::default(),
+            spaces: SpaceParams::default(),
+            bias: true,
+            mean_hypotheses: true,
+            balanced: true,
         }
     }
 }
 
 impl FitParams {
+    /// The paper's model (Suehiro et al.): raw contiguous subsequences of 0.2 x the shortest
+    /// series, every space's DC weak learner in every round.
+    pub fn paper() -> Self {
+        Self {
+            lengths: vec![ShapeletLength::Fraction(0.2)],
+            spaces: SpaceParams::paper(),
+            bias: false,
+            mean_hypotheses: false,
+            balanced: false,
+            ..Self::default()
+        }
+    }
+
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(MilError::InvalidParameter(m));
         if !(self.nu > 0.0 && self.nu <= 1.0) {
@@ -238,6 +338,13 @@ impl FitParams {
         }
         if self.stride == 0 {
             return bad("stride must be >= 1".into());
+        }
+        let sp = &self.spaces;
+        if sp.views.is_empty() || sp.znorm.is_empty() || sp.dilations == 0 {
+            return bad("spaces need a view, a normalisation and at least one dilation".into());
+        }
+        if sp.max_instances == Some(0) {
+            return bad("max instances per space must be >= 1".into());
         }
         if let KernelSpec::Gaussian { sigma, scale } = self.kernel {
             if sigma.is_some_and(|s| !(s > 0.0 && s.is_finite()))
@@ -278,6 +385,14 @@ pub struct Contribution {
     pub length: usize,
     /// The maximising instance: for a series, the subsequence's start offset.
     pub offset: usize,
+    /// Its space's dilation: the subsequence takes every `dilation`-th point from `offset`.
+    #[serde(default = "default_one")]
+    pub dilation: usize,
+    /// Its space's view (the series or its first difference) and normalisation.
+    #[serde(default)]
+    pub view: View,
+    #[serde(default)]
+    pub znorm: bool,
     /// h_j(B) = max_x sum_z alpha_z K(z, x).
     pub similarity: f64,
     pub weight: f64,
@@ -403,6 +518,9 @@ impl<M: InstanceScorer> BagModel<M> {
                 hypothesis: 0,
                 length: self.length(),
                 offset: self.offset(w),
+                dilation: 1,
+                view: View::Raw,
+                znorm: false,
                 similarity: f,
                 weight: 1.0,
                 contribution: f,
@@ -426,6 +544,9 @@ impl BagModel<BoxSvmModel> {
                 hypothesis: j,
                 length: self.length(),
                 offset: 0,
+                dilation: 1,
+                view: View::Raw,
+                znorm: false,
                 similarity: if self.model.weights[j] != 0.0 {
                     t / self.model.weights[j]
                 } else {

@@ -2,6 +2,7 @@
 
 use super::bag::{Bag, InstanceSet, Sample, Standardizer};
 use super::error::{MilError, Result};
+use super::space::Extraction;
 
 /// Number of subsequences of length `l` taken every `stride` points of a series of length `n`.
 pub fn n_subsequences(n: usize, l: usize, stride: usize) -> usize {
@@ -29,11 +30,12 @@ pub fn subsequence_bag(series: &[f64], l: usize, stride: usize) -> Result<Bag> {
     Bag::new(l, data)
 }
 
-/// All instances of `samples` in one buffer. Series become their subsequences of `length`
-/// (which must be given for series); bag instances are passed through `scaler` if any.
+/// All instances of `samples` in one buffer. Series become the subsequences of `space`
+/// (which must be given for series) at `stride`; bag instances are passed through `scaler`
+/// if any.
 pub fn instance_set(
     samples: &[&Sample],
-    length: Option<usize>,
+    space: Option<&Extraction>,
     stride: usize,
     scaler: Option<&Standardizer>,
 ) -> Result<InstanceSet> {
@@ -45,22 +47,18 @@ pub fn instance_set(
     for (i, s) in samples.iter().enumerate() {
         match s {
             Sample::Series(v) => {
-                let l = length.ok_or_else(|| {
+                let e = space.ok_or_else(|| {
                     MilError::InvalidParameter("series data needs a shapelet length".into())
                 })?;
-                let stride = stride.max(1);
-                let n = n_subsequences(v.len(), l, stride);
-                if n == 0 {
+                if v.len() < e.length.max(1) {
                     return Err(MilError::InvalidData(format!(
-                        "series {i} has length {} < shapelet length {l}",
-                        v.len()
+                        "series {i} has length {} < shapelet length {}",
+                        v.len(),
+                        e.length
                     )));
                 }
-                dim = l;
-                for j in 0..n {
-                    data.extend_from_slice(&v[j * stride..j * stride + l]);
-                }
-                count += n;
+                dim = e.length;
+                count += e.extract_all(v, stride, &mut data);
             }
             Sample::Bag(b) => {
                 dim = b.dim();
@@ -108,7 +106,7 @@ mod tests {
     fn instance_set_concatenates_bags() {
         let a = Sample::Series(vec![0.0, 1.0, 2.0]);
         let b = Sample::Series(vec![5.0, 6.0, 7.0, 8.0]);
-        let s = instance_set(&[&a, &b], Some(2), 1, None).unwrap();
+        let s = instance_set(&[&a, &b], Some(&Extraction::raw(2)), 1, None).unwrap();
         assert_eq!(s.offsets, vec![0, 2, 5]);
         assert_eq!(s.instance(2), &[5.0, 6.0]);
         assert_eq!(s.bag_range(1), 2..5);

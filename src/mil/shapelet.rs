@@ -16,10 +16,12 @@ use super::kmeans::kmeans_pp;
 use super::lpboost::{lpboost, BoostParams, Boosted};
 use super::model::{BinaryMode, Contribution, FitParams, KernelSpec, Prediction, ShapeletLength};
 use super::series::instance_set;
-use super::weak::{weak_learn, KernelTable, WeakParams, WorkingSet};
+use super::space::{Extraction, View};
+use super::weak::{best_mean, one_hot_price, weak_learn, KernelTable, WeakParams, WorkingSet};
 
-/// One shapelet space: instances of one dimension (for series: subsequences of one length),
-/// its kernel, and the representatives \hat P_S that hypotheses are expanded over.
+/// One shapelet space: instances of one dimension (for series: subsequences of one length,
+/// view, dilation and normalisation), its kernel, and the representatives \hat P_S that
+/// hypotheses are expanded over.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ShapeletSpace {
     /// Instance dimension: the subsequence length l for series.
@@ -29,6 +31,29 @@ pub struct ShapeletSpace {
     pub count: usize,
     /// Row-major count x length.
     pub representatives: Vec<f64>,
+    /// How a series is read (absent in artifacts from before: the paper's raw form).
+    #[serde(default)]
+    pub view: View,
+    #[serde(default = "one")]
+    pub dilation: usize,
+    #[serde(default)]
+    pub znorm: bool,
+}
+
+fn one() -> usize {
+    1
+}
+
+impl ShapeletSpace {
+    /// How this space reads a series.
+    pub fn extraction(&self) -> Extraction {
+        Extraction {
+            view: self.view,
+            length: self.length,
+            dilation: self.dilation,
+            znorm: self.znorm,
+        }
+    }
 }
 
 /// One weighted hypothesis of an ensemble.
@@ -40,6 +65,10 @@ pub struct WeightedHypothesis {
     pub weight: f64,
     /// Sparse alpha: (representative index within the space, coefficient).
     pub alpha: Vec<(u32, f64)>,
+    /// Aggregates by the mean over the bag's instances instead of the max (beyond the
+    /// paper; see [`super::weak::best_mean`]). False in older artifacts.
+    #[serde(default)]
+    pub mean: bool,
 }
 
 /// One binary problem: `positive_class` against the rest.
@@ -47,6 +76,10 @@ pub struct WeightedHypothesis {
 pub struct Ensemble {
     pub positive_class: usize,
     pub hypotheses: Vec<WeightedHypothesis>,
+    /// The summed weight of the constant hypotheses +1 and -1 (with `FitParams::bias`):
+    /// g(B) = sum_j w_j h_j(B) + bias. 0 in the paper's form and older artifacts.
+    #[serde(default)]
+    pub bias: f64,
     pub rounds: usize,
     /// Final soft margin rho of problem (4).
     pub rho: f64,
@@ -94,8 +127,12 @@ pub struct ShapeletModel {
 /// Training instances of one space and their k-means representatives: the label-free part
 /// of a fit, which cross-validation shares across kernel widths and nu.
 pub struct PreparedSpace {
-    pub length: usize,
+    /// For bags, a raw "subsequence" of the bag dimension.
+    pub extraction: Extraction,
     pub instances: InstanceSet,
+    /// Kernel rows are kept for every `row_stride`-th instance of a bag (see
+    /// [`KernelTable`]); 1 keeps them all.
+    pub row_stride: usize,
     pub reps: Vec<f64>,
 }
 
@@ -131,15 +168,19 @@ pub fn resolve_lengths(lengths: &[ShapeletLength], min_len: usize) -> Result<Vec
     Ok(out)
 }
 
-/// Resolves lengths, standardises bag features, builds every space's instances and runs
-/// k-means++ (appendix A.3). Seeded by `params.seed`.
+/// Resolves lengths and spaces, standardises bag features, builds every space's instances
+/// and runs k-means++ (appendix A.3). Seeded by `params.seed`.
 pub fn prepare(ds: &Dataset, params: &FitParams) -> Result<Prepared> {
     let input = ds.check_trainable()?;
     let samples: Vec<&Sample> = ds.samples.iter().collect();
-    let (standardizer, lengths) = match input {
+    let (standardizer, extractions) = match input {
         InputKind::Series => {
             let min_len = ds.min_series_len().unwrap_or(0);
-            (None, resolve_lengths(&params.lengths, min_len)?)
+            let lengths = resolve_lengths(&params.lengths, min_len)?;
+            (
+                None,
+                params.spaces.extractions(&lengths, median_series_len(ds)),
+            )
         }
         InputKind::Bag { dim } => {
             let bags: Vec<_> = ds
@@ -152,30 +193,43 @@ pub fn prepare(ds: &Dataset, params: &FitParams) -> Result<Prepared> {
                 .collect();
             (
                 params.standardize.then(|| Standardizer::fit(&bags)),
-                vec![dim],
+                vec![Extraction::raw(dim)],
             )
         }
     };
     let is_series = input == InputKind::Series;
-    let spaces = lengths
+    let spaces = extractions
         .par_iter()
-        .map(|&l| {
+        .enumerate()
+        .map(|(i, e)| {
             let set = instance_set(
                 &samples,
-                is_series.then_some(l),
+                is_series.then_some(e),
                 params.stride,
                 standardizer.as_ref(),
             )?;
+            let row_stride = params
+                .spaces
+                .max_instances
+                .map_or(1, |cap| set.n_instances().div_ceil(cap).max(1));
             let k = params.k.unwrap_or(usize::MAX);
+            // The paper's single space per length keeps its seed; the others get their own.
+            let nth = extractions[..i]
+                .iter()
+                .filter(|x| x.length == e.length)
+                .count();
             let reps = kmeans_pp(
                 &set.data,
                 set.dim,
                 k,
-                params.seed ^ (l as u64).wrapping_mul(0x9E37_79B9),
+                params.seed
+                    ^ (e.length as u64).wrapping_mul(0x9E37_79B9)
+                    ^ (nth as u64).wrapping_mul(0xD1B5_4A32_D192_ED03),
             );
             Ok(PreparedSpace {
-                length: l,
+                extraction: *e,
                 instances: set,
+                row_stride,
                 reps,
             })
         })
@@ -185,6 +239,63 @@ pub fn prepare(ds: &Dataset, params: &FitParams) -> Result<Prepared> {
         standardizer,
         spaces,
     })
+}
+
+/// The median length of the training series: the dilations a space set offers fit it, so
+/// one short series does not take the long receptive fields from everyone.
+fn median_series_len(ds: &Dataset) -> usize {
+    let mut lens: Vec<usize> = ds
+        .samples
+        .iter()
+        .filter_map(|s| match s {
+            Sample::Series(v) => Some(v.len()),
+            Sample::Bag(_) => None,
+        })
+        .collect();
+    if lens.is_empty() {
+        return 0;
+    }
+    let mid = lens.len() / 2;
+    *lens.select_nth_unstable(mid).1
+}
+
+/// Hypothesis weights at or below this (relative to their sum of 1) are dropped after
+/// training: the master LP's interior-point solution leaves ~1e-9 on inactive rows.
+pub const LEAN_WEIGHT: f64 = 1e-6;
+
+/// Mean hypotheses sum their per-subsequence values in fixed point (units of 2^-40), which
+/// is exact: the incremental scorer adds and removes values as the window slides and gets
+/// the same bits as this from-scratch sum.
+const MEAN_SCALE: f64 = (1u64 << 40) as f64;
+
+#[inline]
+pub(crate) fn to_fixed(v: f64) -> i64 {
+    (v * MEAN_SCALE).round() as i64
+}
+
+#[inline]
+pub(crate) fn fixed_mean(sum: i128, n: usize) -> f64 {
+    sum as f64 / MEAN_SCALE / n.max(1) as f64
+}
+
+/// The space index that marks a constant hypothesis (the bias) during boosting.
+const CONSTANT: usize = usize::MAX;
+
+/// The spaces whose DC weak learner runs this round: the `dc_spaces` best by their one-hot
+/// edge (every space when it is 0 or there are no more).
+fn dc_candidates(tables: &[KernelTable], y: &[f64], d: &[f64], params: &FitParams) -> Vec<usize> {
+    let n = params.spaces.dc_spaces;
+    if n == 0 || n >= tables.len() {
+        return (0..tables.len()).collect();
+    }
+    let prices: Vec<f64> = tables
+        .par_iter()
+        .map(|t| one_hot_price(t, y, d, params.weak))
+        .collect();
+    let mut order: Vec<usize> = (0..tables.len()).collect();
+    order.sort_by(|&a, &b| prices[b].total_cmp(&prices[a]));
+    order.truncate(n);
+    order
 }
 
 /// sigma = 1 / median |x - x'|^2 over seeded random pairs of instances: the median heuristic,
@@ -257,7 +368,7 @@ impl ShapeletModel {
             .spaces
             .iter()
             .zip(&kernels)
-            .map(|(s, k)| KernelTable::new(&s.instances, &s.reps, k, params.weak))
+            .map(|(s, k)| KernelTable::new(&s.instances, &s.reps, k, params.weak, s.row_stride))
             .collect::<Result<_>>()?;
         // One-vs-rest (footnote 3); two classes in the paper's single form pose one problem
         // with classes[1] positive.
@@ -270,6 +381,7 @@ impl ShapeletModel {
             nu: params.nu,
             epsilon: params.epsilon,
             max_rounds: params.max_rounds,
+            balanced: params.balanced,
         };
         let weak = WeakParams {
             kind: params.weak,
@@ -292,14 +404,42 @@ impl ShapeletModel {
                 let mut warm: Vec<WorkingSet> = vec![WorkingSet::default(); tables.len()];
                 let boosted = match lpboost(&y, boost, |d| {
                     // The hypothesis class is the union over spaces: take the largest edge.
-                    let cands: Vec<Result<_>> = tables
+                    // Every space is priced by its one-hot start; the DC loop runs in the
+                    // `dc_spaces` best (all of them in the paper's form).
+                    let chosen = dc_candidates(&tables, &y, d, params);
+                    let cands: Vec<(usize, Result<_>)> = tables
                         .par_iter()
                         .zip(warm.par_iter_mut())
-                        .map(|(t, w)| weak_learn(t, &y, d, &weak, w))
+                        .enumerate()
+                        .filter(|(s, _)| chosen.contains(s))
+                        .map(|(s, (t, w))| (s, weak_learn(t, &y, d, &weak, w)))
                         .collect();
-                    let mut best: Option<(usize, super::weak::WeakHypothesis)> = None;
+                    let mut best: Option<(usize, bool, super::weak::WeakHypothesis)> = None;
+                    if params.mean_hypotheses {
+                        let means: Vec<_> =
+                            tables.par_iter().map(|t| best_mean(t, &y, d)).collect();
+                        for (s, h) in means.into_iter().enumerate() {
+                            if best.as_ref().is_none_or(|(_, _, b)| h.edge > b.edge) {
+                                best = Some((s, true, h));
+                            }
+                        }
+                    }
+                    if params.bias {
+                        // The constant hypotheses h = +1 and h = -1 (edges +-sum y d): a bias,
+                        // which one-vs-rest's unbalanced problems need before any shapelet
+                        // can have a positive edge.
+                        let e: f64 = y.iter().zip(d).map(|(y, d)| y * d).sum();
+                        let sign = if e >= 0.0 { 1.0 } else { -1.0 };
+                        if best.as_ref().is_none_or(|(_, _, b)| e.abs() > b.edge) {
+                            best = Some((
+                                CONSTANT,
+                                false,
+                                super::weak::WeakHypothesis::constant(sign, e.abs(), y.len()),
+                            ));
+                        }
+                    }
                     let mut last_err = None;
-                    for (s, c) in cands.into_iter().enumerate() {
+                    for (s, c) in cands {
                         match c {
                             Ok(h) => {
                                 solves += h.lp_solves;
@@ -308,15 +448,15 @@ impl ShapeletModel {
                                     failures += 1;
                                     last_failure = Some(f.clone());
                                 }
-                                if best.as_ref().is_none_or(|(_, b)| h.edge > b.edge) {
-                                    best = Some((s, h));
+                                if best.as_ref().is_none_or(|(_, _, b)| h.edge > b.edge) {
+                                    best = Some((s, false, h));
                                 }
                             }
                             Err(e) => last_err = Some(e),
                         }
                     }
                     match best {
-                        Some((s, h)) => Ok(((s, h.alpha), h.outputs)),
+                        Some((s, mean, h)) => Ok(((s, mean, h.alpha), h.outputs)),
                         None => Err(last_err.expect("no candidate means some space failed")),
                     }
                 }) {
@@ -335,21 +475,32 @@ impl ShapeletModel {
                     },
                     Err(e) => return Err(e),
                 };
+                // Lean model: weights below LEAN_WEIGHT (the master LP's interior-point
+                // noise on inactive rows) are dropped; the rest keep their exact values.
+                let bias: f64 = boosted
+                    .hypotheses
+                    .iter()
+                    .zip(&boosted.weights)
+                    .filter(|(((space, _, _), _), &w)| *space == CONSTANT && w > LEAN_WEIGHT)
+                    .map(|(((_, _, alpha), _), &w)| w * alpha[0].1)
+                    .sum();
                 let hypotheses = boosted
                     .hypotheses
                     .into_iter()
                     .zip(&boosted.weights)
-                    .filter(|(_, &w)| w > 1e-9)
-                    .map(|(((space, alpha), _), &w)| WeightedHypothesis {
+                    .filter(|(((space, _, _), _), &w)| *space != CONSTANT && w > LEAN_WEIGHT)
+                    .map(|(((space, mean, alpha), _), &w)| WeightedHypothesis {
                         space,
                         weight: w,
                         alpha: alpha.into_iter().map(|(z, a)| (z as u32, a)).collect(),
+                        mean,
                     })
                     .collect();
                 Ok((
                     Ensemble {
                         positive_class: pos,
                         hypotheses,
+                        bias,
                         rounds: boosted.rounds,
                         rho: boosted.rho,
                         gamma: boosted.gamma,
@@ -410,11 +561,15 @@ impl ShapeletModel {
                         .expect("every used index was collected") as u32;
                 }
             }
+            let e = space.extraction;
             spaces.push(ShapeletSpace {
-                length: space.length,
+                length: e.length,
                 kernel: kernels[s],
                 count: used.len(),
                 representatives: reps,
+                view: e.view,
+                dilation: e.dilation,
+                znorm: e.znorm,
             });
         }
         let summary = TrainingSummary {
@@ -495,9 +650,10 @@ impl ShapeletModel {
                 continue;
             }
             // Prediction takes every subsequence (stride 1): the max must see them all.
+            let e = space.extraction();
             let set = instance_set(
                 &[sample],
-                is_series.then_some(space.length),
+                is_series.then_some(&e),
                 1,
                 self.standardizer.as_ref(),
             )?;
@@ -514,11 +670,16 @@ impl ShapeletModel {
                     .filter(|(_, h)| h.space == s)
                 {
                     let mut best = (f64::NEG_INFINITY, 0);
+                    let mut sum: i128 = 0;
                     for (x, r) in krow.chunks_exact(space.count).enumerate() {
                         let v: f64 = h.alpha.iter().map(|&(z, a)| a * r[z as usize]).sum();
+                        sum += i128::from(to_fixed(v));
                         if v > best.0 {
                             best = (v, x);
                         }
+                    }
+                    if h.mean {
+                        best.0 = fixed_mean(sum, n);
                     }
                     out[e][j] = best;
                 }
@@ -552,7 +713,8 @@ impl ShapeletModel {
                     .iter()
                     .zip(o)
                     .map(|(h, (v, _))| h.weight * v)
-                    .sum()
+                    .sum::<f64>()
+                    + e.bias
             })
             .collect();
         Ok(self.decide(&g))
@@ -568,17 +730,21 @@ impl ShapeletModel {
             let mut ge = 0.0;
             for (j, (h, &(v, x))) in e.hypotheses.iter().zip(o).enumerate() {
                 ge += h.weight * v;
+                let sp = &self.spaces[h.space];
                 contributions.push(Contribution {
                     class: self.classes[e.positive_class].clone(),
                     hypothesis: j,
-                    length: self.spaces[h.space].length,
+                    length: sp.length,
                     offset: x,
+                    dilation: sp.dilation,
+                    view: sp.view,
+                    znorm: sp.znorm,
                     similarity: v,
                     weight: h.weight,
                     contribution: h.weight * v,
                 });
             }
-            g.push(ge);
+            g.push(ge + e.bias);
         }
         contributions.sort_by(|a, b| b.contribution.abs().total_cmp(&a.contribution.abs()));
         Ok((self.decide(&g), contributions))
@@ -605,6 +771,9 @@ impl ShapeletModel {
             return bad("a single binary ensemble must have class 1 as its positive class".into());
         }
         for (s, sp) in self.spaces.iter().enumerate() {
+            if sp.dilation == 0 {
+                return bad(format!("space {s} has dilation 0"));
+            }
             if sp.length == 0 || sp.representatives.len() != sp.count * sp.length {
                 return bad(format!(
                     "space {s}: {} representative values for {} representatives of length {}",
@@ -678,9 +847,11 @@ mod tests {
             space: 0,
             weight: 1.0,
             alpha: vec![(0, a)],
+            mean: false,
         };
         let ens = |c: usize, a: f64| Ensemble {
             positive_class: c,
+            bias: 0.0,
             hypotheses: vec![hyp(a)],
             rounds: 1,
             rho: 0.0,
@@ -696,6 +867,9 @@ mod tests {
                 kernel: Kernel::Linear,
                 count: 1,
                 representatives: vec![1.0],
+                view: View::Raw,
+                dilation: 1,
+                znorm: false,
             }],
             ensembles: vec![ens(0, 1.0), ens(1, -1.0), ens(2, 0.5)],
             params: FitParams::default(),

@@ -43,21 +43,39 @@ const INITIAL_COLUMNS: usize = 8;
 /// Most representatives priced into the OP2 working set per generation round.
 const COLUMNS_PER_ROUND: usize = 10;
 
-/// Everything the weak learner needs of one shapelet space, computed once per fit: the
-/// kernel row k_x = (K(z, x))_z of every training instance against the representatives
-/// (cached across rounds and DC iterations), and per bag the max and min over its instances
-/// of each K(z, .), which make the one-hot start a table lookup.
+/// Everything the weak learner needs of one shapelet space, computed once per fit: per bag
+/// the max, min and mean over its instances of each K(z, .), which make the one-hot start
+/// and the mean hypotheses table lookups, and the kernel row k_x = (K(z, x))_z of the
+/// training instances the DC subproblems use (cached across rounds and DC iterations).
+///
+/// With `row_stride` s > 1 (long series, many windows) the rows are kept for every s-th
+/// instance of a bag only, which bounds memory; the bag statistics and the outputs h(B_i) of
+/// a hypothesis stay exact over every instance, so training sees what prediction sees.
 pub struct KernelTable {
     pub k: usize,
-    /// Row-major n_instances x k.
+    /// Row-major (kept instances) x k.
     rows: Vec<f64>,
+    /// Per bag, its range of kept instances in `rows`.
     offsets: Vec<usize>,
     bag_max: Vec<f64>,
     bag_min: Vec<f64>,
+    /// Per bag the mean over its instances of each K(z, .): the mean hypotheses' outputs.
+    bag_mean: Vec<f64>,
     /// K(z, z), to put one-hot starts on the RKHS unit sphere for OP1.
     diag: Vec<f64>,
     /// Lower Cholesky factor L of the representatives' Gram matrix (OP1 only): alpha'K alpha = |L'alpha|^2.
     chol: Option<Vec<f64>>,
+    /// Every instance, the representatives and the kernel, for exact outputs when rows
+    /// are kept for some instances only (None when every row is kept).
+    exact: Option<(InstanceSet, Vec<f64>, Kernel)>,
+}
+
+/// One bag's part of a table: its statistics over all instances and its kept rows.
+struct BagPart {
+    max: Vec<f64>,
+    min: Vec<f64>,
+    mean: Vec<f64>,
+    rows: Vec<f64>,
 }
 
 impl KernelTable {
@@ -66,28 +84,60 @@ impl KernelTable {
         reps: &[f64],
         kernel: &Kernel,
         kind: WeakKind,
+        row_stride: usize,
     ) -> Result<Self> {
         let dim = instances.dim;
         let k = reps.len() / dim;
-        let n = instances.n_instances();
-        let mut rows = vec![0.0; n * k];
-        rows.par_chunks_mut(k).enumerate().for_each(|(j, out)| {
-            kernel.row(instances.instance(j), reps, out);
-        });
         let m = instances.n_bags();
-        let mut bag_max = vec![f64::NEG_INFINITY; m * k];
-        let mut bag_min = vec![f64::INFINITY; m * k];
-        for i in 0..m {
-            let (mx, mn) = (
-                &mut bag_max[i * k..(i + 1) * k],
-                &mut bag_min[i * k..(i + 1) * k],
-            );
-            for j in instances.bag_range(i) {
-                for (z, &v) in rows[j * k..(j + 1) * k].iter().enumerate() {
-                    mx[z] = mx[z].max(v);
-                    mn[z] = mn[z].min(v);
+        let stride = row_stride.max(1);
+        let parts: Vec<BagPart> = (0..m)
+            .into_par_iter()
+            .map(|i| {
+                let range = instances.bag_range(i);
+                let n = range.len();
+                let kept = n.div_ceil(stride);
+                let mut part = BagPart {
+                    max: vec![f64::NEG_INFINITY; k],
+                    min: vec![f64::INFINITY; k],
+                    mean: vec![0.0; k],
+                    rows: vec![0.0; kept * k],
+                };
+                let mut scratch = vec![0.0; k];
+                for (t, j) in range.enumerate() {
+                    let r: &mut [f64] = if t % stride == 0 {
+                        let o = (t / stride) * k;
+                        &mut part.rows[o..o + k]
+                    } else {
+                        &mut scratch
+                    };
+                    kernel.row(instances.instance(j), reps, r);
+                    for z in 0..k {
+                        let v = r[z];
+                        part.max[z] = part.max[z].max(v);
+                        part.min[z] = part.min[z].min(v);
+                        part.mean[z] += v;
+                    }
                 }
-            }
+                let nf = n.max(1) as f64;
+                part.mean.iter_mut().for_each(|v| *v /= nf);
+                part
+            })
+            .collect();
+        let mut offsets = Vec::with_capacity(m + 1);
+        offsets.push(0);
+        let total: usize = parts.iter().map(|p| p.rows.len() / k.max(1)).sum();
+        let mut rows = Vec::with_capacity(total * k);
+        let (mut bag_max, mut bag_min, mut bag_mean) = (
+            Vec::with_capacity(m * k),
+            Vec::with_capacity(m * k),
+            Vec::with_capacity(m * k),
+        );
+        for p in parts {
+            rows.extend_from_slice(&p.rows);
+            offsets.push(rows.len() / k.max(1));
+            bag_max.extend_from_slice(&p.max);
+            bag_min.extend_from_slice(&p.min);
+            bag_mean.extend_from_slice(&p.mean);
         }
         let zs: Vec<&[f64]> = reps.chunks_exact(dim).collect();
         let diag: Vec<f64> = zs.iter().map(|z| kernel.eval(z, z)).collect();
@@ -108,11 +158,13 @@ impl KernelTable {
         Ok(Self {
             k,
             rows,
-            offsets: instances.offsets.clone(),
+            offsets,
             bag_max,
             bag_min,
+            bag_mean,
             diag,
             chol,
+            exact: (stride > 1).then(|| (instances.clone(), reps.to_vec(), *kernel)),
         })
     }
 
@@ -120,11 +172,16 @@ impl KernelTable {
         self.offsets.len() - 1
     }
 
+    /// Kernel rows kept (memory: 8 k bytes each).
+    pub fn n_rows(&self) -> usize {
+        self.rows.len() / self.k.max(1)
+    }
+
     fn row(&self, j: usize) -> &[f64] {
         &self.rows[j * self.k..(j + 1) * self.k]
     }
 
-    /// max and argmax (global instance index) over bag i of k_x' alpha, for sparse alpha.
+    /// max and argmax (kept instance index) over bag i of k_x' alpha, for sparse alpha.
     #[inline]
     fn bag_score(&self, i: usize, alpha: &[(usize, f64)]) -> (f64, usize) {
         let mut best = f64::NEG_INFINITY;
@@ -140,15 +197,32 @@ impl KernelTable {
         (best, arg)
     }
 
-    /// The bag holding global instance `x`.
+    /// The bag holding kept instance `x`.
     fn bag_of(&self, x: usize) -> usize {
         self.offsets.partition_point(|&o| o <= x) - 1
     }
 
-    /// h_alpha(B_i) for every training bag.
+    /// h_alpha(B_i) for every training bag, over every instance.
     pub fn outputs(&self, alpha: &[(usize, f64)]) -> Vec<f64> {
+        let Some((set, reps, kernel)) = &self.exact else {
+            return (0..self.n_bags())
+                .map(|i| self.bag_score(i, alpha).0)
+                .collect();
+        };
+        let dim = set.dim;
         (0..self.n_bags())
-            .map(|i| self.bag_score(i, alpha).0)
+            .into_par_iter()
+            .map(|i| {
+                set.bag_range(i)
+                    .map(|j| {
+                        let x = set.instance(j);
+                        alpha
+                            .iter()
+                            .map(|&(z, a)| a * kernel.eval(x, &reps[z * dim..(z + 1) * dim]))
+                            .sum::<f64>()
+                    })
+                    .fold(f64::NEG_INFINITY, f64::max)
+            })
             .collect()
     }
 }
@@ -175,12 +249,101 @@ pub struct WeakHypothesis {
     pub failure: Option<String>,
 }
 
+impl WeakHypothesis {
+    /// The constant hypothesis h(B) = sign on `m` bags, with its edge; alpha holds the sign.
+    pub fn constant(sign: f64, edge: f64, m: usize) -> Self {
+        Self {
+            alpha: vec![(0, sign)],
+            edge,
+            outputs: vec![sign; m],
+            dc_iterations: 0,
+            lp_solves: 0,
+            rows_generated: 0,
+            failure: None,
+        }
+    }
+}
+
 fn edge_of(y: &[f64], d: &[f64], outputs: &[f64]) -> f64 {
     y.iter()
         .zip(d)
         .zip(outputs)
         .map(|((y, d), h)| y * d * h)
         .sum()
+}
+
+/// Bags with d_i = 0 do not enter objective (6); leaving them out is exact.
+fn active_bags(m: usize, d: &[f64]) -> Vec<usize> {
+    (0..m).filter(|&i| d[i] > 1e-12).collect()
+}
+
+/// Appendix A.3: the edge of every one-hot alpha (either sign), best first, as (edge,
+/// representative, coefficient). A table lookup per bag and representative.
+fn one_hot_starts(
+    table: &KernelTable,
+    y: &[f64],
+    d: &[f64],
+    active: &[usize],
+    kind: WeakKind,
+) -> Vec<(f64, usize, f64)> {
+    let k = table.k;
+    let mut one_hot: Vec<(f64, usize, f64)> = Vec::with_capacity(2 * k);
+    for z in 0..k {
+        let scale = match kind {
+            WeakKind::Op2 => 1.0,
+            WeakKind::Op1 => 1.0 / table.diag[z].max(1e-300).sqrt(),
+        };
+        let mut plus = 0.0;
+        let mut minus = 0.0;
+        for &i in active {
+            plus += y[i] * d[i] * table.bag_max[i * k + z];
+            minus -= y[i] * d[i] * table.bag_min[i * k + z];
+        }
+        one_hot.push((plus * scale, z, scale));
+        one_hot.push((minus * scale, z, -scale));
+    }
+    one_hot.sort_by(|a, b| b.0.total_cmp(&a.0));
+    one_hot
+}
+
+/// The price of a space in a round: its best one-hot edge, a lower bound on what the DC
+/// loop reaches from it. Ranks spaces so that only the most promising run the DC loop.
+pub fn one_hot_price(table: &KernelTable, y: &[f64], d: &[f64], kind: WeakKind) -> f64 {
+    let active = active_bags(table.n_bags(), d);
+    one_hot_starts(table, y, d, &active, kind)
+        .first()
+        .map_or(f64::NEG_INFINITY, |s| s.0)
+}
+
+/// The best mean hypothesis h(B) = sum_z alpha_z mean_{x in B} K(z, x) (beyond the paper:
+/// the collective assumption, a soft count of a pattern's occurrences). Linear in alpha, so
+/// over the l1 ball its best is a signed one-hot vector: exact, with no DC loop.
+pub fn best_mean(table: &KernelTable, y: &[f64], d: &[f64]) -> WeakHypothesis {
+    let k = table.k;
+    let active = active_bags(table.n_bags(), d);
+    let mut best = (f64::NEG_INFINITY, 0, 1.0);
+    for z in 0..k {
+        let e: f64 = active
+            .iter()
+            .map(|&i| y[i] * d[i] * table.bag_mean[i * k + z])
+            .sum();
+        let (e, sign) = if e >= 0.0 { (e, 1.0) } else { (-e, -1.0) };
+        if e > best.0 {
+            best = (e, z, sign);
+        }
+    }
+    let (edge, z, sign) = best;
+    WeakHypothesis {
+        alpha: vec![(z, sign)],
+        edge,
+        outputs: (0..table.n_bags())
+            .map(|i| sign * table.bag_mean[i * k + z])
+            .collect(),
+        dc_iterations: 0,
+        lp_solves: 0,
+        rows_generated: 0,
+        failure: None,
+    }
 }
 
 /// Algorithm 2 for sample weights `d` and labels `y` in {-1, +1}.
@@ -191,30 +354,11 @@ pub fn weak_learn(
     params: &WeakParams,
     warm: &mut WorkingSet,
 ) -> Result<WeakHypothesis> {
-    let m = table.n_bags();
-    let k = table.k;
-    // Bags with d_i = 0 do not enter objective (6); leaving them out is exact.
-    let active: Vec<usize> = (0..m).filter(|&i| d[i] > 1e-12).collect();
-
+    let active = active_bags(table.n_bags(), d);
     // Appendix A.3: alpha_0 = the most discriminative one-hot vector (either sign). With
     // `starts` > 1 the DC loop also runs from the next best one-hot vectors and the largest
     // edge wins: the weak-learning problem is non-convex, and a second start is cheap.
-    let mut one_hot: Vec<(f64, usize, f64)> = Vec::with_capacity(2 * k);
-    for z in 0..k {
-        let scale = match params.kind {
-            WeakKind::Op2 => 1.0,
-            WeakKind::Op1 => 1.0 / table.diag[z].max(1e-300).sqrt(),
-        };
-        let mut plus = 0.0;
-        let mut minus = 0.0;
-        for &i in &active {
-            plus += y[i] * d[i] * table.bag_max[i * k + z];
-            minus -= y[i] * d[i] * table.bag_min[i * k + z];
-        }
-        one_hot.push((plus * scale, z, scale));
-        one_hot.push((minus * scale, z, -scale));
-    }
-    one_hot.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let one_hot = one_hot_starts(table, y, d, &active, params.kind);
     let mut best: Option<WeakHypothesis> = None;
     for &(_, z, a) in one_hot.iter().take(params.starts.max(1)) {
         let h = dc_loop(table, y, d, &active, vec![(z, a)], params, warm);
@@ -545,7 +689,7 @@ mod tests {
     #[test]
     fn op2_on_a_tiny_problem() {
         let (set, reps) = tiny();
-        let t = KernelTable::new(&set, &reps, &Kernel::Linear, WeakKind::Op2).unwrap();
+        let t = KernelTable::new(&set, &reps, &Kernel::Linear, WeakKind::Op2, 1).unwrap();
         let p = WeakParams {
             kind: WeakKind::Op2,
             epsilon: 1e-9,
@@ -575,7 +719,7 @@ mod tests {
             offsets: vec![0, 1, 2],
         };
         let t =
-            KernelTable::new(&set, &[0.0, 1.0], &Kernel::Gaussian { sigma: 1.0 }, kind).unwrap();
+            KernelTable::new(&set, &[0.0, 1.0], &Kernel::Gaussian { sigma: 1.0 }, kind, 1).unwrap();
         let p = WeakParams {
             kind,
             epsilon: 1e-9,
@@ -625,7 +769,7 @@ mod tests {
         };
         let reps: Vec<f64> = (0..12).map(|i| -3.0 + 0.5 * i as f64).collect();
         let kern = Kernel::Gaussian { sigma: 2.0 };
-        let t = KernelTable::new(&set, &reps, &kern, WeakKind::Op2).unwrap();
+        let t = KernelTable::new(&set, &reps, &kern, WeakKind::Op2, 1).unwrap();
         let p = WeakParams {
             kind: WeakKind::Op2,
             epsilon: 1e-9,

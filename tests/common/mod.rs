@@ -37,3 +37,4 @@ pub fn scratch(name: &str) -> PathBuf {
 }
 
 pub mod stream;
+pub mod tools;

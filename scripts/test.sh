@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The test command: installs what the tests need, then runs `cargo test --release` (extra
+# arguments go to cargo test). Works on a fresh machine by itself:
+#   - Debian packages: the C build tools of rdkafka's bundled librdkafka (libssl-dev,
+#     zlib1g-dev, pkg-config, make, g++), promtool (prometheus) and docker-compose (the
+#     compose file check; it needs no Docker engine). Installed with apt-get when missing
+#     (as root; otherwise the script prints the command and stops).
+#   - Python packages (pyarrow: the independent Parquet reader; PyYAML: the deployment
+#     YAML) into the project-local virtual environment .venv, never into the system.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "cargo not found: install the Rust toolchain (https://rustup.rs) and put it on PATH" >&2
+  exit 1
+fi
+
+missing=()
+for pkg in libssl-dev zlib1g-dev pkg-config make g++ prometheus docker-compose; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "missing Debian packages: ${missing[*]}" >&2
+    echo "install them with: sudo apt-get install --no-install-recommends ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "installing Debian packages: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+venv=.venv
+if [ ! -x "$venv/bin/python" ]; then
+  echo "creating the test virtual environment $venv"
+  python3 -m venv "$venv"
+fi
+if ! "$venv/bin/python" -c "import pyarrow, yaml" >/dev/null 2>&1; then
+  echo "installing pyarrow and PyYAML into $venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pyarrow pyyaml
+fi
+export MILSTREAM_PYTHON="$PWD/$venv/bin/python"
+
+exec cargo test --release "$@"

@@ -1,0 +1,240 @@
+//! How a series becomes the instances of one hypothesis space (beyond the paper, which
+//! takes raw contiguous subsequences of one length; issue 12).
+//!
+//! A space reads a subsequence of `length` values from a *view* of the series (the series
+//! itself or its first difference), taking every `dilation`-th point (RDST's device: a wider
+//! receptive field without longer vectors), optionally z-normalised (offset and scale
+//! invariance, the shapelet literature's standard). The hypothesis class is the union of the
+//! spaces; LPBoost picks the largest edge among them, so Algorithm 1 is unchanged.
+//!
+//! Offsets are in points of the raw series: the subsequence at offset `p` reads points
+//! `p .. p + footprint`. A series shorter than a footprint still has one subsequence, read
+//! with its last point repeated, so no space depends on the shortest training series.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The series a space reads from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum View {
+    /// The series as it comes (the paper's).
+    #[default]
+    Raw,
+    /// The first difference x[t+1] - x[t]: shape of the changes, free of the level.
+    Diff,
+}
+
+impl View {
+    pub fn name(self) -> &'static str {
+        match self {
+            View::Raw => "raw",
+            View::Diff => "diff",
+        }
+    }
+}
+
+/// The extraction of one space: view, length, dilation and normalisation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Extraction {
+    pub view: View,
+    pub length: usize,
+    pub dilation: usize,
+    pub znorm: bool,
+}
+
+impl fmt::Display for Extraction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} l={}", self.view.name(), self.length)?;
+        if self.dilation > 1 {
+            write!(f, " d={}", self.dilation)?;
+        }
+        if self.znorm {
+            write!(f, " z")?;
+        }
+        Ok(())
+    }
+}
+
+/// Deviation below which a subsequence counts as flat and z-normalises to zeros (relative to
+/// its level, so a flat stretch at any offset is flat).
+const FLAT: f64 = 1e-8;
+
+/// z-normalises `x` in place: (x - mean) / std, or zeros for a flat subsequence.
+/// The one implementation both the offline and the incremental scorer call, so their values
+/// agree bit for bit.
+#[inline]
+pub fn znormalize(x: &mut [f64]) {
+    let n = x.len() as f64;
+    let mean = x.iter().sum::<f64>() / n;
+    let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+    let std = var.sqrt();
+    if std <= FLAT * (1.0 + mean.abs()) {
+        x.iter_mut().for_each(|v| *v = 0.0);
+    } else {
+        let inv = 1.0 / std;
+        x.iter_mut().for_each(|v| *v = (*v - mean) * inv);
+    }
+}
+
+impl Extraction {
+    /// The paper's space: raw contiguous subsequences of `length`.
+    pub fn raw(length: usize) -> Self {
+        Self {
+            view: View::Raw,
+            length,
+            dilation: 1,
+            znorm: false,
+        }
+    }
+
+    /// Raw points one subsequence spans.
+    pub fn footprint(&self) -> usize {
+        (self.length.max(1) - 1) * self.dilation.max(1) + 1 + usize::from(self.view == View::Diff)
+    }
+
+    /// Subsequence offsets of a series of `n` points, every `stride`-th: at least one.
+    pub fn count(&self, n: usize, stride: usize) -> usize {
+        let f = self.footprint();
+        if n <= f {
+            1
+        } else {
+            (n - f) / stride.max(1) + 1
+        }
+    }
+
+    /// Writes the subsequence at raw offset `p` of `series` into `out` (`length` values).
+    /// Points past the end read as the last point.
+    #[inline]
+    pub fn extract(&self, series: &[f64], p: usize, out: &mut [f64]) {
+        debug_assert_eq!(out.len(), self.length);
+        let last = series.len() - 1;
+        let at = |i: usize| series[i.min(last)];
+        let d = self.dilation.max(1);
+        match self.view {
+            View::Raw => {
+                for (i, o) in out.iter_mut().enumerate() {
+                    *o = at(p + i * d);
+                }
+            }
+            View::Diff => {
+                for (i, o) in out.iter_mut().enumerate() {
+                    let q = p + i * d;
+                    *o = at(q + 1) - at(q);
+                }
+            }
+        }
+        if self.znorm {
+            znormalize(out);
+        }
+    }
+
+    /// Raw series positions the values of the subsequence at offset `p` sit on (for a
+    /// difference, the point the change leads to), clamped to a series of `n` points.
+    pub fn positions(&self, p: usize, n: usize) -> Vec<usize> {
+        let shift = usize::from(self.view == View::Diff);
+        (0..self.length)
+            .map(|i| (p + i * self.dilation.max(1) + shift).min(n.saturating_sub(1)))
+            .collect()
+    }
+
+    /// Every subsequence of `series` at `stride`, row-major, appended to `out`; returns how
+    /// many.
+    pub fn extract_all(&self, series: &[f64], stride: usize, out: &mut Vec<f64>) -> usize {
+        let c = self.count(series.len(), stride);
+        let start = out.len();
+        out.resize(start + c * self.length, 0.0);
+        for j in 0..c {
+            let o = start + j * self.length;
+            self.extract(series, j * stride.max(1), &mut out[o..o + self.length]);
+        }
+        c
+    }
+}
+
+/// Dilations 1, 2, 4, ... whose footprint at `length` fits in `n` points.
+pub fn dilations(length: usize, n: usize, max_count: usize) -> Vec<usize> {
+    let mut out = vec![1];
+    let mut d = 2;
+    while out.len() < max_count && (length - 1) * d + 2 <= n {
+        out.push(d);
+        d *= 2;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn footprints_and_offsets() {
+        let e = Extraction {
+            view: View::Raw,
+            length: 3,
+            dilation: 2,
+            znorm: false,
+        };
+        assert_eq!(e.footprint(), 5);
+        let s: Vec<f64> = (0..8).map(f64::from).collect();
+        let mut out = vec![0.0; 3];
+        e.extract(&s, 1, &mut out);
+        assert_eq!(out, vec![1.0, 3.0, 5.0]);
+        assert_eq!(e.count(8, 1), 4);
+        let d = Extraction {
+            view: View::Diff,
+            ..e
+        };
+        assert_eq!(d.footprint(), 6);
+        let sq: Vec<f64> = (0..8).map(|i| f64::from(i * i)).collect();
+        d.extract(&sq, 0, &mut out);
+        assert_eq!(out, vec![1.0, 5.0, 9.0]);
+        assert_eq!(d.positions(0, 8), vec![1, 3, 5]);
+        // Shorter than the footprint: one subsequence, the last point repeated.
+        assert_eq!(e.count(3, 1), 1);
+        e.extract(&[1.0, 2.0, 3.0], 0, &mut out);
+        assert_eq!(out, vec![1.0, 3.0, 3.0]);
+    }
+
+    #[test]
+    fn a_constant_subsequence_normalises_to_zeros() {
+        for level in [0.0, 1.0, -7.5, 1e6] {
+            let mut x = vec![level; 9];
+            znormalize(&mut x);
+            assert!(x.iter().all(|&v| v == 0.0), "{level}: {x:?}");
+        }
+    }
+
+    #[test]
+    fn dilations_fit_the_series() {
+        assert_eq!(dilations(9, 150, 8), vec![1, 2, 4, 8, 16]);
+        assert_eq!(dilations(9, 10, 8), vec![1]);
+        assert_eq!(dilations(9, 1460, 4), vec![1, 2, 4, 8]);
+    }
+
+    proptest! {
+        /// Offset and scale invariance: a shifted and scaled copy normalises to the same
+        /// vector, so it scores the same under any kernel.
+        #[test]
+        fn znorm_is_offset_and_scale_invariant(
+            x in proptest::collection::vec(-100.0f64..100.0, 2..40),
+            a in 0.01f64..100.0,
+            b in -1000.0f64..1000.0,
+        ) {
+            let spread = x.iter().cloned().fold(f64::NEG_INFINITY, f64::max)
+                - x.iter().cloned().fold(f64::INFINITY, f64::min);
+            prop_assume!(spread > 1e-3);
+            let mut u = x.clone();
+            let mut v: Vec<f64> = x.iter().map(|t| a * t + b).collect();
+            znormalize(&mut u);
+            znormalize(&mut v);
+            for (p, q) in u.iter().zip(&v) {
+                prop_assert!((p - q).abs() < 1e-6, "{u:?} vs {v:?}");
+            }
+            let mean: f64 = u.iter().sum::<f64>() / u.len() as f64;
+            prop_assert!(mean.abs() < 1e-9);
+        }
+    }
+}
