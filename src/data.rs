@@ -219,6 +219,47 @@ pub fn parse_mil(file: &str, text: &str) -> Result<Dataset, DataError> {
     Ok(ds)
 }
 
+/// The cylinder-bell-funnel problem (Saito, 1994), seeded: `n` labelled series of `len`
+/// points, the three classes in turn. A plateau (cylinder), a rising ramp (bell) or a
+/// falling ramp (funnel) of height 6 + eta on [a, b], on N(0, 1) noise; a and b - a are
+/// drawn in proportion to the original 128-point layout (a in [1/8, 1/4], b - a in
+/// [1/4, 3/4] of the length). The benchmarks' labelled shape classes.
+pub fn cylinder_bell_funnel(n: usize, len: usize, seed: u64) -> Dataset {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let normal = |rng: &mut rand_chacha::ChaCha8Rng| -> f64 {
+        // Box-Muller.
+        let u1: f64 = rng.random::<f64>().max(1e-300);
+        let u2: f64 = rng.random();
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    };
+    let lf = len as f64;
+    let mut ds = Dataset::default();
+    for i in 0..n {
+        let class = i % 3;
+        let a = rng.random_range(lf / 8.0..=lf / 4.0);
+        let b = a + rng.random_range(lf / 4.0..=3.0 * lf / 4.0);
+        let eta = normal(&mut rng);
+        let v: Vec<f64> = (0..len)
+            .map(|t| {
+                let t = t as f64;
+                let inside = if t >= a && t <= b { 1.0 } else { 0.0 };
+                let shape = match class {
+                    0 => 1.0,
+                    1 => (t - a) / (b - a),
+                    _ => (b - t) / (b - a),
+                };
+                (6.0 + eta) * inside * shape + normal(&mut rng)
+            })
+            .collect();
+        ds.ids.push(format!("cbf-{i}"));
+        ds.labels
+            .push(["cylinder", "bell", "funnel"][class].to_string());
+        ds.samples.push(Sample::Series(v));
+    }
+    ds
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,5 +309,14 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert_eq!(e, "m.csv:2:3: 'x' is not a number");
+    }
+
+    #[test]
+    fn cylinder_bell_funnel_is_seeded_and_balanced() {
+        let a = super::cylinder_bell_funnel(30, 150, 7);
+        assert_eq!(a.len(), 30);
+        assert_eq!(a.labels.iter().filter(|l| *l == "bell").count(), 10);
+        assert_eq!(a.samples, super::cylinder_bell_funnel(30, 150, 7).samples);
+        assert_ne!(a.samples, super::cylinder_bell_funnel(30, 150, 8).samples);
     }
 }

@@ -54,7 +54,9 @@ enum Command {
     Eval(cli::eval::EvalArgs),
     /// k-fold cross-validated accuracy on one file; with --models, one row per model kind.
     Cv(cli::cv::CvArgs),
-    /// Time one fit, and the full cross-validated grid search, on a training file.
+    /// Time one fit, and the full cross-validated grid search, on a training file; or,
+    /// with --scaling, fit seconds and peak memory on n = 100, 200, 400, ..., 3,200 and
+    /// 5,000 seeded cylinder-bell-funnel series of 150 points (one child process per n).
     Bench(cli::bench::BenchArgs),
 }
 

@@ -245,6 +245,11 @@ fn stream_modules_import_no_cli_and_no_circle() {
     }
 }
 
+/// Files over the limit while their split is under way elsewhere (issue 13, point 2: the
+/// learning core's model.rs / shapelet.rs, reworked with issue 12). Remove a line once its
+/// file is split.
+const OVER_THE_LIMIT_FOR_NOW: [&str; 2] = ["src/mil/model.rs", "src/mil/shapelet.rs"];
+
 #[test]
 fn no_source_file_has_more_than_800_lines_of_non_test_code() {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -267,7 +272,13 @@ fn no_source_file_has_more_than_800_lines_of_non_test_code() {
                 Some(i) => text[..i].lines().count(),
                 None => text.lines().count(),
             };
-            (lines > 800).then(|| format!("{} ({lines} lines)", f.display()))
+            let name = f
+                .strip_prefix(root())
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            (lines > 800 && !OVER_THE_LIMIT_FOR_NOW.contains(&name.as_str()))
+                .then(|| format!("{name} ({lines} lines)"))
         })
         .collect();
     assert!(over.is_empty(), "split these: {over:?}");

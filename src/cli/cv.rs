@@ -56,7 +56,7 @@ fn compare_kinds(
     for kind in models {
         let mut o = opts.clone();
         o.kind = kind;
-        let params = o.params()?;
+        let params = o.params(ds)?;
         let pb = progress(folds as u64, kind.name(), opts.quiet);
         let r = cross_validate(ds, &params, folds, opts.seed, &|| pb.inc(1))
             .with_context(|| format!("cross-validating {kind}"))?;
@@ -92,7 +92,7 @@ fn print_cv_table(reports: &[CvReport]) {
 
 /// One kind: plain k-fold, or nested CV with `--search`.
 fn one_kind(ds: &Dataset, folds: usize, opts: &FitOptions) -> Result<()> {
-    let params = opts.params()?;
+    let params = opts.params(ds)?;
     let t = Instant::now();
     let accs = if opts.search {
         // Nested CV: the grid search runs inside each outer training split, so the

@@ -17,13 +17,15 @@ pub mod train;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
 use milstream::data::{read_dataset, Format};
-use milstream::mil::select::{accuracy, auc, best_index, cross_validate_grid, default_grid};
+use milstream::mil::select::{
+    accuracy, auc, best_index, cross_validate_grid_until, default_grid, CvEstimate,
+};
 use milstream::mil::{Dataset, FitParams, Model};
 
 pub use options::FitOptions;
@@ -94,6 +96,9 @@ pub fn load_model(path: &Path) -> Result<Model> {
     Model::from_json(&text).with_context(|| format!("loading model {}", path.display()))
 }
 
+/// The default --search budget, in fits of the defaults on the training data.
+const SEARCH_BUDGET_FITS: f64 = 20.0;
+
 /// Fits with `opts`, running the inner grid search first when asked.
 /// `unlabeled`: samples the fit may see without labels (only the transductive box kernel
 /// uses them: eval passes its test file).
@@ -102,23 +107,66 @@ pub fn fit(
     unlabeled: &[milstream::mil::Sample],
     opts: &FitOptions,
 ) -> Result<(Model, FitParams, f64)> {
-    let mut params = opts.params()?;
+    let mut params = opts.params(train)?;
     if opts.search {
         let input = train.check_trainable()?;
         let grid = default_grid(&params, input);
         let folds = 5.min(train.len());
+        let budget = match opts.search_budget {
+            Some(b) if b > 0.0 && b.is_finite() => b,
+            Some(b) => bail!("--search-budget must be a positive number of seconds, got {b}"),
+            None => {
+                let pb = spinner("timing one fit for the search budget", opts.quiet);
+                let t = Instant::now();
+                Model::fit(train, &params)?;
+                pb.finish_and_clear();
+                SEARCH_BUDGET_FITS * t.elapsed().as_secs_f64()
+            }
+        };
+        let start = Instant::now();
+        let deadline = start + std::time::Duration::from_secs_f64(budget);
         let pb = progress((grid.len() * folds) as u64, "search", opts.quiet);
-        let est = cross_validate_grid(train, &grid, folds, opts.seed, &|| pb.inc(1))?;
+        let est =
+            cross_validate_grid_until(train, &grid, folds, opts.seed, Some(deadline), &|| {
+                pb.inc(1)
+            })?;
         pb.finish_and_clear();
-        let best = best_index(&est);
-        params = grid[best].clone();
+        let tried: Vec<(usize, CvEstimate)> = est
+            .into_iter()
+            .enumerate()
+            .filter_map(|(g, e)| e.map(|e| (g, e)))
+            .collect();
+        for (g, e) in &tried {
+            let p = &grid[*g];
+            eprintln!(
+                "search: tried lengths {:?}, nu {}, kernel {:?}{}: CV accuracy {:.4}",
+                p.lengths
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>(),
+                p.nu,
+                p.kernel,
+                if p.kind == milstream::mil::model::ModelKind::Lpboost {
+                    String::new()
+                } else {
+                    format!(" ({})", p.kind.name())
+                },
+                e.mean
+            );
+        }
+        let ests: Vec<CvEstimate> = tried.iter().map(|(_, e)| e.clone()).collect();
+        let (best_g, best_e) = &tried[best_index(&ests)];
+        params = grid[*best_g].clone();
         eprintln!(
-            "search: best of {} grid points: lengths {:?}, nu {}, kernel {:?} (inner CV accuracy {:.4})",
+            "search: tried {} of {} grid points in {:.1} s (budget {:.1} s); best: lengths {:?}, nu {}, kernel {:?} (inner CV accuracy {:.4})",
+            tried.len(),
             grid.len(),
+            start.elapsed().as_secs_f64(),
+            budget,
             params.lengths.iter().map(ToString::to_string).collect::<Vec<_>>(),
             params.nu,
             params.kernel,
-            est[best].mean
+            best_e.mean
         );
     }
     let pb = spinner("training", opts.quiet);

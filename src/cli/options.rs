@@ -6,7 +6,7 @@ use clap::Args;
 
 use milstream::data::Format;
 use milstream::mil::model::{BinaryMode, BoxKernelParams, KernelSpec, ModelKind, SvmParams};
-use milstream::mil::{FitParams, ShapeletLength, View, WeakKind};
+use milstream::mil::{Dataset, FitParams, ShapeletLength, View, WeakKind};
 
 /// Hyperparameters shared by train, eval, cv and bench.
 #[derive(Args, Clone)]
@@ -27,8 +27,9 @@ pub struct FitOptions {
     #[arg(long, default_value = "auto")]
     pub sigma: String,
     /// Multiplier on the median-heuristic sigma (ignored with an explicit --sigma).
-    #[arg(long, default_value_t = 1.0)]
-    pub sigma_scale: f64,
+    /// Default: the library's (4 for series, 1 for bags and with --paper).
+    #[arg(long)]
+    pub sigma_scale: Option<f64>,
     /// Polynomial kernel degree.
     #[arg(long, default_value_t = 2)]
     pub degree: u32,
@@ -88,9 +89,10 @@ pub struct FitOptions {
     /// Stopping tolerance of LPBoost and the DC loop.
     #[arg(long, default_value_t = 1e-4)]
     pub epsilon: f64,
-    /// Most DC iterations per weak-learner call.
-    #[arg(long, default_value_t = 10)]
-    pub dc_max_iters: usize,
+    /// Most DC iterations per weak-learner call; 0 = the one-hot start alone (default:
+    /// the library's; 10 with --paper and for bags).
+    #[arg(long)]
+    pub dc_max_iters: Option<usize>,
     /// DC runs per weak-learner call, from the best one-hot starts (1 = the paper's
     /// single start, appendix A.3).
     #[arg(long, default_value_t = 1)]
@@ -102,6 +104,10 @@ pub struct FitOptions {
     /// paper's grid (see `milstream::mil::select::default_grid`).
     #[arg(long)]
     pub search: bool,
+    /// Seconds the --search may take (grid points not started by then are skipped; the
+    /// first always runs). Default: 20 x one fit of the defaults on the training data.
+    #[arg(long)]
+    pub search_budget: Option<f64>,
     /// MIORDM: lambda (the paper's grid 2^7..2^10).
     #[arg(long, default_value_t = 256.0)]
     pub lambda: f64,
@@ -184,8 +190,21 @@ pub enum WeakArg {
 }
 
 impl FitOptions {
-    /// The fit parameters these options describe.
-    pub fn params(&self) -> Result<FitParams> {
+    /// The parameters for training on `ds`: the options given over the library's defaults
+    /// (for bags or series; the paper's with --paper and for the other kinds).
+    pub fn params(&self, ds: &Dataset) -> Result<FitParams> {
+        let bags = matches!(ds.samples.first(), Some(milstream::mil::Sample::Bag(_)));
+        let base = if self.paper || self.kind != ModelKind::Lpboost {
+            FitParams::paper()
+        } else if bags {
+            FitParams::for_bags()
+        } else {
+            FitParams::default()
+        };
+        let base_scale = match base.kernel {
+            KernelSpec::Gaussian { scale, .. } => scale,
+            _ => 1.0,
+        };
         let kernel = match self.kernel {
             KernelArg::Gaussian => {
                 let sigma = match self.sigma.as_str() {
@@ -196,7 +215,7 @@ impl FitOptions {
                 };
                 KernelSpec::Gaussian {
                     sigma,
-                    scale: self.sigma_scale,
+                    scale: self.sigma_scale.unwrap_or(base_scale),
                 }
             }
             KernelArg::Linear => KernelSpec::Linear,
@@ -211,11 +230,6 @@ impl FitOptions {
                 g.parse::<f64>()
                     .with_context(|| format!("--gamma '{g}' is neither `auto` nor a number"))?,
             ),
-        };
-        let base = if self.paper || self.kind != ModelKind::Lpboost {
-            FitParams::paper()
-        } else {
-            FitParams::default()
         };
         let k = match self.k.as_deref() {
             None => base.k,
@@ -281,7 +295,7 @@ impl FitOptions {
                 BinaryArg::Single => BinaryMode::Single,
                 BinaryArg::Symmetric => BinaryMode::Symmetric,
             },
-            dc_max_iters: self.dc_max_iters,
+            dc_max_iters: self.dc_max_iters.unwrap_or(base.dc_max_iters),
             starts: self.starts,
             seed: self.seed,
             standardize: !self.no_standardize,

@@ -14,14 +14,27 @@ const LLOYD_MAX_ITERS: usize = 30;
 /// `k` centres of the row-major `data` (rows of `dim`) by k-means++ seeding and Lloyd
 /// iterations, deterministic in `seed`. With `k >= n` every instance is a centre.
 pub fn kmeans_pp(data: &[f64], dim: usize, k: usize, seed: u64) -> Vec<f64> {
+    kmeans_pp_with(data, dim, k, seed, KMEANS_MAX_POINTS, LLOYD_MAX_ITERS)
+}
+
+/// [`kmeans_pp`] on a sample of at most `max_points` with at most `lloyd_iters` Lloyd
+/// iterations (0: the k-means++ seeds themselves, real instances spread over the data).
+pub fn kmeans_pp_with(
+    data: &[f64],
+    dim: usize,
+    k: usize,
+    seed: u64,
+    max_points: usize,
+    lloyd_iters: usize,
+) -> Vec<f64> {
     let n = data.len() / dim;
     if k >= n {
         return data.to_vec();
     }
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let sample: Vec<f64>;
-    let points: &[f64] = if n > KMEANS_MAX_POINTS {
-        let idx = rand::seq::index::sample(&mut rng, n, KMEANS_MAX_POINTS);
+    let points: &[f64] = if n > max_points {
+        let idx = rand::seq::index::sample(&mut rng, n, max_points);
         let mut idx: Vec<usize> = idx.into_iter().collect();
         idx.sort_unstable();
         sample = idx
@@ -68,7 +81,7 @@ pub fn kmeans_pp(data: &[f64], dim: usize, k: usize, seed: u64) -> Vec<f64> {
 
     // Lloyd iterations until assignments stop changing.
     let mut assign = vec![usize::MAX; n];
-    for _ in 0..LLOYD_MAX_ITERS {
+    for _ in 0..lloyd_iters {
         let new_assign: Vec<usize> = (0..n)
             .into_par_iter()
             .map(|i| nearest(&points[i * dim..(i + 1) * dim], &centres, dim))

@@ -210,21 +210,26 @@ pub fn cross_validate_grid(
     seed: u64,
     tick: &(dyn Fn() + Sync),
 ) -> Result<Vec<CvEstimate>> {
+    Ok(
+        cross_validate_grid_until(ds, grid, folds, seed, None, tick)?
+            .into_iter()
+            .map(|e| e.expect("no deadline: every grid point is estimated"))
+            .collect(),
+    )
+}
+
+/// [`cross_validate_grid`] in grid order until `deadline`: a grid point not started by then
+/// is None (the first one always runs). Folds run in parallel.
+pub fn cross_validate_grid_until(
+    ds: &Dataset,
+    grid: &[FitParams],
+    folds: usize,
+    seed: u64,
+    deadline: Option<std::time::Instant>,
+    tick: &(dyn Fn() + Sync),
+) -> Result<Vec<Option<CvEstimate>>> {
     ds.check_trainable()?;
     let test_folds = stratified_folds(&ds.labels, folds, seed)?;
-    if grid.iter().any(|p| p.kind != ModelKind::Lpboost) {
-        return cross_validate_fits(ds, grid, &test_folds, tick);
-    }
-    // Preparation depends on the lengths, k, stride and seed only.
-    let prep_key = |p: &FitParams| {
-        format!(
-            "{:?}|{:?}|{}|{}|{}",
-            p.lengths, p.k, p.stride, p.seed, p.standardize
-        )
-    };
-    let mut keys: Vec<String> = grid.iter().map(prep_key).collect();
-    keys.sort();
-    keys.dedup();
     let trains: Vec<Dataset> = test_folds
         .iter()
         .map(|test| {
@@ -234,65 +239,67 @@ pub fn cross_validate_grid(
             ds.subset(&train)
         })
         .collect();
-    let jobs: Vec<(usize, &String)> = (0..folds)
-        .flat_map(|f| keys.iter().map(move |k| (f, k)))
-        .collect();
-    let prepared: HashMap<(usize, String), Prepared> = jobs
-        .par_iter()
-        .map(|&(f, key)| {
-            let p = grid
-                .iter()
-                .find(|p| prep_key(p) == *key)
-                .expect("every key comes from the grid");
-            Ok(((f, key.clone()), prepare(&trains[f], p)?))
-        })
-        .collect::<Result<_>>()?;
-    let tasks: Vec<(usize, usize)> = (0..grid.len())
-        .flat_map(|g| (0..folds).map(move |f| (g, f)))
-        .collect();
-    let acc: Vec<f64> = tasks
-        .par_iter()
-        .map(|&(g, f)| {
-            let p = &grid[g];
-            let prep = &prepared[&(f, prep_key(p))];
-            let model = ShapeletModel::fit_prepared(prep, &trains[f].labels, p)?;
-            let mut hits = 0usize;
-            for &i in &test_folds[f] {
-                if model.predict(&ds.samples[i])?.label == ds.labels[i] {
-                    hits += 1;
-                }
+    // Preparation depends on the lengths, spaces, k, stride and seed only.
+    let prep_key = |p: &FitParams| {
+        format!(
+            "{:?}|{:?}|{:?}|{}|{}|{}",
+            p.lengths, p.spaces, p.k, p.stride, p.seed, p.standardize
+        )
+    };
+    let mut prepared: HashMap<(usize, String), Prepared> = HashMap::new();
+    let mut out = Vec::with_capacity(grid.len());
+    for (g, p) in grid.iter().enumerate() {
+        if g > 0 && deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            out.push(None);
+            continue;
+        }
+        let acc: Vec<f64> = if p.kind != ModelKind::Lpboost {
+            (0..folds)
+                .into_par_iter()
+                .map(|f| {
+                    let o = fit_fold(ds, p, &test_folds[f])?;
+                    tick();
+                    Ok(o.accuracy)
+                })
+                .collect::<Result<_>>()?
+        } else {
+            let key = prep_key(p);
+            let missing: Vec<usize> = (0..folds)
+                .filter(|&f| !prepared.contains_key(&(f, key.clone())))
+                .collect();
+            let fresh: Vec<(usize, Prepared)> = missing
+                .par_iter()
+                .map(|&f| Ok((f, prepare(&trains[f], p)?)))
+                .collect::<Result<_>>()?;
+            for (f, prep) in fresh {
+                prepared.insert((f, key.clone()), prep);
             }
-            tick();
-            Ok(hits as f64 / test_folds[f].len().max(1) as f64)
-        })
-        .collect::<Result<_>>()?;
-    Ok((0..grid.len())
-        .map(|g| CvEstimate::from_folds(acc[g * folds..(g + 1) * folds].to_vec()))
-        .collect())
-}
-
-/// The other kinds: one fit per (grid point, fold), in parallel.
-fn cross_validate_fits(
-    ds: &Dataset,
-    grid: &[FitParams],
-    test_folds: &[Vec<usize>],
-    tick: &(dyn Fn() + Sync),
-) -> Result<Vec<CvEstimate>> {
-    let folds = test_folds.len();
-    let tasks: Vec<(usize, usize)> = (0..grid.len())
-        .flat_map(|g| (0..folds).map(move |f| (g, f)))
-        .collect();
-    let acc: Vec<f64> = tasks
-        .par_iter()
-        .map(|&(g, f)| {
-            let out = fit_fold(ds, &grid[g], &test_folds[f])?;
-            tick();
-            Ok(out.accuracy)
-        })
-        .collect::<Result<_>>()?;
-    Ok((0..grid.len())
-        .map(|g| CvEstimate::from_folds(acc[g * folds..(g + 1) * folds].to_vec()))
-        .collect())
+            (0..folds)
+                .into_par_iter()
+                .map(|f| {
+                    let prep = &prepared[&(f, key.clone())];
+                    let model = ShapeletModel::fit_prepared(prep, &trains[f].labels, p)?;
+                    let mut hits = 0usize;
+                    for &i in &test_folds[f] {
+                        if model.predict(&ds.samples[i])?.label == ds.labels[i] {
+                            hits += 1;
+                        }
+                    }
+                    tick();
+                    Ok(hits as f64 / test_folds[f].len().max(1) as f64)
+                })
+                .collect::<Result<_>>()?
+        };
+        // Memory: drop preparations no later grid point shares.
+        if p.kind == ModelKind::Lpboost {
+            let key = prep_key(p);
+            if !grid[g + 1..].iter().any(|q| prep_key(q) == key) {
+                prepared.retain(|(_, k), _| *k != key);
+            }
+        }
+        out.push(Some(CvEstimate::from_folds(acc)));
+    }
+    Ok(out)
 }
 
 /// One fold of a cross-validation: fit on everything but `test`, score `test`.

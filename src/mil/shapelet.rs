@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::bag::{Dataset, InputKind, InstanceSet, Sample, Standardizer};
 use super::error::{MilError, Result};
 use super::kernel::{sq_dist, Kernel};
-use super::kmeans::kmeans_pp;
+use super::kmeans::{kmeans_pp, kmeans_pp_with};
 use super::lpboost::{lpboost, BoostParams, Boosted};
 use super::model::{BinaryMode, Contribution, FitParams, KernelSpec, Prediction, ShapeletLength};
 use super::series::instance_set;
@@ -218,14 +218,15 @@ pub fn prepare(ds: &Dataset, params: &FitParams) -> Result<Prepared> {
                 .iter()
                 .filter(|x| x.length == e.length)
                 .count();
-            let reps = kmeans_pp(
-                &set.data,
-                set.dim,
-                k,
-                params.seed
-                    ^ (e.length as u64).wrapping_mul(0x9E37_79B9)
-                    ^ (nth as u64).wrapping_mul(0xD1B5_4A32_D192_ED03),
-            );
+            let seed = params.seed
+                ^ (e.length as u64).wrapping_mul(0x9E37_79B9)
+                ^ (nth as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
+            let reps = match params.spaces.seeds_only {
+                // k-means++ seeds: real subsequences spread over the data, at a small
+                // fraction of Lloyd's cost, which dominated fits with many spaces.
+                Some(points) => kmeans_pp_with(&set.data, set.dim, k, seed, points, 0),
+                None => kmeans_pp(&set.data, set.dim, k, seed),
+            };
             Ok(PreparedSpace {
                 extraction: *e,
                 instances: set,
