@@ -9,7 +9,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use serde_json::json;
 
 use super::embedded::{start_mock_cluster, train_embedded_model, DEMO_POINT_SPACING_MS};
-use super::source::run_pipeline;
+use super::pipeline::run_pipeline;
 use super::window::ScoringModel;
 use crate::config::Config;
 use crate::http::Health;

@@ -15,8 +15,9 @@ use serde::Deserialize;
 use tracing::{info, warn};
 
 use super::registry::ModelCard;
-use super::source::{producer_config, Shared};
-use crate::config::Role;
+use super::serving::ServingModel;
+use super::sink::kafka::producer_config;
+use crate::config::{Config, Role};
 use crate::mil::Model;
 
 /// The sequence of a registry version `v<seq>-<hash>`; None for other names (a file's or
@@ -36,31 +37,28 @@ pub fn is_newer(candidate: &str, serving: &str) -> bool {
 
 /// Publishes a promoted model; waits for the broker's acknowledgement.
 pub fn publish(
-    shared: &Shared,
+    cfg: &Config,
+    bootstrap: &str,
     version: &str,
     model: &Model,
     card: &ModelCard,
 ) -> anyhow::Result<()> {
-    let topic = &shared.cfg.kafka.models_topic;
+    let topic = &cfg.kafka.models_topic;
     if topic.is_empty() {
         return Ok(());
     }
     let payload = format!(
         r#"{{"name":{},"version":{},"card":{},"model":{}}}"#,
-        serde_json::to_string(&shared.cfg.model.name)?,
+        serde_json::to_string(&cfg.model.name)?,
         serde_json::to_string(version)?,
         serde_json::to_string(card)?,
         model.to_json()
     );
-    let p: BaseProducer = producer_config(&shared.cfg, &shared.bootstrap).create()?;
-    p.send(
-        BaseRecord::to(topic)
-            .key(&shared.cfg.model.name)
-            .payload(&payload),
-    )
-    .map_err(|(e, _)| {
-        anyhow::anyhow!("producing model {version} ({} bytes): {e}", payload.len())
-    })?;
+    let p: BaseProducer = producer_config(cfg, bootstrap).create()?;
+    p.send(BaseRecord::to(topic).key(&cfg.model.name).payload(&payload))
+        .map_err(|(e, _)| {
+            anyhow::anyhow!("producing model {version} ({} bytes): {e}", payload.len())
+        })?;
     p.flush(Duration::from_secs(30))
         .map_err(|e| anyhow::anyhow!("publishing model {version}: {e}"))?;
     info!(
@@ -94,30 +92,43 @@ impl Follower {
     }
 }
 
-/// Follows the models topic (roles scorer and all) when one is configured.
-pub fn follow(shared: Arc<Shared>) -> anyhow::Result<Option<Follower>> {
-    let topic = shared.cfg.kafka.models_topic.clone();
-    if topic.is_empty() || shared.cfg.pipeline.role == Role::Trainer {
+/// Follows the models topic (roles scorer and all) when one is configured, swapping
+/// `serving` to every newer version of `model.name`.
+pub fn follow(
+    cfg: &Config,
+    bootstrap: &str,
+    serving: Arc<ServingModel>,
+) -> anyhow::Result<Option<Follower>> {
+    let topic = cfg.kafka.models_topic.clone();
+    if topic.is_empty() || cfg.pipeline.role == Role::Trainer {
         return Ok(None);
     }
     let mut cc = ClientConfig::new();
-    cc.set("bootstrap.servers", &shared.bootstrap);
-    for (k, v) in &shared.cfg.kafka.properties {
+    cc.set("bootstrap.servers", bootstrap);
+    for (k, v) in &cfg.kafka.properties {
         if !k.starts_with("group.") && !k.starts_with("enable.auto") {
             cc.set(k, v);
         }
     }
     // No group: every scorer reads the whole topic; nothing is committed.
     cc.set("enable.auto.commit", "false")
-        .set("group.id", format!("{}.models", shared.cfg.kafka.group_id))
+        .set("group.id", format!("{}.models", cfg.kafka.group_id))
         .set("enable.partition.eof", "false");
     let consumer: BaseConsumer = cc.create()?;
     let stop = Arc::new(AtomicBool::new(false));
     let thread = {
         let stop = stop.clone();
+        let (name, window_points) = (cfg.model.name.clone(), cfg.window.points);
         std::thread::Builder::new()
             .name("milstream-models".into())
-            .spawn(move || follow_loop(shared, consumer, topic, stop))?
+            .spawn(move || {
+                let want = Wanted {
+                    name,
+                    window_points,
+                    topic,
+                };
+                follow_loop(&want, &serving, consumer, stop)
+            })?
     };
     Ok(Some(Follower {
         stop,
@@ -142,11 +153,25 @@ fn assign_all(consumer: &BaseConsumer, topic: &str) -> bool {
     consumer.assign(&tpl).is_ok()
 }
 
-fn follow_loop(shared: Arc<Shared>, consumer: BaseConsumer, topic: String, stop: Arc<AtomicBool>) {
+/// What the follower takes from the models topic.
+struct Wanted {
+    /// `model.name`: records of other names are skipped.
+    name: String,
+    /// `window.points`: a model whose shapelets do not fit the window is skipped.
+    window_points: usize,
+    topic: String,
+}
+
+fn follow_loop(
+    want: &Wanted,
+    serving: &ServingModel,
+    consumer: BaseConsumer,
+    stop: Arc<AtomicBool>,
+) {
     let mut assigned = false;
     while !stop.load(Ordering::SeqCst) {
         if !assigned {
-            assigned = assign_all(&consumer, &topic);
+            assigned = assign_all(&consumer, &want.topic);
             if !assigned {
                 std::thread::sleep(Duration::from_millis(500));
                 continue;
@@ -172,11 +197,11 @@ fn follow_loop(shared: Arc<Shared>, consumer: BaseConsumer, topic: String, stop:
                 continue;
             }
         };
-        if published.name != shared.cfg.model.name {
+        if published.name != want.name {
             continue;
         }
-        let serving = shared.series_model.load_full();
-        if !is_newer(&published.version, &serving.version) {
+        let current = serving.load_full();
+        if !is_newer(&published.version, &current.version) {
             continue;
         }
         let model = match Model::from_json(&published.model.to_string()) {
@@ -186,17 +211,16 @@ fn follow_loop(shared: Arc<Shared>, consumer: BaseConsumer, topic: String, stop:
                 continue;
             }
         };
-        if let Err(e) = crate::mil::incremental::WindowScorer::new(&model, shared.cfg.window.points)
-        {
+        if let Err(e) = crate::mil::incremental::WindowScorer::new(&model, want.window_points) {
             warn!(%e, version = published.version, "models topic: model does not fit the window; skipped");
             continue;
         }
         info!(
             version = published.version,
-            from = serving.version,
+            from = current.version,
             "swapping to a model from the models topic"
         );
-        super::trainer::promote(&shared, model, published.version);
+        serving.promote(model, published.version);
     }
 }
 

@@ -66,6 +66,15 @@ impl ModelCard {
     }
 }
 
+/// Eight hex digits of a text's hash: names versions outside the registry (a model file's
+/// `<stem>-<hash>`, the embedded model's, a trainer's without a registry).
+pub fn short_hash(text: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    format!("{:08x}", h.finish() as u32)
+}
+
 pub struct Registry {
     root: PathBuf,
 }

@@ -11,12 +11,23 @@ use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
 
-use super::registry::{ModelCard, Registry};
-use super::source::Shared;
-use super::training::{self, Example};
-use super::window::ScoringModel;
-use crate::config::parse_duration_ms;
+use super::registry::{short_hash, ModelCard, Registry};
+use super::serving::ServingModel;
+use super::training::{self, Example, TrainingRuntime};
+use crate::config::{parse_duration_ms, Config};
+use crate::metrics::Metrics;
 use crate::mil::{FitParams, Model};
+
+/// What the trainer gets from the pipeline: its settings, the store it reads, and the
+/// serving model it compares with and swaps.
+pub struct TrainerEnv {
+    pub cfg: Config,
+    pub metrics: Arc<Metrics>,
+    pub serving: Arc<ServingModel>,
+    pub store: Arc<TrainingRuntime>,
+    /// The cluster's bootstrap list, for publishing to the models topic.
+    pub bootstrap: String,
+}
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,11 +70,11 @@ impl TrainerHandle {
     }
 }
 
-/// Starts the trainer when training is on and a schedule or an example count is set.
-pub fn spawn(shared: Arc<Shared>) -> anyhow::Result<Option<TrainerHandle>> {
-    let cfg = &shared.cfg.training;
+/// Starts the trainer when a schedule or an example count is set.
+pub fn spawn(env: TrainerEnv) -> anyhow::Result<Option<TrainerHandle>> {
+    let cfg = &env.cfg.training;
     let every = parse_duration_ms(&cfg.every).map_err(anyhow::Error::msg)?;
-    if shared.training.is_none() || (every.is_none() && cfg.after_examples == 0) {
+    if every.is_none() && cfg.after_examples == 0 {
         return Ok(None);
     }
     let stop = Arc::new(AtomicBool::new(false));
@@ -71,7 +82,7 @@ pub fn spawn(shared: Arc<Shared>) -> anyhow::Result<Option<TrainerHandle>> {
         let stop = stop.clone();
         std::thread::Builder::new()
             .name("milstream-trainer".into())
-            .spawn(move || trainer_loop(shared, every.map(Duration::from_millis), stop))?
+            .spawn(move || trainer_loop(&env, every.map(Duration::from_millis), stop))?
     };
     Ok(Some(TrainerHandle {
         stop,
@@ -79,9 +90,9 @@ pub fn spawn(shared: Arc<Shared>) -> anyhow::Result<Option<TrainerHandle>> {
     }))
 }
 
-fn trainer_loop(shared: Arc<Shared>, every: Option<Duration>, stop: Arc<AtomicBool>) {
-    let t = shared.training.clone().expect("spawned with training on");
-    let after = shared.cfg.training.after_examples;
+fn trainer_loop(env: &TrainerEnv, every: Option<Duration>, stop: Arc<AtomicBool>) {
+    let t = &env.store;
+    let after = env.cfg.training.after_examples;
     let mut last_run = Instant::now();
     let mut seen = t.examples_durable.load(Ordering::Relaxed);
     while !stop.load(Ordering::SeqCst) {
@@ -95,47 +106,41 @@ fn trainer_loop(shared: Arc<Shared>, every: Option<Duration>, stop: Arc<AtomicBo
         last_run = Instant::now();
         seen = durable;
         let started = Instant::now();
-        let outcome = run_once(&shared);
-        shared
-            .metrics
+        let outcome = run_once(env);
+        env.metrics
             .training_seconds
             .observe(started.elapsed().as_secs_f64());
-        record(&shared, &outcome);
+        record(env, &outcome);
     }
 }
 
-fn record(shared: &Shared, outcome: &RunOutcome) {
+fn record(env: &TrainerEnv, outcome: &RunOutcome) {
     let label = match outcome {
         RunOutcome::Promoted { .. } => "promoted",
         RunOutcome::Rejected { .. } => "rejected",
         RunOutcome::Failed { .. } => "failed",
     };
-    shared
-        .metrics
-        .training_runs
-        .with_label_values(&[label])
-        .inc();
+    env.metrics.training_runs.with_label_values(&[label]).inc();
     match outcome {
         RunOutcome::Promoted {
             version,
             accuracy,
             champion,
         } => {
-            shared.metrics.model_holdout_accuracy.set(*accuracy);
+            env.metrics.model_holdout_accuracy.set(*accuracy);
             info!(version, accuracy, champion = ?champion, "retrained model promoted");
         }
         RunOutcome::Rejected { accuracy, champion } => {
-            shared.metrics.model_holdout_accuracy.set(*champion);
+            env.metrics.model_holdout_accuracy.set(*champion);
             warn!(
                 accuracy,
                 champion,
-                tolerance = shared.cfg.training.tolerance,
+                tolerance = env.cfg.training.tolerance,
                 "candidate rejected: worse than the champion on the newest examples by more than the tolerance"
             );
         }
         RunOutcome::Failed { reason, detail } => {
-            shared
-                .metrics
+            env.metrics
                 .training_failures
                 .with_label_values(&[reason])
                 .inc();
@@ -159,12 +164,10 @@ fn accuracy(model: &Model, examples: &[Example]) -> f64 {
     hits as f64 / examples.len().max(1) as f64
 }
 
-/// One training run against the store; promotes into `shared` on success.
-pub fn run_once(shared: &Shared) -> RunOutcome {
-    let cfg = &shared.cfg.training;
-    let Some(t) = &shared.training else {
-        return failed("store", "training is off");
-    };
+/// One training run against the store; promotes into the serving model on success.
+pub fn run_once(env: &TrainerEnv) -> RunOutcome {
+    let cfg = &env.cfg.training;
+    let t = &env.store;
     let now = chrono::Utc::now().timestamp_millis();
     let not_before = parse_duration_ms(&cfg.max_age)
         .ok()
@@ -188,8 +191,8 @@ pub fn run_once(shared: &Shared) -> RunOutcome {
         .into_iter()
         .filter(|e| e.segment.is_some())
         .collect();
-    shared.metrics.training_examples.set(examples.len() as i64);
-    let champion = shared.series_model.load_full();
+    env.metrics.training_examples.set(examples.len() as i64);
+    let champion = env.serving.load_full();
     // Retention by count: files holding only examples older than the oldest kept one go.
     if examples.len() >= cfg.max_examples {
         if let Some(oldest) = examples.first() {
@@ -212,7 +215,7 @@ pub fn run_once(shared: &Shared) -> RunOutcome {
         Err((reason, detail)) => failed(reason, detail),
         Ok(c) => {
             if let Err(e) =
-                crate::mil::incremental::WindowScorer::new(&c.model, shared.cfg.window.points)
+                crate::mil::incremental::WindowScorer::new(&c.model, env.cfg.window.points)
             {
                 return failed(
                     "window",
@@ -233,20 +236,22 @@ pub fn run_once(shared: &Shared) -> RunOutcome {
             card.champion_holdout_accuracy = c.champion_accuracy;
             card.n_holdout = c.n_holdout;
             card.cv_accuracy = c.cv_accuracy;
-            let version = match shared.cfg.registry_dir() {
+            let version = match env.cfg.registry_dir() {
                 Some(dir) => match Registry::open(&dir).and_then(|r| r.publish(&c.model, &card)) {
                     Ok(v) => v,
                     Err(e) => {
                         return failed("registry", format!("publishing to the registry: {e}"))
                     }
                 },
-                None => format!("trained-{}", super::short_hash(&c.model.to_json())),
+                None => format!("trained-{}", short_hash(&c.model.to_json())),
             };
-            if let Err(e) = super::models_topic::publish(shared, &version, &c.model, &card) {
+            if let Err(e) =
+                super::models_topic::publish(&env.cfg, &env.bootstrap, &version, &c.model, &card)
+            {
                 // Promoted here all the same; scorers pick up the next published version.
                 warn!(%e, version, "publishing to the models topic failed");
             }
-            promote(shared, c.model, version.clone());
+            env.serving.promote(c.model, version.clone());
             RunOutcome::Promoted {
                 version,
                 accuracy: c.accuracy,
@@ -254,21 +259,6 @@ pub fn run_once(shared: &Shared) -> RunOutcome {
             }
         }
     }
-}
-
-/// Swaps the serving model; series rebuild their scorers from their kept points at their
-/// next window, so no window is dropped.
-pub fn promote(shared: &Shared, model: Model, version: String) {
-    let old = shared.series_model.load_full();
-    shared
-        .metrics
-        .set_model_version(&version, model.kind().name());
-    shared.series_model.store(Arc::new(ScoringModel {
-        model,
-        version,
-        generation: old.generation + 1,
-    }));
-    shared.metrics.model_swaps.inc();
 }
 
 /// A fitted candidate and how it and the champion did on the held-out newest examples.

@@ -1,12 +1,13 @@
 //! The training store: labeled examples (a series segment's points, or a bag) as Parquet
-//! files under `<dir>/date=YYYY-MM-DD/`, written by the segment writer next to the
-//! predictions and named the same way (label topic, partition, offset range), so they are
-//! durable before the label's offset is committed. A replay can write an example twice
-//! (and a label that waited for its points lands in a later file); readers keep one row per
-//! example key, the newest.
+//! files under `<dir>/date=YYYY-MM-DD/`, written by the segment writer (with
+//! `sink::parquet::write_examples`) next to the predictions and named the same way (label
+//! topic, partition, offset range), so they are durable before the label's offset is
+//! committed. A replay can write an example twice (and a label that waited for its points
+//! lands in a later file); readers keep one row per example key, the newest.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, LazyLock};
 
 use arrow_array::builder::{
@@ -20,7 +21,19 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
+use super::history::{BagCache, SeriesHistory};
 use crate::mil::{Bag, Dataset, Sample};
+
+/// Label joins and the training store, when `training.enabled`: the workers record points
+/// and bags and join labels against them, the writers write examples under `dir`, and the
+/// trainer reads them back.
+pub struct TrainingRuntime {
+    pub history: SeriesHistory,
+    pub bags: BagCache,
+    pub dir: PathBuf,
+    /// Examples made durable in the store (the trainer's "after N examples" trigger).
+    pub examples_durable: AtomicU64,
+}
 
 /// One labeled example.
 #[derive(Debug, Clone, PartialEq)]
@@ -122,20 +135,6 @@ pub fn example_batch(rows: &[Example]) -> RecordBatch {
         Arc::new(at.finish()),
     ];
     RecordBatch::try_new(EXAMPLE_SCHEMA.clone(), cols).expect("builders match EXAMPLE_SCHEMA")
-}
-
-/// Writes a segment's examples to `<dir>/<date>/<stem>.parquet` atomically; returns bytes.
-pub fn write_examples(
-    dir: &Path,
-    date: &str,
-    stem: &str,
-    rows: &[Example],
-) -> std::io::Result<u64> {
-    super::sink::parquet::write_parquet(
-        &dir.join(date),
-        &format!("{stem}.parquet"),
-        &example_batch(rows),
-    )
 }
 
 fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> anyhow::Result<&'a T> {
@@ -282,6 +281,7 @@ pub fn to_dataset(examples: &[Example]) -> Dataset {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stream::sink::parquet::write_examples;
 
     fn ex(key: &str, start: i64, label: &str, at: i64, off: i64) -> Example {
         Example {

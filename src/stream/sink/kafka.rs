@@ -3,10 +3,26 @@
 
 use std::time::Duration;
 
+use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 
 use super::Segment;
+use crate::config::Config;
+
+/// A producer's config: the bootstrap and every `kafka.properties` entry that is not a
+/// consumer setting, with acks from all in-sync replicas.
+pub fn producer_config(cfg: &Config, bootstrap: &str) -> ClientConfig {
+    let mut pc = ClientConfig::new();
+    pc.set("bootstrap.servers", bootstrap);
+    for (k, v) in &cfg.kafka.properties {
+        if !k.starts_with("group.") && !k.starts_with("session.") && !k.starts_with("enable.auto") {
+            pc.set(k, v);
+        }
+    }
+    pc.set("acks", "all");
+    pc
+}
 
 /// Enqueues one record, waiting while librdkafka's queue is full.
 async fn enqueue(

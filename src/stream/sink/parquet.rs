@@ -16,6 +16,7 @@ use parquet::file::properties::WriterProperties;
 
 use super::{write_atomically, Segment, DEAD_LETTERS_DIR, PREDICTIONS_DIR};
 use crate::stream::record::{DeadLetterRecord, PredictionRecord};
+use crate::stream::training::{example_batch, Example};
 
 fn ts_type() -> DataType {
     DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()))
@@ -212,4 +213,19 @@ pub fn write_segment(root: &Path, seg: &Segment) -> std::io::Result<Written> {
         w.dead_letter_files = 1;
     }
     Ok(w)
+}
+
+/// Writes a segment's examples into the training store, `<dir>/<date>/<stem>.parquet`,
+/// atomically; returns bytes.
+pub fn write_examples(
+    dir: &Path,
+    date: &str,
+    stem: &str,
+    rows: &[Example],
+) -> std::io::Result<u64> {
+    write_parquet(
+        &dir.join(date),
+        &format!("{stem}.parquet"),
+        &example_batch(rows),
+    )
 }

@@ -1,0 +1,47 @@
+//! `milstream bench-stream`: the daemon end to end on the in-process mock cluster.
+
+use anyhow::Result;
+use clap::Args;
+
+#[derive(Args)]
+pub struct BenchStreamArgs {
+    #[arg(long, default_value_t = 1_000_000)]
+    points: usize,
+    /// Points per Kafka message (1 = one record per message, 1000 = JSON arrays).
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
+    #[arg(long, default_value_t = 64)]
+    series: usize,
+    #[arg(long, default_value_t = 4)]
+    partitions: i32,
+    /// Produce at this many points/s while consuming and report latency.
+    #[arg(long)]
+    rate: Option<u64>,
+    /// output.roll_age_ms for the run (bounds how long a row waits for its file).
+    #[arg(long, default_value_t = 100)]
+    roll_age_ms: u64,
+    /// Drain the topic with a bare consumer instead of the daemon: what the mock cluster
+    /// and librdkafka deliver before any decoding, scoring or writing.
+    #[arg(long)]
+    baseline: bool,
+}
+
+/// Prints the benchmark's JSON report.
+pub fn run(args: BenchStreamArgs) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let opts = milstream::stream::bench::BenchOptions {
+        points: args.points,
+        batch: args.batch.max(1),
+        series: args.series,
+        partitions: args.partitions,
+        rate: args.rate,
+        roll_age_ms: args.roll_age_ms,
+        baseline: args.baseline,
+    };
+    let report = rt.block_on(milstream::stream::bench::bench(opts))?;
+    println!("{report}");
+    rt.shutdown_timeout(std::time::Duration::from_secs(1));
+    Ok(())
+}

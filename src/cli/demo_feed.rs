@@ -1,0 +1,44 @@
+//! `milstream demo-feed`: the embedded default's demo feed on its own, into any cluster.
+
+use anyhow::Result;
+use clap::Args;
+
+#[derive(Args)]
+pub struct DemoFeedArgs {
+    #[arg(long)]
+    bootstrap: String,
+    #[arg(long, default_value = "milstream.points")]
+    points_topic: String,
+    /// "" = no labels.
+    #[arg(long, default_value = "milstream.labels")]
+    labels_topic: String,
+    #[arg(long, default_value_t = 8)]
+    sensors: usize,
+    /// Points per second over all sensors.
+    #[arg(long, default_value_t = 400)]
+    points_per_second: u64,
+}
+
+/// Produces until Ctrl-C.
+pub fn run(args: DemoFeedArgs) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            let _ = tokio::signal::ctrl_c().await;
+            let _ = tx.send(true);
+        });
+        milstream::stream::embedded::demo_feed(
+            args.bootstrap,
+            args.points_topic,
+            args.labels_topic,
+            args.sensors,
+            args.points_per_second,
+            rx,
+        )
+        .await;
+    });
+    Ok(())
+}

@@ -1,0 +1,332 @@
+//! The options every fitting subcommand shares (train, eval, cv, bench): `FitOptions`, and
+//! how they become `FitParams`.
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use milstream::data::Format;
+use milstream::mil::model::{BinaryMode, BoxKernelParams, KernelSpec, ModelKind, SvmParams};
+use milstream::mil::{Dataset, FitParams, ShapeletLength, View, WeakKind};
+
+/// Hyperparameters shared by train, eval, cv and bench.
+#[derive(Args, Clone)]
+pub struct FitOptions {
+    /// Model kind: lpboost (shapelets, the core), miordm, boxsvm (box-counting kernel),
+    /// misvm (MI-SVM), mi-svm. Series are bagged into subsequences of the first
+    /// --shapelet-length at --stride for the kinds other than lpboost.
+    #[arg(long = "model", default_value = "lpboost")]
+    pub kind: ModelKind,
+    /// Input layout; detected from the header when omitted (`bag_id,...` means mil).
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Instance kernel.
+    #[arg(long, value_enum, default_value_t = KernelArg::Gaussian)]
+    pub kernel: KernelArg,
+    /// Gaussian width in exp(-sigma |x-z|^2). Default `auto`: the median heuristic,
+    /// 1 / median squared distance between training instances, per shapelet length.
+    #[arg(long, default_value = "auto")]
+    pub sigma: String,
+    /// Multiplier on the median-heuristic sigma (ignored with an explicit --sigma).
+    /// Default: the library's (4 for series, 1 for bags and with --paper).
+    #[arg(long)]
+    pub sigma_scale: Option<f64>,
+    /// Polynomial kernel degree.
+    #[arg(long, default_value_t = 2)]
+    pub degree: u32,
+    /// Polynomial kernel offset.
+    #[arg(long, default_value_t = 1.0)]
+    pub coef0: f64,
+    /// Soft-margin parameter nu in (0, 1] (default: the library's; 0.2 with --paper).
+    #[arg(long)]
+    pub nu: Option<f64>,
+    /// Shapelet lengths, comma separated: absolute (45) or a fraction of the shortest
+    /// series (0.2). Several lengths form one model. Ignored for bag data. Default: the
+    /// library's (see `FitParams::default`); 0.2 with --paper and for the bag kinds.
+    #[arg(long, value_delimiter = ',')]
+    pub shapelet_length: Vec<ShapeletLength>,
+    /// The paper's hypothesis spaces only: raw contiguous subsequences of 0.2 x the
+    /// shortest series, every space's DC weak learner in every round.
+    #[arg(long)]
+    pub paper: bool,
+    /// Series views, comma separated: raw (the series), diff (its first difference).
+    #[arg(long, value_delimiter = ',')]
+    pub views: Vec<ViewArg>,
+    /// Subsequence normalisation: z (z-normalised), raw (as they are) or both.
+    #[arg(long, value_enum)]
+    pub znorm: Option<ZnormArg>,
+    /// Most dilations (1, 2, 4, ...) per length and view; 1 = contiguous only.
+    #[arg(long)]
+    pub dilations: Option<usize>,
+    /// Spaces whose DC weak learner runs each round (best by their one-hot edge); 0 = all.
+    #[arg(long)]
+    pub dc_spaces: Option<usize>,
+    /// No bias (the constant hypotheses +-1) in the hypothesis class, as in the paper.
+    #[arg(long)]
+    pub no_bias: bool,
+    /// The paper's common soft-margin cap 1 / (nu m) instead of a class-balanced one.
+    #[arg(long)]
+    pub no_balance: bool,
+    /// No mean hypotheses (sum_z alpha_z mean_x K(z, x)) in the class, as in the paper.
+    #[arg(long)]
+    pub no_mean: bool,
+    /// Most training subsequences per space (a larger training stride beyond), or `all`.
+    #[arg(long)]
+    pub max_instances: Option<String>,
+    /// Representatives per space from k-means++, or `all` (default: the library's; 100
+    /// with --paper).
+    #[arg(long)]
+    pub k: Option<String>,
+    /// Weak-learner subproblem: op2 (l1 ball, LP, sparse) or op1 (RKHS ball, SOCP).
+    #[arg(long, value_enum, default_value_t = WeakArg::Op2)]
+    pub weak: WeakArg,
+    /// Two classes: `symmetric` poses one-vs-rest for both (default), `single` the paper's
+    /// one problem with the second class (sorted) positive.
+    #[arg(long, value_enum, default_value_t = BinaryArg::Symmetric)]
+    pub binary: BinaryArg,
+    /// Most boosting rounds.
+    #[arg(long, default_value_t = 100)]
+    pub max_rounds: usize,
+    /// Stopping tolerance of LPBoost and the DC loop.
+    #[arg(long, default_value_t = 1e-4)]
+    pub epsilon: f64,
+    /// Most DC iterations per weak-learner call; 0 = the one-hot start alone (default:
+    /// the library's; 10 with --paper and for bags).
+    #[arg(long)]
+    pub dc_max_iters: Option<usize>,
+    /// DC runs per weak-learner call, from the best one-hot starts (1 = the paper's
+    /// single start, appendix A.3).
+    #[arg(long, default_value_t = 1)]
+    pub starts: usize,
+    /// Subsequence stride used in training (prediction always uses every subsequence).
+    #[arg(long, default_value_t = 1)]
+    pub stride: usize,
+    /// Choose length, nu and sigma by 5-fold cross-validation on the training data over the
+    /// paper's grid (see `milstream::mil::select::default_grid`).
+    #[arg(long)]
+    pub search: bool,
+    /// Seconds the --search may take (grid points not started by then are skipped; the
+    /// first always runs). Default: 20 x one fit of the defaults on the training data.
+    #[arg(long)]
+    pub search_budget: Option<f64>,
+    /// MIORDM: lambda (the paper's grid 2^7..2^10).
+    #[arg(long, default_value_t = 256.0)]
+    pub lambda: f64,
+    /// MIORDM: theta, the insensitive zone of the margin distribution.
+    #[arg(long, default_value_t = 0.7)]
+    pub theta: f64,
+    /// MIORDM: mu, the weight of the margin variance.
+    #[arg(long, default_value_t = 0.7)]
+    pub mu: f64,
+    /// MIORDM, MI-SVM, mi-SVM: RBF width on [0, 1]-scaled features; `auto` = 1 / d for
+    /// MIORDM (the paper's), the median heuristic for the SVMs.
+    #[arg(long, default_value = "auto")]
+    pub gamma: String,
+    /// SVM soft-margin bound C (MI-SVM, mi-SVM, boxsvm). Default: 10 for the MI-SVMs, 100
+    /// for boxsvm (whose features are scaled to unit mean squared norm).
+    #[arg(long = "svm-c")]
+    pub svm_c: Option<f64>,
+    /// boxsvm: grid resolution s (features discretised to 0..s).
+    #[arg(long, default_value_t = 20)]
+    pub box_s: u32,
+    /// boxsvm: FPRAS relative error epsilon.
+    #[arg(long, default_value_t = 0.1)]
+    pub box_epsilon: f64,
+    /// boxsvm: FPRAS failure probability delta.
+    #[arg(long, default_value_t = 0.01)]
+    pub box_delta: f64,
+    /// boxsvm: exponent of the sub-polynomial map x^rho; `auto` = 10 / the largest training
+    /// ln count (the paper's 1/50 on MUSK).
+    #[arg(long, default_value = "auto")]
+    pub box_rho: String,
+    /// boxsvm: the empirical kernel map's reference bags include the bags being scored in
+    /// eval and cv (the paper's transduction).
+    #[arg(long)]
+    pub transductive: bool,
+    /// Seed of k-means, fold assignment and the median heuristic.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Keep bag features as they are (by default they are z-scored with the training
+    /// mean and deviation, stored in the model).
+    #[arg(long)]
+    pub no_standardize: bool,
+    /// Print a JSON summary as the last line of stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+pub enum ViewArg {
+    Raw,
+    Diff,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+pub enum ZnormArg {
+    Z,
+    Raw,
+    Both,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+pub enum KernelArg {
+    Gaussian,
+    Linear,
+    Poly,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+pub enum BinaryArg {
+    Single,
+    Symmetric,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+pub enum WeakArg {
+    Op1,
+    Op2,
+}
+
+impl FitOptions {
+    /// The parameters for training on `ds`: the options given over the library's defaults
+    /// (for bags or series; the paper's with --paper and for the other kinds).
+    pub fn params(&self, ds: &Dataset) -> Result<FitParams> {
+        let bags = matches!(ds.samples.first(), Some(milstream::mil::Sample::Bag(_)));
+        let base = if self.paper || self.kind != ModelKind::Lpboost {
+            FitParams::paper()
+        } else if bags {
+            FitParams::for_bags()
+        } else {
+            FitParams::default()
+        };
+        let base_scale = match base.kernel {
+            KernelSpec::Gaussian { scale, .. } => scale,
+            _ => 1.0,
+        };
+        let kernel = match self.kernel {
+            KernelArg::Gaussian => {
+                let sigma = match self.sigma.as_str() {
+                    "auto" => None,
+                    s => Some(s.parse::<f64>().with_context(|| {
+                        format!("--sigma '{s}' is neither `auto` nor a number")
+                    })?),
+                };
+                KernelSpec::Gaussian {
+                    sigma,
+                    scale: self.sigma_scale.unwrap_or(base_scale),
+                }
+            }
+            KernelArg::Linear => KernelSpec::Linear,
+            KernelArg::Poly => KernelSpec::Polynomial {
+                degree: self.degree,
+                coef0: self.coef0,
+            },
+        };
+        let gamma = match self.gamma.as_str() {
+            "auto" => None,
+            g => Some(
+                g.parse::<f64>()
+                    .with_context(|| format!("--gamma '{g}' is neither `auto` nor a number"))?,
+            ),
+        };
+        let k = match self.k.as_deref() {
+            None => base.k,
+            Some("all") => None,
+            Some(s) => Some(
+                s.parse::<usize>()
+                    .with_context(|| format!("--k '{s}' is neither `all` nor a count"))?,
+            ),
+        };
+        let mut spaces = base.spaces.clone();
+        if !self.views.is_empty() {
+            spaces.views = self
+                .views
+                .iter()
+                .map(|v| match v {
+                    ViewArg::Raw => View::Raw,
+                    ViewArg::Diff => View::Diff,
+                })
+                .collect();
+        }
+        if let Some(z) = self.znorm {
+            spaces.znorm = match z {
+                ZnormArg::Z => vec![true],
+                ZnormArg::Raw => vec![false],
+                ZnormArg::Both => vec![true, false],
+            };
+        }
+        if let Some(d) = self.dilations {
+            spaces.dilations = d;
+        }
+        if let Some(n) = self.dc_spaces {
+            spaces.dc_spaces = n;
+        }
+        if let Some(m) = &self.max_instances {
+            spaces.max_instances = match m.as_str() {
+                "all" => None,
+                s => Some(s.parse::<usize>().with_context(|| {
+                    format!("--max-instances '{s}' is neither `all` nor a count")
+                })?),
+            };
+        }
+        let p = FitParams {
+            kernel,
+            lengths: if self.shapelet_length.is_empty() {
+                base.lengths.clone()
+            } else {
+                self.shapelet_length.clone()
+            },
+            spaces,
+            bias: base.bias && !self.no_bias,
+            mean_hypotheses: base.mean_hypotheses && !self.no_mean,
+            balanced: base.balanced && !self.no_balance,
+            stride: self.stride,
+            k,
+            nu: self.nu.unwrap_or(base.nu),
+            epsilon: self.epsilon,
+            max_rounds: self.max_rounds,
+            weak: match self.weak {
+                WeakArg::Op1 => WeakKind::Op1,
+                WeakArg::Op2 => WeakKind::Op2,
+            },
+            binary: match self.binary {
+                BinaryArg::Single => BinaryMode::Single,
+                BinaryArg::Symmetric => BinaryMode::Symmetric,
+            },
+            dc_max_iters: self.dc_max_iters.unwrap_or(base.dc_max_iters),
+            starts: self.starts,
+            seed: self.seed,
+            standardize: !self.no_standardize,
+            kind: self.kind,
+            miordm: milstream::mil::model::MiordmParams {
+                lambda: self.lambda,
+                theta: self.theta,
+                mu: self.mu,
+                gamma,
+                ..Default::default()
+            },
+            svm: SvmParams {
+                c: self.svm_c.unwrap_or(SvmParams::default().c),
+                gamma,
+                ..Default::default()
+            },
+            boxkernel: BoxKernelParams {
+                s: self.box_s,
+                c: self.svm_c.unwrap_or(BoxKernelParams::default().c),
+                epsilon: self.box_epsilon,
+                delta: self.box_delta,
+                rho: match self.box_rho.as_str() {
+                    "auto" => None,
+                    r => Some(r.parse::<f64>().with_context(|| {
+                        format!("--box-rho '{r}' is neither `auto` nor a number")
+                    })?),
+                },
+                transductive: self.transductive,
+            },
+        };
+        p.validate()?;
+        Ok(p)
+    }
+}

@@ -1,0 +1,336 @@
+//! Assignment: the consumer's rebalance callbacks. In: assign / revoke / lost from the group
+//! (inside the consumer's poll), and librdkafka's statistics. Out: each new partition's
+//! state queued to its worker ahead of its first message, the fetch position set to the
+//! partition's replay point, revoked partitions sealed, made durable and committed.
+//! Owns: which partitions this process holds (with [`DurableOffsets`]).
+//!
+//! On assignment the consumer seeks to the replay point, rebuilds windows from the
+//! messages below the committed offset without emitting, and emits from the committed
+//! offset on; files at or beyond the committed offset are swept first, because the replay
+//! rewrites them (under the same names when the segment bounds match, else new ones).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::sync_channel;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
+use rdkafka::types::RDKafkaRespErr;
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use tracing::{error, info, warn};
+
+use super::commit::{decode_metadata, DurableOffsets, PartitionKey};
+use super::record::RecordKind;
+use super::sink;
+use super::window::{PartitionWindows, WindowParams};
+use super::worker::{PartitionState, Work, WorkerPool};
+use crate::config::{Config, Role};
+use crate::http::Health;
+use crate::metrics::Metrics;
+
+/// `topic/partition` of each element, for logs.
+fn partition_names(tpl: &TopicPartitionList) -> Vec<String> {
+    tpl.elements()
+        .iter()
+        .map(|e| format!("{}/{}", e.topic(), e.partition()))
+        .collect()
+}
+
+/// What the rebalance callbacks need; shared with the committer.
+pub struct Assignments {
+    pub cfg: Config,
+    pub metrics: Arc<Metrics>,
+    pub health: Arc<Health>,
+    pub durable: Arc<DurableOffsets>,
+    /// The record kind of each consumed topic.
+    pub kinds: HashMap<String, RecordKind>,
+    pub window_params: WindowParams,
+    /// The training store, swept with the outputs, when training is on.
+    pub training_dir: Option<PathBuf>,
+    /// Whether the first commit since the last assignment was logged.
+    pub first_commit_logged: AtomicBool,
+    /// The workers, until shutdown: then assignments are no longer queued.
+    workers: Mutex<Option<Arc<WorkerPool>>>,
+}
+
+impl Assignments {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        cfg: Config,
+        metrics: Arc<Metrics>,
+        health: Arc<Health>,
+        durable: Arc<DurableOffsets>,
+        kinds: HashMap<String, RecordKind>,
+        window_params: WindowParams,
+        training_dir: Option<PathBuf>,
+        workers: Arc<WorkerPool>,
+    ) -> Self {
+        Self {
+            cfg,
+            metrics,
+            health,
+            durable,
+            kinds,
+            window_params,
+            training_dir,
+            first_commit_logged: AtomicBool::new(false),
+            workers: Mutex::new(Some(workers)),
+        }
+    }
+
+    /// Shutdown: later rebalances queue nothing to the workers.
+    pub fn detach_workers(&self) {
+        *self.workers.lock().expect("workers lock") = None;
+    }
+
+    /// Partition assigned: read its committed offset and replay point, sweep outputs the
+    /// replay will rewrite, and point the fetch position at the replay point.
+    fn on_assign(&self, base: &BaseConsumer<Ctx>, tpl: &mut TopicPartitionList) {
+        // Without the committed offsets we cannot tell committed output from uncommitted:
+        // then sweep nothing and replay from the reset policy (duplicates, never loss).
+        let mut committed = None;
+        for attempt in 1..=3 {
+            match base.committed_offsets(tpl.clone(), Duration::from_secs(10)) {
+                Ok(c) => {
+                    committed = Some(c);
+                    break;
+                }
+                Err(e) => error!(
+                    %e,
+                    attempt,
+                    partitions = ?partition_names(tpl),
+                    "reading committed offsets failed"
+                ),
+            }
+        }
+        let may_sweep = committed.is_some();
+        if !may_sweep {
+            error!("no committed offsets: replaying from the reset policy without sweeping output");
+        }
+        let committed = committed.unwrap_or_default();
+        self.first_commit_logged.store(false, Ordering::Relaxed);
+        let workers = self.workers.lock().expect("workers lock").clone();
+        let mut seeks: Vec<(String, i32, i64)> = Vec::new();
+        for el in tpl.elements() {
+            let (topic, partition) = (el.topic().to_string(), el.partition());
+            let Some(&kind) = self.kinds.get(&topic) else {
+                continue;
+            };
+            let (commit, meta) = committed
+                .find_partition(&topic, partition)
+                .map(|e| (e.offset(), e.metadata().to_string()))
+                .unwrap_or((Offset::Invalid, String::new()));
+            let commit = match commit {
+                Offset::Offset(o) => Some(o),
+                _ => None,
+            };
+            let replay_from = commit.map(|c| decode_metadata(&meta).unwrap_or(c).min(c));
+            if may_sweep {
+                self.sweep(&topic, partition, commit.unwrap_or(0));
+            }
+            info!(topic, partition, committed = ?commit, replay_from = ?replay_from, "partition assigned");
+            let key = (topic.clone(), partition);
+            self.durable
+                .own(key.clone(), commit.unwrap_or(0), replay_from.unwrap_or(0));
+            if let Some(r) = replay_from {
+                seeks.push((topic.clone(), partition, r));
+            }
+            let state = Box::new(PartitionState::new(
+                &self.metrics,
+                &topic,
+                partition,
+                kind,
+                commit.unwrap_or(i64::MIN),
+                replay_from.unwrap_or(0),
+                // A trainer scores nothing: its point partitions feed the history only.
+                (kind == RecordKind::Point && self.cfg.pipeline.role != Role::Trainer)
+                    .then(|| PartitionWindows::new(self.window_params)),
+            ));
+            // Queued ahead of the partition's first message (the fetch starts after this
+            // callback returns), behind anything of an earlier assignment.
+            if let Some(w) = &workers {
+                if !w.send_control(w.index(&topic, partition), Work::Assign(key, state)) {
+                    error!(topic, partition, "a scoring worker has stopped");
+                }
+            }
+        }
+        // The fetch starts at the replay point of each partition that has a commit.
+        for (t, p, o) in seeks {
+            if let Err(e) = tpl.set_partition_offset(&t, p, Offset::Offset(o)) {
+                error!(topic = t, partition = p, %e, "setting the replay offset failed");
+            }
+        }
+        self.metrics
+            .partitions_assigned
+            .set(self.durable.owned() as i64);
+    }
+
+    /// Deletes the partition's outputs (and training-store files) from `from` on: the replay
+    /// rewrites them.
+    fn sweep(&self, topic: &str, partition: i32, from: i64) {
+        let swept =
+            sink::sweep_partition(&self.cfg.output.dir, topic, partition, from).and_then(|n| {
+                match &self.training_dir {
+                    Some(dir) => Ok(n + sink::sweep_tree(dir, topic, partition, from)?),
+                    None => Ok(n),
+                }
+            });
+        match swept {
+            Ok(n) if n > 0 => {
+                self.metrics.files_swept.inc_by(n as u64);
+                info!(topic, partition, swept = n, "swept uncommitted output");
+            }
+            Ok(_) => {}
+            Err(e) => error!(topic, partition, %e, "sweeping uncommitted output failed"),
+        }
+    }
+
+    /// Partitions revoked: seal their segments, wait (bounded) for the writer, commit, and
+    /// drop their windows. A lost assignment is dropped without committing: another
+    /// member may already own the partitions.
+    fn on_revoke(&self, base: &BaseConsumer<Ctx>, tpl: &TopicPartitionList) {
+        let keys: Vec<PartitionKey> = tpl
+            .elements()
+            .iter()
+            .map(|e| (e.topic().to_string(), e.partition()))
+            .collect();
+        let lost = base.assignment_lost();
+        let timeout = Duration::from_millis(self.cfg.shutdown.revoke_timeout_ms);
+        let deadline = Instant::now() + timeout;
+        // Each worker first finishes the partitions' queued messages (they are ahead in its
+        // queue), then seals and hands over their segments.
+        let mut targets = Vec::new();
+        if let Some(w) = self.workers.lock().expect("workers lock").clone() {
+            let mut by_worker: HashMap<usize, Vec<PartitionKey>> = HashMap::new();
+            for k in &keys {
+                by_worker
+                    .entry(w.index(&k.0, k.1))
+                    .or_default()
+                    .push(k.clone());
+            }
+            let mut replies = Vec::new();
+            for (i, keys) in by_worker {
+                let (reply, rx) = sync_channel(1);
+                let work = Work::Revoke {
+                    keys,
+                    seal: !lost,
+                    reply,
+                };
+                if w.send_control(i, work) {
+                    replies.push(rx);
+                }
+            }
+            for rx in replies {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match rx.recv_timeout(left) {
+                    Ok(t) => targets.extend(t),
+                    Err(_) => warn!(
+                        timeout_ms = timeout.as_millis() as u64,
+                        "revoke: a worker did not finish its partitions in time"
+                    ),
+                }
+            }
+        }
+        if !lost {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if !self.durable.wait_durable(&targets, left) {
+                warn!(
+                    timeout_ms = timeout.as_millis() as u64,
+                    "revoke: not every segment was durable in time"
+                );
+            }
+            if let Some((tpl, marks)) = self.durable.to_commit(Some(&keys)) {
+                match base.commit(&tpl, CommitMode::Sync) {
+                    Ok(()) => {
+                        self.durable.committed(&marks);
+                        self.metrics.commits.inc();
+                    }
+                    Err(e) => {
+                        self.metrics.commit_failures.inc();
+                        warn!(%e, "commit on revoke failed");
+                    }
+                }
+            }
+        } else {
+            warn!("assignment lost: dropping partitions without committing");
+        }
+        for k in &keys {
+            self.durable.disown(k);
+        }
+        self.metrics
+            .partitions_assigned
+            .set(self.durable.owned() as i64);
+        info!(partitions = keys.len(), lost, "partitions revoked");
+    }
+}
+
+/// The consumer context: rebalance with replay, and revoke with a final commit.
+#[derive(Default)]
+pub struct Ctx {
+    state: OnceLock<Arc<Assignments>>,
+}
+
+impl Ctx {
+    /// Hands the callbacks their state once the pipeline is built (a rebalance before then
+    /// is ignored).
+    pub fn attach(&self, state: Arc<Assignments>) {
+        let _ = self.state.set(state);
+    }
+}
+
+impl ClientContext for Ctx {
+    /// librdkafka's statistics (every `statistics.interval.ms`): the consumer lag per
+    /// assigned partition.
+    fn stats(&self, statistics: rdkafka::Statistics) {
+        let Some(state) = self.state.get() else {
+            return;
+        };
+        for (topic, t) in &statistics.topics {
+            for (partition, p) in &t.partitions {
+                // -1 is librdkafka's internal partition; a negative lag is "unknown".
+                if *partition >= 0 && p.consumer_lag >= 0 {
+                    state
+                        .metrics
+                        .consumer_lag
+                        .with_label_values(&[topic.as_str(), &partition.to_string()])
+                        .set(p.consumer_lag);
+                }
+            }
+        }
+    }
+}
+
+impl ConsumerContext for Ctx {
+    fn rebalance(
+        &self,
+        base: &BaseConsumer<Self>,
+        err: RDKafkaRespErr,
+        tpl: &mut TopicPartitionList,
+    ) {
+        let Some(state) = self.state.get() else {
+            warn!("rebalance before the pipeline was ready; ignoring");
+            return;
+        };
+        match err {
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
+                state.on_assign(base, tpl);
+                if let Err(e) = base.assign(tpl) {
+                    error!(%e, partitions = ?partition_names(tpl), "assign failed");
+                }
+                state.health.set_ready(true);
+            }
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
+                state.on_revoke(base, tpl);
+                if let Err(e) = base.unassign() {
+                    error!(%e, "unassign failed");
+                }
+            }
+            other => {
+                error!(?other, "rebalance error; dropping the assignment");
+                let _ = base.unassign();
+            }
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! The daemon's start-up. In: the config and `run`'s options. Out: a running pipeline until
+//! SIGTERM / SIGINT. Owns: the choice of the start-up model (registry, file or embedded),
+//! the embedded cluster and demo feed, the HTTP server and the start-up banner.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use tracing::info;
+
+use super::registry::{self, short_hash};
+use super::window::ScoringModel;
+use super::{embedded, pipeline};
+use crate::config::Config;
+use crate::http::Health;
+use crate::metrics::Metrics;
+use crate::mil::Model;
+
+/// Options of `milstream run` beyond the config file.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Embedded mode: keep the mock cluster but do not start the demo producer.
+    pub no_demo_feed: bool,
+    /// Logs are JSON lines: the start-up banner becomes one log event instead of text.
+    pub json_logs: bool,
+}
+
+fn load_model(path: &Path) -> anyhow::Result<(Model, String)> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading model {}", path.display()))?;
+    let model =
+        Model::from_json(&text).with_context(|| format!("loading model {}", path.display()))?;
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok((model, format!("{stem}-{}", short_hash(&text))))
+}
+
+/// The series model to start with: the registry's `current` when there is one; else the
+/// artifact at `model.series_path`, or the embedded GunPoint model trained now, which is then
+/// published to the registry (if configured) as its first version.
+pub fn resolve_series_model(cfg: &Config) -> anyhow::Result<(Model, String)> {
+    let registry = cfg
+        .registry_dir()
+        .as_deref()
+        .map(registry::Registry::open)
+        .transpose()?;
+    if let Some(reg) = &registry {
+        if let Some((m, card)) = reg.load_current()? {
+            info!(
+                version = card.version,
+                "scoring with the registry's current model"
+            );
+            return Ok((m, card.version));
+        }
+    }
+    let (model, version, source) = match &cfg.model.series_path {
+        Some(p) => {
+            let (m, v) = load_model(p)?;
+            (m, v, p.display().to_string())
+        }
+        None => {
+            let t = std::time::Instant::now();
+            let m = embedded::train_embedded_model_of(cfg.model.kind)?;
+            let v = format!("gunpoint-embedded-{}", short_hash(&m.to_json()));
+            info!(
+                seconds = t.elapsed().as_secs_f64(),
+                version = v,
+                "trained the embedded GunPoint model"
+            );
+            (m, v, "embedded GunPoint".to_string())
+        }
+    };
+    match &registry {
+        Some(reg) => {
+            let v = reg.publish(&model, &registry::ModelCard::describe(&model, &source))?;
+            info!(
+                version = v,
+                "published the first model version to the registry"
+            );
+            Ok((model, v))
+        }
+        None => Ok((model, version)),
+    }
+}
+
+/// Runs the daemon until SIGTERM / SIGINT (or `stop` turns true).
+pub async fn run(
+    cfg: Config,
+    opts: RunOptions,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let metrics = Metrics::new();
+    let health = Arc::new(Health::default());
+    let (model, version) = resolve_series_model(&cfg)?;
+    // Fail at start, not per window, if the window cannot hold the model's shapelets.
+    crate::mil::incremental::WindowScorer::new(&model, cfg.window.points)
+        .map_err(|e| anyhow::anyhow!("window.points: {e}"))?;
+    let series_model = Arc::new(ScoringModel {
+        model,
+        version,
+        generation: 1,
+    });
+    let bag_model = match &cfg.model.bags_path {
+        Some(p) => {
+            let (m, v) = load_model(p)?;
+            Some(Arc::new(ScoringModel {
+                model: m,
+                version: v,
+                generation: 1,
+            }))
+        }
+        None => None,
+    };
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    {
+        // SIGTERM / SIGINT or the caller's stop: one shutdown signal for every task.
+        let stop_tx = stop_tx.clone();
+        let mut outer = stop;
+        tokio::spawn(async move {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+                _ = async { while !*outer.borrow() { if outer.changed().await.is_err() { std::future::pending::<()>().await; } } } => {}
+            }
+            info!("stop requested");
+            let _ = stop_tx.send(true);
+        });
+    }
+
+    let bootstrap = if cfg.is_embedded() {
+        let mut topics = vec![cfg.kafka.points_topic.clone()];
+        for t in [
+            &cfg.kafka.bags_topic,
+            &cfg.kafka.labels_topic,
+            &cfg.kafka.models_topic,
+            &cfg.output.kafka_topic,
+            &cfg.output.dead_letter_topic,
+        ] {
+            if !t.is_empty() {
+                topics.push(t.clone());
+            }
+        }
+        embedded::start_mock_cluster(topics, cfg.kafka.embedded_partitions)?
+    } else {
+        cfg.kafka.bootstrap_servers.clone()
+    };
+
+    let http_addr = if cfg.http.listen.is_empty() {
+        None
+    } else {
+        let mut rx = stop_rx.clone();
+        let (addr, _) = crate::http::serve(
+            &cfg.http.listen,
+            metrics.clone(),
+            health.clone(),
+            async move {
+                let _ = rx.wait_for(|s| *s).await;
+            },
+        )
+        .await?;
+        Some(addr)
+    };
+
+    let out = std::path::absolute(&cfg.output.dir).unwrap_or_else(|_| cfg.output.dir.clone());
+    if opts.json_logs {
+        info!(
+            model_version = series_model.version,
+            bootstrap,
+            embedded = cfg.is_embedded(),
+            points_topic = cfg.kafka.points_topic,
+            predictions = %out.join("predictions").display(),
+            metrics = ?http_addr.map(|a| format!("http://{a}/metrics")),
+            "milstream started"
+        );
+    } else {
+        eprintln!("milstream: scoring with model {}", series_model.version);
+        eprintln!(
+            "  kafka bootstrap:  {bootstrap}{}",
+            if cfg.is_embedded() {
+                "  (in-process mock cluster; any Kafka client can produce to it)"
+            } else {
+                ""
+            }
+        );
+        eprintln!(
+            "  points topic:     {}  (JSON {{\"series_id\":..,\"ts\":..,\"value\":..}})",
+            cfg.kafka.points_topic
+        );
+        eprintln!(
+            "  predictions:      {}/predictions/date=*/*.parquet",
+            out.display()
+        );
+        eprintln!(
+            "  read them:        python3 -c \"import pyarrow.dataset as d; print(d.dataset('{}/predictions', format='parquet', partitioning='hive').to_table().to_pandas())\"",
+            out.display()
+        );
+        eprintln!("                    duckdb -c \"select key, label, scores from read_parquet('{}/predictions/*/*.parquet')\"", out.display());
+        if let Some(a) = http_addr {
+            eprintln!("  metrics:          http://{a}/metrics   (/healthz, /readyz)");
+        }
+    }
+
+    if cfg.is_embedded() && cfg.demo.feed && !opts.no_demo_feed {
+        tokio::spawn(embedded::demo_feed(
+            bootstrap.clone(),
+            cfg.kafka.points_topic.clone(),
+            cfg.kafka.labels_topic.clone(),
+            cfg.demo.sensors,
+            cfg.demo.points_per_second,
+            stop_rx.clone(),
+        ));
+    }
+    pipeline::run_pipeline(
+        cfg,
+        bootstrap,
+        series_model,
+        bag_model,
+        metrics,
+        health,
+        stop_rx,
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_registry_brings_back_the_same_model_after_a_restart() {
+        let dir = std::env::temp_dir().join(format!("milstream-resolve-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let model = embedded::train_embedded_model().unwrap();
+        let file = dir.join("first.json");
+        std::fs::write(&file, model.to_json()).unwrap();
+        let mut cfg = Config::default();
+        cfg.model.series_path = Some(file.clone());
+        cfg.model.registry_dir = Some(dir.join("models"));
+        let (m1, v1) = resolve_series_model(&cfg).unwrap();
+        assert!(v1.starts_with("v000001-"), "{v1}");
+        assert_eq!(m1, model);
+        // Restart, with the artifact gone: the registry's current model comes back.
+        std::fs::remove_file(&file).unwrap();
+        let (m2, v2) = resolve_series_model(&cfg).unwrap();
+        assert_eq!((m2, v2), (model, v1));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

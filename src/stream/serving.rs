@@ -1,0 +1,52 @@
+//! The model in service. In: the start-up model, then promoted or followed versions. Out:
+//! the current model for every window the workers score. Owns: the hot-swappable slot.
+//!
+//! This is the interface the trainer and the models-topic follower get from the pipeline:
+//! they swap models here and never import the pipeline's stages.
+
+use std::sync::Arc;
+
+use arc_swap::{ArcSwap, Guard};
+
+use super::window::ScoringModel;
+use crate::metrics::Metrics;
+use crate::mil::Model;
+
+/// The series model the scoring workers read, swapped atomically.
+pub struct ServingModel {
+    current: ArcSwap<ScoringModel>,
+    metrics: Arc<Metrics>,
+}
+
+impl ServingModel {
+    pub fn new(initial: Arc<ScoringModel>, metrics: Arc<Metrics>) -> Self {
+        Self {
+            current: ArcSwap::new(initial),
+            metrics,
+        }
+    }
+
+    /// The model in service, cheaply (the hot path: once per message).
+    pub fn load(&self) -> Guard<Arc<ScoringModel>> {
+        self.current.load()
+    }
+
+    /// The model in service, to keep.
+    pub fn load_full(&self) -> Arc<ScoringModel> {
+        self.current.load_full()
+    }
+
+    /// Swaps the serving model; series rebuild their scorers from their kept points at their
+    /// next window, so no window is dropped.
+    pub fn promote(&self, model: Model, version: String) {
+        let old = self.current.load_full();
+        self.metrics
+            .set_model_version(&version, model.kind().name());
+        self.current.store(Arc::new(ScoringModel {
+            model,
+            version,
+            generation: old.generation + 1,
+        }));
+        self.metrics.model_swaps.inc();
+    }
+}

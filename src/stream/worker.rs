@@ -1,0 +1,867 @@
+//! The scoring workers: one partition's processing, decode -> window -> score -> segment.
+//!
+//! In: [`Work`] on the worker's queue, in partition (= offset) order: messages (topic,
+//! partition, offset, timestamp, payload; no Kafka types), assignments with the state to
+//! start from, revocations, and ticks. Out: sealed [`Segment`]s for the writers, and on a
+//! revoke or at shutdown each partition's next offset. Owns: its partitions' windows, open
+//! segments and waiting labels ([`PartitionState`]); nothing else writes them.
+//!
+//! A partition's outputs accumulate in its open segment, which the worker seals (rows,
+//! bytes, age, revoke, shutdown) with the replay point a new owner must start from: the
+//! oldest offset still inside a live window or a waiting label. Messages below
+//! `emit_from` (committed before) only rebuild state.
+
+use std::collections::HashMap;
+use std::sync::mpsc::SyncSender;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::commit::PartitionKey;
+use super::labels::{LabelJoiner, LabelSource, WaitingLabels};
+use super::record::{
+    decode, DeadLetterRecord, DeadReason, DecodeLimits, PredictionRecord, Record, RecordKind,
+    Rejected, TopContribution,
+};
+use super::serving::ServingModel;
+use super::sink::Segment;
+use super::training::Example;
+use super::window::{PartitionWindows, PointOutcome, ScoredWindow, ScoringModel};
+use super::writer::Writers;
+use crate::config::{Config, Role};
+use crate::metrics::Metrics;
+use crate::mil::{Bag, Explanation, Sample};
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// A consumed message, as a worker sees it.
+#[derive(Debug, Clone)]
+pub struct Message {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    /// The Kafka timestamp (the time it was consumed, for a message without one): names
+    /// the date folder of the segment it opens, and is a label's `labeled_at`.
+    pub timestamp_ms: i64,
+    pub payload: Vec<u8>,
+}
+
+/// What a scoring worker is told, in partition order.
+pub enum Work {
+    Message {
+        msg: Message,
+        consumed_at: Instant,
+    },
+    /// A partition is now ours; its messages follow.
+    Assign(PartitionKey, Box<PartitionState>),
+    /// Partitions are no longer ours: seal their segments (unless the assignment was lost)
+    /// and drop them; the reply carries each sealed partition's next offset.
+    Revoke {
+        keys: Vec<PartitionKey>,
+        seal: bool,
+        reply: SyncSender<Vec<(PartitionKey, i64)>>,
+    },
+    /// Time to seal segments past the roll age (sent periodically; dropped when the queue
+    /// is full, since a busy worker checks ages between messages anyway).
+    Tick,
+}
+
+/// Per assigned partition.
+pub struct PartitionState {
+    messages: prometheus::IntCounter,
+    records: prometheus::IntCounter,
+    kind: RecordKind,
+    /// Outputs of offsets below this were committed before: rebuild only.
+    emit_from: i64,
+    /// Next offset to process.
+    next_offset: i64,
+    windows: Option<PartitionWindows>,
+    segment: Option<Segment>,
+    /// This partition's share of the live-series gauge.
+    live_series: i64,
+    topic: String,
+    partition: i32,
+    /// Labels waiting for their segment's points. They hold the partition's replay point
+    /// back, so a crash replays them.
+    waiting_labels: WaitingLabels,
+}
+
+impl PartitionState {
+    /// A partition's state before its first message: outputs from `emit_from` on, the next
+    /// message expected at `next_offset` (the replay point), `windows` for point
+    /// partitions that are scored.
+    pub fn new(
+        metrics: &Metrics,
+        topic: &str,
+        partition: i32,
+        kind: RecordKind,
+        emit_from: i64,
+        next_offset: i64,
+        windows: Option<PartitionWindows>,
+    ) -> Self {
+        Self {
+            messages: metrics.messages_consumed.with_label_values(&[topic]),
+            records: metrics
+                .records_consumed
+                .with_label_values(&[topic, &partition.to_string()]),
+            kind,
+            emit_from,
+            next_offset,
+            windows,
+            segment: None,
+            live_series: 0,
+            topic: topic.to_string(),
+            partition,
+            waiting_labels: WaitingLabels::default(),
+        }
+    }
+}
+
+/// What every worker reads and none owns.
+pub struct WorkerEnv {
+    pub cfg: Config,
+    pub metrics: Arc<Metrics>,
+    pub serving: Arc<ServingModel>,
+    pub bag_model: Option<Arc<ScoringModel>>,
+    /// Label joins and kept history, when training is on.
+    pub labels: Option<LabelJoiner>,
+    pub limits: DecodeLimits,
+}
+
+impl WorkerEnv {
+    /// Closes a partition's open segment, stamping its replay point.
+    fn seal(&self, p: &mut PartitionState) -> Option<Segment> {
+        let mut seg = p.segment.take()?;
+        let next = seg.last_offset + 1;
+        seg.replay_from = p
+            .windows
+            .as_ref()
+            .and_then(|w| w.oldest_offset())
+            .into_iter()
+            .chain(p.waiting_labels.oldest_offset())
+            .fold(next, i64::min);
+        if let Some(w) = p.windows.as_mut() {
+            w.evict_idle();
+            let ev = std::mem::take(&mut w.events);
+            let evicted = &self.metrics.series_evicted;
+            evicted
+                .with_label_values(&["idle"])
+                .inc_by(ev.evicted_idle + ev.restarted);
+            evicted
+                .with_label_values(&["capacity"])
+                .inc_by(ev.evicted_capacity);
+        }
+        Some(seg)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn to_prediction(
+        &self,
+        key: String,
+        kind: &str,
+        window: Option<(i64, i64)>,
+        e: &Explanation,
+        model: &ScoringModel,
+        src: (&str, i32, i64),
+        first_offset: i64,
+    ) -> PredictionRecord {
+        PredictionRecord {
+            key,
+            kind: kind.to_string(),
+            window_start_ms: window.map(|w| w.0),
+            window_end_ms: window.map(|w| w.1),
+            label: e.prediction.label.clone(),
+            classes: model.model.classes().to_vec(),
+            scores: e.prediction.scores.clone(),
+            model_kind: model.model.kind_name().to_string(),
+            model_version: model.version.clone(),
+            top: TopContribution::top(e, self.cfg.window.top_contributions),
+            source_topic: src.0.to_string(),
+            source_partition: src.1,
+            source_offset: src.2,
+            first_offset,
+            emitted_at_ms: now_ms(),
+        }
+    }
+}
+
+/// One scoring worker's partitions.
+pub struct Worker {
+    env: Arc<WorkerEnv>,
+    parts: HashMap<PartitionKey, Box<PartitionState>>,
+}
+
+impl Worker {
+    pub fn new(env: Arc<WorkerEnv>) -> Self {
+        Self {
+            env,
+            parts: HashMap::new(),
+        }
+    }
+
+    pub fn assign(&mut self, key: PartitionKey, state: Box<PartitionState>) {
+        self.parts.insert(key, state);
+    }
+
+    /// Whether the worker holds state for `key`.
+    #[cfg(test)]
+    pub fn owns(&self, key: &PartitionKey) -> bool {
+        self.parts.contains_key(key)
+    }
+
+    /// Drops the partitions' state; with `seal`, seals their open segments first. Returns the
+    /// sealed segments and, with `seal`, each partition's next offset.
+    pub fn revoke(
+        &mut self,
+        keys: Vec<PartitionKey>,
+        seal: bool,
+    ) -> (Vec<Segment>, Vec<(PartitionKey, i64)>) {
+        let (mut segments, mut targets) = (Vec::new(), Vec::new());
+        for k in keys {
+            let Some(mut p) = self.parts.remove(&k) else {
+                continue;
+            };
+            self.env.metrics.live_series.sub(p.live_series);
+            if seal {
+                segments.extend(self.env.seal(&mut p));
+                targets.push((k, p.next_offset));
+            }
+        }
+        (segments, targets)
+    }
+
+    /// Seals every open segment and drops all state (shutdown). Returns the segments and each
+    /// partition's next offset for the final commit.
+    pub fn finish(mut self) -> (Vec<Segment>, Vec<(PartitionKey, i64)>) {
+        let segments = self.seal_aged(true);
+        let targets = self
+            .parts
+            .into_iter()
+            .map(|(k, p)| {
+                self.env.metrics.live_series.sub(p.live_series);
+                (k, p.next_offset)
+            })
+            .collect();
+        (segments, targets)
+    }
+
+    /// Retries the waiting labels of partitions with an open segment (on the worker's
+    /// tick); what they produce goes to that segment. Without one they wait for the next
+    /// message: a segment of no offsets would have no name of its own.
+    pub fn resolve_waiting(&mut self) {
+        let Some(labels) = &self.env.labels else {
+            return;
+        };
+        for p in self.parts.values_mut() {
+            if p.waiting_labels.is_empty() || p.segment.is_none() {
+                continue;
+            }
+            let (mut examples, mut dead) = (Vec::new(), Vec::new());
+            let src = LabelSource {
+                topic: &p.topic,
+                partition: p.partition,
+                emit_from: p.emit_from,
+            };
+            labels.resolve(&mut p.waiting_labels, &src, &mut examples, &mut dead);
+            if examples.is_empty() && dead.is_empty() {
+                continue;
+            }
+            for d in &dead {
+                self.env
+                    .metrics
+                    .dead_letters
+                    .with_label_values(&[d.reason.as_str()])
+                    .inc();
+            }
+            let seg = p.segment.as_mut().expect("checked above");
+            seg.dead_letters.extend(dead);
+            seg.examples.extend(examples);
+        }
+    }
+
+    /// Seals segments older than the roll age (also empty ones, so their offsets commit),
+    /// or all of them, and refreshes the live-series gauge by this worker's change.
+    pub fn seal_aged(&mut self, all: bool) -> Vec<Segment> {
+        let age = Duration::from_millis(self.env.cfg.output.roll_age_ms);
+        let mut out = Vec::new();
+        for p in self.parts.values_mut() {
+            if p.segment
+                .as_ref()
+                .is_some_and(|s| all || s.opened_at.elapsed() >= age)
+            {
+                if let Some(seg) = self.env.seal(p) {
+                    out.push(seg);
+                }
+            }
+            let live = p.windows.as_ref().map_or(0, |w| w.live_series() as i64);
+            self.env.metrics.live_series.add(live - p.live_series);
+            p.live_series = live;
+        }
+        out
+    }
+
+    /// Processes one message of one of the worker's partitions; returns a segment to hand to
+    /// the writer if one was sealed.
+    pub fn process(&mut self, msg: &Message, consumed_at: Instant) -> Option<Segment> {
+        let Worker { env, parts } = self;
+        let metrics = &env.metrics;
+        let (topic, partition, offset) = (msg.topic.as_str(), msg.partition, msg.offset);
+        // A message of a partition we no longer own (fetched before a revoke): skip it.
+        let p = parts.get_mut(&(topic.to_string(), partition))?;
+        p.messages.inc();
+        if offset < p.next_offset {
+            // Already processed (a re-fetch after a seek): processing again would double it.
+            return None;
+        }
+        let emit = offset >= p.emit_from;
+        if !emit {
+            metrics.replayed_records.inc();
+        }
+        let ts = msg.timestamp_ms;
+        let payload = msg.payload.as_slice();
+        let mut preds: Vec<PredictionRecord> = Vec::new();
+        let mut dead: Vec<DeadLetterRecord> = Vec::new();
+        let series_model = env.serving.load();
+        let mut windows_out: Vec<ScoredWindow> = Vec::new();
+        let mut examples: Vec<Example> = Vec::new();
+        let dead_letter = |rej: &Rejected| {
+            DeadLetterRecord::new(topic, partition, offset, rej, payload, now_ms())
+        };
+        let results = decode(p.kind, payload, &env.limits);
+        p.records.inc_by(results.len() as u64);
+        for r in results {
+            match r {
+                // A trainer keeps the raw history only.
+                Ok(Record::Point(pt)) if p.windows.is_none() => {
+                    if let Some(l) = &env.labels {
+                        l.record_point(&pt.series_id, pt.ts_ms, pt.value);
+                    }
+                }
+                Ok(Record::Point(pt)) => {
+                    let w = p.windows.as_mut().expect("checked above");
+                    match w.on_point(&pt, offset, &series_model, emit, &mut windows_out) {
+                        PointOutcome::Accepted => {
+                            if let Some(l) = &env.labels {
+                                l.record_point(&pt.series_id, pt.ts_ms, pt.value);
+                            }
+                        }
+                        PointOutcome::Duplicate => metrics.duplicates_dropped.inc(),
+                        PointOutcome::Late => dead.push(dead_letter(&Rejected {
+                            reason: DeadReason::Late,
+                            detail: format!(
+                                "point of series '{}' at ts {} arrived after its window moved on",
+                                pt.series_id, pt.ts_ms
+                            ),
+                        })),
+                    }
+                }
+                Ok(Record::Bag(b)) if env.cfg.pipeline.role == Role::Trainer => {
+                    if let Some(l) = &env.labels {
+                        l.keep_bag(&b, (topic, partition, offset), ts, &mut examples);
+                    }
+                }
+                Ok(Record::Bag(b)) => match &env.bag_model {
+                    Some(m) => {
+                        if let Some(l) = &env.labels {
+                            l.keep_bag(&b, (topic, partition, offset), ts, &mut examples);
+                        }
+                        let started = Instant::now();
+                        let res = Bag::new(b.dim, b.instances)
+                            .map_err(|e| e.to_string())
+                            .and_then(|bag| {
+                                m.model
+                                    .explain(&Sample::Bag(bag))
+                                    .map_err(|e| e.to_string())
+                            });
+                        match res {
+                            Ok(e) => {
+                                metrics
+                                    .scoring_seconds
+                                    .observe(started.elapsed().as_secs_f64());
+                                metrics.bags_scored.inc();
+                                preds.push(env.to_prediction(
+                                    b.bag_id,
+                                    "bag",
+                                    None,
+                                    &e,
+                                    m,
+                                    (topic, partition, offset),
+                                    offset,
+                                ));
+                            }
+                            Err(detail) => dead.push(dead_letter(&Rejected {
+                                reason: DeadReason::Dimension,
+                                detail,
+                            })),
+                        }
+                    }
+                    None => dead.push(dead_letter(&Rejected {
+                        reason: DeadReason::NoModel,
+                        detail: "no bag model is configured (model.bags_path)".into(),
+                    })),
+                },
+                // Labels join their segment (or bag) into a training example; one whose
+                // points are still on their way waits, holding the replay point back.
+                Ok(Record::Label(l)) => {
+                    if env.labels.is_some() {
+                        p.waiting_labels.push(offset, l, ts, payload);
+                    }
+                }
+                Err(rej) => dead.push(dead_letter(&rej)),
+            }
+        }
+        for w in windows_out {
+            metrics.windows_scored.inc();
+            let first = w.first_offset;
+            preds.push(env.to_prediction(
+                w.series_id,
+                "window",
+                Some((w.start_ms, w.end_ms)),
+                &w.explanation,
+                &series_model,
+                (topic, partition, offset),
+                first,
+            ));
+        }
+        p.next_offset = offset + 1;
+        if let Some(l) = &env.labels {
+            let src = LabelSource {
+                topic,
+                partition,
+                emit_from: p.emit_from,
+            };
+            l.resolve(&mut p.waiting_labels, &src, &mut examples, &mut dead);
+        }
+        if !emit {
+            // Examples are written on a replay too: the store keeps one per key, and a label
+            // that was waiting at the crash is only joined now.
+            if !examples.is_empty() {
+                let seg = p
+                    .segment
+                    .get_or_insert_with(|| Segment::new(topic, partition, offset, ts));
+                seg.last_offset = offset;
+                seg.examples.extend(examples);
+            }
+            return None;
+        }
+        for d in &dead {
+            metrics
+                .dead_letters
+                .with_label_values(&[d.reason.as_str()])
+                .inc();
+        }
+        let seg = p
+            .segment
+            .get_or_insert_with(|| Segment::new(topic, partition, offset, ts));
+        seg.last_offset = offset;
+        seg.approx_bytes += preds.len() * 256
+            + dead
+                .iter()
+                .map(|d| 128 + d.raw_prefix.len() + d.detail.len())
+                .sum::<usize>();
+        seg.consumed_at
+            .extend(std::iter::repeat_n(consumed_at, preds.len()));
+        seg.predictions.extend(preds);
+        seg.dead_letters.extend(dead);
+        seg.approx_bytes += examples
+            .iter()
+            .map(|e| 64 + 8 * e.values.len())
+            .sum::<usize>();
+        seg.examples.extend(examples);
+        let output = &env.cfg.output;
+        if seg.rows() >= output.roll_rows || seg.approx_bytes >= output.roll_bytes {
+            return env.seal(p);
+        }
+        None
+    }
+}
+
+/// How often open segments are checked against the roll age.
+pub fn seal_check_interval(cfg: &Config) -> Duration {
+    Duration::from_millis((cfg.output.roll_age_ms / 4).clamp(10, 250))
+}
+
+/// A scoring worker's loop: processes its partitions' messages in queue (= offset) order,
+/// seals by age, hands sealed segments to the writers, and on disconnect seals everything
+/// and returns each partition's next offset for the final commit.
+fn worker_loop(
+    mut worker: Worker,
+    mut rx: tokio::sync::mpsc::Receiver<Work>,
+    writers: Arc<Writers>,
+) -> Vec<(PartitionKey, i64)> {
+    let tick = seal_check_interval(&worker.env.cfg);
+    let mut last_tick = Instant::now();
+    while let Some(work) = rx.blocking_recv() {
+        match work {
+            Work::Message { msg, consumed_at } => {
+                if let Some(seg) = worker.process(&msg, consumed_at) {
+                    writers.send(seg);
+                }
+            }
+            Work::Assign(key, state) => worker.assign(key, state),
+            Work::Revoke { keys, seal, reply } => {
+                let (segments, targets) = worker.revoke(keys, seal);
+                for seg in segments {
+                    writers.send(seg);
+                }
+                let _ = reply.send(targets);
+            }
+            Work::Tick => worker.resolve_waiting(),
+        }
+        if last_tick.elapsed() >= tick {
+            last_tick = Instant::now();
+            for seg in worker.seal_aged(false) {
+                writers.send(seg);
+            }
+        }
+    }
+    let (segments, targets) = worker.finish();
+    for seg in segments {
+        writers.send(seg);
+    }
+    targets
+}
+
+/// A worker thread; it returns each of its partitions' next offset when its queue closes.
+pub type WorkerThread = std::thread::JoinHandle<Vec<(PartitionKey, i64)>>;
+
+/// The scoring workers' queues. A partition always goes to the same worker.
+pub struct WorkerPool {
+    txs: Vec<tokio::sync::mpsc::Sender<Work>>,
+}
+
+impl WorkerPool {
+    /// Starts `n` worker threads, each with a queue of `queue` messages; their handles
+    /// return each partition's next offset when the pool is dropped.
+    pub fn start(
+        env: &Arc<WorkerEnv>,
+        n: usize,
+        queue: usize,
+        writers: &Arc<Writers>,
+    ) -> std::io::Result<(Self, Vec<WorkerThread>)> {
+        let mut txs = Vec::new();
+        let mut threads = Vec::new();
+        for i in 0..n {
+            let (tx, rx) = tokio::sync::mpsc::channel::<Work>(queue);
+            let (worker, writers) = (Worker::new(env.clone()), writers.clone());
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("milstream-score-{i}"))
+                    .spawn(move || worker_loop(worker, rx, writers))?,
+            );
+            txs.push(tx);
+        }
+        Ok((Self { txs }, threads))
+    }
+
+    /// The worker that owns `topic`/`partition`.
+    pub fn index(&self, topic: &str, partition: i32) -> usize {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (topic, partition).hash(&mut h);
+        (h.finish() as usize) % self.txs.len()
+    }
+
+    /// The queue of the worker that owns `topic`/`partition`.
+    pub fn queue(&self, topic: &str, partition: i32) -> &tokio::sync::mpsc::Sender<Work> {
+        &self.txs[self.index(topic, partition)]
+    }
+
+    /// Every worker's queue (for the ticker).
+    pub fn queues(&self) -> Vec<tokio::sync::mpsc::Sender<Work>> {
+        self.txs.clone()
+    }
+
+    /// Queues control work from a rebalance callback, which runs inside the consumer's
+    /// poll and so may not await: waits in place while the worker's queue is full.
+    pub fn send_control(&self, i: usize, mut work: Work) -> bool {
+        use tokio::sync::mpsc::error::TrySendError as E;
+        loop {
+            match self.txs[i].try_send(work) {
+                Ok(()) => return true,
+                Err(E::Full(w)) => {
+                    work = w;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(E::Closed(_)) => return false,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::OnceLock;
+
+    use super::*;
+    use crate::mil::Model;
+    use crate::stream::window::WindowParams;
+
+    const W: usize = 60;
+    const SPACING_MS: i64 = 10;
+    const HOP_MS: i64 = 25 * SPACING_MS;
+
+    fn model() -> &'static Model {
+        static MODEL: OnceLock<Model> = OnceLock::new();
+        MODEL.get_or_init(|| crate::stream::embedded::train_embedded_model().unwrap())
+    }
+
+    fn env() -> (Arc<WorkerEnv>, Arc<Metrics>) {
+        let metrics = Metrics::new();
+        let serving = Arc::new(ServingModel::new(
+            Arc::new(ScoringModel {
+                model: model().clone(),
+                version: "test".into(),
+                generation: 1,
+            }),
+            metrics.clone(),
+        ));
+        let env = WorkerEnv {
+            cfg: Config::default(),
+            metrics: metrics.clone(),
+            serving,
+            bag_model: None,
+            labels: None,
+            limits: DecodeLimits {
+                max_message_bytes: 1 << 20,
+                max_bag_instances: 10_000,
+            },
+        };
+        (Arc::new(env), metrics)
+    }
+
+    fn assign(worker: &mut Worker, metrics: &Metrics, partition: i32, next_offset: i64) {
+        let params = WindowParams {
+            points: W,
+            duration_ms: 0,
+            hop_ms: HOP_MS,
+            lateness_ms: 0,
+            idle_timeout_ms: 600_000,
+            max_series: 1_000,
+        };
+        let state = PartitionState::new(
+            metrics,
+            "points",
+            partition,
+            RecordKind::Point,
+            0,
+            next_offset,
+            Some(PartitionWindows::new(params)),
+        );
+        worker.assign(("points".into(), partition), Box::new(state));
+    }
+
+    /// A point of series `id`: (ts, value).
+    type Series = Vec<(i64, f64)>;
+
+    /// Two series of two GunPoint series each, 10 ms apart, `b` 5 ms behind `a`.
+    fn two_series() -> [(&'static str, Series); 2] {
+        let data = crate::stream::embedded::gunpoint_train();
+        let series = |k: usize| -> Series {
+            data.samples[2 * k..2 * k + 2]
+                .iter()
+                .flat_map(|s| match s {
+                    Sample::Series(v) => v.clone(),
+                    Sample::Bag(_) => unreachable!("GunPoint holds series"),
+                })
+                .enumerate()
+                .map(|(i, v)| (1_000_000 + i as i64 * SPACING_MS + 5 * k as i64, v))
+                .collect()
+        };
+        [("a", series(0)), ("b", series(1))]
+    }
+
+    /// The points of both series in event-time order, one per message.
+    fn messages(series: &[(&str, Series)], partition_of: impl Fn(&str) -> i32) -> Vec<Message> {
+        let mut points: Vec<(i64, &str, f64)> = series
+            .iter()
+            .flat_map(|(id, s)| s.iter().map(move |&(ts, v)| (ts, *id, v)))
+            .collect();
+        points.sort_by_key(|p| (p.0, p.1));
+        points
+            .into_iter()
+            .enumerate()
+            .map(|(i, (ts, id, v))| Message {
+                topic: "points".into(),
+                partition: partition_of(id),
+                offset: i as i64,
+                timestamp_ms: ts,
+                payload: serde_json::json!({"series_id": id, "ts": ts, "value": v})
+                    .to_string()
+                    .into_bytes(),
+            })
+            .collect()
+    }
+
+    /// A window as offline: series, start, end, label, scores.
+    type Row = (String, i64, i64, String, Vec<f64>);
+
+    /// The windows a series yields by the window rule (the last W points before each point
+    /// that crosses a hop boundary), each scored by offline `predict`.
+    fn offline_windows(id: &str, s: &[(i64, f64)]) -> Vec<Row> {
+        let mut out = Vec::new();
+        for i in W..s.len() {
+            if s[i - 1].0.div_euclid(HOP_MS) < s[i].0.div_euclid(HOP_MS) {
+                let window = &s[i - W..i];
+                let values = window.iter().map(|p| p.1).collect();
+                let p = model().predict(&Sample::Series(values)).unwrap();
+                out.push((id.into(), window[0].0, window[W - 1].0, p.label, p.scores));
+            }
+        }
+        out
+    }
+
+    fn rows(segments: &[Segment]) -> Vec<Row> {
+        let mut rows: Vec<Row> = segments
+            .iter()
+            .flat_map(|s| &s.predictions)
+            .map(|p| {
+                (
+                    p.key.clone(),
+                    p.window_start_ms.unwrap(),
+                    p.window_end_ms.unwrap(),
+                    p.label.clone(),
+                    p.scores.clone(),
+                )
+            })
+            .collect();
+        rows.sort_by(|a, b| (&a.0, a.2).cmp(&(&b.0, b.2)));
+        rows
+    }
+
+    /// Feeds every message; returns the segments sealed on the way.
+    fn feed(worker: &mut Worker, msgs: &[Message]) -> Vec<Segment> {
+        msgs.iter()
+            .filter_map(|m| worker.process(m, Instant::now()))
+            .collect()
+    }
+
+    /// Feeds every message; returns every segment sealed on the way and at the end.
+    fn run(worker: &mut Worker, msgs: &[Message]) -> Vec<Segment> {
+        let mut segments = feed(worker, msgs);
+        segments.extend(worker.seal_aged(true));
+        segments
+    }
+
+    #[test]
+    fn two_series_yield_exactly_the_windows_and_predictions_of_offline_predict() {
+        let (env, metrics) = env();
+        let mut worker = Worker::new(env);
+        assign(&mut worker, &metrics, 0, 0);
+        let series = two_series();
+        let msgs = messages(&series, |_| 0);
+        let segments = run(&mut worker, &msgs);
+        let mut expected: Vec<Row> = series
+            .iter()
+            .flat_map(|(id, s)| offline_windows(id, s))
+            .collect();
+        expected.sort_by(|a, b| (&a.0, a.2).cmp(&(&b.0, b.2)));
+        assert!(expected.len() >= 10, "only {} windows", expected.len());
+        assert_eq!(rows(&segments), expected);
+        // Every row names the message that closed its window and the oldest point in it.
+        for p in segments.iter().flat_map(|s| &s.predictions) {
+            let closing = &msgs[p.source_offset as usize];
+            let oldest = &msgs[p.first_offset as usize];
+            assert_eq!(Some(oldest.timestamp_ms), p.window_start_ms);
+            assert!(Some(closing.timestamp_ms) > p.window_end_ms);
+            assert_eq!(
+                (p.kind.as_str(), p.model_version.as_str()),
+                ("window", "test")
+            );
+        }
+        assert!(segments.iter().all(|s| s.dead_letters.is_empty()));
+        assert_eq!(metrics.windows_scored.get() as usize, expected.len());
+    }
+
+    #[test]
+    fn a_malformed_record_is_one_dead_letter_and_leaves_its_neighbours_intact() {
+        let series = two_series();
+        let clean = {
+            let (env, metrics) = env();
+            let mut worker = Worker::new(env);
+            assign(&mut worker, &metrics, 0, 0);
+            rows(&run(&mut worker, &messages(&series, |_| 0)))
+        };
+        let (env, metrics) = env();
+        let mut worker = Worker::new(env);
+        assign(&mut worker, &metrics, 0, 0);
+        let mut msgs = messages(&series, |_| 0);
+        let middle = msgs.len() / 2;
+        msgs.insert(
+            middle,
+            Message {
+                payload: br#"{"series_id":"a","ts":1000777,"value":"#.to_vec(),
+                ..msgs[middle].clone()
+            },
+        );
+        for (i, m) in msgs.iter_mut().enumerate() {
+            m.offset = i as i64;
+        }
+        let segments = run(&mut worker, &msgs);
+        let dead: Vec<&DeadLetterRecord> = segments.iter().flat_map(|s| &s.dead_letters).collect();
+        assert_eq!(dead.len(), 1, "{dead:?}");
+        assert_eq!(
+            (dead[0].offset, dead[0].reason.as_str()),
+            (middle as i64, DeadReason::Parse.as_str())
+        );
+        assert_eq!(rows(&segments), clean);
+        assert_eq!(metrics.dead_letters.with_label_values(&["parse"]).get(), 1);
+    }
+
+    #[test]
+    fn a_revoke_mid_series_drops_that_partitions_state() {
+        let (env, metrics) = env();
+        let mut worker = Worker::new(env);
+        // Series a on partition 0, b on partition 1 (offsets count messages overall, which
+        // is all the worker needs: increasing within each partition).
+        let (p0, p1): (PartitionKey, PartitionKey) = (("points".into(), 0), ("points".into(), 1));
+        assign(&mut worker, &metrics, 0, 0);
+        assign(&mut worker, &metrics, 1, 0);
+        let series = two_series();
+        let msgs = messages(&series, |id| i32::from(id == "b"));
+        let (first, rest) = msgs.split_at(msgs.len() / 2);
+        let mut segments = feed(&mut worker, first);
+
+        let (sealed, targets) = worker.revoke(vec![p0.clone()], true);
+        // The open segment is sealed with the partition's next offset, and its replay
+        // point reaches back into the live window of series a.
+        let a_next = first.iter().rfind(|m| m.partition == 0).unwrap().offset + 1;
+        assert_eq!(targets, vec![(p0.clone(), a_next)]);
+        assert_eq!(sealed.len(), 1);
+        assert_eq!(
+            (sealed[0].partition, sealed[0].last_offset + 1),
+            (0, a_next)
+        );
+        assert!(sealed[0].replay_from < a_next);
+        segments.extend(sealed);
+        assert!(!worker.owns(&p0));
+        assert!(worker.owns(&p1));
+        let a_rows_at_revoke = rows(&segments).iter().filter(|r| r.0 == "a").count();
+        assert!(a_rows_at_revoke > 0);
+
+        // Messages of the revoked partition fetched before the revoke are skipped.
+        let (late, rest) = rest.split_at(2 * W);
+        segments.extend(feed(&mut worker, late));
+        segments.extend(worker.seal_aged(true));
+        assert!(segments
+            .iter()
+            .all(|s| s.partition == 1 || s.last_offset < a_next));
+        let a_rows = |segments: &[Segment]| -> Vec<Row> {
+            rows(segments).into_iter().filter(|r| r.0 == "a").collect()
+        };
+        assert_eq!(a_rows(&segments).len(), a_rows_at_revoke);
+
+        // Assigned again, the partition starts from nothing: each of its new windows holds
+        // only points that arrived after the new assignment.
+        let resume = rest.iter().find(|m| m.partition == 0).unwrap();
+        assign(&mut worker, &metrics, 0, resume.offset);
+        segments.extend(run(&mut worker, rest));
+        let a_new = &a_rows(&segments)[a_rows_at_revoke..];
+        assert!(!a_new.is_empty());
+        assert!(a_new.iter().all(|r| r.1 >= resume.timestamp_ms));
+        // Partition 1 never noticed: series b's windows are exactly the offline ones.
+        let b: Vec<Row> = rows(&segments).into_iter().filter(|r| r.0 == "b").collect();
+        assert_eq!(b, offline_windows("b", &series[1].1));
+    }
+}

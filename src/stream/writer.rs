@@ -1,0 +1,240 @@
+//! The writers: making segments durable. In: sealed [`Segment`]s from the workers. Out:
+//! files (Parquet predictions and dead letters, training-store examples, optional Arrow
+//! IPC) and Kafka records, then the segment's end marked durable in [`DurableOffsets`] for
+//! the committer. Owns: the writer threads and the order of each partition's segments.
+//!
+//! A partition's segments always go to the same writer thread, so they become durable in
+//! order; different partitions are written in parallel, which overlaps fsyncs. A failing
+//! write is retried (the consumer backs up behind it) rather than skipped, since skipping
+//! would lose output.
+
+use std::collections::HashMap;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rdkafka::producer::FutureProducer;
+use tracing::{error, warn};
+
+use super::commit::DurableOffsets;
+use super::sink::{self, Segment};
+use super::training::TrainingRuntime;
+use crate::config::Config;
+use crate::http::Health;
+use crate::metrics::Metrics;
+
+/// Writer threads: enough to overlap fsync waits on a small machine.
+const WRITER_THREADS: usize = 4;
+
+/// What every writer reads.
+pub struct WriterEnv {
+    pub cfg: Config,
+    pub metrics: Arc<Metrics>,
+    pub health: Arc<Health>,
+    pub durable: Arc<DurableOffsets>,
+    /// The training store, when training is on.
+    pub training: Option<Arc<TrainingRuntime>>,
+}
+
+/// The writer threads' queues.
+pub struct Writers {
+    txs: Vec<SyncSender<Segment>>,
+}
+
+impl Writers {
+    /// Starts the writer threads; they end when every `Writers` handle is dropped.
+    pub fn start(
+        env: Arc<WriterEnv>,
+        producer: Option<FutureProducer>,
+        rt: tokio::runtime::Handle,
+    ) -> std::io::Result<(Self, Vec<JoinHandle<()>>)> {
+        let mut txs = Vec::new();
+        let mut threads = Vec::new();
+        let per_writer = env
+            .cfg
+            .output
+            .max_pending_files
+            .div_ceil(WRITER_THREADS)
+            .max(1);
+        for i in 0..WRITER_THREADS {
+            let (tx, rx) = sync_channel::<Segment>(per_writer);
+            let (env, producer, rt) = (env.clone(), producer.clone(), rt.clone());
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("milstream-writer-{i}"))
+                    .spawn(move || writer_loop(&env, rx, producer, rt))?,
+            );
+            txs.push(tx);
+        }
+        Ok((Self { txs }, threads))
+    }
+
+    fn route(&self, seg: &Segment) -> &SyncSender<Segment> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (seg.topic.as_str(), seg.partition).hash(&mut h);
+        &self.txs[(h.finish() as usize) % self.txs.len()]
+    }
+
+    /// Hands a sealed segment to its writer, waiting while the writer is behind (the
+    /// worker's queue then fills and the consumer pauses).
+    pub fn send(&self, seg: Segment) {
+        let (topic, partition, first, last) = (
+            seg.topic.clone(),
+            seg.partition,
+            seg.first_offset,
+            seg.last_offset,
+        );
+        if self.route(&seg).send(seg).is_err() {
+            error!(
+                topic,
+                partition,
+                first_offset = first,
+                last_offset = last,
+                "the writer has stopped; a segment was not written (it will be replayed)"
+            );
+        }
+    }
+}
+
+/// The writer thread: makes each segment durable in every sink, in order, then marks its
+/// offsets durable.
+fn writer_loop(
+    env: &WriterEnv,
+    rx: Receiver<Segment>,
+    producer: Option<FutureProducer>,
+    rt: tokio::runtime::Handle,
+) {
+    for seg in rx {
+        let key = (seg.topic.clone(), seg.partition);
+        if !env.durable.is_owned(&key) {
+            warn!(
+                topic = seg.topic,
+                partition = seg.partition,
+                "dropping a segment of a partition no longer owned"
+            );
+            continue;
+        }
+        let mut attempt = 0u32;
+        loop {
+            match write_segment(env, &seg, producer.as_ref(), &rt) {
+                Ok(()) => {
+                    if attempt > 0 {
+                        env.health.set_sink_failing(false);
+                    }
+                    break;
+                }
+                Err((sink, e)) => {
+                    env.metrics.sink_errors.with_label_values(&[sink]).inc();
+                    env.health.set_sink_failing(true);
+                    attempt += 1;
+                    error!(
+                        topic = seg.topic,
+                        partition = seg.partition,
+                        attempt,
+                        error = e,
+                        "writing a segment failed; retrying"
+                    );
+                    std::thread::sleep(Duration::from_millis(
+                        (100 * u64::from(attempt)).min(5_000),
+                    ));
+                }
+            }
+        }
+        count_durable(env, &seg);
+        env.durable
+            .mark_durable(&key, seg.last_offset + 1, seg.replay_from);
+    }
+}
+
+/// One attempt at writing a segment to every sink; the error names the sink that failed.
+fn write_segment(
+    env: &WriterEnv,
+    seg: &Segment,
+    producer: Option<&FutureProducer>,
+    rt: &tokio::runtime::Handle,
+) -> Result<(), (&'static str, String)> {
+    // A sink's files and bytes, counted as each is written.
+    let count = |sink: &str, n_files: u64, n_bytes: u64| {
+        let m = &env.metrics;
+        m.files_written.with_label_values(&[sink]).inc_by(n_files);
+        m.bytes_written.with_label_values(&[sink]).inc_by(n_bytes);
+    };
+    let out_dir = &env.cfg.output.dir;
+    let w = sink::parquet::write_segment(out_dir, seg)
+        .map_err(|e| ("parquet", format!("parquet: {e}")))?;
+    count("parquet", w.prediction_files, w.prediction_bytes);
+    count("dlq", w.dead_letter_files, w.dead_letter_bytes);
+    if let (Some(t), false) = (&env.training, seg.examples.is_empty()) {
+        let b = sink::parquet::write_examples(
+            &t.dir,
+            &seg.date_folder(),
+            &seg.file_stem(),
+            &seg.examples,
+        )
+        .map_err(|e| ("training", format!("training store: {e}")))?;
+        count("training", 1, b);
+    }
+    if env.cfg.output.arrow_ipc {
+        let b = sink::ipc::write_segment_ipc(out_dir, seg)
+            .map_err(|e| ("ipc", format!("arrow ipc: {e}")))?;
+        if b > 0 {
+            count("ipc", 1, b);
+        }
+    }
+    if let Some(p) = producer {
+        rt.block_on(sink::kafka::produce_segment(
+            p,
+            &env.cfg.output.kafka_topic,
+            &env.cfg.output.dead_letter_topic,
+            seg,
+        ))
+        .map_err(|e| ("kafka", e))?;
+    }
+    Ok(())
+}
+
+/// The metrics of a segment that became durable in every sink.
+fn count_durable(env: &WriterEnv, seg: &Segment) {
+    let metrics = &env.metrics;
+    metrics
+        .predictions_written
+        .inc_by(seg.predictions.len() as u64);
+    let rows = &metrics.rows_written;
+    rows.with_label_values(&["parquet"])
+        .inc_by(seg.predictions.len() as u64);
+    rows.with_label_values(&["dlq"])
+        .inc_by(seg.dead_letters.len() as u64);
+    if env.training.is_some() {
+        rows.with_label_values(&["training"])
+            .inc_by(seg.examples.len() as u64);
+    }
+    if env.cfg.output.arrow_ipc {
+        rows.with_label_values(&["ipc"])
+            .inc_by(seg.predictions.len() as u64);
+    }
+    let mut by_label: HashMap<(&str, &str), u64> = HashMap::new();
+    for p in &seg.predictions {
+        *by_label
+            .entry((p.label.as_str(), p.model_version.as_str()))
+            .or_default() += 1;
+    }
+    for ((label, version), n) in by_label {
+        metrics
+            .predictions
+            .with_label_values(&[label, version])
+            .inc_by(n);
+    }
+    for t in &seg.consumed_at {
+        metrics
+            .consume_to_durable_seconds
+            .observe(t.elapsed().as_secs_f64());
+    }
+    if let Some(t) = &env.training {
+        t.examples_durable.fetch_add(
+            seg.examples.len() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+}
