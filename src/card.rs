@@ -79,6 +79,9 @@ fn shapelet_card(m: &ShapeletModel, v: &mut Value) {
     v["input"] = match m.input {
         InputKind::Series => json!("series"),
         InputKind::Bag { dim } => json!({"bag": {"dim": dim}}),
+        InputKind::Multi { channels } => {
+            json!({"multi": {"channels": channels, "names": m.channel_names}})
+        }
     };
     v["lengths"] = json!(m.spaces.iter().map(|s| s.length).collect::<Vec<_>>());
     v["kernels"] = json!(m.spaces.iter().map(|s| s.kernel).collect::<Vec<_>>());
@@ -147,6 +150,7 @@ pub fn card_text(model: &Model) -> String {
         let input = match model.input() {
             InputKind::Series => "time series, as bags of subsequences".to_string(),
             InputKind::Bag { dim } => format!("bags of {dim}-dimensional instances"),
+            InputKind::Multi { channels } => format!("{channels}-channel time series"),
         };
         let _ = writeln!(s, "input       {input}");
         if let Value::Object(params) = kind_params(model) {
@@ -177,6 +181,16 @@ fn shapelet_text(m: &ShapeletModel, s: &mut String) {
         InputKind::Series => writeln!(
             s,
             "input       time series; shapelet lengths {}",
+            lengths.join(", ")
+        ),
+        InputKind::Multi { channels } => writeln!(
+            s,
+            "input       {channels}-channel time series ({}); shapelet lengths {}",
+            if m.channel_names.is_empty() {
+                "unnamed".to_string()
+            } else {
+                m.channel_names.join(", ")
+            },
             lengths.join(", ")
         ),
         InputKind::Bag { dim } => writeln!(

@@ -1,5 +1,8 @@
-//! Readers for the offline formats: UCR-style series files and MIL CSV. Every error names
-//! the file, the line and (where there is one) the column, 1-based.
+//! Readers for the offline formats: UCR-style series files, MIL CSV, and the multichannel
+//! `.ts` and long CSV ([`multichannel`]). Every error names the file, the line and (where
+//! there is one) the column, 1-based.
+
+mod multichannel;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -7,6 +10,8 @@ use std::path::Path;
 use thiserror::Error;
 
 use crate::mil::{Bag, Dataset, Sample};
+
+pub use multichannel::{parse_long, parse_ts};
 
 /// A file that cannot be read as a dataset.
 #[derive(Debug, Error)]
@@ -27,17 +32,22 @@ pub enum DataError {
     File { file: String, message: String },
 }
 
-/// The two offline input layouts.
+/// The offline input layouts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// One series per line: label, then the values (comma or tab separated).
     Ucr,
     /// Header, then `bag_id,label,f1,...,fd`, one instance per row.
     Mil,
+    /// The UEA / aeon `.ts` format: `@` header, then `ch1:ch2:...:label` per line.
+    Ts,
+    /// Header `series_id,label,<channel names...>`, one row per time step.
+    Long,
 }
 
 /// Reads a dataset, detecting the format from the header when `format` is None: a first
-/// field named `bag_id` means MIL CSV, anything else UCR.
+/// line starting with `@` or `#` means `.ts`, a first field named `bag_id` MIL CSV, one
+/// named `series_id` long CSV, anything else UCR.
 pub fn read_dataset(path: &Path, format: Option<Format>) -> Result<Dataset, DataError> {
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| DataError::Io {
@@ -48,11 +58,16 @@ pub fn read_dataset(path: &Path, format: Option<Format>) -> Result<Dataset, Data
     match format {
         Format::Ucr => parse_ucr(&file, &text),
         Format::Mil => parse_mil(&file, &text),
+        Format::Ts => parse_ts(&file, &text),
+        Format::Long => parse_long(&file, &text),
     }
 }
 
 pub fn detect_format(text: &str) -> Format {
     let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    if first.trim_start().starts_with(['@', '#']) {
+        return Format::Ts;
+    }
     let field = first
         .split([',', '\t'])
         .next()
@@ -61,6 +76,8 @@ pub fn detect_format(text: &str) -> Format {
         .trim_matches('"');
     if field.eq_ignore_ascii_case("bag_id") {
         Format::Mil
+    } else if field.eq_ignore_ascii_case("series_id") {
+        Format::Long
     } else {
         Format::Ucr
     }
@@ -293,6 +310,8 @@ mod tests {
         }
         assert_eq!(detect_format("bag_id,label,f1\n"), Format::Mil);
         assert_eq!(detect_format("1,0.5,0.7\n"), Format::Ucr);
+        assert_eq!(detect_format("series_id,label,x\n"), Format::Long);
+        assert_eq!(detect_format("# c\n@data\n"), Format::Ts);
     }
 
     #[test]

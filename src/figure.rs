@@ -125,6 +125,11 @@ pub fn figure(
     id: &str,
     truth: Option<&str>,
 ) -> Result<Figure> {
+    if matches!(sample, Sample::Multi(_)) {
+        return Err(FigureError::Model(MilError::InvalidData(
+            "figures of multichannel series (one panel per channel) are not drawn yet".into(),
+        )));
+    }
     let (prediction, contributions) = model.explain(sample)?;
     let classes = &model.classes;
     // Orientation: which class is warm, which cool, and the score that decides between them.
@@ -154,9 +159,11 @@ pub fn figure(
             None
         }
     };
+    // A multichannel figure (one panel per channel) is not drawn yet: its segments are
+    // left without series positions.
     let series = match sample {
         Sample::Series(v) => Some(v.as_slice()),
-        Sample::Bag(_) => None,
+        Sample::Multi(_) | Sample::Bag(_) => None,
     };
     let maximizers = contributions
         .iter()
@@ -167,6 +174,8 @@ pub fn figure(
                 length: c.length,
                 dilation: c.dilation,
                 znorm: c.znorm,
+                channel: 0,
+                block: 0,
             };
             let positions = series.map_or_else(Vec::new, |v| e.positions(c.offset, v.len()));
             Some(Segment {
@@ -237,6 +246,7 @@ pub fn figure(
         input: match sample {
             Sample::Series(v) => Input::Series(v.clone()),
             Sample::Bag(b) => Input::Bag { instances: b.len() },
+            Sample::Multi(_) => unreachable!("multichannel samples returned above"),
         },
         maximizers,
         patterns,

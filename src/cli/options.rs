@@ -6,7 +6,7 @@ use clap::Args;
 
 use milstream::data::Format;
 use milstream::mil::model::{BinaryMode, BoxKernelParams, KernelSpec, ModelKind, SvmParams};
-use milstream::mil::{Dataset, FitParams, ShapeletLength, View, WeakKind};
+use milstream::mil::{ChannelMode, Dataset, FitParams, ShapeletLength, View, WeakKind};
 
 /// Hyperparameters shared by train, eval, cv and bench.
 #[derive(Args, Clone)]
@@ -54,6 +54,10 @@ pub struct FitOptions {
     /// Subsequence normalisation: z (z-normalised), raw (as they are) or both.
     #[arg(long, value_enum)]
     pub znorm: Option<ZnormArg>,
+    /// Multichannel series: independent (a space per channel, the default) or dependent
+    /// (one space whose instances are the block of all channels).
+    #[arg(long, value_enum)]
+    pub channels: Option<ChannelArg>,
     /// Most dilations (1, 2, 4, ...) per length and view; 1 = contiguous only.
     #[arg(long)]
     pub dilations: Option<usize>,
@@ -164,6 +168,12 @@ pub enum ViewArg {
 }
 
 #[derive(clap::ValueEnum, Clone, Copy)]
+pub enum ChannelArg {
+    Independent,
+    Dependent,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
 pub enum ZnormArg {
     Z,
     Raw,
@@ -255,6 +265,12 @@ impl FitOptions {
                 ZnormArg::Z => vec![true],
                 ZnormArg::Raw => vec![false],
                 ZnormArg::Both => vec![true, false],
+            };
+        }
+        if let Some(c) = self.channels {
+            spaces.channels = match c {
+                ChannelArg::Independent => ChannelMode::Independent,
+                ChannelArg::Dependent => ChannelMode::Dependent,
             };
         }
         if let Some(d) = self.dilations {

@@ -79,11 +79,41 @@ impl Bag {
     }
 }
 
-/// One example: a time series (scored as the bag of its subsequences) or a bag.
+/// One example: a time series (scored as the bag of its subsequences), a multichannel
+/// series (one `Vec` per channel, all of one length) or a bag.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Sample {
     Series(Vec<f64>),
+    Multi(Vec<Vec<f64>>),
     Bag(Bag),
+}
+
+impl Sample {
+    /// The channels of a series sample (one for a univariate series); None for a bag.
+    pub fn channels(&self) -> Option<Vec<&[f64]>> {
+        match self {
+            Sample::Series(v) => Some(vec![v.as_slice()]),
+            Sample::Multi(c) => Some(c.iter().map(Vec::as_slice).collect()),
+            Sample::Bag(_) => None,
+        }
+    }
+
+    /// Time steps of a series sample; None for a bag.
+    pub fn series_len(&self) -> Option<usize> {
+        match self {
+            Sample::Series(v) => Some(v.len()),
+            Sample::Multi(c) => Some(c.first().map_or(0, Vec::len)),
+            Sample::Bag(_) => None,
+        }
+    }
+
+    fn kind(&self) -> InputKind {
+        match self {
+            Sample::Series(_) => InputKind::Series,
+            Sample::Multi(c) => InputKind::Multi { channels: c.len() },
+            Sample::Bag(b) => InputKind::Bag { dim: b.dim() },
+        }
+    }
 }
 
 /// What a model takes as input.
@@ -94,6 +124,24 @@ pub enum InputKind {
     Series,
     /// Bags of instances of a fixed dimension.
     Bag { dim: usize },
+    /// Time series of `channels` (at least two) values per time step.
+    Multi { channels: usize },
+}
+
+impl InputKind {
+    /// Series of one or more channels (scored as bags of subsequences).
+    pub fn is_series(self) -> bool {
+        matches!(self, InputKind::Series | InputKind::Multi { .. })
+    }
+
+    /// Values per time step of a series input (1 for univariate); 0 for bags.
+    pub fn channels(self) -> usize {
+        match self {
+            InputKind::Series => 1,
+            InputKind::Multi { channels } => channels,
+            InputKind::Bag { .. } => 0,
+        }
+    }
 }
 
 /// Labelled examples, all of one input kind. Labels are arbitrary strings.
@@ -102,6 +150,8 @@ pub struct Dataset {
     pub ids: Vec<String>,
     pub samples: Vec<Sample>,
     pub labels: Vec<String>,
+    /// Channel names of multichannel series, from the file's header (empty: unnamed).
+    pub channels: Vec<String>,
 }
 
 impl Dataset {
@@ -119,15 +169,9 @@ impl Dataset {
             .samples
             .first()
             .ok_or_else(|| MilError::InvalidData("the dataset is empty".into()))?;
-        let kind = match first {
-            Sample::Series(_) => InputKind::Series,
-            Sample::Bag(b) => InputKind::Bag { dim: b.dim() },
-        };
+        let kind = first.kind();
         for (i, s) in self.samples.iter().enumerate() {
-            let k = match s {
-                Sample::Series(_) => InputKind::Series,
-                Sample::Bag(b) => InputKind::Bag { dim: b.dim() },
-            };
+            let k = s.kind();
             if k != kind {
                 return Err(MilError::InvalidData(format!(
                     "sample {} ({}) is {k:?} but sample 0 is {kind:?}",
@@ -148,13 +192,7 @@ impl Dataset {
 
     /// Length of the shortest series (None for bag data).
     pub fn min_series_len(&self) -> Option<usize> {
-        self.samples
-            .iter()
-            .filter_map(|s| match s {
-                Sample::Series(v) => Some(v.len()),
-                Sample::Bag(_) => None,
-            })
-            .min()
+        self.samples.iter().filter_map(Sample::series_len).min()
     }
 
     /// The examples at `idx`, in that order.
@@ -163,6 +201,7 @@ impl Dataset {
             ids: idx.iter().map(|&i| self.ids[i].clone()).collect(),
             samples: idx.iter().map(|&i| self.samples[i].clone()).collect(),
             labels: idx.iter().map(|&i| self.labels[i].clone()).collect(),
+            channels: self.channels.clone(),
         }
     }
 

@@ -1089,7 +1089,7 @@ mod tests {
             .iter()
             .map(|s| match s {
                 Sample::Bag(b) => b,
-                Sample::Series(_) => unreachable!("MUSK1 is bag data"),
+                Sample::Series(_) | Sample::Multi(_) => unreachable!("MUSK1 is bag data"),
             })
             .collect();
         for (s, rule) in [

@@ -320,6 +320,8 @@ impl WindowScorer {
                     dilation: sp.dilation,
                     view: sp.view,
                     znorm: sp.znorm,
+                    channel: sp.channel,
+                    block: sp.block,
                     similarity: v,
                     weight: h.weight,
                     contribution: h.weight * v,

@@ -27,6 +27,6 @@ pub use bag::{Bag, Dataset, InputKind, Sample};
 pub use error::MilError;
 pub use kernel::Kernel;
 pub use model::{
-    Contribution, Explanation, FitParams, Model, Prediction, ShapeletLength, SpaceParams, View,
-    WeakKind,
+    ChannelMode, Contribution, Explanation, FitParams, Model, Prediction, ShapeletLength,
+    SpaceParams, View, WeakKind,
 };

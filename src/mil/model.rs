@@ -10,7 +10,7 @@ pub use super::boxsvm::{BoxKernelParams, BoxSvmModel};
 use super::error::{MilError, Result};
 pub use super::miordm::{MiordmModel, MiordmParams};
 pub use super::shapelet::ShapeletModel;
-pub use super::space::{Extraction, View};
+pub use super::space::{ChannelMode, Extraction, View};
 pub use super::svm::{MiSvmModel, MiSvmVariant, SvmParams};
 pub use super::weak::WeakKind;
 
@@ -229,6 +229,10 @@ pub struct SpaceParams {
     /// subsequences, without Lloyd iterations; None = the paper's k-means (appendix A.3).
     #[serde(default)]
     pub seeds_only: Option<usize>,
+    /// How multichannel series are read: a space per channel, or one over all channels.
+    /// Absent (and not written) for the default, so univariate artifacts are unchanged.
+    #[serde(default, skip_serializing_if = "ChannelMode::is_default")]
+    pub channels: ChannelMode,
 }
 
 impl SpaceParams {
@@ -241,11 +245,33 @@ impl SpaceParams {
             dc_spaces: 0,
             max_instances: None,
             seeds_only: None,
+            channels: ChannelMode::default(),
         }
     }
 
-    /// The spaces of a training set whose median series has `median_len` points.
-    pub fn extractions(&self, lengths: &[usize], median_len: usize) -> Vec<Extraction> {
+    /// The spaces of a training set of `channels`-channel series whose median series has
+    /// `median_len` points: each univariate space per channel (independent) or over the
+    /// block of all channels (dependent).
+    pub fn extractions(
+        &self,
+        lengths: &[usize],
+        median_len: usize,
+        channels: usize,
+    ) -> Vec<Extraction> {
+        let one = self.univariate_extractions(lengths, median_len);
+        match (channels, self.channels) {
+            (0 | 1, _) => one,
+            (d, ChannelMode::Dependent) => one
+                .into_iter()
+                .map(|e| Extraction { block: d, ..e })
+                .collect(),
+            (d, ChannelMode::Independent) => (0..d)
+                .flat_map(|c| one.iter().map(move |e| e.on_channel(c)))
+                .collect(),
+        }
+    }
+
+    fn univariate_extractions(&self, lengths: &[usize], median_len: usize) -> Vec<Extraction> {
         let mut out = Vec::new();
         for &l in lengths {
             for d in super::space::dilations(l, median_len, self.dilations.max(1)) {
@@ -256,6 +282,8 @@ impl SpaceParams {
                             length: l,
                             dilation: d,
                             znorm,
+                            channel: 0,
+                            block: 0,
                         });
                     }
                 }
@@ -274,6 +302,7 @@ impl Default for SpaceParams {
             dc_spaces: 1,
             max_instances: Some(40_000),
             seeds_only: Some(4_000),
+            channels: ChannelMode::default(),
         }
     }
 }
@@ -420,6 +449,12 @@ pub struct Contribution {
     pub view: View,
     #[serde(default)]
     pub znorm: bool,
+    /// The channel its space reads (0 for univariate series and dependent spaces).
+    #[serde(default, skip_serializing_if = "super::space::is_zero")]
+    pub channel: usize,
+    /// A dependent space's channel count (0: one channel).
+    #[serde(default, skip_serializing_if = "super::space::is_zero")]
+    pub block: usize,
     /// h_j(B) = max_x sum_z alpha_z K(z, x).
     pub similarity: f64,
     pub weight: f64,
@@ -506,8 +541,11 @@ impl<M> BagModel<M> {
             (Sample::Bag(_), Some(_)) => Err(MilError::InvalidData(
                 "this model scores series, got a bag".into(),
             )),
-            (Sample::Series(_), None) => Err(MilError::InvalidData(
+            (Sample::Series(_) | Sample::Multi(_), None) => Err(MilError::InvalidData(
                 "this model scores bags, got a series".into(),
+            )),
+            (Sample::Multi(_), Some(_)) => Err(MilError::InvalidData(
+                "this model kind scores univariate series only".into(),
             )),
         }?;
         if bag.dim() != dim {
@@ -548,6 +586,8 @@ impl<M: InstanceScorer> BagModel<M> {
                 dilation: 1,
                 view: View::Raw,
                 znorm: false,
+                channel: 0,
+                block: 0,
                 similarity: f,
                 weight: 1.0,
                 contribution: f,
@@ -574,6 +614,8 @@ impl BagModel<BoxSvmModel> {
                 dilation: 1,
                 view: View::Raw,
                 znorm: false,
+                channel: 0,
+                block: 0,
                 similarity: if self.model.weights[j] != 0.0 {
                     t / self.model.weights[j]
                 } else {
@@ -634,6 +676,10 @@ struct ArtifactHeader {
 fn bag_dataset(ds: &Dataset, p: &FitParams) -> Result<(Dataset, Option<SeriesBagging>)> {
     match ds.check_trainable()? {
         super::InputKind::Bag { .. } => Ok((ds.clone(), None)),
+        super::InputKind::Multi { .. } => Err(MilError::InvalidData(
+            "this model kind takes univariate series only; multichannel series train lpboost"
+                .into(),
+        )),
         super::InputKind::Series => {
             let min_len = ds.min_series_len().unwrap_or(0);
             let length =
@@ -648,6 +694,9 @@ fn bag_dataset(ds: &Dataset, p: &FitParams) -> Result<(Dataset, Option<SeriesBag
                 .map(|s| match s {
                     Sample::Series(v) => sb.bag(v).map(Sample::Bag),
                     Sample::Bag(b) => Ok(Sample::Bag(b.clone())),
+                    Sample::Multi(_) => Err(MilError::InvalidData(
+                        "this model kind takes univariate series only; multichannel series train lpboost".into(),
+                    )),
                 })
                 .collect::<Result<_>>()?;
             Ok((
@@ -655,6 +704,7 @@ fn bag_dataset(ds: &Dataset, p: &FitParams) -> Result<(Dataset, Option<SeriesBag
                     ids: ds.ids.clone(),
                     samples,
                     labels: ds.labels.clone(),
+                    channels: ds.channels.clone(),
                 },
                 Some(sb),
             ))

@@ -143,7 +143,7 @@ pub fn default_grid(base: &FitParams, input: InputKind) -> Vec<FitParams> {
     let (lengths, nus, scales): (Vec<Vec<ShapeletLength>>, Vec<f64>, Vec<f64>) = match input {
         // The shape-aware spaces: the defaults first (a search cut short by its budget has
         // tried them), then other lengths, margins and widths around them.
-        InputKind::Series if !paper_spaces => {
+        InputKind::Series | InputKind::Multi { .. } if !paper_spaces => {
             let scale = match base.kernel {
                 KernelSpec::Gaussian { scale, .. } => scale,
                 _ => 1.0,
@@ -161,7 +161,7 @@ pub fn default_grid(base: &FitParams, input: InputKind) -> Vec<FitParams> {
                 vec![scale, scale / 2.0, scale * 2.0],
             )
         }
-        InputKind::Series => (
+        InputKind::Series | InputKind::Multi { .. } => (
             [0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4]
                 .iter()
                 .map(|&f| vec![ShapeletLength::Fraction(f)])

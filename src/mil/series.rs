@@ -60,6 +60,22 @@ pub fn instance_set(
                 dim = e.length;
                 count += e.extract_all(v, stride, &mut data);
             }
+            Sample::Multi(c) => {
+                let e = space.ok_or_else(|| {
+                    MilError::InvalidParameter("series data needs a shapelet length".into())
+                })?;
+                let n = c.first().map_or(0, Vec::len);
+                if n < e.length.max(1) || c.iter().any(|v| v.len() != n) {
+                    return Err(MilError::InvalidData(format!(
+                        "series {i} has channels of lengths {:?}, not all of one length >= {}",
+                        c.iter().map(Vec::len).collect::<Vec<_>>(),
+                        e.length
+                    )));
+                }
+                let channels: Vec<&[f64]> = c.iter().map(Vec::as_slice).collect();
+                dim = e.dim();
+                count += e.extract_all_channels(&channels, stride, &mut data);
+            }
             Sample::Bag(b) => {
                 dim = b.dim();
                 match scaler {

@@ -16,7 +16,7 @@ use super::kmeans::{kmeans_pp, kmeans_pp_with};
 use super::lpboost::{lpboost, BoostParams, Boosted};
 use super::model::{BinaryMode, Contribution, FitParams, KernelSpec, Prediction, ShapeletLength};
 use super::series::instance_set;
-use super::space::{Extraction, View};
+use super::space::{is_zero, Extraction, View};
 use super::weak::{best_mean, one_hot_price, weak_learn, KernelTable, WeakParams, WorkingSet};
 
 /// One shapelet space: instances of one dimension (for series: subsequences of one length,
@@ -38,6 +38,13 @@ pub struct ShapeletSpace {
     pub dilation: usize,
     #[serde(default)]
     pub znorm: bool,
+    /// The channel an independent space reads (0 for univariate series; absent before).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub channel: usize,
+    /// A dependent space's channel count: representatives are `block` x `length` (0: one
+    /// channel).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub block: usize,
 }
 
 fn one() -> usize {
@@ -52,6 +59,8 @@ impl ShapeletSpace {
             length: self.length,
             dilation: self.dilation,
             znorm: self.znorm,
+            channel: self.channel,
+            block: self.block,
         }
     }
 }
@@ -122,6 +131,10 @@ pub struct ShapeletModel {
     pub ensembles: Vec<Ensemble>,
     pub params: FitParams,
     pub summary: TrainingSummary,
+    /// Channel names of a multichannel model, from the training data's header (empty:
+    /// unnamed or univariate; not written then).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub channel_names: Vec<String>,
 }
 
 /// Training instances of one space and their k-means representatives: the label-free part
@@ -139,6 +152,7 @@ pub struct PreparedSpace {
 /// The label-free preparation of a training set.
 pub struct Prepared {
     pub input: InputKind,
+    pub channel_names: Vec<String>,
     pub standardizer: Option<Standardizer>,
     pub spaces: Vec<PreparedSpace>,
 }
@@ -174,12 +188,14 @@ pub fn prepare(ds: &Dataset, params: &FitParams) -> Result<Prepared> {
     let input = ds.check_trainable()?;
     let samples: Vec<&Sample> = ds.samples.iter().collect();
     let (standardizer, extractions) = match input {
-        InputKind::Series => {
+        InputKind::Series | InputKind::Multi { .. } => {
             let min_len = ds.min_series_len().unwrap_or(0);
             let lengths = resolve_lengths(&params.lengths, min_len)?;
             (
                 None,
-                params.spaces.extractions(&lengths, median_series_len(ds)),
+                params
+                    .spaces
+                    .extractions(&lengths, median_series_len(ds), input.channels()),
             )
         }
         InputKind::Bag { dim } => {
@@ -188,7 +204,7 @@ pub fn prepare(ds: &Dataset, params: &FitParams) -> Result<Prepared> {
                 .iter()
                 .filter_map(|s| match s {
                     Sample::Bag(b) => Some(b),
-                    Sample::Series(_) => None,
+                    Sample::Series(_) | Sample::Multi(_) => None,
                 })
                 .collect();
             (
@@ -197,7 +213,7 @@ pub fn prepare(ds: &Dataset, params: &FitParams) -> Result<Prepared> {
             )
         }
     };
-    let is_series = input == InputKind::Series;
+    let is_series = input.is_series();
     let spaces = extractions
         .par_iter()
         .enumerate()
@@ -237,6 +253,7 @@ pub fn prepare(ds: &Dataset, params: &FitParams) -> Result<Prepared> {
         .collect::<Result<Vec<_>>>()?;
     Ok(Prepared {
         input,
+        channel_names: ds.channels.clone(),
         standardizer,
         spaces,
     })
@@ -245,14 +262,7 @@ pub fn prepare(ds: &Dataset, params: &FitParams) -> Result<Prepared> {
 /// The median length of the training series: the dilations a space set offers fit it, so
 /// one short series does not take the long receptive fields from everyone.
 fn median_series_len(ds: &Dataset) -> usize {
-    let mut lens: Vec<usize> = ds
-        .samples
-        .iter()
-        .filter_map(|s| match s {
-            Sample::Series(v) => Some(v.len()),
-            Sample::Bag(_) => None,
-        })
-        .collect();
+    let mut lens: Vec<usize> = ds.samples.iter().filter_map(Sample::series_len).collect();
     if lens.is_empty() {
         return 0;
     }
@@ -571,6 +581,8 @@ impl ShapeletModel {
                 view: e.view,
                 dilation: e.dilation,
                 znorm: e.znorm,
+                channel: e.channel,
+                block: e.block,
             });
         }
         let summary = TrainingSummary {
@@ -605,27 +617,47 @@ impl ShapeletModel {
             ensembles,
             params: params.clone(),
             summary,
+            channel_names: prepared.channel_names.clone(),
         })
+    }
+
+    /// One channel: long enough for the longest footprint-free length, finite.
+    fn check_series(&self, v: &[f64]) -> Result<()> {
+        let need = self.spaces.iter().map(|s| s.length).max().unwrap_or(1);
+        if v.len() < need {
+            return Err(MilError::InvalidData(format!(
+                "series of length {} is shorter than the model's longest shapelet ({need})",
+                v.len()
+            )));
+        }
+        if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+            return Err(MilError::InvalidData(format!(
+                "series value {i} is not finite"
+            )));
+        }
+        Ok(())
     }
 
     /// Checks that a sample fits the model's input.
     fn check_sample(&self, sample: &Sample) -> Result<()> {
         match (self.input, sample) {
-            (InputKind::Series, Sample::Series(v)) => {
-                let need = self.spaces.iter().map(|s| s.length).max().unwrap_or(1);
-                if v.len() < need {
+            (InputKind::Multi { channels }, Sample::Multi(c)) => {
+                if c.len() != channels {
                     return Err(MilError::InvalidData(format!(
-                        "series of length {} is shorter than the model's longest shapelet ({need})",
-                        v.len()
+                        "series has {} channels, the model takes {channels}",
+                        c.len()
                     )));
                 }
-                if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+                if let Some(k) = c.iter().position(|v| v.len() != c[0].len()) {
                     return Err(MilError::InvalidData(format!(
-                        "series value {i} is not finite"
+                        "channel {k} has {} values, channel 0 has {}",
+                        c[k].len(),
+                        c[0].len()
                     )));
                 }
-                Ok(())
+                c.iter().try_for_each(|v| self.check_series(v))
             }
+            (InputKind::Series, Sample::Series(v)) => self.check_series(v),
             (InputKind::Bag { dim }, Sample::Bag(b)) if b.dim() == dim => Ok(()),
             (InputKind::Bag { dim }, Sample::Bag(b)) => Err(MilError::InvalidData(format!(
                 "bag instances have dimension {}, the model expects {dim}",
@@ -645,7 +677,7 @@ impl ShapeletModel {
             .iter()
             .map(|e| vec![(0.0, 0); e.hypotheses.len()])
             .collect();
-        let is_series = self.input == InputKind::Series;
+        let is_series = self.input.is_series();
         for (s, space) in self.spaces.iter().enumerate() {
             if space.count == 0 {
                 continue;
@@ -740,6 +772,8 @@ impl ShapeletModel {
                     dilation: sp.dilation,
                     view: sp.view,
                     znorm: sp.znorm,
+                    channel: sp.channel,
+                    block: sp.block,
                     similarity: v,
                     weight: h.weight,
                     contribution: h.weight * v,
@@ -775,7 +809,7 @@ impl ShapeletModel {
             if sp.dilation == 0 {
                 return bad(format!("space {s} has dilation 0"));
             }
-            if sp.length == 0 || sp.representatives.len() != sp.count * sp.length {
+            if sp.length == 0 || sp.representatives.len() != sp.count * sp.extraction().dim() {
                 return bad(format!(
                     "space {s}: {} representative values for {} representatives of length {}",
                     sp.representatives.len(),
@@ -871,6 +905,8 @@ mod tests {
                 view: View::Raw,
                 dilation: 1,
                 znorm: false,
+                channel: 0,
+                block: 0,
             }],
             ensembles: vec![ens(0, 1.0), ens(1, -1.0), ens(2, 0.5)],
             params: FitParams::default(),
@@ -886,6 +922,7 @@ mod tests {
                 weak_failures: 0,
                 last_weak_failure: None,
             },
+            channel_names: Vec::new(),
         }
     }
 

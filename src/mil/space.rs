@@ -35,13 +35,44 @@ impl View {
     }
 }
 
-/// The extraction of one space: view, length, dilation and normalisation.
+/// How a multichannel series forms hypothesis spaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChannelMode {
+    /// One space per channel: the union class, as several lengths are (LPBoost takes the
+    /// largest edge), so each hypothesis reads one channel.
+    #[default]
+    Independent,
+    /// One space over all channels: an instance is the channels x length block of the same
+    /// steps, one kernel over all of it.
+    Dependent,
+}
+
+impl ChannelMode {
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// The extraction of one space: view, length, dilation and normalisation; for a
+/// multichannel series also the channel it reads, or the block of all channels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Extraction {
     pub view: View,
     pub length: usize,
     pub dilation: usize,
     pub znorm: bool,
+    /// The channel read by an independent space (0 for univariate series).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub channel: usize,
+    /// A dependent space's channel count: an instance is the `block` x `length` values of
+    /// all channels over the same steps, channel by channel (0: one channel).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub block: usize,
+}
+
+pub(crate) fn is_zero(v: &usize) -> bool {
+    *v == 0
 }
 
 impl fmt::Display for Extraction {
@@ -52,6 +83,9 @@ impl fmt::Display for Extraction {
         }
         if self.znorm {
             write!(f, " z")?;
+        }
+        if self.block > 0 {
+            write!(f, " all {} channels", self.block)?;
         }
         Ok(())
     }
@@ -86,7 +120,52 @@ impl Extraction {
             length,
             dilation: 1,
             znorm: false,
+            channel: 0,
+            block: 0,
         }
+    }
+
+    /// Values of one instance: `length`, times the channels of a dependent space.
+    pub fn dim(&self) -> usize {
+        self.length * self.block.max(1)
+    }
+
+    /// The same extraction reading channel `c` of a multichannel series.
+    pub fn on_channel(self, c: usize) -> Self {
+        Self { channel: c, ..self }
+    }
+
+    /// Writes the instance at raw offset `p` of a series given by its channels into `out`
+    /// (`dim()` values): channel `channel`, or the blocks of channels 0..block, each
+    /// extracted (and z-normalised) on its own, so every channel keeps its own scale.
+    #[inline]
+    pub fn extract_channels(&self, channels: &[&[f64]], p: usize, out: &mut [f64]) {
+        if self.block == 0 {
+            self.extract(channels[self.channel], p, out);
+        } else {
+            for (c, o) in out.chunks_exact_mut(self.length).enumerate() {
+                self.extract(channels[c], p, o);
+            }
+        }
+    }
+
+    /// Every instance of a series given by its channels at `stride`, row-major, appended
+    /// to `out`; returns how many.
+    pub fn extract_all_channels(
+        &self,
+        channels: &[&[f64]],
+        stride: usize,
+        out: &mut Vec<f64>,
+    ) -> usize {
+        let c = self.count(channels[0].len(), stride);
+        let dim = self.dim();
+        let start = out.len();
+        out.resize(start + c * dim, 0.0);
+        for j in 0..c {
+            let o = start + j * dim;
+            self.extract_channels(channels, j * stride.max(1), &mut out[o..o + dim]);
+        }
+        c
     }
 
     /// Raw points one subsequence spans.
@@ -176,6 +255,8 @@ mod tests {
             length: 3,
             dilation: 2,
             znorm: false,
+            channel: 0,
+            block: 0,
         };
         assert_eq!(e.footprint(), 5);
         let s: Vec<f64> = (0..8).map(f64::from).collect();
@@ -196,6 +277,14 @@ mod tests {
         assert_eq!(e.count(3, 1), 1);
         e.extract(&[1.0, 2.0, 3.0], 0, &mut out);
         assert_eq!(out, vec![1.0, 3.0, 3.0]);
+        // A dependent space reads every channel at the same offsets.
+        let both = Extraction { block: 2, ..e };
+        let t: Vec<f64> = (10..18).map(f64::from).collect();
+        let mut block = vec![0.0; 6];
+        both.extract_channels(&[&s, &t], 1, &mut block);
+        assert_eq!(block, vec![1.0, 3.0, 5.0, 11.0, 13.0, 15.0]);
+        e.on_channel(1).extract_channels(&[&s, &t], 1, &mut out);
+        assert_eq!(out, vec![11.0, 13.0, 15.0]);
     }
 
     #[test]

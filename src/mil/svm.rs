@@ -322,7 +322,7 @@ pub fn binary_bags<'a>(
         .iter()
         .map(|s| match s {
             Sample::Bag(b) => Ok(b),
-            Sample::Series(_) => Err(MilError::InvalidParameter(format!(
+            Sample::Series(_) | Sample::Multi(_) => Err(MilError::InvalidParameter(format!(
                 "{what} takes bags; series must be bagged into subsequences first"
             ))),
         })

@@ -663,7 +663,7 @@ mod tests {
                 .iter()
                 .flat_map(|s| match s {
                     Sample::Series(v) => v.clone(),
-                    Sample::Bag(_) => unreachable!("GunPoint holds series"),
+                    Sample::Bag(_) | Sample::Multi(_) => unreachable!("GunPoint holds series"),
                 })
                 .enumerate()
                 .map(|(i, v)| (1_000_000 + i as i64 * SPACING_MS + 5 * k as i64, v))
