@@ -14,7 +14,6 @@ use std::collections::VecDeque;
 use super::error::{MilError, Result};
 use super::model::{Contribution, Explanation, Model};
 use super::shapelet::{fixed_mean, to_fixed, ShapeletModel};
-use super::InputKind;
 
 /// Sliding-window state of one series under one model. Holds no reference to the model, so
 /// it can live in a map next to the model handle; every call takes the model it was built for.
@@ -29,8 +28,9 @@ pub struct WindowScorer {
     window_start: u64,
     /// Points pushed so far.
     n: u64,
-    /// Recent points, compacted when twice the longest footprint; the last `max_len` are live.
-    recent: Vec<f64>,
+    /// Recent points, one buffer per channel (one for a univariate model), compacted when
+    /// twice the longest footprint; the last `max_len` are live.
+    recent: Vec<Vec<f64>>,
     /// The longest footprint (raw points one subsequence spans) over the spaces.
     max_len: usize,
     /// The longest subsequence length: shorter windows have no prediction. A window
@@ -73,7 +73,7 @@ impl MeanState {
 
 fn shapelet(model: &Model) -> Result<&ShapeletModel> {
     match model {
-        Model::LpboostShapelet(m) if m.input == InputKind::Series => Ok(m),
+        Model::LpboostShapelet(m) if m.input.is_series() => Ok(m),
         _ => Err(MilError::InvalidParameter(
             "incremental scoring needs a series shapelet model".into(),
         )),
@@ -84,7 +84,7 @@ impl WindowScorer {
     /// A scorer for windows of `window` points; an error if the model does not score series
     /// or its longest shapelet does not fit in the window.
     pub fn new(model: &Model, window: usize) -> Result<Self> {
-        if model.input() != InputKind::Series {
+        if !model.input().is_series() {
             return Err(MilError::InvalidParameter(
                 "window scoring needs a model of series".into(),
             ));
@@ -109,7 +109,7 @@ impl WindowScorer {
                 window,
                 window_start: 0,
                 n: 0,
-                recent: Vec::with_capacity(2 * window),
+                recent: vec![Vec::with_capacity(2 * window)],
                 max_len: sb.length,
                 min_window: sb.length,
                 deques: Vec::new(),
@@ -138,7 +138,7 @@ impl WindowScorer {
             window,
             window_start: 0,
             n: 0,
-            recent: Vec::with_capacity(4 * max_len),
+            recent: vec![Vec::with_capacity(4 * max_len); m.input.channels()],
             max_len,
             min_window,
             deques: vec![VecDeque::new(); n_hyp],
@@ -149,7 +149,14 @@ impl WindowScorer {
                 .map(|h| h.mean.then(MeanState::default))
                 .collect(),
             scratch,
-            sub: vec![0.0; m.spaces.iter().map(|s| s.length).max().unwrap_or(0)],
+            sub: vec![
+                0.0;
+                m.spaces
+                    .iter()
+                    .map(|s| s.extraction().dim())
+                    .max()
+                    .unwrap_or(0)
+            ],
             incremental: true,
         })
     }
@@ -168,26 +175,50 @@ impl WindowScorer {
         self.n >= self.window as u64
     }
 
-    /// Adds the next point: one new subsequence per shapelet length enters the window.
+    /// Values per point this scorer takes (the model's channels).
+    pub fn channels(&self) -> usize {
+        self.recent.len()
+    }
+
+    /// Adds the next point of a univariate series.
     pub fn push(&mut self, model: &Model, x: f64) -> Result<()> {
+        self.push_point(model, std::slice::from_ref(&x))
+    }
+
+    /// Adds the next point, one value per channel: one new subsequence per space enters the
+    /// window. An error (and nothing added) if the count is not the model's.
+    pub fn push_point(&mut self, model: &Model, x: &[f64]) -> Result<()> {
+        if x.len() != self.recent.len() {
+            return Err(MilError::InvalidData(format!(
+                "a point of {} values for a model of {} channels",
+                x.len(),
+                self.recent.len()
+            )));
+        }
         if !self.incremental {
-            if self.recent.len() >= 2 * self.window {
-                self.recent.drain(..self.recent.len() - self.window);
+            let r = &mut self.recent[0];
+            if r.len() >= 2 * self.window {
+                r.drain(..r.len() - self.window);
             }
-            self.recent.push(x);
+            r.push(x[0]);
             self.n += 1;
             return Ok(());
         }
         let m = shapelet(model)?;
-        if self.recent.len() >= 2 * self.max_len.max(1) {
-            self.recent.drain(..self.recent.len() - self.max_len);
+        for (r, &v) in self.recent.iter_mut().zip(x) {
+            if r.len() >= 2 * self.max_len.max(1) {
+                r.drain(..r.len() - self.max_len);
+            }
+            r.push(v);
         }
-        self.recent.push(x);
         self.n += 1;
         self.window_start = self
             .window_start
             .max(self.n.saturating_sub(self.window as u64));
         let window_start = self.window_start;
+        // Every channel's buffer has the same length: one per push, not per space.
+        let all: Vec<&[f64]> = self.recent.iter().map(Vec::as_slice).collect();
+        let live = all[0].len();
         for (s, space) in m.spaces.iter().enumerate() {
             let e = space.extraction();
             let f = e.footprint();
@@ -195,8 +226,8 @@ impl WindowScorer {
                 continue;
             }
             let start = self.n - f as u64;
-            let sub = &mut self.sub[..e.length];
-            e.extract(&self.recent[self.recent.len() - f..], 0, sub);
+            let sub = &mut self.sub[..e.dim()];
+            e.extract_channels(&all, live - f, sub);
             let krow = &mut self.scratch[..space.count];
             space.kernel.row(sub, &space.representatives, krow);
             let mut q = 0;
@@ -272,7 +303,8 @@ impl WindowScorer {
 
     /// The model's explanation of the last `len` points, scored from scratch.
     fn explain_recomputed(&self, model: &Model, len: usize) -> Result<Option<Explanation>> {
-        let points = self.recent[self.recent.len() - len..].to_vec();
+        let r = &self.recent[0];
+        let points = r[r.len() - len..].to_vec();
         model.explain(&super::Sample::Series(points)).map(Some)
     }
 
@@ -285,7 +317,8 @@ impl WindowScorer {
         // Only a window shorter than a footprint reads its points here; `recent` then holds
         // them (it keeps the longest footprint).
         let len = (self.n - window_start) as usize;
-        let points = || &self.recent[self.recent.len() - len..];
+        let points =
+            || -> Vec<&[f64]> { self.recent.iter().map(|r| &r[r.len() - len..]).collect() };
         let mut q = 0;
         for e in &m.ensembles {
             let mut ge = 0.0;
@@ -301,7 +334,7 @@ impl WindowScorer {
                     // The window is shorter than this space's footprint: its one
                     // subsequence reads the last point repeated (as `Extraction::extract`).
                     None => {
-                        let v = padded_value(&m.spaces[h.space], h, points());
+                        let v = padded_value(&m.spaces[h.space], h, &points());
                         let v = if h.mean {
                             fixed_mean(i128::from(to_fixed(v)), 1)
                         } else {
@@ -342,11 +375,11 @@ impl WindowScorer {
 fn padded_value(
     space: &super::shapelet::ShapeletSpace,
     h: &super::shapelet::WeightedHypothesis,
-    points: &[f64],
+    points: &[&[f64]],
 ) -> f64 {
     let e = space.extraction();
-    let mut sub = vec![0.0; e.length];
-    e.extract(points, 0, &mut sub);
+    let mut sub = vec![0.0; e.dim()];
+    e.extract_channels(points, 0, &mut sub);
     let mut krow = vec![0.0; space.count];
     space.kernel.row(&sub, &space.representatives, &mut krow);
     h.alpha.iter().map(|&(z, a)| a * krow[z as usize]).sum()
@@ -482,6 +515,83 @@ mod tests {
                         assert_eq!(inc, scratch, "{view:?} z={znorm} w={w} ending at {t}");
                     }
                 }
+            }
+        }
+    }
+
+    /// Three channels, dependent and independent spaces (each view, normalisation and
+    /// dilation, max and mean hypotheses): every window's incremental explanation equals
+    /// the offline one of the same points, bit for bit, including windows shorter than a
+    /// footprint; a point with another channel count is refused.
+    #[test]
+    fn multichannel_spaces_score_exactly() {
+        use crate::mil::{ChannelMode, SpaceParams};
+        let channel = |i: usize, c: usize, t: usize| -> f64 {
+            let up = i % 2 == 0;
+            let wave = if up && c == 1 {
+                ((t + i) as f64 * 0.7).sin()
+            } else {
+                0.0
+            };
+            wave + ((t * 7 + i * 3 + c * 5) % 5) as f64 * 0.2 + c as f64
+        };
+        let mut ds = Dataset::default();
+        for i in 0..16 {
+            ds.ids.push(format!("s{i}"));
+            ds.labels.push(if i % 2 == 0 {
+                "wave".into()
+            } else {
+                "noise".into()
+            });
+            ds.samples.push(Sample::Multi(
+                (0..3)
+                    .map(|c| (0..40).map(|t| channel(i, c, t)).collect())
+                    .collect(),
+            ));
+        }
+        let stream: Vec<Vec<f64>> = (0..120)
+            .map(|t| (0..3).map(|c| channel(t / 30, c, t)).collect())
+            .collect();
+        for mode in [ChannelMode::Independent, ChannelMode::Dependent] {
+            let params = FitParams {
+                lengths: vec![ShapeletLength::Absolute(5)],
+                k: Some(10),
+                max_rounds: 12,
+                spaces: SpaceParams {
+                    dilations: 3,
+                    channels: mode,
+                    ..SpaceParams::default()
+                },
+                ..FitParams::default()
+            };
+            let model = Model::fit(&ds, &params).unwrap();
+            let Model::LpboostShapelet(m) = &model else {
+                unreachable!()
+            };
+            match mode {
+                ChannelMode::Independent => assert!(m.spaces.iter().any(|s| s.channel == 2)),
+                ChannelMode::Dependent => assert!(m.spaces.iter().all(|s| s.block == 3)),
+            }
+            for w in [10, 25] {
+                let mut sc = WindowScorer::new(&model, w).unwrap();
+                assert_eq!(sc.channels(), 3);
+                assert!(sc.push_point(&model, &[1.0, 2.0]).is_err());
+                let mut checked = 0;
+                for (t, x) in stream.iter().enumerate() {
+                    sc.push_point(&model, x).unwrap();
+                    let Some(inc) = sc.explain(&model).unwrap() else {
+                        continue;
+                    };
+                    let window = Sample::Multi(
+                        (0..3)
+                            .map(|c| stream[t + 1 - w..=t].iter().map(|p| p[c]).collect())
+                            .collect(),
+                    );
+                    let scratch = model.explain(&window).unwrap();
+                    assert_eq!(inc, scratch, "{mode:?} w={w} ending at {t}");
+                    checked += 1;
+                }
+                assert_eq!(checked, stream.len() + 1 - w);
             }
         }
     }
