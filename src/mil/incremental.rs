@@ -527,7 +527,7 @@ mod tests {
     fn multichannel_spaces_score_exactly() {
         use crate::mil::{ChannelMode, SpaceParams};
         let channel = |i: usize, c: usize, t: usize| -> f64 {
-            let up = i % 2 == 0;
+            let up = i.is_multiple_of(2);
             let wave = if up && c == 1 {
                 ((t + i) as f64 * 0.7).sin()
             } else {
@@ -538,7 +538,7 @@ mod tests {
         let mut ds = Dataset::default();
         for i in 0..16 {
             ds.ids.push(format!("s{i}"));
-            ds.labels.push(if i % 2 == 0 {
+            ds.labels.push(if i.is_multiple_of(2) {
                 "wave".into()
             } else {
                 "noise".into()
