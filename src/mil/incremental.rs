@@ -536,7 +536,7 @@ mod tests {
             wave + ((t * 7 + i * 3 + c * 5) % 5) as f64 * 0.2 + c as f64
         };
         let mut ds = Dataset::default();
-        for i in 0..16 {
+        for i in 0..16usize {
             ds.ids.push(format!("s{i}"));
             ds.labels.push(if i.is_multiple_of(2) {
                 "wave".into()
