@@ -28,14 +28,24 @@ pub enum RecordKind {
     Label,
 }
 
-/// One reading of a univariate series.
+/// One reading of a series: one value per channel.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Point {
     pub series_id: String,
     /// Event time, epoch milliseconds.
     pub ts_ms: i64,
-    /// Always finite.
+    /// The first channel's value (the only one of a univariate series). Always finite.
     pub value: f64,
+    /// The other channels' values, in order: empty for a univariate series (no allocation
+    /// on the hot path). Always finite.
+    pub rest: Vec<f64>,
+}
+
+impl Point {
+    /// Values of this point: the channels of its series.
+    pub fn channels(&self) -> usize {
+        1 + self.rest.len()
+    }
 }
 
 /// A multiple-instance bag as it arrived: `n` instances of `dim` values each.
@@ -282,6 +292,7 @@ fn decode_plain_points(payload: &[u8]) -> Option<Vec<Point>> {
                 series_id: p.series_id.into_owned(),
                 ts_ms: p.ts,
                 value: p.value,
+                rest: Vec::new(),
             })
         })
         .collect()
@@ -408,9 +419,9 @@ impl Decoder<'_> {
     fn point(&self, map: &mut Map<String, Value>) -> Result<Point, Rejected> {
         let series_id = self.take_id(map, "series_id")?;
         let ts_ms = self.timestamp_ms(map, "ts")?;
-        let value = match (map.get("value"), map.get("values")) {
-            (Some(value), None) => self.field_number(value, "value")?,
-            (None, Some(values)) => self.single_value(values)?,
+        let (value, rest) = match (map.get("value"), map.get("values")) {
+            (Some(value), None) => (self.field_number(value, "value")?, Vec::new()),
+            (None, Some(values)) => self.channel_values(values)?,
             (Some(_), Some(_)) => {
                 return Err(Rejected::schema(
                     "a point has either `value` or `values`, not both",
@@ -422,23 +433,30 @@ impl Decoder<'_> {
             series_id,
             ts_ms,
             value,
+            rest,
         })
     }
 
-    fn single_value(&self, values: &Value) -> Result<f64, Rejected> {
+    /// `values`: one number per channel. Whether the count is the model's is checked where
+    /// the model is known (the worker: a `dimension` dead letter).
+    fn channel_values(&self, values: &Value) -> Result<(f64, Vec<f64>), Rejected> {
         match values {
-            Value::Array(items) if items.len() == 1 => {
-                self.number(&items[0]).map_err(|e| self.number_error(e, "values[0]"))
-            }
             Value::Array(items) if items.is_empty() => Err(Rejected::schema(
-                "`values` is empty; a point needs exactly one value",
+                "`values` is empty; a point needs one value per channel",
             )),
-            Value::Array(items) => Err(Rejected::schema(format!(
-                "`values` has {} elements: multichannel points are not supported by a univariate model; send one value per series",
-                items.len()
-            ))),
+            Value::Array(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for (i, item) in items.iter().enumerate() {
+                    out.push(
+                        self.number(item)
+                            .map_err(|e| self.number_error(e, &format!("values[{i}]")))?,
+                    );
+                }
+                let first = out.remove(0);
+                Ok((first, out))
+            }
             other => Err(Rejected::schema(format!(
-                "`values` must be an array with one number, found {}",
+                "`values` must be an array of numbers (one per channel), found {}",
                 self.type_name(other)
             ))),
         }
@@ -871,6 +889,7 @@ mod tests {
             series_id: series_id.into(),
             ts_ms,
             value,
+            rest: Vec::new(),
         }
     }
 
@@ -945,11 +964,17 @@ mod tests {
             point(r#"{"series_id":"a","ts":1,"values":[0.25]}"#),
             p("a", 1, 0.25)
         );
+        // One number per channel; the count is checked against the model by the worker.
+        let three = point(r#"{"series_id":"a","ts":1,"values":[1,2,3]}"#);
+        assert_eq!(
+            (three.value, three.rest.clone(), three.channels()),
+            (1.0, vec![2.0, 3.0], 3)
+        );
         rejected(
             RecordKind::Point,
-            r#"{"series_id":"a","ts":1,"values":[1,2,3]}"#,
+            r#"{"series_id":"a","ts":1,"values":[1,"x",3]}"#,
             DeadReason::Schema,
-            "multichannel points are not supported by a univariate model",
+            "`values[1]` must be a number",
         );
         rejected(
             RecordKind::Point,

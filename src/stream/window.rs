@@ -72,11 +72,11 @@ pub struct WindowEvents {
 
 struct SeriesWindow {
     /// Reorder buffer: ts -> (value, offset), released once older than max_ts - lateness.
-    pending: BTreeMap<i64, (f64, i64)>,
+    pending: BTreeMap<i64, (f64, Vec<f64>, i64)>,
     max_ts: i64,
     last_released: Option<i64>,
-    /// The last W released points: (ts, value, offset).
-    points: VecDeque<(i64, f64, i64)>,
+    /// The last W released points: (ts, value, offset, the other channels' values).
+    points: VecDeque<(i64, f64, i64, Vec<f64>)>,
     scorer: Option<WindowScorer>,
     generation: u64,
     last_seen: u64,
@@ -166,6 +166,7 @@ impl PartitionWindows {
                 &p.series_id,
                 p.ts_ms,
                 p.value,
+                p.rest.clone(),
                 offset,
                 &params,
                 model,
@@ -178,15 +179,15 @@ impl PartitionWindows {
         if s.pending.contains_key(&p.ts_ms) {
             return PointOutcome::Duplicate;
         }
-        s.pending.insert(p.ts_ms, (p.value, offset));
+        s.pending.insert(p.ts_ms, (p.value, p.rest.clone(), offset));
         s.max_ts = s.max_ts.max(p.ts_ms);
         let horizon = s.max_ts.saturating_sub(params.lateness_ms);
         while let Some((&ts, _)) = s.pending.first_key_value() {
             if ts > horizon {
                 break;
             }
-            let (_, (v, off)) = s.pending.pop_first().expect("just seen");
-            let restarted = release(s, &p.series_id, ts, v, off, &params, model, emit, out);
+            let (_, (v, rest, off)) = s.pending.pop_first().expect("just seen");
+            let restarted = release(s, &p.series_id, ts, v, rest, off, &params, model, emit, out);
             self.events.restarted += u64::from(restarted);
         }
         PointOutcome::Accepted
@@ -202,7 +203,7 @@ impl PartitionWindows {
                 s.points
                     .iter()
                     .map(|p| p.2)
-                    .chain(s.pending.values().map(|p| p.1))
+                    .chain(s.pending.values().map(|p| p.2))
             })
             .min()
     }
@@ -231,6 +232,7 @@ fn release(
     series_id: &str,
     ts: i64,
     v: f64,
+    rest: Vec<f64>,
     off: i64,
     params: &WindowParams,
     model: &Arc<ScoringModel>,
@@ -238,7 +240,7 @@ fn release(
     out: &mut Vec<ScoredWindow>,
 ) -> bool {
     let mut restarted = false;
-    if let Some(&(prev_ts, _, _)) = s.points.back() {
+    if let Some(&(prev_ts, ..)) = s.points.back() {
         if ts - prev_ts > params.idle_timeout_ms {
             s.points.clear();
             s.scorer = None;
@@ -274,20 +276,38 @@ fn release(
             }
         }
     }
-    s.points.push_back((ts, v, off));
-    if s.points.len() > params.points {
-        s.points.pop_front();
-    }
     if s.generation == model.generation {
         if let Some(sc) = s.scorer.as_mut() {
-            // Scoring errors cannot happen for a model the scorer was built for.
-            let _ = sc.push(&model.model, v);
+            // Scoring errors cannot happen for a model the scorer was built for (the worker
+            // dead-letters points of another channel count).
+            let _ = push(sc, &model.model, v, &rest);
         }
     } else {
         s.scorer = None;
     }
+    s.points.push_back((ts, v, off, rest));
+    if s.points.len() > params.points {
+        s.points.pop_front();
+    }
     s.last_released = Some(ts);
     restarted
+}
+
+/// One point into a scorer: the univariate form without building a slice of channels.
+fn push(
+    sc: &mut WindowScorer,
+    model: &Model,
+    v: f64,
+    rest: &[f64],
+) -> crate::mil::error::Result<()> {
+    if rest.is_empty() {
+        sc.push(model, v)
+    } else {
+        let mut x = Vec::with_capacity(1 + rest.len());
+        x.push(v);
+        x.extend_from_slice(rest);
+        sc.push_point(model, &x)
+    }
 }
 
 /// The series' scorer for the current model, rebuilt from the kept points after a swap.
@@ -298,8 +318,8 @@ fn ensure_scorer<'a>(
 ) -> Option<&'a mut WindowScorer> {
     if s.scorer.is_none() || s.generation != model.generation {
         let mut sc = WindowScorer::new(&model.model, params.points).ok()?;
-        for &(_, v, _) in &s.points {
-            sc.push(&model.model, v).ok()?;
+        for (_, v, _, rest) in &s.points {
+            push(&mut sc, &model.model, *v, rest).ok()?;
         }
         s.scorer = Some(sc);
         s.generation = model.generation;
@@ -336,6 +356,7 @@ mod tests {
                         series_id: id.to_string(),
                         ts_ms: ts,
                         value: x,
+                        rest: Vec::new(),
                     });
                 }
             }

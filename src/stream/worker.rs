@@ -332,17 +332,32 @@ impl Worker {
         p.records.inc_by(results.len() as u64);
         for r in results {
             match r {
-                // A trainer keeps the raw history only.
+                // A trainer keeps the raw history only (univariate: the history and the
+                // training store hold one value per point).
                 Ok(Record::Point(pt)) if p.windows.is_none() => {
-                    if let Some(l) = &env.labels {
+                    if let Some(l) = env.labels.as_ref().filter(|_| pt.rest.is_empty()) {
                         l.record_point(&pt.series_id, pt.ts_ms, pt.value);
                     }
+                }
+                // A series has the channel count of the model that scores it.
+                Ok(Record::Point(pt))
+                    if pt.channels() != series_model.model.input().channels().max(1) =>
+                {
+                    dead.push(dead_letter(&Rejected {
+                        reason: DeadReason::Dimension,
+                        detail: format!(
+                            "point of series '{}' has {} values; the model takes {} channel(s)",
+                            pt.series_id,
+                            pt.channels(),
+                            series_model.model.input().channels()
+                        ),
+                    }))
                 }
                 Ok(Record::Point(pt)) => {
                     let w = p.windows.as_mut().expect("checked above");
                     match w.on_point(&pt, offset, &series_model, emit, &mut windows_out) {
                         PointOutcome::Accepted => {
-                            if let Some(l) = &env.labels {
+                            if let Some(l) = env.labels.as_ref().filter(|_| pt.rest.is_empty()) {
                                 l.record_point(&pt.series_id, pt.ts_ms, pt.value);
                             }
                         }
@@ -608,10 +623,14 @@ mod tests {
     }
 
     fn env() -> (Arc<WorkerEnv>, Arc<Metrics>) {
+        env_with(model().clone())
+    }
+
+    fn env_with(model: Model) -> (Arc<WorkerEnv>, Arc<Metrics>) {
         let metrics = Metrics::new();
         let serving = Arc::new(ServingModel::new(
             Arc::new(ScoringModel {
-                model: model().clone(),
+                model,
                 version: "test".into(),
                 generation: 1,
             }),
@@ -863,5 +882,102 @@ mod tests {
         // Partition 1 never noticed: series b's windows are exactly the offline ones.
         let b: Vec<Row> = rows(&segments).into_iter().filter(|r| r.0 == "b").collect();
         assert_eq!(b, offline_windows("b", &series[1].1));
+    }
+
+    /// 6-channel points (BasicMotions: accelerometer and gyroscope): every window the
+    /// worker scores equals the offline predict of its points, and a point with another
+    /// channel count is one `dimension` dead letter naming both counts.
+    #[test]
+    fn six_channel_points_yield_the_offline_predictions() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/BasicMotions_TRAIN.ts");
+        let data = crate::data::read_dataset(&path, None).unwrap();
+        let params = crate::mil::FitParams {
+            k: Some(20),
+            max_rounds: 10,
+            ..crate::mil::FitParams::default()
+        };
+        let model6 = Model::fit(&data, &params).unwrap();
+        // Two series of two BasicMotions series each (200 steps), `b` 5 ms behind `a`.
+        let series = |k: usize| -> Vec<(i64, Vec<f64>)> {
+            let mut steps = Vec::new();
+            for s in &data.samples[2 * k..2 * k + 2] {
+                let Sample::Multi(c) = s else {
+                    unreachable!("BasicMotions has 6 channels")
+                };
+                steps.extend((0..c[0].len()).map(|t| c.iter().map(|v| v[t]).collect::<Vec<_>>()));
+            }
+            steps
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (1_000_000 + i as i64 * SPACING_MS + 5 * k as i64, v))
+                .collect()
+        };
+        let all = [("a", series(0)), ("b", series(1))];
+        let mut points: Vec<(i64, &str, &Vec<f64>)> = all
+            .iter()
+            .flat_map(|(id, s)| s.iter().map(move |(ts, v)| (*ts, *id, v)))
+            .collect();
+        points.sort_by_key(|p| (p.0, p.1));
+        let mut msgs: Vec<Message> = points
+            .iter()
+            .map(|&(ts, id, v)| Message {
+                topic: "points".into(),
+                partition: 0,
+                offset: 0,
+                timestamp_ms: ts,
+                payload: serde_json::json!({"series_id": id, "ts": ts, "values": v})
+                    .to_string()
+                    .into_bytes(),
+            })
+            .collect();
+        let middle = msgs.len() / 2;
+        msgs.insert(
+            middle,
+            Message {
+                payload: br#"{"series_id":"a","ts":1,"values":[1,2,3,4,5]}"#.to_vec(),
+                ..msgs[middle].clone()
+            },
+        );
+        for (i, m) in msgs.iter_mut().enumerate() {
+            m.offset = i as i64;
+        }
+        let (env, metrics) = env_with(model6.clone());
+        let mut worker = Worker::new(env);
+        assign(&mut worker, &metrics, 0, 0);
+        let segments = run(&mut worker, &msgs);
+        let mut expected: Vec<Row> = Vec::new();
+        for (id, s) in &all {
+            for i in W..s.len() {
+                if s[i - 1].0.div_euclid(HOP_MS) < s[i].0.div_euclid(HOP_MS) {
+                    let window = &s[i - W..i];
+                    let channels = (0..6)
+                        .map(|c| window.iter().map(|p| p.1[c]).collect())
+                        .collect();
+                    let p = model6.predict(&Sample::Multi(channels)).unwrap();
+                    expected.push((
+                        id.to_string(),
+                        window[0].0,
+                        window[W - 1].0,
+                        p.label,
+                        p.scores,
+                    ));
+                }
+            }
+        }
+        expected.sort_by(|a, b| (&a.0, a.2).cmp(&(&b.0, b.2)));
+        assert!(expected.len() >= 10, "only {} windows", expected.len());
+        assert_eq!(rows(&segments), expected);
+        let dead: Vec<&DeadLetterRecord> = segments.iter().flat_map(|s| &s.dead_letters).collect();
+        assert_eq!(dead.len(), 1, "{dead:?}");
+        assert_eq!(
+            (dead[0].offset, dead[0].reason.as_str()),
+            (middle as i64, "dimension")
+        );
+        assert!(
+            dead[0].detail.contains("5 values") && dead[0].detail.contains("6 channel"),
+            "{}",
+            dead[0].detail
+        );
     }
 }
