@@ -29,7 +29,7 @@ pub fn run(args: PredictArgs) -> Result<()> {
             let e = model
                 .explain(s)
                 .with_context(|| format!("explaining {}", ds.ids[i]))?;
-            let top = milstream::stream::record::TopContribution::top(&e, args.top);
+            let top = milstream::stream::record::TopContribution::top_named(&e, args.top, &model);
             println!(
                 "{}",
                 json!({"id": ds.ids[i], "label": e.prediction.label, "scores": e.prediction.scores,

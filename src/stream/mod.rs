@@ -14,6 +14,7 @@ mod assignment;
 pub mod bench;
 pub mod commit;
 mod consumer;
+mod contribution;
 mod daemon;
 pub mod embedded;
 pub mod history;

@@ -20,6 +20,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use thiserror::Error;
 
+pub use super::contribution::TopContribution;
+
 /// Which topic a message came from decides what it must hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecordKind {
@@ -704,36 +706,6 @@ fn quoted_prefix(s: &str) -> String {
     match s.char_indices().nth(MAX_CHARS) {
         Some((cut, _)) => format!("{:?}...", &s[..cut]),
         None => format!("{s:?}"),
-    }
-}
-
-/// One shapelet hypothesis's part in a prediction.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TopContribution {
-    /// Index of the hypothesis (shapelet) in the model.
-    pub hypothesis: u32,
-    /// The class whose score it contributed to.
-    pub class: String,
-    /// Index of the instance (for a window: the subsequence start) it matched best.
-    pub offset: u32,
-    /// Its weighted contribution w_j h_j(B) to that class's score.
-    pub contribution: f64,
-}
-
-impl TopContribution {
-    /// The `k` largest contributions of an explanation (it lists them largest |w_j h_j(B)|
-    /// first), as every prediction row carries them; `predict --explain` prints the same.
-    pub fn top(e: &crate::mil::Explanation, k: usize) -> Vec<TopContribution> {
-        e.contributions
-            .iter()
-            .take(k)
-            .map(|c| TopContribution {
-                hypothesis: c.hypothesis as u32,
-                class: c.class.clone(),
-                offset: c.offset as u32,
-                contribution: c.contribution,
-            })
-            .collect()
     }
 }
 
@@ -1635,6 +1607,7 @@ mod schema_tests {
             class: "a".into(),
             offset: 0,
             contribution: 0.0,
+            channel: Some("ax".into()),
         })
         .expect("serializes");
         let keys: BTreeSet<String> = sample
@@ -1643,7 +1616,10 @@ mod schema_tests {
             .keys()
             .cloned()
             .collect();
-        assert_eq!(names(&top["required"]), keys);
+        // Every key but the multichannel model's `channel` is required.
+        let mut required = names(&top["required"]);
+        required.insert("channel".into());
+        assert_eq!(required, keys);
         let properties: BTreeSet<String> = top["properties"]
             .as_object()
             .expect("object")

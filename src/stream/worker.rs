@@ -176,7 +176,7 @@ impl WorkerEnv {
             scores: e.prediction.scores.clone(),
             model_kind: model.model.kind_name().to_string(),
             model_version: model.version.clone(),
-            top: TopContribution::top(e, self.cfg.window.top_contributions),
+            top: TopContribution::top_named(e, self.cfg.window.top_contributions, &model.model),
             source_topic: src.0.to_string(),
             source_partition: src.1,
             source_offset: src.2,
@@ -979,5 +979,13 @@ mod tests {
             "{}",
             dead[0].detail
         );
+        // Prediction rows name the channel of each top contribution (`.ts`: unnamed).
+        for p in segments.iter().flat_map(|s| &s.predictions) {
+            assert!(!p.top.is_empty());
+            assert!(p.top.iter().all(|t| t
+                .channel
+                .as_deref()
+                .is_some_and(|c| c.starts_with("channel "))));
+        }
     }
 }
