@@ -48,6 +48,8 @@ fn points() {
             json!({"series_id": "pump-7", "ts": 1732550400123i64, "value": 0.53}),
             json!({"series_id": "p", "ts": "2024-11-25T16:00:00Z", "value": -1}),
             json!({"series_id": "p", "ts": 0, "values": [2.5]}),
+            // One number per channel; the count is checked against the model downstream.
+            json!({"series_id": "p", "ts": 1, "values": [1.0, 2.0]}),
             json!({"series_id": "p", "ts": 5, "value": 1.0, "site": "north"}),
         ],
         &[
@@ -60,7 +62,6 @@ fn points() {
             json!({"series_id": "p", "ts": 1}),
             json!({"series_id": "p", "ts": 1, "value": 0.5, "values": [0.5]}),
             json!({"series_id": "p", "ts": 1, "values": []}),
-            json!({"series_id": "p", "ts": 1, "values": [1.0, 2.0]}),
             json!(7),
         ],
     );
