@@ -22,8 +22,8 @@ fn the_ts_and_long_csv_files_hold_the_same_series() {
 
 #[test]
 fn basicmotions_with_the_defaults() {
-    // Measured 1.000 with independent spaces (96 spaces, 1.2 s single-threaded); dependent
-    // spaces 0.975 in 0.42 s. RDST and MiniRocket reach 1.000.
+    // Measured 1.000 with independent spaces (96 spaces, 1.10 s single-threaded); dependent
+    // spaces 0.975 in 0.36 s. RDST and MiniRocket reach 1.000.
     let train = load("BasicMotions_TRAIN.csv");
     let test = load("BasicMotions_TEST.csv");
     let model = Model::fit(&train, &FitParams::default()).unwrap();
