@@ -285,6 +285,19 @@ fn one_hot_starts(
     active: &[usize],
     kind: WeakKind,
 ) -> Vec<(f64, usize, f64)> {
+    let mut one_hot = one_hot_edges(table, y, d, active, kind);
+    one_hot.sort_by(|a, b| b.0.total_cmp(&a.0));
+    one_hot
+}
+
+/// The edges of [`one_hot_starts`], unsorted.
+fn one_hot_edges(
+    table: &KernelTable,
+    y: &[f64],
+    d: &[f64],
+    active: &[usize],
+    kind: WeakKind,
+) -> Vec<(f64, usize, f64)> {
     let k = table.k;
     let mut one_hot: Vec<(f64, usize, f64)> = Vec::with_capacity(2 * k);
     for z in 0..k {
@@ -301,7 +314,6 @@ fn one_hot_starts(
         one_hot.push((plus * scale, z, scale));
         one_hot.push((minus * scale, z, -scale));
     }
-    one_hot.sort_by(|a, b| b.0.total_cmp(&a.0));
     one_hot
 }
 
@@ -309,9 +321,10 @@ fn one_hot_starts(
 /// loop reaches from it. Ranks spaces so that only the most promising run the DC loop.
 pub fn one_hot_price(table: &KernelTable, y: &[f64], d: &[f64], kind: WeakKind) -> f64 {
     let active = active_bags(table.n_bags(), d);
-    one_hot_starts(table, y, d, &active, kind)
-        .first()
-        .map_or(f64::NEG_INFINITY, |s| s.0)
+    one_hot_edges(table, y, d, &active, kind)
+        .iter()
+        .map(|s| s.0)
+        .fold(f64::NEG_INFINITY, f64::max)
 }
 
 /// The best mean hypothesis h(B) = sum_z alpha_z mean_{x in B} K(z, x) (beyond the paper:
