@@ -276,21 +276,8 @@ fn active_bags(m: usize, d: &[f64]) -> Vec<usize> {
     (0..m).filter(|&i| d[i] > 1e-12).collect()
 }
 
-/// Appendix A.3: the edge of every one-hot alpha (either sign), best first, as (edge,
-/// representative, coefficient). A table lookup per bag and representative.
-fn one_hot_starts(
-    table: &KernelTable,
-    y: &[f64],
-    d: &[f64],
-    active: &[usize],
-    kind: WeakKind,
-) -> Vec<(f64, usize, f64)> {
-    let mut one_hot = one_hot_edges(table, y, d, active, kind);
-    one_hot.sort_by(|a, b| b.0.total_cmp(&a.0));
-    one_hot
-}
-
-/// The edges of [`one_hot_starts`], unsorted.
+/// Appendix A.3: the edge of every one-hot alpha (either sign), as (edge, representative,
+/// coefficient). A table lookup per bag and representative.
 fn one_hot_edges(
     table: &KernelTable,
     y: &[f64],
@@ -370,7 +357,8 @@ pub fn weak_learn(
     // Appendix A.3: alpha_0 = the most discriminative one-hot vector (either sign). With
     // `starts` > 1 the DC loop also runs from the next best one-hot vectors and the largest
     // edge wins: the weak-learning problem is non-convex, and a second start is cheap.
-    let one_hot = one_hot_starts(table, y, d, &active, params.kind);
+    let mut one_hot = one_hot_edges(table, y, d, &active, params.kind);
+    one_hot.sort_by(|a, b| b.0.total_cmp(&a.0));
     let mut best: Option<WeakHypothesis> = None;
     for &(_, z, a) in one_hot.iter().take(params.starts.max(1)) {
         let h = dc_loop(table, y, d, &active, vec![(z, a)], params, warm);
