@@ -553,3 +553,74 @@ fn inspect_prints_the_model_card() {
     assert_eq!(card["training"]["n_train"], 50);
     assert!(card["rounds"].as_u64().unwrap() >= 1);
 }
+
+/// The default model's spaces (dilations, the difference view, z-normalisation): every
+/// drawn subsequence of panel (a) sits on the series points its space read (offset,
+/// offset + d, ...), and the patterns of (b) on the positions of their best match.
+#[test]
+fn default_spaces_draw_their_subsequences_at_their_strided_positions() {
+    let train = load("GunPoint_TRAIN.csv");
+    let test = load("GunPoint_TEST.csv");
+    let model = Model::fit(
+        &train,
+        &FitParams {
+            binary: BinaryMode::Single,
+            ..FitParams::default()
+        },
+    )
+    .unwrap();
+    let m = figure::shapelet_model(&model).unwrap();
+    let mut dilated = 0;
+    for i in [0, 7, 42] {
+        let fig = figure::figure(m, &test.samples[i], &test.ids[i], None).unwrap();
+        let Input::Series(series) = &fig.input else {
+            panic!("series")
+        };
+        let e = model.explain(&test.samples[i]).unwrap();
+        for (s, c) in fig.maximizers.iter().zip(&e.contributions) {
+            assert_eq!((s.offset, s.length), (c.offset, c.length));
+            let d = c.dilation;
+            let shift = usize::from(c.view == milstream::mil::View::Diff);
+            let want: Vec<usize> = (0..c.length).map(|k| c.offset + k * d + shift).collect();
+            assert_eq!(s.positions, want, "{c:?}");
+            let vals: Vec<f64> = want.iter().map(|&p| series[p]).collect();
+            assert_eq!(s.values, vals);
+            dilated += usize::from(d > 1);
+        }
+        for s in &fig.patterns {
+            assert_eq!(s.positions.len(), s.length);
+            assert!(s.positions.iter().all(|&p| p < series.len()));
+            assert!(s.positions.windows(2).all(|w| w[0] < w[1]));
+        }
+        // The SVG draws each segment over exactly its positions: x pixels of the series'
+        // own points at those indices.
+        let svg = figure::render_svg(&fig).unwrap();
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let lines = polylines(&doc);
+        let first = lines
+            .iter()
+            .position(|l| l.stroke == "#000000" && l.points.len() == series.len())
+            .expect("the series line");
+        let xs: Vec<i64> = lines[first].points.iter().map(|q| q.0).collect();
+        let drawn: Vec<Vec<usize>> = lines[first + 1..]
+            .iter()
+            .take_while(|l| !(l.stroke == "#000000" && l.points.len() == series.len()))
+            .filter(|l| l.stroke != "#000000")
+            .map(|l| {
+                l.points
+                    .iter()
+                    .map(|q| {
+                        xs.iter()
+                            .position(|&x| x == q.0)
+                            .expect("on a series point")
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut want: Vec<Vec<usize>> =
+            fig.maximizers.iter().map(|s| s.positions.clone()).collect();
+        want.reverse();
+        assert_eq!(drawn, want);
+    }
+    assert!(dilated > 0, "no dilated hypothesis was drawn");
+}

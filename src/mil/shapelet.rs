@@ -4,17 +4,18 @@
 
 use std::time::Instant;
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::bag::{Dataset, InputKind, InstanceSet, Sample, Standardizer};
+use super::bag::{Dataset, InputKind, Sample, Standardizer};
 use super::error::{MilError, Result};
-use super::kernel::{sq_dist, Kernel};
-use super::kmeans::{kmeans_pp, kmeans_pp_with};
+use super::kernel::Kernel;
 use super::lpboost::{lpboost, BoostParams, Boosted};
-use super::model::{BinaryMode, Contribution, FitParams, KernelSpec, Prediction, ShapeletLength};
+use super::params::{BinaryMode, FitParams};
+use super::prediction::{Contribution, Prediction};
+pub use super::prepare::{
+    median_heuristic_sigma, prepare, resolve_kernel, resolve_lengths, Prepared, PreparedSpace,
+};
 use super::series::instance_set;
 use super::space::{is_zero, Extraction, View};
 use super::weak::{best_mean, one_hot_price, weak_learn, KernelTable, WeakParams, WorkingSet};
@@ -137,139 +138,6 @@ pub struct ShapeletModel {
     pub channel_names: Vec<String>,
 }
 
-/// Training instances of one space and their k-means representatives: the label-free part
-/// of a fit, which cross-validation shares across kernel widths and nu.
-pub struct PreparedSpace {
-    /// For bags, a raw "subsequence" of the bag dimension.
-    pub extraction: Extraction,
-    pub instances: InstanceSet,
-    /// Kernel rows are kept for every `row_stride`-th instance of a bag (see
-    /// [`KernelTable`]); 1 keeps them all.
-    pub row_stride: usize,
-    pub reps: Vec<f64>,
-}
-
-/// The label-free preparation of a training set.
-pub struct Prepared {
-    pub input: InputKind,
-    pub channel_names: Vec<String>,
-    pub standardizer: Option<Standardizer>,
-    pub spaces: Vec<PreparedSpace>,
-}
-
-/// Absolute shapelet lengths for series of minimum length `min_len`.
-pub fn resolve_lengths(lengths: &[ShapeletLength], min_len: usize) -> Result<Vec<usize>> {
-    if lengths.is_empty() {
-        return Err(MilError::InvalidParameter(
-            "no shapelet length given".into(),
-        ));
-    }
-    let mut out = Vec::new();
-    for l in lengths {
-        let abs = match *l {
-            ShapeletLength::Absolute(a) => a,
-            ShapeletLength::Fraction(f) => ((f * min_len as f64).round() as usize).max(2),
-        };
-        if abs == 0 || abs > min_len {
-            return Err(MilError::InvalidParameter(format!(
-                "shapelet length {l} resolves to {abs}, but the shortest training series has length {min_len}"
-            )));
-        }
-        if !out.contains(&abs) {
-            out.push(abs);
-        }
-    }
-    Ok(out)
-}
-
-/// Resolves lengths and spaces, standardises bag features, builds every space's instances
-/// and runs k-means++ (appendix A.3). Seeded by `params.seed`.
-pub fn prepare(ds: &Dataset, params: &FitParams) -> Result<Prepared> {
-    let input = ds.check_trainable()?;
-    let samples: Vec<&Sample> = ds.samples.iter().collect();
-    let (standardizer, extractions) = match input {
-        InputKind::Series | InputKind::Multi { .. } => {
-            let min_len = ds.min_series_len().unwrap_or(0);
-            let lengths = resolve_lengths(&params.lengths, min_len)?;
-            (
-                None,
-                params
-                    .spaces
-                    .extractions(&lengths, median_series_len(ds), input.channels()),
-            )
-        }
-        InputKind::Bag { dim } => {
-            let bags: Vec<_> = ds
-                .samples
-                .iter()
-                .filter_map(|s| match s {
-                    Sample::Bag(b) => Some(b),
-                    Sample::Series(_) | Sample::Multi(_) => None,
-                })
-                .collect();
-            (
-                params.standardize.then(|| Standardizer::fit(&bags)),
-                vec![Extraction::raw(dim)],
-            )
-        }
-    };
-    let is_series = input.is_series();
-    let spaces = extractions
-        .par_iter()
-        .enumerate()
-        .map(|(i, e)| {
-            let set = instance_set(
-                &samples,
-                is_series.then_some(e),
-                params.stride,
-                standardizer.as_ref(),
-            )?;
-            let row_stride = params
-                .spaces
-                .max_instances
-                .map_or(1, |cap| set.n_instances().div_ceil(cap).max(1));
-            let k = params.k.unwrap_or(usize::MAX);
-            // The paper's single space per length keeps its seed; the others get their own.
-            let nth = extractions[..i]
-                .iter()
-                .filter(|x| x.length == e.length)
-                .count();
-            let seed = params.seed
-                ^ (e.length as u64).wrapping_mul(0x9E37_79B9)
-                ^ (nth as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
-            let reps = match params.spaces.seeds_only {
-                // k-means++ seeds: real subsequences spread over the data, at a small
-                // fraction of Lloyd's cost, which dominated fits with many spaces.
-                Some(points) => kmeans_pp_with(&set.data, set.dim, k, seed, points, 0),
-                None => kmeans_pp(&set.data, set.dim, k, seed),
-            };
-            Ok(PreparedSpace {
-                extraction: *e,
-                instances: set,
-                row_stride,
-                reps,
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(Prepared {
-        input,
-        channel_names: ds.channels.clone(),
-        standardizer,
-        spaces,
-    })
-}
-
-/// The median length of the training series: the dilations a space set offers fit it, so
-/// one short series does not take the long receptive fields from everyone.
-fn median_series_len(ds: &Dataset) -> usize {
-    let mut lens: Vec<usize> = ds.samples.iter().filter_map(Sample::series_len).collect();
-    if lens.is_empty() {
-        return 0;
-    }
-    let mid = lens.len() / 2;
-    *lens.select_nth_unstable(mid).1
-}
-
 /// Hypothesis weights at or below this (relative to their sum of 1) are dropped after
 /// training: the master LP's interior-point solution leaves ~1e-9 on inactive rows.
 pub const LEAN_WEIGHT: f64 = 1e-6;
@@ -307,40 +175,6 @@ fn dc_candidates(tables: &[KernelTable], y: &[f64], d: &[f64], params: &FitParam
     order.sort_by(|&a, &b| prices[b].total_cmp(&prices[a]));
     order.truncate(n);
     order
-}
-
-/// sigma = 1 / median |x - x'|^2 over seeded random pairs of instances: the median heuristic,
-/// which puts a typical pair at K = e^-1.
-pub fn median_heuristic_sigma(set: &InstanceSet, seed: u64) -> f64 {
-    let n = set.n_instances();
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut d: Vec<f64> = (0..4000.min(n * n))
-        .map(|_| {
-            let a = rng.random_range(0..n);
-            let b = rng.random_range(0..n);
-            sq_dist(set.instance(a), set.instance(b))
-        })
-        .filter(|&v| v > 0.0)
-        .collect();
-    if d.is_empty() {
-        return 1.0;
-    }
-    let mid = d.len() / 2;
-    let (_, med, _) = d.select_nth_unstable_by(mid, |a, b| a.total_cmp(b));
-    1.0 / *med
-}
-
-fn resolve_kernel(spec: &KernelSpec, set: &InstanceSet, seed: u64) -> Result<Kernel> {
-    let k = match *spec {
-        KernelSpec::Gaussian { sigma: Some(s), .. } => Kernel::Gaussian { sigma: s },
-        KernelSpec::Gaussian { sigma: None, scale } => Kernel::Gaussian {
-            sigma: scale * median_heuristic_sigma(set, seed),
-        },
-        KernelSpec::Linear => Kernel::Linear,
-        KernelSpec::Polynomial { degree, coef0 } => Kernel::Polynomial { degree, coef0 },
-    };
-    k.validate()?;
-    Ok(k)
 }
 
 impl ShapeletModel {

@@ -276,9 +276,9 @@ fn active_bags(m: usize, d: &[f64]) -> Vec<usize> {
     (0..m).filter(|&i| d[i] > 1e-12).collect()
 }
 
-/// Appendix A.3: the edge of every one-hot alpha (either sign), best first, as (edge,
-/// representative, coefficient). A table lookup per bag and representative.
-fn one_hot_starts(
+/// Appendix A.3: the edge of every one-hot alpha (either sign), as (edge, representative,
+/// coefficient). A table lookup per bag and representative.
+fn one_hot_edges(
     table: &KernelTable,
     y: &[f64],
     d: &[f64],
@@ -301,7 +301,6 @@ fn one_hot_starts(
         one_hot.push((plus * scale, z, scale));
         one_hot.push((minus * scale, z, -scale));
     }
-    one_hot.sort_by(|a, b| b.0.total_cmp(&a.0));
     one_hot
 }
 
@@ -309,9 +308,10 @@ fn one_hot_starts(
 /// loop reaches from it. Ranks spaces so that only the most promising run the DC loop.
 pub fn one_hot_price(table: &KernelTable, y: &[f64], d: &[f64], kind: WeakKind) -> f64 {
     let active = active_bags(table.n_bags(), d);
-    one_hot_starts(table, y, d, &active, kind)
-        .first()
-        .map_or(f64::NEG_INFINITY, |s| s.0)
+    one_hot_edges(table, y, d, &active, kind)
+        .iter()
+        .map(|s| s.0)
+        .fold(f64::NEG_INFINITY, f64::max)
 }
 
 /// The best mean hypothesis h(B) = sum_z alpha_z mean_{x in B} K(z, x) (beyond the paper:
@@ -357,7 +357,8 @@ pub fn weak_learn(
     // Appendix A.3: alpha_0 = the most discriminative one-hot vector (either sign). With
     // `starts` > 1 the DC loop also runs from the next best one-hot vectors and the largest
     // edge wins: the weak-learning problem is non-convex, and a second start is cheap.
-    let one_hot = one_hot_starts(table, y, d, &active, params.kind);
+    let mut one_hot = one_hot_edges(table, y, d, &active, params.kind);
+    one_hot.sort_by(|a, b| b.0.total_cmp(&a.0));
     let mut best: Option<WeakHypothesis> = None;
     for &(_, z, a) in one_hot.iter().take(params.starts.max(1)) {
         let h = dc_loop(table, y, d, &active, vec![(z, a)], params, warm);

@@ -1,0 +1,57 @@
+//! What a model says about a bag: the prediction and each hypothesis's share of it.
+
+use serde::{Deserialize, Serialize};
+
+use super::space::View;
+
+fn default_one() -> usize {
+    1
+}
+
+/// A bag's prediction: the label, and a score g per class (aligned with `Model::classes`);
+/// the label is the class with the largest score. A single binary ensemble g reports
+/// (-g, g).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    pub label: String,
+    pub class_index: usize,
+    pub scores: Vec<f64>,
+}
+
+/// One hypothesis's share of a prediction (the paper's Figure 1(a)).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Contribution {
+    /// The class this hypothesis votes for when its contribution is positive.
+    pub class: String,
+    pub hypothesis: usize,
+    /// Shapelet (subsequence) length of its space.
+    pub length: usize,
+    /// The maximising instance: for a series, the subsequence's start offset.
+    pub offset: usize,
+    /// Its space's dilation: the subsequence takes every `dilation`-th point from `offset`.
+    #[serde(default = "default_one")]
+    pub dilation: usize,
+    /// Its space's view (the series or its first difference) and normalisation.
+    #[serde(default)]
+    pub view: View,
+    #[serde(default)]
+    pub znorm: bool,
+    /// The channel its space reads (0 for univariate series and dependent spaces).
+    #[serde(default, skip_serializing_if = "super::space::is_zero")]
+    pub channel: usize,
+    /// A dependent space's channel count (0: one channel).
+    #[serde(default, skip_serializing_if = "super::space::is_zero")]
+    pub block: usize,
+    /// h_j(B) = max_x sum_z alpha_z K(z, x).
+    pub similarity: f64,
+    pub weight: f64,
+    /// w_j h_j(B).
+    pub contribution: f64,
+}
+
+/// A prediction with its contributions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Explanation {
+    pub prediction: Prediction,
+    pub contributions: Vec<Contribution>,
+}
