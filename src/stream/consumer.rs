@@ -38,6 +38,10 @@ fn consumer_config(cfg: &Config, bootstrap: &str) -> ClientConfig {
         // up drains in milliseconds and then sits idle: 160k -> 440k points/s in
         // `milstream bench-stream`. Overridable like every property below.
         .set("fetch.queue.backoff.ms", "20");
+    // Static membership: a restart with the same id gets its partitions back at once.
+    if let Some(id) = cfg.instance_id() {
+        c.set("group.instance.id", id);
+    }
     for (k, v) in &cfg.kafka.properties {
         c.set(k, v);
     }
