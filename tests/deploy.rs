@@ -292,4 +292,12 @@ fn the_parquet_schemas_are_documented() {
             );
         }
     }
+    // And the key-value metadata every file carries.
+    let seg = milstream::stream::sink::Segment::new("t", 0, 0, 0);
+    for (key, _) in seg.file_metadata() {
+        assert!(
+            readme.contains(&format!("| `{key}` |")),
+            "schemas/README.md does not document file metadata {key}"
+        );
+    }
 }

@@ -162,6 +162,9 @@ pub fn spawn_committer(
 /// Commits every owned partition's durable offset that moved since the last commit.
 pub async fn commit_durable(state: &Assignments, consumer: &Arc<StreamConsumer<Ctx>>) {
     let Some((tpl, marks)) = state.durable.to_commit(None) else {
+        // Nothing pending (a failed commit stays pending until it succeeds, unless its
+        // partitions went away): nothing is failing.
+        state.health.set_commit_failing(false);
         return;
     };
     let c = consumer.clone();
@@ -182,9 +185,11 @@ pub async fn commit_durable(state: &Assignments, consumer: &Arc<StreamConsumer<C
             }
             state.durable.committed(&marks);
             state.metrics.commits.inc();
+            state.health.set_commit_failing(false);
         }
         Err(e) => {
             state.metrics.commit_failures.inc();
+            state.health.set_commit_failing(true);
             warn!(%e, "commit failed; will retry");
         }
     }
