@@ -44,6 +44,12 @@ pub struct KafkaConfig {
     pub models_topic: String,
     /// Partitions of each topic the embedded cluster creates.
     pub embedded_partitions: i32,
+    /// Static group membership (`group.instance.id`): a member that restarts with the same
+    /// id takes its partitions back at once instead of after `session.timeout.ms`. Unique
+    /// per live process in the group; `${VAR}` is read from the environment (in Kubernetes,
+    /// the pod name of a StatefulSet). Empty = dynamic membership. `group.instance.id` in
+    /// `properties` works too and wins.
+    pub instance_id: String,
     /// librdkafka settings passed through untouched (security.protocol, sasl.*, ssl.*,
     /// fetch sizes, session.timeout.ms, ...). `enable.auto.commit` is always false.
     pub properties: BTreeMap<String, String>,
@@ -59,6 +65,7 @@ impl Default for KafkaConfig {
             labels_topic: "milstream.labels".into(),
             models_topic: "milstream.models".into(),
             embedded_partitions: 4,
+            instance_id: String::new(),
             properties: BTreeMap::new(),
         }
     }
@@ -284,6 +291,29 @@ impl Config {
         }
     }
 
+    /// `kafka.instance_id` with every `${VAR}` replaced by that environment variable (an
+    /// unset one by nothing); None when that leaves it empty.
+    pub fn instance_id(&self) -> Option<String> {
+        let mut out = String::new();
+        let mut rest = self.kafka.instance_id.as_str();
+        while let Some(i) = rest.find("${") {
+            out.push_str(&rest[..i]);
+            match rest[i + 2..].find('}') {
+                Some(j) => {
+                    out.push_str(&std::env::var(&rest[i + 2..i + 2 + j]).unwrap_or_default());
+                    rest = &rest[i + 3 + j..];
+                }
+                None => {
+                    out.push_str(&rest[i..]);
+                    rest = "";
+                }
+            }
+        }
+        out.push_str(rest);
+        let out = out.trim().to_string();
+        (!out.is_empty()).then_some(out)
+    }
+
     /// The model registry in use: `model.registry_dir`, or `models/` next to the training
     /// store when retraining is on (so promoted models survive a restart); None otherwise.
     pub fn registry_dir(&self) -> Option<PathBuf> {
@@ -365,11 +395,18 @@ impl Default for OutputConfig {
 pub struct CommitConfig {
     /// How often durable offsets are committed.
     pub interval_ms: u64,
+    /// Put the replay point into the commit metadata. `false` commits bare offsets, as a
+    /// broker that drops commit metadata leaves them (tests use it to take that path); the
+    /// replay point then comes from the newest durable output file.
+    pub metadata: bool,
 }
 
 impl Default for CommitConfig {
     fn default() -> Self {
-        Self { interval_ms: 1_000 }
+        Self {
+            interval_ms: 1_000,
+            metadata: true,
+        }
     }
 }
 
@@ -590,6 +627,20 @@ mod tests {
         assert!(c.is_embedded());
         assert_eq!(c.window.points, 150);
         assert_eq!(c.http.listen, "127.0.0.1:9464");
+    }
+
+    #[test]
+    fn instance_id_reads_the_environment() {
+        let parse = |v: &str| {
+            Config::parse("x.toml", &format!("[kafka]\ninstance_id = \"{v}\"\n"))
+                .unwrap()
+                .instance_id()
+        };
+        assert_eq!(parse(""), None);
+        assert_eq!(parse("scorer-0"), Some("scorer-0".into()));
+        let path = std::env::var("PATH").unwrap();
+        assert_eq!(parse("a-${PATH}-b"), Some(format!("a-{path}-b")));
+        assert_eq!(parse("${MILSTREAM_SURELY_UNSET_VAR}"), None);
     }
 
     #[test]

@@ -24,12 +24,14 @@ use tracing::{error, info};
 use crate::metrics::Metrics;
 
 /// Readiness shared with the daemon: ready while partitions are assigned and consumed (the
-/// model is loaded before consuming starts) and no sink is failing; not ready while joining
-/// the group, while a sink's writes fail (the writer retries), and once shutdown begins.
+/// model is loaded before consuming starts), no sink is failing and the last offset commit
+/// succeeded; not ready while joining the group, while a sink's writes fail (the writer
+/// retries), while commits fail (the committer retries), and once shutdown begins.
 #[derive(Debug, Default)]
 pub struct Health {
     ready: AtomicBool,
     sink_failing: AtomicBool,
+    commit_failing: AtomicBool,
 }
 
 impl Health {
@@ -44,9 +46,14 @@ impl Health {
         self.sink_failing.store(failing, Ordering::Relaxed);
     }
 
+    /// The last offset commit failed (true) or one succeeded again (false).
+    pub fn set_commit_failing(&self, failing: bool) {
+        self.commit_failing.store(failing, Ordering::Relaxed);
+    }
+
     /// Whether `/readyz` answers 200.
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Relaxed) && !self.sink_failing.load(Ordering::Relaxed)
+        self.not_ready_reason().is_none()
     }
 
     /// Why `/readyz` answers 503, if it does.
@@ -55,6 +62,8 @@ impl Health {
             Some("not ready: no partitions being consumed (starting, rebalancing or stopping)")
         } else if self.sink_failing.load(Ordering::Relaxed) {
             Some("not ready: a sink is failing to write (see milstream_sink_errors_total)")
+        } else if self.commit_failing.load(Ordering::Relaxed) {
+            Some("not ready: offset commits are failing (see milstream_commit_failures_total)")
         } else {
             None
         }
@@ -207,6 +216,13 @@ mod tests {
         assert_eq!(r.status, 503);
         assert!(r.body.contains("sink"), "{}", r.body);
         health.set_sink_failing(false);
+        assert_eq!(get(addr, "/readyz").await.status, 200);
+        // So does a failing commit, until a commit succeeds again.
+        health.set_commit_failing(true);
+        let r = get(addr, "/readyz").await;
+        assert_eq!(r.status, 503);
+        assert!(r.body.contains("commits"), "{}", r.body);
+        health.set_commit_failing(false);
         assert_eq!(get(addr, "/readyz").await.status, 200);
         health.set_ready(false);
         assert_eq!(get(addr, "/readyz").await.status, 503);

@@ -16,6 +16,7 @@ use prometheus::{
     TextEncoder,
 };
 
+use crate::stream::commit::ReplaySource;
 use crate::stream::record::DeadReason;
 
 /// Declares the metric name constants and, from the same doc comments, the help table.
@@ -73,6 +74,8 @@ metric_names! {
     PARTITION_PAUSES = "milstream_partition_pauses_total";
     /// Records replayed after an assignment to rebuild window state without emitting predictions.
     REPLAYED_RECORDS = "milstream_replayed_records_total";
+    /// Partitions assigned with a commit, per source of their replay point (commit_metadata; output_file: the newest durable file's, when the commit had no metadata or the file ends at the commit and replays more; earliest: neither, nothing was output below the commit).
+    REPLAY_POINT_SOURCE = "milstream_replay_point_source_total";
     /// Half-written temporary files removed by the start-up sweep.
     FILES_SWEPT = "milstream_swept_files_total";
     /// Scoring model replaced by a newer version (atomic swap); moves once per swap.
@@ -183,6 +186,8 @@ pub struct Metrics {
     pub replayed_records: IntCounter,
     /// [`FILES_SWEPT`].
     pub files_swept: IntCounter,
+    /// [`REPLAY_POINT_SOURCE`]`{source}`, source in [`ReplaySource::ALL`].
+    pub replay_point_source: IntCounterVec,
     /// [`MODEL_SWAPS`].
     pub model_swaps: IntCounter,
     /// [`TRAINING_RUNS`]`{outcome}`, outcome in [`TRAINING_OUTCOMES`].
@@ -232,6 +237,7 @@ impl Metrics {
             partition_pauses: counter(&r, PARTITION_PAUSES),
             replayed_records: counter(&r, REPLAYED_RECORDS),
             files_swept: counter(&r, FILES_SWEPT),
+            replay_point_source: counter_vec(&r, REPLAY_POINT_SOURCE, "source"),
             model_swaps: counter(&r, MODEL_SWAPS),
             training_runs: counter_vec(&r, TRAINING_RUNS, "outcome"),
             training_failures: counter_vec(&r, TRAINING_FAILURES, "reason"),
@@ -252,6 +258,11 @@ impl Metrics {
         }
         for sink in SINKS.iter().chain(&["kafka"]) {
             metrics.sink_errors.with_label_values(&[sink]);
+        }
+        for source in ReplaySource::ALL {
+            metrics
+                .replay_point_source
+                .with_label_values(&[source.as_str()]);
         }
         for sink in SINKS {
             metrics.files_written.with_label_values(&[sink]);

@@ -159,7 +159,7 @@ fn every_yaml_file_parses_and_the_manifests_are_complete() {
             if f.starts_with(root().join("deploy/k8s")) {
                 assert!(doc["apiVersion"].is_string(), "{}: apiVersion", f.display());
                 kinds.insert(doc["kind"].as_str().unwrap().to_string());
-                if doc["kind"] == "Deployment" {
+                if doc["kind"] == "Deployment" || doc["kind"] == "StatefulSet" {
                     let c = &doc["spec"]["template"]["spec"]["containers"][0];
                     assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
                     assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
@@ -168,10 +168,24 @@ fn every_yaml_file_parses_and_the_manifests_are_complete() {
                         true
                     );
                 }
+                if doc["kind"] == "StatefulSet" {
+                    // Scorers: static membership from the pod's stable name.
+                    let c = &doc["spec"]["template"]["spec"]["containers"][0];
+                    let env = c["env"].as_array().expect("scorer env");
+                    assert!(
+                        env.iter().any(|e| e["name"] == "POD_NAME"
+                            && e["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"),
+                        "POD_NAME from the pod name: {env:?}"
+                    );
+                    assert!(doc["spec"]["serviceName"].is_string());
+                }
                 if doc["kind"] == "ConfigMap" {
                     for (name, toml) in doc["data"].as_object().unwrap() {
-                        Config::parse(name, toml.as_str().unwrap())
+                        let cfg = Config::parse(name, toml.as_str().unwrap())
                             .unwrap_or_else(|e| panic!("{name}: {e}"));
+                        if name == "scorer.toml" {
+                            assert_eq!(cfg.kafka.instance_id, "${POD_NAME}");
+                        }
                     }
                 }
             }
@@ -184,7 +198,7 @@ fn every_yaml_file_parses_and_the_manifests_are_complete() {
         }
     }
     assert!(
-        ["ConfigMap", "Deployment", "Service"]
+        ["ConfigMap", "Deployment", "StatefulSet", "Service"]
             .iter()
             .all(|k| kinds.contains(*k)),
         "{kinds:?}"
@@ -277,5 +291,13 @@ fn the_parquet_schemas_are_documented() {
                 f.name()
             );
         }
+    }
+    // And the key-value metadata every file carries.
+    let seg = milstream::stream::sink::Segment::new("t", 0, 0, 0);
+    for (key, _) in seg.file_metadata() {
+        assert!(
+            readme.contains(&format!("| `{key}` |")),
+            "schemas/README.md does not document file metadata {key}"
+        );
     }
 }

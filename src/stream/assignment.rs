@@ -8,6 +8,8 @@
 //! messages below the committed offset without emitting, and emits from the committed
 //! offset on; files at or beyond the committed offset are swept first, because the replay
 //! rewrites them (under the same names when the segment bounds match, else new ones).
+//! The replay point comes from the commit's metadata and/or the newest durable output
+//! file's metadata (for brokers that drop commit metadata): see [`choose_replay_point`].
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -21,7 +23,7 @@ use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use tracing::{error, info, warn};
 
-use super::commit::{decode_metadata, DurableOffsets, PartitionKey};
+use super::commit::{choose_replay_point, decode_metadata, DurableOffsets, PartitionKey};
 use super::record::RecordKind;
 use super::sink;
 use super::window::{PartitionWindows, WindowParams};
@@ -126,7 +128,7 @@ impl Assignments {
                 Offset::Offset(o) => Some(o),
                 _ => None,
             };
-            let replay_from = commit.map(|c| decode_metadata(&meta).unwrap_or(c).min(c));
+            let replay_from = commit.map(|c| self.replay_point(&topic, partition, c, &meta));
             if may_sweep {
                 self.sweep(&topic, partition, commit.unwrap_or(0));
             }
@@ -165,6 +167,38 @@ impl Assignments {
         self.metrics
             .partitions_assigned
             .set(self.durable.owned() as i64);
+    }
+
+    /// The replay point of a partition committed at `committed` with commit metadata `meta`:
+    /// from the metadata, the newest durable output file, or both (the one that replays more),
+    /// logged and counted by source.
+    fn replay_point(&self, topic: &str, partition: i32, committed: i64, meta: &str) -> i64 {
+        let from_meta = decode_metadata(meta);
+        let mut dirs = vec![
+            self.cfg.output.dir.join(sink::PREDICTIONS_DIR),
+            self.cfg.output.dir.join(sink::DEAD_LETTERS_DIR),
+        ];
+        dirs.extend(self.training_dir.clone());
+        let from_file = sink::replay_point_from_files(&dirs, topic, partition, committed);
+        let (replay_from, source) =
+            choose_replay_point(committed, from_meta, from_file.as_ref().map(|f| (f.0, f.1)));
+        let file = from_file.as_ref().map(|f| f.2.display().to_string());
+        info!(
+            topic,
+            partition,
+            committed,
+            replay_from,
+            source = source.as_str(),
+            commit_metadata = ?from_meta,
+            file_replay_from = ?from_file.as_ref().map(|f| f.0),
+            file,
+            "replay point"
+        );
+        self.metrics
+            .replay_point_source
+            .with_label_values(&[source.as_str()])
+            .inc();
+        replay_from
     }
 
     /// Deletes the partition's outputs (and training-store files) from `from` on: the replay

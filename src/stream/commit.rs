@@ -6,6 +6,11 @@
 //! rebuild its windows. We keep the replay point in Kafka's commit metadata (librdkafka's
 //! mock cluster and real brokers keep it; brokers cap it at offset.metadata.max.bytes,
 //! 4 KiB by default, far above our ~40 bytes) rather than in any local state store.
+//!
+//! Some Kafka-protocol brokers (Tansu, for one) drop commit metadata. So every output file
+//! carries the same replay point in its own metadata, and on assignment
+//! [`choose_replay_point`] takes the commit's, the newest durable file's, or the one that
+//! replays more when both exist and disagree.
 
 use std::collections::HashMap;
 use std::sync::{Condvar, Mutex};
@@ -28,6 +33,60 @@ pub fn decode_metadata(metadata: &str) -> Option<i64> {
     metadata.strip_prefix(METADATA_PREFIX)?.trim().parse().ok()
 }
 
+/// Where a partition's replay point came from on assignment (the `source` label of
+/// `milstream_replay_point_source_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplaySource {
+    /// The commit's metadata.
+    CommitMetadata,
+    /// The newest durable output file's metadata: the commit had none, or the file ends at
+    /// the committed offset and its replay point replays more.
+    OutputFile,
+    /// Neither exists: nothing was output below the committed offset, so the replay starts
+    /// at the partition's earliest offset (what a first start would do), emitting from the
+    /// committed offset on.
+    Earliest,
+}
+
+impl ReplaySource {
+    pub const ALL: [ReplaySource; 3] = [
+        ReplaySource::CommitMetadata,
+        ReplaySource::OutputFile,
+        ReplaySource::Earliest,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplaySource::CommitMetadata => "commit_metadata",
+            ReplaySource::OutputFile => "output_file",
+            ReplaySource::Earliest => "earliest",
+        }
+    }
+}
+
+/// The replay point of a partition committed at `committed`, from the commit's metadata
+/// and/or the newest durable file's (`from_file`: its replay point and the offset after its
+/// last). Each is safe: it names the oldest offset a window alive at its position needs,
+/// and windows alive later started no earlier. The metadata describes the committed
+/// position itself; a file ending below it (segments without output moved the commit on)
+/// describes an earlier one, so it only stands in when the metadata is missing. When both
+/// describe the committed position and disagree, the one that replays more wins. Without
+/// either, nothing durable was output below the commit: replay from offset 0 (the earliest
+/// retained offset). Never beyond `committed`.
+pub fn choose_replay_point(
+    committed: i64,
+    from_metadata: Option<i64>,
+    from_file: Option<(i64, i64)>,
+) -> (i64, ReplaySource) {
+    let m = from_metadata.map(|m| m.min(committed));
+    match (m, from_file) {
+        (Some(m), Some((f, next))) if next == committed && f < m => (f, ReplaySource::OutputFile),
+        (Some(m), _) => (m, ReplaySource::CommitMetadata),
+        (None, Some((f, _))) => (f.min(committed), ReplaySource::OutputFile),
+        (None, None) => (0, ReplaySource::Earliest),
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct PartitionOffsets {
     /// Next offset whose outputs are not yet durable.
@@ -43,9 +102,20 @@ struct PartitionOffsets {
 pub struct DurableOffsets {
     inner: Mutex<HashMap<PartitionKey, PartitionOffsets>>,
     changed: Condvar,
+    /// Commit without the replay point in the metadata (`commit.metadata = false`): what a
+    /// broker that drops commit metadata leaves; recovery then reads the output files.
+    omit_metadata: bool,
 }
 
 impl DurableOffsets {
+    /// Offsets committed with (`true`) or without the replay-point metadata.
+    pub fn new(commit_metadata: bool) -> Self {
+        Self {
+            omit_metadata: !commit_metadata,
+            ..Self::default()
+        }
+    }
+
     /// Starts tracking an assigned partition whose committed offset is `committed`.
     pub fn own(&self, key: PartitionKey, committed: i64, replay_from: i64) {
         let mut m = self.inner.lock().expect("durable offsets lock");
@@ -127,7 +197,7 @@ impl DurableOffsets {
             }
             tpl.add_partition_offset(&k.0, k.1, Offset::Offset(p.durable_next))
                 .ok()?;
-            if let Some(mut e) = tpl.find_partition(&k.0, k.1) {
+            if let (Some(mut e), false) = (tpl.find_partition(&k.0, k.1), self.omit_metadata) {
                 e.set_metadata(encode_metadata(p.replay_from.min(p.durable_next)));
             }
             marks.push((k.clone(), p.durable_next));
@@ -155,6 +225,43 @@ mod tests {
         assert_eq!(decode_metadata(&encode_metadata(1234)), Some(1234));
         assert_eq!(decode_metadata(""), None);
         assert_eq!(decode_metadata("something else"), None);
+    }
+
+    #[test]
+    fn the_replay_point_that_replays_more_wins() {
+        use ReplaySource::*;
+        assert_eq!(
+            choose_replay_point(100, Some(40), None),
+            (40, CommitMetadata)
+        );
+        assert_eq!(
+            choose_replay_point(100, None, Some((30, 90))),
+            (30, OutputFile)
+        );
+        let same = choose_replay_point(100, Some(40), Some((40, 100)));
+        assert_eq!(same, (40, CommitMetadata));
+        let older_file = choose_replay_point(100, Some(40), Some((30, 100)));
+        assert_eq!(older_file, (30, OutputFile));
+        let newer_file = choose_replay_point(100, Some(30), Some((40, 100)));
+        assert_eq!(newer_file, (30, CommitMetadata));
+        // A file ending below the commit describes an earlier position: the metadata wins.
+        let earlier = choose_replay_point(100, Some(40), Some((30, 90)));
+        assert_eq!(earlier, (40, CommitMetadata));
+        assert_eq!(choose_replay_point(100, None, None), (0, Earliest));
+        assert_eq!(
+            choose_replay_point(100, Some(120), None),
+            (100, CommitMetadata)
+        );
+    }
+
+    #[test]
+    fn commits_can_leave_the_metadata_out() {
+        let d = DurableOffsets::new(false);
+        let k: PartitionKey = ("t".into(), 0);
+        d.own(k.clone(), 10, 5);
+        d.mark_durable(&k, 20, 12);
+        let (tpl, _) = d.to_commit(None).unwrap();
+        assert_eq!(tpl.find_partition("t", 0).unwrap().metadata(), "");
     }
 
     #[test]

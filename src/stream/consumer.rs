@@ -38,6 +38,10 @@ fn consumer_config(cfg: &Config, bootstrap: &str) -> ClientConfig {
         // up drains in milliseconds and then sits idle: 160k -> 440k points/s in
         // `milstream bench-stream`. Overridable like every property below.
         .set("fetch.queue.backoff.ms", "20");
+    // Static membership: a restart with the same id gets its partitions back at once.
+    if let Some(id) = cfg.instance_id() {
+        c.set("group.instance.id", id);
+    }
     for (k, v) in &cfg.kafka.properties {
         c.set(k, v);
     }
@@ -158,6 +162,9 @@ pub fn spawn_committer(
 /// Commits every owned partition's durable offset that moved since the last commit.
 pub async fn commit_durable(state: &Assignments, consumer: &Arc<StreamConsumer<Ctx>>) {
     let Some((tpl, marks)) = state.durable.to_commit(None) else {
+        // Nothing pending (a failed commit stays pending until it succeeds, unless its
+        // partitions went away): nothing is failing.
+        state.health.set_commit_failing(false);
         return;
     };
     let c = consumer.clone();
@@ -178,9 +185,11 @@ pub async fn commit_durable(state: &Assignments, consumer: &Arc<StreamConsumer<C
             }
             state.durable.committed(&marks);
             state.metrics.commits.inc();
+            state.health.set_commit_failing(false);
         }
         Err(e) => {
             state.metrics.commit_failures.inc();
+            state.health.set_commit_failing(true);
             warn!(%e, "commit failed; will retry");
         }
     }

@@ -111,7 +111,7 @@ pub async fn run_pipeline(
     let training = training_runtime(&cfg)?;
     metrics.set_model_version(&series_model.version, series_model.model.kind().name());
     let serving = Arc::new(ServingModel::new(series_model, metrics.clone()));
-    let durable = Arc::new(DurableOffsets::default());
+    let durable = Arc::new(DurableOffsets::new(cfg.commit.metadata));
 
     // Writers first: the workers hand them segments.
     let producer: Option<FutureProducer> =

@@ -282,6 +282,7 @@ pub fn to_dataset(examples: &[Example]) -> Dataset {
 mod tests {
     use super::*;
     use crate::stream::sink::parquet::write_examples;
+    use crate::stream::sink::Segment;
 
     fn ex(key: &str, start: i64, label: &str, at: i64, off: i64) -> Example {
         Example {
@@ -303,8 +304,14 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let a = vec![ex("s1", 0, "x", 100, 1), ex("s1", 100, "y", 110, 2)];
         let b = vec![ex("s1", 0, "z", 120, 3), ex("s2", 0, "x", 130, 4)];
-        write_examples(&dir, "date=2026-11-26", "labels-00000-1-2", &a).unwrap();
-        write_examples(&dir, "date=2026-11-26", "labels-00000-3-4", &b).unwrap();
+        let seg = |first: i64, last: i64, rows: &[Example]| {
+            let mut s = Segment::new("labels", 0, first, 1_795_651_200_000);
+            s.last_offset = last;
+            s.examples = rows.to_vec();
+            s
+        };
+        write_examples(&dir, &seg(1, 2, &a)).unwrap();
+        write_examples(&dir, &seg(3, 4, &b)).unwrap();
         assert_eq!(read_examples(&store_files(&dir)[0]).unwrap(), a);
         let all = load_store(&dir, 100, None).unwrap();
         let labels: Vec<&str> = all.iter().map(|e| e.label.as_str()).collect();

@@ -167,13 +167,8 @@ fn write_segment(
     count("parquet", w.prediction_files, w.prediction_bytes);
     count("dlq", w.dead_letter_files, w.dead_letter_bytes);
     if let (Some(t), false) = (&env.training, seg.examples.is_empty()) {
-        let b = sink::parquet::write_examples(
-            &t.dir,
-            &seg.date_folder(),
-            &seg.file_stem(),
-            &seg.examples,
-        )
-        .map_err(|e| ("training", format!("training store: {e}")))?;
+        let b = sink::parquet::write_examples(&t.dir, seg)
+            .map_err(|e| ("training", format!("training store: {e}")))?;
         count("training", 1, b);
     }
     if env.cfg.output.arrow_ipc {

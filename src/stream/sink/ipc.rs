@@ -1,7 +1,9 @@
 //! Arrow IPC stream output: the same rows as the Parquet file, as `arrow/<date>/<stem>.arrows`,
 //! for consumers that want Arrow without a Parquet reader.
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use arrow_ipc::writer::StreamWriter;
 
@@ -13,7 +15,16 @@ pub fn write_segment_ipc(root: &Path, seg: &Segment) -> std::io::Result<u64> {
     if seg.predictions.is_empty() {
         return Ok(0);
     }
+    // The segment's metadata rides in the IPC schema's metadata.
     let batch = prediction_batch(&seg.predictions);
+    let schema = Arc::new(
+        batch
+            .schema()
+            .as_ref()
+            .clone()
+            .with_metadata(seg.file_metadata().into_iter().collect::<HashMap<_, _>>()),
+    );
+    let batch = batch.with_schema(schema).map_err(std::io::Error::other)?;
     let dir = root.join(ARROW_DIR).join(seg.date_folder());
     let (_, len) = write_atomically(&dir, &format!("{}.arrows", seg.file_stem()), |file| {
         let mut w = StreamWriter::try_new(file, &batch.schema()).map_err(std::io::Error::other)?;

@@ -68,6 +68,19 @@ impl Segment {
         )
     }
 
+    /// The key-value metadata every file of the segment carries (Parquet footer, Arrow IPC
+    /// schema): where it comes from and the partition's replay point after it, so a restart
+    /// can recover the replay point from the output when the broker kept no commit metadata.
+    pub fn file_metadata(&self) -> Vec<(String, String)> {
+        vec![
+            (META_TOPIC.into(), self.topic.clone()),
+            (META_PARTITION.into(), self.partition.to_string()),
+            (META_FIRST_OFFSET.into(), self.first_offset.to_string()),
+            (META_LAST_OFFSET.into(), self.last_offset.to_string()),
+            (META_REPLAY_FROM.into(), self.replay_from.to_string()),
+        ]
+    }
+
     /// `date=YYYY-MM-DD` of the first message's timestamp (UTC).
     pub fn date_folder(&self) -> String {
         let dt: DateTime<Utc> =
@@ -82,6 +95,15 @@ pub const DEAD_LETTERS_DIR: &str = "dead_letters";
 /// Arrow IPC copies live in their own tree, so a Parquet dataset reader of `predictions/`
 /// sees only Parquet files.
 pub const ARROW_DIR: &str = "arrow";
+
+/// Key-value metadata keys of every output file (see [`Segment::file_metadata`]).
+pub const META_TOPIC: &str = "milstream.topic";
+pub const META_PARTITION: &str = "milstream.partition";
+pub const META_FIRST_OFFSET: &str = "milstream.first_offset";
+pub const META_LAST_OFFSET: &str = "milstream.last_offset";
+/// The oldest offset still inside a live window (or holding a waiting label) after the
+/// file's last offset: a replay from it rebuilds the partition's state as it was.
+pub const META_REPLAY_FROM: &str = "milstream.replay_from";
 
 /// A parsed output file name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,6 +181,84 @@ pub fn sweep_tree(
         }
     }
     Ok(removed)
+}
+
+/// The newest Parquet file of `topic`/`partition` under the `date=.../` trees `dirs` whose
+/// range ends below `below` (the committed offset): the newest durable output. Bounded: in
+/// each tree, date folders are read newest first and the search stops at the first folder
+/// holding such a file (a folder's names sort by offset). Should the producer's timestamps
+/// run backwards across a day, an older file is found, whose replay point is older: a
+/// longer replay, never a wrong one.
+pub fn newest_durable_file(
+    dirs: &[PathBuf],
+    topic: &str,
+    partition: i32,
+    below: i64,
+) -> Option<(PathBuf, OutputName)> {
+    let mut best: Option<(PathBuf, OutputName)> = None;
+    for dir in dirs {
+        let Ok(dates) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut dates: Vec<PathBuf> = dates
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
+        dates.sort_unstable_by(|a, b| b.cmp(a));
+        for date in dates {
+            let Ok(files) = std::fs::read_dir(&date) else {
+                continue;
+            };
+            let mut found = false;
+            for f in files.flatten() {
+                let name = f.file_name().to_string_lossy().into_owned();
+                if name.starts_with('.') || !name.ends_with(".parquet") {
+                    continue;
+                }
+                let Some(parsed) = parse_output_name(&name) else {
+                    continue;
+                };
+                if parsed.topic != topic
+                    || parsed.partition != partition
+                    || parsed.last_offset >= below
+                {
+                    continue;
+                }
+                found = true;
+                if best
+                    .as_ref()
+                    .is_none_or(|(_, b)| parsed.last_offset > b.last_offset)
+                {
+                    best = Some((f.path(), parsed));
+                }
+            }
+            if found {
+                break;
+            }
+        }
+    }
+    best
+}
+
+/// The replay point recorded in the newest durable file of `topic`/`partition` below
+/// `below` (see [`newest_durable_file`]), with that file; None when there is no such file or
+/// it carries no (consistent) replay point, as files written before this metadata existed.
+/// Returns the replay point, the offset after the file's last, and the file.
+pub fn replay_point_from_files(
+    dirs: &[PathBuf],
+    topic: &str,
+    partition: i32,
+    below: i64,
+) -> Option<(i64, i64, PathBuf)> {
+    let (path, name) = newest_durable_file(dirs, topic, partition, below)?;
+    let meta = parquet::read_key_value_metadata(&path).ok()?;
+    let get = |k: &str| meta.get(k).and_then(|v| v.parse::<i64>().ok());
+    let replay_from = get(META_REPLAY_FROM)?;
+    let consistent = get(META_LAST_OFFSET) == Some(name.last_offset)
+        && meta.get(META_TOPIC).map(String::as_str) == Some(topic)
+        && replay_from <= name.last_offset + 1;
+    consistent.then_some((replay_from, name.last_offset + 1, path))
 }
 
 /// Writes `bytes` through `write` into `<dir>/.<name>.tmp`, fsyncs it, renames it to

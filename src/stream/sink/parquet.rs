@@ -1,6 +1,7 @@
 //! Parquet output: the prediction and dead-letter schemas, record batches, and the atomic
 //! per-segment file write.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, LazyLock};
 
@@ -12,11 +13,13 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
+use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
+use parquet::file::reader::{FileReader, SerializedFileReader};
 
 use super::{write_atomically, Segment, DEAD_LETTERS_DIR, PREDICTIONS_DIR};
 use crate::stream::record::{DeadLetterRecord, PredictionRecord};
-use crate::stream::training::{example_batch, Example};
+use crate::stream::training::example_batch;
 
 fn ts_type() -> DataType {
     DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()))
@@ -166,9 +169,21 @@ pub fn dead_letter_batch(rows: &[DeadLetterRecord]) -> RecordBatch {
         .expect("builders match DEAD_LETTER_SCHEMA")
 }
 
-pub fn write_parquet(dir: &Path, name: &str, batch: &RecordBatch) -> std::io::Result<u64> {
+/// Writes `batch` atomically as `<dir>/<name>` with `metadata` in the file's key-value
+/// metadata.
+pub fn write_parquet(
+    dir: &Path,
+    name: &str,
+    batch: &RecordBatch,
+    metadata: &[(String, String)],
+) -> std::io::Result<u64> {
+    let kv = metadata
+        .iter()
+        .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
+        .collect();
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
+        .set_key_value_metadata(Some(kv))
         .build();
     let (_, len) = write_atomically(dir, name, |file| {
         let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props))
@@ -177,6 +192,20 @@ pub fn write_parquet(dir: &Path, name: &str, batch: &RecordBatch) -> std::io::Re
         w.into_inner().map_err(std::io::Error::other)
     })?;
     Ok(len)
+}
+
+/// The key-value metadata of a Parquet file (only its footer is read).
+pub fn read_key_value_metadata(path: &Path) -> std::io::Result<HashMap<String, String>> {
+    let reader =
+        SerializedFileReader::new(std::fs::File::open(path)?).map_err(std::io::Error::other)?;
+    Ok(reader
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .into_iter()
+        .flatten()
+        .filter_map(|kv| Some((kv.key.clone(), kv.value.clone()?)))
+        .collect())
 }
 
 /// Bytes written per kind of file, for metrics.
@@ -200,6 +229,7 @@ pub fn write_segment(root: &Path, seg: &Segment) -> std::io::Result<Written> {
             &dir,
             &format!("{stem}.parquet"),
             &prediction_batch(&seg.predictions),
+            &seg.file_metadata(),
         )?;
         w.prediction_files = 1;
     }
@@ -209,6 +239,7 @@ pub fn write_segment(root: &Path, seg: &Segment) -> std::io::Result<Written> {
             &dir,
             &format!("{stem}.parquet"),
             &dead_letter_batch(&seg.dead_letters),
+            &seg.file_metadata(),
         )?;
         w.dead_letter_files = 1;
     }
@@ -216,16 +247,12 @@ pub fn write_segment(root: &Path, seg: &Segment) -> std::io::Result<Written> {
 }
 
 /// Writes a segment's examples into the training store, `<dir>/<date>/<stem>.parquet`,
-/// atomically; returns bytes.
-pub fn write_examples(
-    dir: &Path,
-    date: &str,
-    stem: &str,
-    rows: &[Example],
-) -> std::io::Result<u64> {
+/// atomically, with the segment's metadata; returns bytes.
+pub fn write_examples(dir: &Path, seg: &Segment) -> std::io::Result<u64> {
     write_parquet(
-        &dir.join(date),
-        &format!("{stem}.parquet"),
-        &example_batch(rows),
+        &dir.join(seg.date_folder()),
+        &format!("{}.parquet", seg.file_stem()),
+        &example_batch(&seg.examples),
+        &seg.file_metadata(),
     )
 }
