@@ -84,6 +84,11 @@ fn shapelet_card(m: &ShapeletModel, v: &mut Value) {
         }
     };
     v["lengths"] = json!(m.spaces.iter().map(|s| s.length).collect::<Vec<_>>());
+    v["spaces"] = json!(m
+        .spaces
+        .iter()
+        .map(|s| s.extraction().to_string())
+        .collect::<Vec<_>>());
     v["kernels"] = json!(m.spaces.iter().map(|s| s.kernel).collect::<Vec<_>>());
     v["representatives_kept"] = json!(m.spaces.iter().map(|s| s.count).collect::<Vec<_>>());
     v["params"] = json!({
@@ -176,7 +181,13 @@ pub fn card_text(model: &Model) -> String {
 
 fn shapelet_text(m: &ShapeletModel, s: &mut String) {
     let (nnz, total) = alpha_counts(m);
-    let lengths: Vec<String> = m.spaces.iter().map(|sp| sp.length.to_string()).collect();
+    let mut lengths: Vec<String> = Vec::new();
+    for sp in &m.spaces {
+        let l = sp.length.to_string();
+        if !lengths.contains(&l) {
+            lengths.push(l);
+        }
+    }
     let _ = match m.input {
         InputKind::Series => writeln!(
             s,
@@ -203,12 +214,36 @@ fn shapelet_text(m: &ShapeletModel, s: &mut String) {
             }
         ),
     };
-    for sp in &m.spaces {
+    // Spaces no kept hypothesis uses hold no representatives: counted, not listed.
+    let used = m.spaces.iter().filter(|sp| sp.count > 0).count();
+    if m.spaces.len() > 1 {
         let _ = writeln!(
             s,
-            "kernel      {} (length {}, {} representatives kept)",
+            "spaces      {} searched, {used} used by the kept hypotheses",
+            m.spaces.len()
+        );
+    }
+    for sp in m
+        .spaces
+        .iter()
+        .filter(|sp| sp.count > 0 || m.spaces.len() == 1)
+    {
+        let channel = if m.input.channels() > 1 && sp.block == 0 {
+            format!(
+                " on channel {}",
+                m.channel_names
+                    .get(sp.channel)
+                    .cloned()
+                    .unwrap_or_else(|| sp.channel.to_string())
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            s,
+            "kernel      {} ({}{channel}, {} representatives kept)",
             kernel_text(&sp.kernel),
-            sp.length,
+            sp.extraction(),
             sp.count
         );
     }

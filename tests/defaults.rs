@@ -204,3 +204,33 @@ fn search_stays_within_its_budget_and_reports_what_it_tried() {
     assert!(secs < 2.0 + 30.0, "{summary}");
     let _ = std::fs::remove_file(out);
 }
+
+#[test]
+fn the_model_card_lists_the_spaces_the_hypotheses_use() {
+    let out = std::env::temp_dir().join(format!("milstream-card-{}.json", std::process::id()));
+    let o = Command::new(env!("CARGO_BIN_EXE_milstream"))
+        .args(["train", "--data"])
+        .arg(data_path("GunPoint_TRAIN.csv"))
+        .arg("--out")
+        .arg(&out)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new(env!("CARGO_BIN_EXE_milstream"))
+        .arg("inspect")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("shapelet lengths 9\n"), "{text}");
+    assert!(text.contains("spaces      20 searched, "), "{text}");
+    let listed: Vec<&str> = text.lines().filter(|l| l.starts_with("kernel ")).collect();
+    assert!(!listed.is_empty() && listed.len() < 20, "{text}");
+    assert!(
+        listed.iter().all(|l| !l.contains(" 0 representatives")),
+        "{text}"
+    );
+    assert!(listed.iter().any(|l| l.contains(" d=")), "{text}");
+    let _ = std::fs::remove_file(out);
+}
