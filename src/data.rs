@@ -158,17 +158,30 @@ pub fn parse_ucr(file: &str, text: &str) -> Result<Dataset, DataError> {
     Ok(ds)
 }
 
-/// MIL CSV: `bag_id,label,f1..fd`. Bags are kept in order of first appearance; their rows
-/// need not be adjacent, but they must agree on the label.
-pub fn parse_mil(file: &str, text: &str) -> Result<Dataset, DataError> {
+/// A line of a file: (0-based index, text).
+type Line<'t> = (usize, &'t str);
+
+/// The first non-empty line of a CSV with a header, (index, text), and the non-empty lines
+/// after it; an empty file is an error.
+fn header_and_rows<'t>(
+    file: &str,
+    text: &'t str,
+) -> Result<(Line<'t>, impl Iterator<Item = Line<'t>>), DataError> {
     let mut lines = text
         .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty());
-    let (_, header) = lines.next().ok_or_else(|| DataError::File {
+    let header = lines.next().ok_or_else(|| DataError::File {
         file: file.into(),
         message: "empty file".into(),
     })?;
+    Ok((header, lines))
+}
+
+/// MIL CSV: `bag_id,label,f1..fd`. Bags are kept in order of first appearance; their rows
+/// need not be adjacent, but they must agree on the label.
+pub fn parse_mil(file: &str, text: &str) -> Result<Dataset, DataError> {
+    let ((_, header), lines) = header_and_rows(file, text)?;
     let width = split_fields(header).len();
     if width < 3 {
         return Err(DataError::At {

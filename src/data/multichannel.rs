@@ -274,14 +274,7 @@ fn inner(e: &DataError) -> String {
 /// time order within each series. Series keep the order of their first row; their rows need
 /// not be adjacent but must agree on the label.
 pub fn parse_long(file: &str, text: &str) -> Result<Dataset, DataError> {
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty());
-    let (header_at, header) = lines.next().ok_or_else(|| DataError::File {
-        file: file.into(),
-        message: "empty file".into(),
-    })?;
+    let ((header_at, header), lines) = super::header_and_rows(file, text)?;
     let names: Vec<String> = split_fields(header.trim_end_matches('\r'))
         .iter()
         .map(|f| f.trim().trim_matches('"').to_string())
