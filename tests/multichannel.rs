@@ -123,3 +123,104 @@ fn univariate_artifacts_carry_no_channel_keys() {
         assert!(!text.contains(key), "{key} in a univariate artifact");
     }
 }
+
+/// The coloured lines of each panel of a multichannel SVG figure, in drawing order: for
+/// every black line of `series_len` points (one series per panel), the number of points of
+/// each non-black line drawn after it.
+fn panel_lines(svg: &str, series_len: usize) -> Vec<Vec<usize>> {
+    let doc = roxmltree::Document::parse(svg).expect("the SVG is well-formed XML");
+    let mut panels: Vec<Vec<usize>> = Vec::new();
+    for n in doc.descendants().filter(|n| n.has_tag_name("polyline")) {
+        let stroke = n.attribute("stroke").unwrap_or_default();
+        let points = n.attribute("points").unwrap_or_default().split_whitespace().count();
+        if stroke == "#000000" {
+            if points == series_len {
+                panels.push(Vec::new());
+            }
+        } else if let Some(p) = panels.last_mut() {
+            p.push(points);
+        }
+    }
+    panels
+}
+
+/// Figure 1 per channel: one row of panels (a) and (b) per channel, named by the header;
+/// every segment drawn on its space's channel at its values; a dependent space's segment
+/// on every channel.
+fn check_channel_figure(model: &Model, sample: &Sample, names: &[String]) {
+    use milstream::figure;
+    let m = figure::shapelet_model(model).unwrap();
+    let fig = figure::figure(m, sample, "bm", None).unwrap();
+    let Sample::Multi(channels) = sample else {
+        panic!("multichannel")
+    };
+    let figure::Input::Multi { names: drawn, .. } = &fig.input else {
+        panic!("a multichannel figure")
+    };
+    assert_eq!(drawn, names);
+    let e = model.explain(sample).unwrap();
+    for s in fig.maximizers.iter().chain(&fig.patterns) {
+        assert!(s.channel < 6);
+        assert_eq!(s.positions.len(), s.length);
+    }
+    for s in &fig.maximizers {
+        let values: Vec<f64> = s.positions.iter().map(|&i| channels[s.channel][i]).collect();
+        assert_eq!(s.values, values, "a matched subsequence is the channel's own values");
+        let c = e
+            .contributions
+            .iter()
+            .find(|c| c.class == s.class && c.hypothesis == s.hypothesis)
+            .expect("every drawn segment is a contribution");
+        if c.block == 0 {
+            assert_eq!(s.channel, c.channel);
+        }
+    }
+    for c in e.contributions.iter().filter(|c| c.block > 0) {
+        let on = fig
+            .maximizers
+            .iter()
+            .filter(|s| s.class == c.class && s.hypothesis == c.hypothesis)
+            .count();
+        assert!(on == 0 || on == c.block, "a block is drawn on all its channels");
+    }
+    let svg = figure::render_svg(&fig).unwrap();
+    for name in names {
+        for panel in ["(a) matched subsequences", "(b) important patterns"] {
+            assert!(svg.contains(&format!("{name}: {panel}")), "{name}: {panel}");
+        }
+    }
+    let panels = panel_lines(&svg, channels[0].len());
+    assert_eq!(panels.len(), 12, "two panels per channel");
+    for (c, pair) in panels.chunks(2).enumerate() {
+        for (lines, segments) in pair.iter().zip([&fig.maximizers, &fig.patterns]) {
+            let mut want: Vec<usize> = segments
+                .iter()
+                .filter(|s| s.channel == c)
+                .map(|s| s.length)
+                .collect();
+            let mut got = lines.clone();
+            want.sort_unstable();
+            got.sort_unstable();
+            assert_eq!(got, want, "channel {c}: one line per segment");
+        }
+    }
+}
+
+#[test]
+fn explain_draws_one_row_of_panels_per_channel() {
+    let train = load("BasicMotions_TRAIN.csv");
+    let test = load("BasicMotions_TEST.csv");
+    let model = Model::fit(&train, &FitParams::default()).unwrap();
+    check_channel_figure(&model, &test.samples[3], &train.channels);
+    let dependent = FitParams {
+        spaces: SpaceParams {
+            channels: ChannelMode::Dependent,
+            ..SpaceParams::default()
+        },
+        ..FitParams::default()
+    };
+    let ts = load("BasicMotions_TRAIN.ts");
+    let model = Model::fit(&ts, &dependent).unwrap();
+    let names: Vec<String> = (0..6).map(|c| format!("channel {c}")).collect();
+    check_channel_figure(&model, &test.samples[3], &names);
+}
