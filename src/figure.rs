@@ -90,7 +90,9 @@ pub enum Input {
         channels: Vec<Vec<f64>>,
         names: Vec<String>,
     },
-    Bag { instances: usize },
+    Bag {
+        instances: usize,
+    },
 }
 
 /// Everything a figure shows, computed from the model and one sample.
@@ -294,16 +296,15 @@ fn drawn_channels(channel: usize, block: usize) -> std::ops::Range<usize> {
     }
 }
 
+/// A pattern drawn on one channel: (channel, series positions, values).
+type OnChannel = (usize, Vec<usize>, Vec<f64>);
+
 /// A representative of a space other than the paper's, drawn on the series: at the offset
 /// whose instance (in the space's own reading, over all the channels it reads) is nearest
 /// to it, mapped back to each channel's units: a z-normalised pattern takes that
 /// subsequence's mean and deviation, a pattern of differences is summed up from the series
 /// value where it starts. Returns the offset and (channel, positions, values) per channel.
-fn pattern_on_series(
-    channels: &[&[f64]],
-    e: &Extraction,
-    rep: &[f64],
-) -> (usize, Vec<(usize, Vec<usize>, Vec<f64>)>) {
+fn pattern_on_series(channels: &[&[f64]], e: &Extraction, rep: &[f64]) -> (usize, Vec<OnChannel>) {
     let mut sub = vec![0.0; e.dim()];
     let mut best = (f64::INFINITY, 0);
     for o in 0..e.count(channels[0].len(), 1) {
@@ -534,7 +535,11 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure) -> Resu
             for (c, row) in rows.iter().enumerate() {
                 let (left, right) = row.split_horizontally(row.dim_in_pixel().0 / 2);
                 let on = |segments: &[Segment]| -> Vec<Segment> {
-                    segments.iter().filter(|s| s.channel == c).cloned().collect()
+                    segments
+                        .iter()
+                        .filter(|s| s.channel == c)
+                        .cloned()
+                        .collect()
                 };
                 series_panel(
                     &left,

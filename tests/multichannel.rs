@@ -132,7 +132,11 @@ fn panel_lines(svg: &str, series_len: usize) -> Vec<Vec<usize>> {
     let mut panels: Vec<Vec<usize>> = Vec::new();
     for n in doc.descendants().filter(|n| n.has_tag_name("polyline")) {
         let stroke = n.attribute("stroke").unwrap_or_default();
-        let points = n.attribute("points").unwrap_or_default().split_whitespace().count();
+        let points = n
+            .attribute("points")
+            .unwrap_or_default()
+            .split_whitespace()
+            .count();
         if stroke == "#000000" {
             if points == series_len {
                 panels.push(Vec::new());
@@ -164,8 +168,15 @@ fn check_channel_figure(model: &Model, sample: &Sample, names: &[String]) {
         assert_eq!(s.positions.len(), s.length);
     }
     for s in &fig.maximizers {
-        let values: Vec<f64> = s.positions.iter().map(|&i| channels[s.channel][i]).collect();
-        assert_eq!(s.values, values, "a matched subsequence is the channel's own values");
+        let values: Vec<f64> = s
+            .positions
+            .iter()
+            .map(|&i| channels[s.channel][i])
+            .collect();
+        assert_eq!(
+            s.values, values,
+            "a matched subsequence is the channel's own values"
+        );
         let c = e
             .contributions
             .iter()
@@ -181,7 +192,10 @@ fn check_channel_figure(model: &Model, sample: &Sample, names: &[String]) {
             .iter()
             .filter(|s| s.class == c.class && s.hypothesis == c.hypothesis)
             .count();
-        assert!(on == 0 || on == c.block, "a block is drawn on all its channels");
+        assert!(
+            on == 0 || on == c.block,
+            "a block is drawn on all its channels"
+        );
     }
     let svg = figure::render_svg(&fig).unwrap();
     for name in names {

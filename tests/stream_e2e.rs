@@ -399,7 +399,8 @@ fn six_channel_points_end_to_end() {
     std::fs::write(&model_path, model.to_json()).unwrap();
     // Three sensors, each replaying six training series back to back (600 steps).
     let t0 = 1_700_000_001_500i64;
-    let mut stream: Vec<(String, Vec<(i64, Vec<f64>)>)> = Vec::new();
+    type Points = Vec<(i64, Vec<f64>)>;
+    let mut stream: Vec<(String, Points)> = Vec::new();
     for s in 0..3 {
         let mut points = Vec::new();
         for k in 0..6 {
@@ -492,6 +493,9 @@ fn six_channel_points_end_to_end() {
     let named: Vec<&str> = lines.next().unwrap().split(',').collect();
     assert!(!named.is_empty());
     for n in &named {
-        assert!(train.channels.iter().any(|c| c == n), "{n} is a header name");
+        assert!(
+            train.channels.iter().any(|c| c == n),
+            "{n} is a header name"
+        );
     }
 }
