@@ -376,6 +376,15 @@ impl Model {
         }
     }
 
+    /// Channel names of a multichannel model, from its training header (empty: unnamed,
+    /// or a kind that keeps none).
+    pub fn channel_names(&self) -> &[String] {
+        match self {
+            Model::LpboostShapelet(m) => &m.channel_names,
+            _ => &[],
+        }
+    }
+
     /// The parameters the model was fit with (a retrain reuses them).
     pub fn params(&self) -> &FitParams {
         match self {
