@@ -66,7 +66,7 @@ impl Example {
             Some(_) if self.dim <= 1 => Some(Sample::Series(self.values.clone())),
             Some(_) => {
                 let c = self.dim;
-                (self.values.len() % c == 0).then(|| {
+                self.values.len().is_multiple_of(c).then(|| {
                     Sample::Multi(
                         (0..c)
                             .map(|k| self.values.iter().skip(k).step_by(c).copied().collect())
