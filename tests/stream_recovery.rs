@@ -71,9 +71,14 @@ struct CrashRun {
 /// moments after it owns its partitions, restarts it until every window arrived and stops
 /// it with SIGTERM. `commit_extra` goes into the config's `[commit]` section.
 fn crash_loop(group: &str, commit_extra: &str) -> CrashRun {
+    crash_loop_on(&cluster(3), group, commit_extra)
+}
+
+/// [`crash_loop`] against the broker at `bootstrap`.
+fn crash_loop_on(bootstrap: &str, group: &str, commit_extra: &str) -> CrashRun {
     let dir = scratch(group);
     let out = dir.join("out");
-    let bootstrap = cluster(3);
+    let bootstrap = bootstrap.to_string();
     let (model_path, model) = model_file(&dir);
     let stream = known_stream(6, 6, 1_700_000_001_500);
     let expected = expected_windows(&stream);
@@ -267,9 +272,14 @@ for f in sorted(glob.glob(sys.argv[1] + "/predictions/*/*.parquet")):
 
 #[test]
 fn a_second_member_joins_mid_stream_and_together_they_emit_everything() {
-    let dir = scratch("rebalance");
+    second_member_joins(&cluster(4), "rebalance");
+}
+
+/// Two daemons in one group on the broker at `bootstrap`: the second joins mid-stream.
+fn second_member_joins(bootstrap: &str, group: &str) {
+    let dir = scratch(group);
     let out = dir.join("out");
-    let bootstrap = cluster(4);
+    let bootstrap = bootstrap.to_string();
     let (model_path, _) = model_file(&dir);
     let stream = known_stream(8, 5, 1_700_000_001_500);
     let expected = expected_windows(&stream);
@@ -277,7 +287,7 @@ fn a_second_member_joins_mid_stream_and_together_they_emit_everything() {
     // The same model under two file names: model_version then tells which member wrote a row.
     let model_b = dir.join("member-b.json");
     std::fs::copy(&model_path, &model_b).unwrap();
-    let cfg_a = config(&bootstrap, &out, &model_path, "rebalance", "");
+    let cfg_a = config(&bootstrap, &out, &model_path, group, "");
     let mut cfg_b = cfg_a.clone();
     cfg_b.model.series_path = Some(model_b);
     let (feeder, fed) = paced_producer(bootstrap.clone(), point_messages(&stream), 250);
@@ -394,4 +404,27 @@ fn kill_to_first_file_with_and_without_static_membership() {
     // does not shorten the restart there (measured 89.8 s dynamic, 89.9 s static); a
     // real broker (KIP-345, Kafka 2.3+) hands the partitions back on the rejoin.
     eprintln!("figures: {figures:?}");
+}
+
+/// The real broker (Tansu, which drops commit metadata): SIGKILL recovery goes through the
+/// output files' replay points. Run by `scripts/real-broker-tests.sh`.
+#[test]
+#[ignore]
+fn tansu_sigkill_mid_stream_then_restart_gives_every_prediction_exactly_once() {
+    let broker = common::tansu::Tansu::start("crash", 3);
+    let run = crash_loop_on(&broker.bootstrap, "tansu-crash", "");
+    let restarts = format!("{}\n{}", run.history, run.final_log);
+    assert!(
+        restarts.contains("source=\"output_file\""),
+        "no restart recovered its replay point from a file:\n{restarts}"
+    );
+    assert_exactly_the_expected_windows(&run);
+}
+
+/// Two daemons on Tansu: a rebalance splits the partitions and nothing is lost.
+#[test]
+#[ignore]
+fn tansu_a_second_member_joins_mid_stream() {
+    let broker = common::tansu::Tansu::start("rebalance", 4);
+    second_member_joins(&broker.bootstrap, "tansu-rebalance");
 }
