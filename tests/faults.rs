@@ -115,3 +115,105 @@ fn failing_commits_keep_output_durable_and_recover() {
     let committed = committed_offsets(&bootstrap, "fault-commit", POINTS, 2);
     assert!(!committed.is_empty(), "commits succeed in the end");
 }
+
+/// A full disk: the output folder is a 16 KiB tmpfs in the daemon's own mount namespace
+/// (`unshare -m`; the test reads it through /proc/<pid>/root). Writes fail, the writer
+/// retries and counts `milstream_sink_errors_total`, `/readyz` answers 503, the process
+/// stays small; when the tmpfs grows (`nsenter ... mount -o remount,size=64m`) everything
+/// is written exactly once and readiness returns. Every visible file is whole: each one
+/// reads back.
+#[test]
+fn a_full_disk_pauses_output_until_space_returns() {
+    use std::process::{Command, Stdio};
+    for tool in ["unshare", "nsenter"] {
+        assert!(
+            Command::new(tool).arg("--version").output().is_ok(),
+            "{tool} missing: apt-get install util-linux"
+        );
+    }
+    let dir = scratch("fault-disk");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let bootstrap = cluster(2);
+    let (model_path, _) = model_file(&dir);
+    let stream = known_stream(6, 12, 1_700_000_001_500);
+    let expected = expected_windows(&stream);
+    let port = free_port();
+    let _ = config(&bootstrap, &out, &model_path, "fault-disk", "");
+    let cfg_path = config_path(&out, "fault-disk");
+    let text = std::fs::read_to_string(&cfg_path).unwrap().replace(
+        "listen = \"127.0.0.1:0\"",
+        &format!("listen = \"127.0.0.1:{port}\""),
+    );
+    std::fs::write(&cfg_path, text).unwrap();
+    let script = format!(
+        "mount -t tmpfs -o size=16k tmpfs '{}' && exec '{}' run --config '{}'",
+        out.display(),
+        env!("CARGO_BIN_EXE_milstream"),
+        cfg_path.display()
+    );
+    let mut child = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("child.log")).unwrap())
+        .spawn()
+        .expect("unshare starts");
+    let pid = child.id();
+    let inside =
+        std::path::PathBuf::from(format!("/proc/{pid}/root")).join(out.strip_prefix("/").unwrap());
+    produce_all(&producer(&bootstrap), &point_messages(&stream));
+    let want: BTreeSet<_> = expected.keys().cloned().collect();
+    let mut saw_503 = false;
+    let full = wait_until(Duration::from_secs(60), || {
+        saw_503 |= readyz(port) == 503
+            && metric(port, "milstream_sink_errors_total{sink=\"parquet\"}") >= 1.0;
+        saw_503
+    });
+    let log = || std::fs::read_to_string(dir.join("child.log")).unwrap_or_default();
+    assert!(full, "the disk never filled up; log:\n{}", log());
+    let partial = read_predictions(&inside).len();
+    assert!(partial < want.len(), "{partial} rows fit in 16 KiB");
+    // Retrying, not growing: the resident set stays small while the disk is full.
+    std::thread::sleep(Duration::from_secs(3));
+    let rss_kib: u64 = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap();
+    assert!(
+        rss_kib < 512 * 1024,
+        "resident {rss_kib} KiB while the disk is full"
+    );
+    // Space returns.
+    let grown = Command::new("nsenter")
+        .args([
+            "-t",
+            &pid.to_string(),
+            "-m",
+            "mount",
+            "-o",
+            "remount,size=64m",
+        ])
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(grown.success(), "remount failed");
+    let done = wait_until(Duration::from_secs(60), || {
+        window_keys(&read_predictions(&inside)).is_superset(&want) && readyz(port) == 200
+    });
+    let rows = read_predictions(&inside);
+    let visible_tmp = temp_files(&inside);
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert!(done, "output did not recover; log:\n{}", log());
+    assert!(status.success(), "exit {status:?}");
+    assert_eq!(window_keys(&rows), want);
+    assert_eq!(rows.len(), want.len(), "no duplicate rows");
+    eprintln!(
+        "disk full: {partial} rows fit in 16 KiB, resident {} MiB while retrying, {} temp files left by failed writes",
+        rss_kib / 1024,
+        visible_tmp.len()
+    );
+}
