@@ -217,3 +217,84 @@ fn a_full_disk_pauses_output_until_space_returns() {
         visible_tmp.len()
     );
 }
+
+/// The resident set of this process in KiB.
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap()
+}
+
+/// A slow sink: the Kafka output topic's broker answers after 2 s. The writer waits for
+/// each segment's delivery, the pipeline waits for the writer, and the consumer falls
+/// behind (lag grows) while memory stays bounded; when the broker is fast again every
+/// window is written and on the topic exactly as without the delay.
+#[test]
+fn a_slow_sink_lets_lag_grow_with_memory_bounded() {
+    let dir = scratch("fault-slow");
+    let out = dir.join("out");
+    let (bootstrap, faults) = controlled_cluster_with(2, 2, &[(PREDICTIONS, 2)]);
+    let (model_path, _) = model_file(&dir);
+    let stream = known_stream(8, 12, 1_700_000_001_500);
+    let expected = expected_windows(&stream);
+    let want: BTreeSet<_> = expected.keys().cloned().collect();
+    faults
+        .send(Fault::SlowBroker(2, Duration::from_millis(2_000)))
+        .unwrap();
+    let port = free_port();
+    let mut cfg = config(&bootstrap, &out, &model_path, "fault-slow", "");
+    cfg.http.listen = format!("127.0.0.1:{port}");
+    cfg.output.kafka_topic = PREDICTIONS.into();
+    cfg.output.roll_rows = 4;
+    let before = rss_kib();
+    let (daemon, stop) = spawn_daemon(cfg);
+    assert!(
+        wait_until(Duration::from_secs(60), || readyz(port) == 200),
+        "never ready"
+    );
+    produce_all(&producer(&bootstrap), &point_messages(&stream));
+    // Behind: all points are on the topic, yet the output trails for a while.
+    let mut peak = 0;
+    let mut behind = false;
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(8) {
+        behind |= window_keys(&read_predictions(&out)).len() < want.len();
+        peak = peak.max(rss_kib());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let written_slow = window_keys(&read_predictions(&out)).len();
+    faults.send(Fault::SlowBroker(2, Duration::ZERO)).unwrap();
+    let done = wait_until(Duration::from_secs(90), || {
+        window_keys(&read_predictions(&out)).is_superset(&want)
+    });
+    let mut on_topic = consume_prediction_keys(&bootstrap, PREDICTIONS, want.len());
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    eprintln!(
+        "slow sink: {written_slow} of {} windows written in 8 s at 2 s per request; \
+         resident +{} MiB at the peak",
+        want.len(),
+        peak.saturating_sub(before) / 1024
+    );
+    assert!(
+        behind && written_slow < want.len(),
+        "the slow sink held output back"
+    );
+    assert!(
+        peak.saturating_sub(before) < 256 * 1024,
+        "resident grew by {} MiB",
+        peak.saturating_sub(before) / 1024
+    );
+    assert!(done, "not every window after the sink recovered");
+    check_output(&out, &want);
+    on_topic.sort();
+    on_topic.dedup();
+    assert_eq!(
+        on_topic.len(),
+        want.len(),
+        "every window on the output topic"
+    );
+}

@@ -469,19 +469,51 @@ pub enum Fault {
     /// The next `n` OffsetCommit requests fail (a non-retriable error, so the daemon's
     /// committer sees each failure).
     FailCommits(usize),
+    /// Every request to broker `id` takes this long.
+    SlowBroker(i32, Duration),
 }
 
 /// A mock cluster like [`cluster`] whose broker can be taken down and whose requests can be
 /// made to fail: the cluster lives on its own thread (it is not `Send`), faults go there.
 pub fn controlled_cluster(partitions: i32) -> (String, std::sync::mpsc::Sender<Fault>) {
+    controlled_cluster_with(partitions, 1, &[])
+}
+
+/// [`controlled_cluster`] of `brokers` brokers, with `topics` (name, leader broker) created
+/// besides the input topics (whose leaders the mock cluster picks).
+pub fn controlled_cluster_with(
+    partitions: i32,
+    brokers: i32,
+    topics: &[(&str, i32)],
+) -> (String, std::sync::mpsc::Sender<Fault>) {
+    let topics: Vec<(String, i32)> = topics.iter().map(|(t, b)| (t.to_string(), *b)).collect();
     use rdkafka::mocking::MockCluster;
     use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let (fault_tx, fault_rx) = std::sync::mpsc::channel::<Fault>();
     std::thread::spawn(move || {
-        let cluster = MockCluster::new(1).expect("mock cluster");
+        let cluster = MockCluster::new(brokers).expect("mock cluster");
         for t in [POINTS, BAGS, LABELS, MODELS] {
             cluster.create_topic(t, partitions, 1).expect("topic");
+        }
+        // With several brokers the inputs stay on broker 1, so slowing another broker
+        // slows only what it leads.
+        if brokers > 1 {
+            for t in [POINTS, BAGS, LABELS, MODELS] {
+                for p in 0..partitions {
+                    cluster
+                        .partition_leader(t, p, Some(1))
+                        .expect("partition leader");
+                }
+            }
+        }
+        for (t, leader) in &topics {
+            cluster.create_topic(t, partitions, 1).expect("topic");
+            for p in 0..partitions {
+                cluster
+                    .partition_leader(t, p, Some(*leader))
+                    .expect("partition leader");
+            }
         }
         addr_tx.send(cluster.bootstrap_servers()).unwrap();
         // Runs until the test process ends (the sender lives in the test).
@@ -493,6 +525,9 @@ pub fn controlled_cluster(partitions: i32) -> (String, std::sync::mpsc::Sender<F
                     RDKafkaApiKey::OffsetCommit,
                     &vec![RDKafkaRespErr::RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED; n],
                 ),
+                Fault::SlowBroker(id, d) => cluster
+                    .broker_round_trip_time(id, d)
+                    .expect("round trip time"),
             }
         }
         loop {
