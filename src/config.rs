@@ -188,11 +188,15 @@ pub struct ModelConfig {
     /// Model artifact (JSON, from `milstream train`) for series windows. Unset: train the
     /// embedded GunPoint model at start.
     pub series_path: Option<PathBuf>,
-    /// Model artifact for bag records. Unset: bag records go to the dead-letter sink as
-    /// `no_model`.
+    /// Model artifact for bag records. Unset: train the embedded MUSK1 bag model at start
+    /// (bags of 166 features), so bag records are scored with no configuration.
     pub bags_path: Option<PathBuf>,
-    /// The key of this model on the models topic.
+    /// The series model's name: its key on the models topic, the `model` label of its
+    /// metrics and the `model_name` of its prediction rows.
     pub name: String,
+    /// The bag model's name, as `name` is the series model's. Its registry is
+    /// `<registry>/named/<bags_name>/`.
+    pub bags_name: String,
     /// The kind trained when there is no model yet (the embedded GunPoint model, and the
     /// trainer's first candidate): lpboost, miordm, boxsvm, misvm or mi-svm. Retraining
     /// keeps the serving model's kind and parameters.
@@ -210,6 +214,7 @@ impl Default for ModelConfig {
             series_path: None,
             bags_path: None,
             name: "series".into(),
+            bags_name: "bags".into(),
             kind: crate::mil::model::ModelKind::Lpboost,
             registry_dir: None,
         }
@@ -316,6 +321,12 @@ impl Config {
 
     /// The model registry in use: `model.registry_dir`, or `models/` next to the training
     /// store when retraining is on (so promoted models survive a restart); None otherwise.
+    /// The bag model's registry: a folder of its own inside the series model's.
+    pub fn bag_registry_dir(&self) -> Option<PathBuf> {
+        self.registry_dir()
+            .map(|d| d.join("named").join(&self.model.bags_name))
+    }
+
     pub fn registry_dir(&self) -> Option<PathBuf> {
         self.model.registry_dir.clone().or_else(|| {
             self.training.enabled.then(|| {
@@ -591,6 +602,15 @@ impl Config {
         }
         if self.kafka.group_id.is_empty() {
             return Err(("kafka.group_id", "must not be empty".into()));
+        }
+        if self.model.name.is_empty() || self.model.bags_name.is_empty() {
+            return Err(("model.name", "model names must not be empty".into()));
+        }
+        if self.model.name == self.model.bags_name {
+            return Err((
+                "model.bags_name",
+                format!("must differ from model.name ({:?})", self.model.name),
+            ));
         }
         if self.kafka.embedded_partitions < 1 {
             return Err(("kafka.embedded_partitions", "must be >= 1".into()));

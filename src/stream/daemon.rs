@@ -41,11 +41,38 @@ fn load_model(path: &Path) -> anyhow::Result<(Model, String)> {
 /// artifact at `model.series_path`, or the embedded GunPoint model trained now, which is then
 /// published to the registry (if configured) as its first version.
 pub fn resolve_series_model(cfg: &Config) -> anyhow::Result<(Model, String)> {
-    let registry = cfg
-        .registry_dir()
-        .as_deref()
-        .map(registry::Registry::open)
-        .transpose()?;
+    resolve_model(
+        cfg.registry_dir().as_deref(),
+        cfg.model.series_path.as_deref(),
+        "gunpoint",
+        || embedded::train_embedded_model_of(cfg.model.kind),
+    )
+}
+
+/// The bag model to start with, as the series model: its registry's `current`, else
+/// `model.bags_path`, else the embedded MUSK1 model trained now. None without a bags topic.
+pub fn resolve_bag_model(cfg: &Config) -> anyhow::Result<Option<(Model, String)>> {
+    if cfg.kafka.bags_topic.is_empty() {
+        return Ok(None);
+    }
+    resolve_model(
+        cfg.bag_registry_dir().as_deref(),
+        cfg.model.bags_path.as_deref(),
+        "musk1",
+        || embedded::train_embedded_bag_model(cfg.model.kind),
+    )
+    .map(Some)
+}
+
+/// A registry's `current`, else the artifact at `path`, else `train_embedded()` (the data
+/// named `embedded`); a model not from the registry is published there as its first version.
+fn resolve_model(
+    registry_dir: Option<&Path>,
+    path: Option<&Path>,
+    embedded: &str,
+    train_embedded: impl FnOnce() -> anyhow::Result<Model>,
+) -> anyhow::Result<(Model, String)> {
+    let registry = registry_dir.map(registry::Registry::open).transpose()?;
     if let Some(reg) = &registry {
         if let Some((m, card)) = reg.load_current()? {
             info!(
@@ -55,21 +82,21 @@ pub fn resolve_series_model(cfg: &Config) -> anyhow::Result<(Model, String)> {
             return Ok((m, card.version));
         }
     }
-    let (model, version, source) = match &cfg.model.series_path {
+    let (model, version, source) = match path {
         Some(p) => {
             let (m, v) = load_model(p)?;
             (m, v, p.display().to_string())
         }
         None => {
             let t = std::time::Instant::now();
-            let m = embedded::train_embedded_model_of(cfg.model.kind)?;
-            let v = format!("gunpoint-embedded-{}", short_hash(&m.to_json()));
+            let m = train_embedded()?;
+            let v = format!("{embedded}-embedded-{}", short_hash(&m.to_json()));
             info!(
                 seconds = t.elapsed().as_secs_f64(),
                 version = v,
-                "trained the embedded GunPoint model"
+                "trained the embedded {embedded} model"
             );
-            (m, v, "embedded GunPoint".to_string())
+            (m, v, format!("embedded {embedded}"))
         }
     };
     match &registry {
@@ -82,6 +109,14 @@ pub fn resolve_series_model(cfg: &Config) -> anyhow::Result<(Model, String)> {
             Ok((model, v))
         }
         None => Ok((model, version)),
+    }
+}
+
+/// The instance dimension of a bag model (0 for a series model).
+fn bag_dim(model: &Model) -> usize {
+    match model.input() {
+        crate::mil::InputKind::Bag { dim } => dim,
+        _ => 0,
     }
 }
 
@@ -102,17 +137,19 @@ pub async fn run(
         version,
         generation: 1,
     });
-    let bag_model = match &cfg.model.bags_path {
-        Some(p) => {
-            let (m, v) = load_model(p)?;
-            Some(Arc::new(ScoringModel {
-                model: m,
-                version: v,
-                generation: 1,
-            }))
+    let bag_model = resolve_bag_model(&cfg)?;
+    if let Some((m, _)) = &bag_model {
+        if bag_dim(m) == 0 {
+            anyhow::bail!("model.bags_path: the bag model scores series, not bags");
         }
-        None => None,
-    };
+    }
+    let bag_model = bag_model.map(|(model, version)| {
+        Arc::new(ScoringModel {
+            model,
+            version,
+            generation: 1,
+        })
+    });
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     {
@@ -173,6 +210,8 @@ pub async fn run(
             bootstrap,
             embedded = cfg.is_embedded(),
             points_topic = cfg.kafka.points_topic,
+            bag_model_version = bag_model.as_ref().map(|m| m.version.as_str()),
+            bags_topic = cfg.kafka.bags_topic,
             predictions = %out.join("predictions").display(),
             metrics = ?http_addr.map(|a| format!("http://{a}/metrics")),
             "milstream started"
@@ -191,8 +230,17 @@ pub async fn run(
             "  points topic:     {}  (JSON {{\"series_id\":..,\"ts\":..,\"value\":..}})",
             cfg.kafka.points_topic
         );
+        if let Some(m) = &bag_model {
+            eprintln!(
+                "  bags topic:       {}  (JSON {{\"bag_id\":..,\"instances\":[[..],..]}}; model {} '{}', {} features)",
+                cfg.kafka.bags_topic,
+                cfg.model.bags_name,
+                m.version,
+                bag_dim(&m.model)
+            );
+        }
         eprintln!(
-            "  predictions:      {}/predictions/date=*/*.parquet",
+            "  predictions:      {}/predictions/date=*/*.parquet  (series windows and bags; model_name says which model)",
             out.display()
         );
         eprintln!(
@@ -208,8 +256,11 @@ pub async fn run(
     if cfg.is_embedded() && cfg.demo.feed && !opts.no_demo_feed {
         tokio::spawn(embedded::demo_feed(
             bootstrap.clone(),
-            cfg.kafka.points_topic.clone(),
-            cfg.kafka.labels_topic.clone(),
+            embedded::DemoTopics {
+                points: cfg.kafka.points_topic.clone(),
+                bags: cfg.kafka.bags_topic.clone(),
+                labels: cfg.kafka.labels_topic.clone(),
+            },
             cfg.demo.sensors,
             cfg.demo.points_per_second,
             stop_rx.clone(),

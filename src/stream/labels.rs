@@ -15,7 +15,6 @@ use super::history::SegmentJoin;
 use super::record::{BagRecord, DeadLetterRecord, DeadReason, LabelRecord, Rejected};
 use super::serving::ServingModel;
 use super::training::{Example, TrainingRuntime};
-use super::window::ScoringModel;
 use crate::config::TrainingConfig;
 
 fn now_ms() -> i64 {
@@ -79,7 +78,7 @@ pub struct LabelJoiner {
     training: Arc<TrainingRuntime>,
     cfg: TrainingConfig,
     serving: Arc<ServingModel>,
-    bag_model: Option<Arc<ScoringModel>>,
+    bag_model: Option<Arc<ServingModel>>,
 }
 
 impl LabelJoiner {
@@ -87,7 +86,7 @@ impl LabelJoiner {
         training: Arc<TrainingRuntime>,
         cfg: TrainingConfig,
         serving: Arc<ServingModel>,
-        bag_model: Option<Arc<ScoringModel>>,
+        bag_model: Option<Arc<ServingModel>>,
     ) -> Self {
         Self {
             training,
@@ -142,10 +141,17 @@ impl LabelJoiner {
                 LabelJoin::Wait if l.since.elapsed() < wait => break,
                 LabelJoin::Wait => LabelJoin::Dead(Rejected {
                     reason: DeadReason::Unjoined,
-                    detail: format!(
-                        "the labeled segment's points did not all arrive within training.label_wait_ms = {} ms",
-                        wait.as_millis()
-                    ),
+                    detail: match &l.label {
+                        LabelRecord::Segment { .. } => format!(
+                            "the labeled segment's points did not all arrive within training.label_wait_ms = {} ms",
+                            wait.as_millis()
+                        ),
+                        LabelRecord::Bag { bag_id, .. } => format!(
+                            "bag '{bag_id}' did not arrive within training.label_wait_ms = {} ms, or is no longer among the last {} bags (training.bag_cache)",
+                            wait.as_millis(),
+                            self.cfg.bag_cache
+                        ),
+                    },
                 }),
                 other => other,
             };
@@ -187,7 +193,7 @@ impl LabelJoiner {
         if self.cfg.freeze_classes {
             let model = match segment {
                 Some(_) => Some(self.serving.load_full()),
-                None => self.bag_model.clone(),
+                None => self.bag_model.as_ref().map(|b| b.load_full()),
             };
             if let Some(m) = model {
                 if !m.model.classes().iter().any(|c| c == label) {
@@ -212,17 +218,11 @@ impl LabelJoiner {
                     })
                 }
             },
+            // The bag and its label travel on different topics, so the label may be read
+            // first: it waits for the bag as a segment's label waits for its points.
             None => match t.bags.get(key) {
                 Some(b) => b,
-                None => {
-                    return LabelJoin::Dead(Rejected {
-                        reason: DeadReason::Unjoined,
-                        detail: format!(
-                            "bag '{key}' is not among the last {} bags (training.bag_cache)",
-                            self.cfg.bag_cache
-                        ),
-                    })
-                }
+                None => return LabelJoin::Wait,
             },
         };
         LabelJoin::Joined(Example {

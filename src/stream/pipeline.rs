@@ -90,6 +90,25 @@ fn training_runtime(cfg: &Config) -> anyhow::Result<Option<Arc<TrainingRuntime>>
     })))
 }
 
+/// The models the trainer retrains: the series model, and the bag model when there is one.
+fn trained_models(
+    cfg: &Config,
+    series: &Arc<ServingModel>,
+    bags: Option<&Arc<ServingModel>>,
+) -> Vec<trainer::TrainedModel> {
+    let mut models = vec![trainer::TrainedModel {
+        serving: series.clone(),
+        bags: false,
+        registry_dir: cfg.registry_dir(),
+    }];
+    models.extend(bags.map(|b| trainer::TrainedModel {
+        serving: b.clone(),
+        bags: true,
+        registry_dir: cfg.bag_registry_dir(),
+    }));
+    models
+}
+
 /// Runs the pipeline until `shutdown` resolves: consume, score, write, commit; then seal,
 /// flush and commit within the grace period.
 pub async fn run_pipeline(
@@ -109,8 +128,17 @@ pub async fn run_pipeline(
     std::fs::create_dir_all(out_dir)
         .map_err(|e| anyhow::anyhow!("creating output folder {}: {e}", out_dir.display()))?;
     let training = training_runtime(&cfg)?;
-    metrics.set_model_version(&series_model.version, series_model.model.kind().name());
-    let serving = Arc::new(ServingModel::new(series_model, metrics.clone()));
+    let serving = Arc::new(ServingModel::new(
+        &cfg.model.name,
+        series_model,
+        metrics.clone(),
+    ));
+    let bag_model =
+        bag_model.map(|m| Arc::new(ServingModel::new(&cfg.model.bags_name, m, metrics.clone())));
+    metrics.register_model(&cfg.model.name);
+    if bag_model.is_some() {
+        metrics.register_model(&cfg.model.bags_name);
+    }
     let durable = Arc::new(DurableOffsets::new(cfg.commit.metadata));
 
     // Writers first: the workers hand them segments.
@@ -143,7 +171,7 @@ pub async fn run_pipeline(
         cfg: cfg.clone(),
         metrics: metrics.clone(),
         serving: serving.clone(),
-        bag_model,
+        bag_model: bag_model.clone(),
         labels,
         limits: decode_limits(&cfg),
     });
@@ -177,13 +205,19 @@ pub async fn run_pipeline(
         Some(store) => trainer::spawn(trainer::TrainerEnv {
             cfg: cfg.clone(),
             metrics: metrics.clone(),
-            serving: serving.clone(),
+            models: trained_models(&cfg, &serving, bag_model.as_ref()),
             store: store.clone(),
             bootstrap: bootstrap.clone(),
         })?,
         None => None,
     };
-    let follower = models_topic::follow(&cfg, &bootstrap, serving.clone())?;
+    let follower = models_topic::follow(
+        &cfg,
+        &bootstrap,
+        std::iter::once(serving.clone())
+            .chain(bag_model.clone())
+            .collect(),
+    )?;
 
     let state = Arc::new(Assignments::new(
         cfg.clone(),

@@ -1,9 +1,12 @@
 //! Scheduled retraining: on a schedule and/or after N new labeled examples, read the training
 //! store, fit a candidate on all but the newest examples, compare it with the serving model
 //! (the champion) on those newest examples, and promote it (registry + atomic swap) unless it
-//! is worse by more than the tolerance. Runs on its own thread: ingestion never waits on it.
+//! is worse by more than the tolerance. Each model learns from its own examples (the series
+//! model from labeled segments, the bag model from labeled bags), with its own registry and
+//! name on the models topic. Runs on its own thread: ingestion never waits on it.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -19,14 +22,24 @@ use crate::metrics::Metrics;
 use crate::mil::{FitParams, Model};
 
 /// What the trainer gets from the pipeline: its settings, the store it reads, and the
-/// serving model it compares with and swaps.
+/// serving models it compares with and swaps.
 pub struct TrainerEnv {
     pub cfg: Config,
     pub metrics: Arc<Metrics>,
-    pub serving: Arc<ServingModel>,
+    pub models: Vec<TrainedModel>,
     pub store: Arc<TrainingRuntime>,
     /// The cluster's bootstrap list, for publishing to the models topic.
     pub bootstrap: String,
+}
+
+/// One model the trainer retrains.
+pub struct TrainedModel {
+    /// The champion, swapped on promotion; its name labels the metrics and the versions.
+    pub serving: Arc<ServingModel>,
+    /// Its examples: labeled bags (true) or labeled series segments (false).
+    pub bags: bool,
+    /// Its registry folder (None: no registry).
+    pub registry_dir: Option<PathBuf>,
 }
 
 /// How a run ended.
@@ -105,34 +118,46 @@ fn trainer_loop(env: &TrainerEnv, every: Option<Duration>, stop: Arc<AtomicBool>
         }
         last_run = Instant::now();
         seen = durable;
-        let started = Instant::now();
-        let outcome = run_once(env);
-        env.metrics
-            .training_seconds
-            .observe(started.elapsed().as_secs_f64());
-        record(env, &outcome);
+        for m in &env.models {
+            let started = Instant::now();
+            let outcome = run_once(env, m);
+            env.metrics
+                .training_seconds
+                .observe(started.elapsed().as_secs_f64());
+            record(env, &m.serving.name, &outcome);
+        }
     }
 }
 
-fn record(env: &TrainerEnv, outcome: &RunOutcome) {
+fn record(env: &TrainerEnv, model: &str, outcome: &RunOutcome) {
     let label = match outcome {
         RunOutcome::Promoted { .. } => "promoted",
         RunOutcome::Rejected { .. } => "rejected",
         RunOutcome::Failed { .. } => "failed",
     };
-    env.metrics.training_runs.with_label_values(&[label]).inc();
+    env.metrics
+        .training_runs
+        .with_label_values(&[model, label])
+        .inc();
     match outcome {
         RunOutcome::Promoted {
             version,
             accuracy,
             champion,
         } => {
-            env.metrics.model_holdout_accuracy.set(*accuracy);
-            info!(version, accuracy, champion = ?champion, "retrained model promoted");
+            env.metrics
+                .model_holdout_accuracy
+                .with_label_values(&[model])
+                .set(*accuracy);
+            info!(model, version, accuracy, champion = ?champion, "retrained model promoted");
         }
         RunOutcome::Rejected { accuracy, champion } => {
-            env.metrics.model_holdout_accuracy.set(*champion);
+            env.metrics
+                .model_holdout_accuracy
+                .with_label_values(&[model])
+                .set(*champion);
             warn!(
+                model,
                 accuracy,
                 champion,
                 tolerance = env.cfg.training.tolerance,
@@ -142,11 +167,11 @@ fn record(env: &TrainerEnv, outcome: &RunOutcome) {
         RunOutcome::Failed { reason, detail } => {
             env.metrics
                 .training_failures
-                .with_label_values(&[reason])
+                .with_label_values(&[model, reason])
                 .inc();
             warn!(
-                reason,
-                detail, "training run failed; the champion keeps scoring"
+                model,
+                reason, detail, "training run failed; the champion keeps scoring"
             )
         }
     }
@@ -164,8 +189,9 @@ fn accuracy(model: &Model, examples: &[Example]) -> f64 {
     hits as f64 / examples.len().max(1) as f64
 }
 
-/// One training run against the store; promotes into the serving model on success.
-pub fn run_once(env: &TrainerEnv) -> RunOutcome {
+/// One training run of `trained` against the store; promotes into its serving model on
+/// success.
+pub fn run_once(env: &TrainerEnv, trained: &TrainedModel) -> RunOutcome {
     let cfg = &env.cfg.training;
     let t = &env.store;
     let now = chrono::Utc::now().timestamp_millis();
@@ -186,19 +212,24 @@ pub fn run_once(env: &TrainerEnv) -> RunOutcome {
         Ok(e) => e,
         Err(e) => return failed("store", format!("reading the training store: {e}")),
     };
-    // The series model learns from segments; bag examples wait for a bag trainer.
-    let examples: Vec<Example> = examples
-        .into_iter()
-        .filter(|e| e.segment.is_some())
-        .collect();
-    env.metrics.training_examples.set(examples.len() as i64);
-    let champion = env.serving.load_full();
-    // Retention by count: files holding only examples older than the oldest kept one go.
+    // Retention by count over the whole store: files holding only examples older than the
+    // oldest kept one go.
     if examples.len() >= cfg.max_examples {
         if let Some(oldest) = examples.first() {
             training::apply_retention(&t.dir, oldest.labeled_at_ms);
         }
     }
+    // The series model learns from segments, the bag model from bags.
+    let examples: Vec<Example> = examples
+        .into_iter()
+        .filter(|e| e.segment.is_none() == trained.bags)
+        .collect();
+    let name = trained.serving.name.as_str();
+    env.metrics
+        .training_examples
+        .with_label_values(&[name])
+        .set(examples.len() as i64);
+    let champion = trained.serving.load_full();
     let search = cfg.search.then(|| {
         parse_duration_ms(&cfg.search_budget)
             .ok()
@@ -214,7 +245,14 @@ pub fn run_once(env: &TrainerEnv) -> RunOutcome {
     ) {
         Err((reason, detail)) => failed(reason, detail),
         Ok(c) => {
-            if let Err(e) =
+            if trained.bags {
+                if c.model.input() != champion.model.input() {
+                    return failed(
+                        "window",
+                        "the candidate takes other bags than the champion".to_string(),
+                    );
+                }
+            } else if let Err(e) =
                 crate::mil::incremental::WindowScorer::new(&c.model, env.cfg.window.points)
             {
                 return failed(
@@ -236,8 +274,8 @@ pub fn run_once(env: &TrainerEnv) -> RunOutcome {
             card.champion_holdout_accuracy = c.champion_accuracy;
             card.n_holdout = c.n_holdout;
             card.cv_accuracy = c.cv_accuracy;
-            let version = match env.cfg.registry_dir() {
-                Some(dir) => match Registry::open(&dir).and_then(|r| r.publish(&c.model, &card)) {
+            let version = match &trained.registry_dir {
+                Some(dir) => match Registry::open(dir).and_then(|r| r.publish(&c.model, &card)) {
                     Ok(v) => v,
                     Err(e) => {
                         return failed("registry", format!("publishing to the registry: {e}"))
@@ -245,13 +283,18 @@ pub fn run_once(env: &TrainerEnv) -> RunOutcome {
                 },
                 None => format!("trained-{}", short_hash(&c.model.to_json())),
             };
-            if let Err(e) =
-                super::models_topic::publish(&env.cfg, &env.bootstrap, &version, &c.model, &card)
-            {
+            if let Err(e) = super::models_topic::publish(
+                &env.cfg,
+                &env.bootstrap,
+                name,
+                &version,
+                &c.model,
+                &card,
+            ) {
                 // Promoted here all the same; scorers pick up the next published version.
                 warn!(%e, version, "publishing to the models topic failed");
             }
-            env.serving.promote(c.model, version.clone());
+            trained.serving.promote(c.model, version.clone());
             RunOutcome::Promoted {
                 version,
                 accuracy: c.accuracy,

@@ -123,7 +123,8 @@ pub struct WorkerEnv {
     pub cfg: Config,
     pub metrics: Arc<Metrics>,
     pub serving: Arc<ServingModel>,
-    pub bag_model: Option<Arc<ScoringModel>>,
+    /// The bag model; None without a bags topic.
+    pub bag_model: Option<Arc<ServingModel>>,
     /// Label joins and kept history, when training is on.
     pub labels: Option<LabelJoiner>,
     pub limits: DecodeLimits,
@@ -162,7 +163,7 @@ impl WorkerEnv {
         kind: &str,
         window: Option<(i64, i64)>,
         e: &Explanation,
-        model: &ScoringModel,
+        (name, model): (&str, &ScoringModel),
         src: (&str, i32, i64),
         first_offset: i64,
     ) -> PredictionRecord {
@@ -175,6 +176,7 @@ impl WorkerEnv {
             classes: model.model.classes().to_vec(),
             scores: e.prediction.scores.clone(),
             model_kind: model.model.kind_name().to_string(),
+            model_name: name.to_string(),
             model_version: model.version.clone(),
             top: TopContribution::top_named(e, self.cfg.window.top_contributions, &model.model),
             source_topic: src.0.to_string(),
@@ -377,7 +379,8 @@ impl Worker {
                     }
                 }
                 Ok(Record::Bag(b)) => match &env.bag_model {
-                    Some(m) => {
+                    Some(serving) => {
+                        let m = serving.load();
                         if let Some(l) = &env.labels {
                             l.keep_bag(&b, (topic, partition, offset), ts, &mut examples);
                         }
@@ -400,7 +403,7 @@ impl Worker {
                                     "bag",
                                     None,
                                     &e,
-                                    m,
+                                    (&serving.name, &m),
                                     (topic, partition, offset),
                                     offset,
                                 ));
@@ -413,7 +416,10 @@ impl Worker {
                     }
                     None => dead.push(dead_letter(&Rejected {
                         reason: DeadReason::NoModel,
-                        detail: "no bag model is configured (model.bags_path)".into(),
+                        detail: format!(
+                            "bag '{}': no bag model serves this daemon (kafka.bags_topic is empty)",
+                            b.bag_id
+                        ),
                     })),
                 },
                 // Labels join their segment (or bag) into a training example; one whose
@@ -434,7 +440,7 @@ impl Worker {
                 "window",
                 Some((w.start_ms, w.end_ms)),
                 &w.explanation,
-                &series_model,
+                (&env.serving.name, &series_model),
                 (topic, partition, offset),
                 first,
             ));
@@ -629,6 +635,7 @@ mod tests {
     fn env_with(model: Model) -> (Arc<WorkerEnv>, Arc<Metrics>) {
         let metrics = Metrics::new();
         let serving = Arc::new(ServingModel::new(
+            "series",
             Arc::new(ScoringModel {
                 model,
                 version: "test".into(),
