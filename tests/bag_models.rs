@@ -13,8 +13,11 @@ use common::stream::*;
 use common::{load, scratch};
 use milstream::mil::{Dataset, Sample};
 
-/// Every MUSK1 bag as a bag record with id `<prefix>-<bag id>`, and its true label.
-fn bag_messages(ds: &Dataset, prefix: &str) -> (Vec<(String, String, Vec<u8>)>, Vec<String>) {
+/// Kafka messages: (topic, key, payload).
+type Messages = Vec<(String, String, Vec<u8>)>;
+
+/// Every MUSK1 bag as a bag record with id `<prefix>-<bag id>`, and the ids.
+fn bag_messages(ds: &Dataset, prefix: &str) -> (Messages, Vec<String>) {
     let mut msgs = Vec::new();
     let mut ids = Vec::new();
     for (i, s) in ds.samples.iter().enumerate() {

@@ -10,8 +10,8 @@ use tracing::info;
 
 use super::registry::{self, short_hash};
 use super::window::ScoringModel;
-use super::{embedded, pipeline};
-use crate::config::Config;
+use super::{embedded, models, pipeline};
+use crate::config::{Config, ModelInput};
 use crate::http::Health;
 use crate::metrics::Metrics;
 use crate::mil::Model;
@@ -49,19 +49,48 @@ pub fn resolve_series_model(cfg: &Config) -> anyhow::Result<(Model, String)> {
     )
 }
 
-/// The bag model to start with, as the series model: its registry's `current`, else
-/// `model.bags_path`, else the embedded MUSK1 model trained now. None without a bags topic.
-pub fn resolve_bag_model(cfg: &Config) -> anyhow::Result<Option<(Model, String)>> {
-    if cfg.kafka.bags_topic.is_empty() {
-        return Ok(None);
+/// Every model to start with, as the series model: its registry's `current`, else its
+/// artifact, else trained now from the bundled data (GunPoint for series, MUSK1 for bags);
+/// checked against what it must score (the window, or bags).
+fn resolve_models(cfg: &Config) -> anyhow::Result<Vec<(models::ModelSpec, Arc<ScoringModel>)>> {
+    let mut out = Vec::new();
+    for spec in models::specs(cfg) {
+        let what = format!("model {:?}", spec.name);
+        let (model, version) = match spec.input {
+            ModelInput::Series => resolve_model(
+                spec.registry_dir.as_deref(),
+                spec.path.as_deref(),
+                "gunpoint",
+                || embedded::train_embedded_model_of(spec.kind),
+            )?,
+            ModelInput::Bags => resolve_model(
+                spec.registry_dir.as_deref(),
+                spec.path.as_deref(),
+                "musk1",
+                || embedded::train_embedded_bag_model(spec.kind),
+            )?,
+        };
+        match spec.input {
+            // Fail at start, not per window, if the window cannot hold the model's shapelets.
+            ModelInput::Series => {
+                crate::mil::incremental::WindowScorer::new(&model, cfg.window.points)
+                    .map_err(|e| anyhow::anyhow!("window.points for {what}: {e}"))?;
+            }
+            ModelInput::Bags if bag_dim(&model) == 0 => {
+                anyhow::bail!("{what} takes bags, but its model scores series")
+            }
+            ModelInput::Bags => {}
+        }
+        out.push((
+            spec,
+            Arc::new(ScoringModel {
+                model,
+                version,
+                generation: 1,
+            }),
+        ));
     }
-    resolve_model(
-        cfg.bag_registry_dir().as_deref(),
-        cfg.model.bags_path.as_deref(),
-        "musk1",
-        || embedded::train_embedded_bag_model(cfg.model.kind),
-    )
-    .map(Some)
+    Ok(out)
 }
 
 /// A registry's `current`, else the artifact at `path`, else `train_embedded()` (the data
@@ -128,28 +157,7 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let metrics = Metrics::new();
     let health = Arc::new(Health::default());
-    let (model, version) = resolve_series_model(&cfg)?;
-    // Fail at start, not per window, if the window cannot hold the model's shapelets.
-    crate::mil::incremental::WindowScorer::new(&model, cfg.window.points)
-        .map_err(|e| anyhow::anyhow!("window.points: {e}"))?;
-    let series_model = Arc::new(ScoringModel {
-        model,
-        version,
-        generation: 1,
-    });
-    let bag_model = resolve_bag_model(&cfg)?;
-    if let Some((m, _)) = &bag_model {
-        if bag_dim(m) == 0 {
-            anyhow::bail!("model.bags_path: the bag model scores series, not bags");
-        }
-    }
-    let bag_model = bag_model.map(|(model, version)| {
-        Arc::new(ScoringModel {
-            model,
-            version,
-            generation: 1,
-        })
-    });
+    let start = resolve_models(&cfg)?;
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     {
@@ -204,20 +212,47 @@ pub async fn run(
     };
 
     let out = std::path::absolute(&cfg.output.dir).unwrap_or_else(|_| cfg.output.dir.clone());
+    // One line per model: its name, what it takes, which ids, its version.
+    let served: Vec<String> = start
+        .iter()
+        .map(|(spec, m)| {
+            let ids = match &spec.route {
+                models::Route::All => "every id".to_string(),
+                models::Route::Glob(g) => format!("ids {g}"),
+            };
+            match spec.input {
+                ModelInput::Series => {
+                    format!(
+                        "{} (series on {}, {ids}): {}",
+                        spec.name, cfg.kafka.points_topic, m.version
+                    )
+                }
+                ModelInput::Bags => format!(
+                    "{} (bags of {} features on {}, {ids}): {}",
+                    spec.name,
+                    bag_dim(&m.model),
+                    cfg.kafka.bags_topic,
+                    m.version
+                ),
+            }
+        })
+        .collect();
     if opts.json_logs {
         info!(
-            model_version = series_model.version,
+            models = ?served,
             bootstrap,
             embedded = cfg.is_embedded(),
             points_topic = cfg.kafka.points_topic,
-            bag_model_version = bag_model.as_ref().map(|m| m.version.as_str()),
             bags_topic = cfg.kafka.bags_topic,
             predictions = %out.join("predictions").display(),
             metrics = ?http_addr.map(|a| format!("http://{a}/metrics")),
             "milstream started"
         );
     } else {
-        eprintln!("milstream: scoring with model {}", series_model.version);
+        eprintln!("milstream: scoring with");
+        for line in &served {
+            eprintln!("  model {line}");
+        }
         eprintln!(
             "  kafka bootstrap:  {bootstrap}{}",
             if cfg.is_embedded() {
@@ -230,17 +265,14 @@ pub async fn run(
             "  points topic:     {}  (JSON {{\"series_id\":..,\"ts\":..,\"value\":..}})",
             cfg.kafka.points_topic
         );
-        if let Some(m) = &bag_model {
+        if !cfg.kafka.bags_topic.is_empty() {
             eprintln!(
-                "  bags topic:       {}  (JSON {{\"bag_id\":..,\"instances\":[[..],..]}}; model {} '{}', {} features)",
-                cfg.kafka.bags_topic,
-                cfg.model.bags_name,
-                m.version,
-                bag_dim(&m.model)
+                "  bags topic:       {}  (JSON {{\"bag_id\":..,\"instances\":[[..],..]}})",
+                cfg.kafka.bags_topic
             );
         }
         eprintln!(
-            "  predictions:      {}/predictions/date=*/*.parquet  (series windows and bags; model_name says which model)",
+            "  predictions:      {}/predictions/date=*/*.parquet  (series windows and bags alike; model_name says which model)",
             out.display()
         );
         eprintln!(
@@ -266,16 +298,7 @@ pub async fn run(
             stop_rx.clone(),
         ));
     }
-    pipeline::run_pipeline(
-        cfg,
-        bootstrap,
-        series_model,
-        bag_model,
-        metrics,
-        health,
-        stop_rx,
-    )
-    .await
+    pipeline::run_pipeline(cfg, bootstrap, start, metrics, health, stop_rx).await
 }
 
 #[cfg(test)]

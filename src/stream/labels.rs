@@ -12,9 +12,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::history::SegmentJoin;
+use super::models::Models;
 use super::record::{BagRecord, DeadLetterRecord, DeadReason, LabelRecord, Rejected};
-use super::serving::ServingModel;
 use super::training::{Example, TrainingRuntime};
+use crate::config::ModelInput;
 use crate::config::TrainingConfig;
 
 fn now_ms() -> i64 {
@@ -77,22 +78,15 @@ pub struct LabelSource<'a> {
 pub struct LabelJoiner {
     training: Arc<TrainingRuntime>,
     cfg: TrainingConfig,
-    serving: Arc<ServingModel>,
-    bag_model: Option<Arc<ServingModel>>,
+    models: Arc<Models>,
 }
 
 impl LabelJoiner {
-    pub fn new(
-        training: Arc<TrainingRuntime>,
-        cfg: TrainingConfig,
-        serving: Arc<ServingModel>,
-        bag_model: Option<Arc<ServingModel>>,
-    ) -> Self {
+    pub fn new(training: Arc<TrainingRuntime>, cfg: TrainingConfig, models: Arc<Models>) -> Self {
         Self {
             training,
             cfg,
-            serving,
-            bag_model,
+            models,
         }
     }
 
@@ -190,21 +184,28 @@ impl LabelJoiner {
             } => (series_id, label, Some((*start_ms, *end_ms))),
             LabelRecord::Bag { bag_id, label } => (bag_id, label, None),
         };
+        // A label goes to the model that scores its id, and only there: the trainer of
+        // another model never reads it (it selects its examples by the same routing).
+        let input = match segment {
+            Some(_) => ModelInput::Series,
+            None => ModelInput::Bags,
+        };
+        let Some(served) = self.models.route(input, key) else {
+            return LabelJoin::Dead(Rejected {
+                reason: DeadReason::NoModel,
+                detail: self.models.no_model(input, key),
+            });
+        };
         if self.cfg.freeze_classes {
-            let model = match segment {
-                Some(_) => Some(self.serving.load_full()),
-                None => self.bag_model.as_ref().map(|b| b.load_full()),
-            };
-            if let Some(m) = model {
-                if !m.model.classes().iter().any(|c| c == label) {
-                    return LabelJoin::Dead(Rejected {
-                        reason: DeadReason::UnknownClass,
-                        detail: format!(
-                            "class '{label}' is not one of the model's classes {:?} and training.freeze_classes is set",
-                            m.model.classes()
-                        ),
-                    });
-                }
+            let m = served.serving.load_full();
+            if !m.model.classes().iter().any(|c| c == label) {
+                return LabelJoin::Dead(Rejected {
+                    reason: DeadReason::UnknownClass,
+                    detail: format!(
+                        "class '{label}' is not one of the model's classes {:?} and training.freeze_classes is set",
+                        m.model.classes()
+                    ),
+                });
             }
         }
         let (dim, values) = match segment {

@@ -25,8 +25,8 @@ use super::commit::{DurableOffsets, PartitionKey};
 use super::consumer;
 use super::history::{BagCache, SeriesHistory};
 use super::labels::LabelJoiner;
+use super::models::{ModelSpec, Models};
 use super::record::{DecodeLimits, RecordKind};
-use super::serving::ServingModel;
 use super::sink::kafka::producer_config;
 use super::training::TrainingRuntime;
 use super::window::{ScoringModel, WindowParams};
@@ -90,32 +90,12 @@ fn training_runtime(cfg: &Config) -> anyhow::Result<Option<Arc<TrainingRuntime>>
     })))
 }
 
-/// The models the trainer retrains: the series model, and the bag model when there is one.
-fn trained_models(
-    cfg: &Config,
-    series: &Arc<ServingModel>,
-    bags: Option<&Arc<ServingModel>>,
-) -> Vec<trainer::TrainedModel> {
-    let mut models = vec![trainer::TrainedModel {
-        serving: series.clone(),
-        bags: false,
-        registry_dir: cfg.registry_dir(),
-    }];
-    models.extend(bags.map(|b| trainer::TrainedModel {
-        serving: b.clone(),
-        bags: true,
-        registry_dir: cfg.bag_registry_dir(),
-    }));
-    models
-}
-
 /// Runs the pipeline until `shutdown` resolves: consume, score, write, commit; then seal,
 /// flush and commit within the grace period.
 pub async fn run_pipeline(
     cfg: Config,
     bootstrap: String,
-    series_model: Arc<ScoringModel>,
-    bag_model: Option<Arc<ScoringModel>>,
+    start: Vec<(ModelSpec, Arc<ScoringModel>)>,
     metrics: Arc<Metrics>,
     health: Arc<Health>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
@@ -128,17 +108,7 @@ pub async fn run_pipeline(
     std::fs::create_dir_all(out_dir)
         .map_err(|e| anyhow::anyhow!("creating output folder {}: {e}", out_dir.display()))?;
     let training = training_runtime(&cfg)?;
-    let serving = Arc::new(ServingModel::new(
-        &cfg.model.name,
-        series_model,
-        metrics.clone(),
-    ));
-    let bag_model =
-        bag_model.map(|m| Arc::new(ServingModel::new(&cfg.model.bags_name, m, metrics.clone())));
-    metrics.register_model(&cfg.model.name);
-    if bag_model.is_some() {
-        metrics.register_model(&cfg.model.bags_name);
-    }
+    let models = Arc::new(Models::new(start, &metrics));
     let durable = Arc::new(DurableOffsets::new(cfg.commit.metadata));
 
     // Writers first: the workers hand them segments.
@@ -159,19 +129,13 @@ pub async fn run_pipeline(
         Writers::start(writer_env, producer, tokio::runtime::Handle::current())?;
     let writers = Arc::new(writers);
 
-    let labels = training.as_ref().map(|t| {
-        LabelJoiner::new(
-            t.clone(),
-            cfg.training.clone(),
-            serving.clone(),
-            bag_model.clone(),
-        )
-    });
+    let labels = training
+        .as_ref()
+        .map(|t| LabelJoiner::new(t.clone(), cfg.training.clone(), models.clone()));
     let worker_env = Arc::new(WorkerEnv {
         cfg: cfg.clone(),
         metrics: metrics.clone(),
-        serving: serving.clone(),
-        bag_model: bag_model.clone(),
+        models: models.clone(),
         labels,
         limits: decode_limits(&cfg),
     });
@@ -205,19 +169,13 @@ pub async fn run_pipeline(
         Some(store) => trainer::spawn(trainer::TrainerEnv {
             cfg: cfg.clone(),
             metrics: metrics.clone(),
-            models: trained_models(&cfg, &serving, bag_model.as_ref()),
+            models: models.clone(),
             store: store.clone(),
             bootstrap: bootstrap.clone(),
         })?,
         None => None,
     };
-    let follower = models_topic::follow(
-        &cfg,
-        &bootstrap,
-        std::iter::once(serving.clone())
-            .chain(bag_model.clone())
-            .collect(),
-    )?;
+    let follower = models_topic::follow(&cfg, &bootstrap, models.serving())?;
 
     let state = Arc::new(Assignments::new(
         cfg.clone(),

@@ -6,7 +6,6 @@
 //! name on the models topic. Runs on its own thread: ingestion never waits on it.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -14,9 +13,10 @@ use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
 
+use super::models::{Models, ServedModel};
 use super::registry::{short_hash, ModelCard, Registry};
-use super::serving::ServingModel;
 use super::training::{self, Example, TrainingRuntime};
+use crate::config::ModelInput;
 use crate::config::{parse_duration_ms, Config};
 use crate::metrics::Metrics;
 use crate::mil::{FitParams, Model};
@@ -26,20 +26,12 @@ use crate::mil::{FitParams, Model};
 pub struct TrainerEnv {
     pub cfg: Config,
     pub metrics: Arc<Metrics>,
-    pub models: Vec<TrainedModel>,
+    /// The models it retrains, each from the examples whose id routes to it, on its own
+    /// schedule (`[training]` with the model's own settings over it).
+    pub models: Arc<Models>,
     pub store: Arc<TrainingRuntime>,
     /// The cluster's bootstrap list, for publishing to the models topic.
     pub bootstrap: String,
-}
-
-/// One model the trainer retrains.
-pub struct TrainedModel {
-    /// The champion, swapped on promotion; its name labels the metrics and the versions.
-    pub serving: Arc<ServingModel>,
-    /// Its examples: labeled bags (true) or labeled series segments (false).
-    pub bags: bool,
-    /// Its registry folder (None: no registry).
-    pub registry_dir: Option<PathBuf>,
 }
 
 /// How a run ended.
@@ -85,9 +77,18 @@ impl TrainerHandle {
 
 /// Starts the trainer when a schedule or an example count is set.
 pub fn spawn(env: TrainerEnv) -> anyhow::Result<Option<TrainerHandle>> {
-    let cfg = &env.cfg.training;
-    let every = parse_duration_ms(&cfg.every).map_err(anyhow::Error::msg)?;
-    if every.is_none() && cfg.after_examples == 0 {
+    let mut schedules = Vec::new();
+    for m in &env.models.all {
+        let cfg = &m.spec.training;
+        let every = parse_duration_ms(&cfg.every).map_err(anyhow::Error::msg)?;
+        schedules.push(Schedule {
+            every: every.map(Duration::from_millis),
+            after: cfg.after_examples,
+            last_run: Instant::now(),
+            seen: 0,
+        });
+    }
+    if schedules.iter().all(|s| s.every.is_none() && s.after == 0) {
         return Ok(None);
     }
     let stop = Arc::new(AtomicBool::new(false));
@@ -95,7 +96,7 @@ pub fn spawn(env: TrainerEnv) -> anyhow::Result<Option<TrainerHandle>> {
         let stop = stop.clone();
         std::thread::Builder::new()
             .name("milstream-trainer".into())
-            .spawn(move || trainer_loop(&env, every.map(Duration::from_millis), stop))?
+            .spawn(move || trainer_loop(&env, schedules, stop))?
     };
     Ok(Some(TrainerHandle {
         stop,
@@ -103,33 +104,44 @@ pub fn spawn(env: TrainerEnv) -> anyhow::Result<Option<TrainerHandle>> {
     }))
 }
 
-fn trainer_loop(env: &TrainerEnv, every: Option<Duration>, stop: Arc<AtomicBool>) {
+/// When one model is due: every `every`, and/or after `after` new durable examples (of any
+/// model: the store counts them all).
+struct Schedule {
+    every: Option<Duration>,
+    after: u64,
+    last_run: Instant,
+    seen: u64,
+}
+
+fn trainer_loop(env: &TrainerEnv, mut schedules: Vec<Schedule>, stop: Arc<AtomicBool>) {
     let t = &env.store;
-    let after = env.cfg.training.after_examples;
-    let mut last_run = Instant::now();
-    let mut seen = t.examples_durable.load(Ordering::Relaxed);
+    let start = t.examples_durable.load(Ordering::Relaxed);
+    for s in &mut schedules {
+        s.seen = start;
+    }
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(100));
         let durable = t.examples_durable.load(Ordering::Relaxed);
-        let due = every.is_some_and(|e| last_run.elapsed() >= e)
-            || (after > 0 && durable.saturating_sub(seen) >= after);
-        if !due {
-            continue;
-        }
-        last_run = Instant::now();
-        seen = durable;
-        for m in &env.models {
+        for (m, s) in env.models.all.iter().zip(&mut schedules) {
+            let due = s.every.is_some_and(|e| s.last_run.elapsed() >= e)
+                || (s.after > 0 && durable.saturating_sub(s.seen) >= s.after);
+            if !due || stop.load(Ordering::SeqCst) {
+                continue;
+            }
+            s.last_run = Instant::now();
+            s.seen = durable;
             let started = Instant::now();
             let outcome = run_once(env, m);
             env.metrics
                 .training_seconds
                 .observe(started.elapsed().as_secs_f64());
-            record(env, &m.serving.name, &outcome);
+            record(env, m, &outcome);
         }
     }
 }
 
-fn record(env: &TrainerEnv, model: &str, outcome: &RunOutcome) {
+fn record(env: &TrainerEnv, served: &ServedModel, outcome: &RunOutcome) {
+    let model = served.serving.name.as_str();
     let label = match outcome {
         RunOutcome::Promoted { .. } => "promoted",
         RunOutcome::Rejected { .. } => "rejected",
@@ -160,7 +172,7 @@ fn record(env: &TrainerEnv, model: &str, outcome: &RunOutcome) {
                 model,
                 accuracy,
                 champion,
-                tolerance = env.cfg.training.tolerance,
+                tolerance = served.spec.training.tolerance,
                 "candidate rejected: worse than the champion on the newest examples by more than the tolerance"
             );
         }
@@ -191,8 +203,8 @@ fn accuracy(model: &Model, examples: &[Example]) -> f64 {
 
 /// One training run of `trained` against the store; promotes into its serving model on
 /// success.
-pub fn run_once(env: &TrainerEnv, trained: &TrainedModel) -> RunOutcome {
-    let cfg = &env.cfg.training;
+pub fn run_once(env: &TrainerEnv, trained: &ServedModel) -> RunOutcome {
+    let cfg = &trained.spec.training;
     let t = &env.store;
     let now = chrono::Utc::now().timestamp_millis();
     let not_before = parse_duration_ms(&cfg.max_age)
@@ -219,10 +231,19 @@ pub fn run_once(env: &TrainerEnv, trained: &TrainedModel) -> RunOutcome {
             training::apply_retention(&t.dir, oldest.labeled_at_ms);
         }
     }
-    // The series model learns from segments, the bag model from bags.
+    // A model learns from the examples whose id routes to it: segments of its series, or
+    // its bags. Another model's labels share the store's files but never its training set.
     let examples: Vec<Example> = examples
         .into_iter()
-        .filter(|e| e.segment.is_none() == trained.bags)
+        .filter(|e| {
+            let input = match e.segment {
+                Some(_) => ModelInput::Series,
+                None => ModelInput::Bags,
+            };
+            env.models
+                .route(input, &e.key)
+                .is_some_and(|m| m.spec.name == trained.spec.name)
+        })
         .collect();
     let name = trained.serving.name.as_str();
     env.metrics
@@ -245,7 +266,7 @@ pub fn run_once(env: &TrainerEnv, trained: &TrainedModel) -> RunOutcome {
     ) {
         Err((reason, detail)) => failed(reason, detail),
         Ok(c) => {
-            if trained.bags {
+            if trained.spec.input == ModelInput::Bags {
                 if c.model.input() != champion.model.input() {
                     return failed(
                         "window",
@@ -274,7 +295,7 @@ pub fn run_once(env: &TrainerEnv, trained: &TrainedModel) -> RunOutcome {
             card.champion_holdout_accuracy = c.champion_accuracy;
             card.n_holdout = c.n_holdout;
             card.cv_accuracy = c.cv_accuracy;
-            let version = match &trained.registry_dir {
+            let version = match &trained.spec.registry_dir {
                 Some(dir) => match Registry::open(dir).and_then(|r| r.publish(&c.model, &card)) {
                     Ok(v) => v,
                     Err(e) => {
