@@ -66,7 +66,7 @@ metric_names! {
     SINK_ERRORS = "milstream_sink_errors_total";
     /// Seconds a retraining run took (store read, fit, champion/challenger check, publish).
     TRAINING_SECONDS = "milstream_training_seconds";
-    /// The model version serving now (value 1; labels: the version and the model kind).
+    /// The version each model serves now (value 1; labels: the model's name, the version and its kind).
     MODEL_INFO = "milstream_model_info";
     /// Kafka partitions currently assigned to this consumer; moves on every rebalance.
     PARTITIONS_ASSIGNED = "milstream_assigned_partitions";
@@ -80,13 +80,13 @@ metric_names! {
     FILES_SWEPT = "milstream_swept_files_total";
     /// Scoring model replaced by a newer version (atomic swap); moves once per swap.
     MODEL_SWAPS = "milstream_model_swaps_total";
-    /// Retraining runs, per outcome (promoted, rejected by the champion/challenger check, failed); moves once per run.
+    /// Retraining runs, per model and outcome (promoted, rejected by the champion/challenger check, failed); moves once per run.
     TRAINING_RUNS = "milstream_training_runs_total";
-    /// Failed retraining runs, per reason (too_few_examples, one_class, fit, window, store, registry); the champion keeps scoring.
+    /// Failed retraining runs, per model and reason (too_few_examples, one_class, fit, window, store, registry); the champion keeps scoring.
     TRAINING_FAILURES = "milstream_training_failures_total";
-    /// Labeled examples the last training run read from the store (after retention).
+    /// Labeled examples of the model the last training run read from the store (after retention), per model.
     TRAINING_EXAMPLES = "milstream_training_examples";
-    /// Held-out accuracy of the serving model at the last training run (the champion's, or the promoted candidate's).
+    /// Held-out accuracy of the serving model at the last training run (the champion's, or the promoted candidate's), per model.
     MODEL_HOLDOUT_ACCURACY = "milstream_model_holdout_accuracy";
     /// Seconds from receiving a record to its prediction being durable in every sink.
     CONSUME_TO_DURABLE = "milstream_consume_to_durable_seconds";

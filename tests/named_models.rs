@@ -208,3 +208,23 @@ holdout = 0.2
         "{text}"
     );
 }
+
+/// README's two-model example is a valid configuration, and each entry keeps its settings.
+#[test]
+fn the_readme_example_of_several_models_parses() {
+    let readme = std::fs::read_to_string(common::data_path("../../README.md")).unwrap();
+    let section = readme
+        .split("### Several models in one daemon")
+        .nth(1)
+        .expect("README has the section");
+    let toml = section
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|s| s.split("```").next())
+        .expect("the section has a TOML block");
+    let cfg = milstream::config::Config::parse("README", toml).unwrap();
+    let names: Vec<&str> = cfg.models.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["pumps", "fans", "molecules"]);
+    assert_eq!(cfg.models[1].training.holdout, Some(0.3));
+    assert_eq!(cfg.models[2].input, milstream::config::ModelInput::Bags);
+}
