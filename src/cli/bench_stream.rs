@@ -24,6 +24,10 @@ pub struct BenchStreamArgs {
     /// and librdkafka deliver before any decoding, scoring or writing.
     #[arg(long)]
     baseline: bool,
+    /// 1: GunPoint points; 6: BasicMotions' six-channel points (`values`) and a model
+    /// trained on them (throughput also in channel values per second).
+    #[arg(long, default_value_t = 1)]
+    channels: usize,
 }
 
 /// Prints the benchmark's JSON report.
@@ -39,6 +43,7 @@ pub fn run(args: BenchStreamArgs) -> Result<()> {
         rate: args.rate,
         roll_age_ms: args.roll_age_ms,
         baseline: args.baseline,
+        channels: args.channels,
     };
     let report = rt.block_on(milstream::stream::bench::bench(opts))?;
     println!("{report}");

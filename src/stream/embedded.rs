@@ -20,6 +20,8 @@ const GUNPOINT_TRAIN: &str = include_str!("../../tests/data/GunPoint_TRAIN.csv")
 const GUNPOINT_TEST: &str = include_str!("../../tests/data/GunPoint_TEST.csv");
 /// MUSK1 (UCI, CC BY 4.0; see tests/data/README.md): 92 bags of 166 features, 321 kB.
 const MUSK1: &str = include_str!("../../tests/data/musk1.csv");
+/// UEA BasicMotions (6 channels x 100 steps, 4 classes), the multichannel sample data.
+const BASICMOTIONS_TRAIN: &str = include_str!("../../tests/data/BasicMotions_TRAIN.csv");
 /// GunPoint series are 150 points; the demo spaces points 10 ms apart, so one series spans
 /// 1,500 ms, the default hop.
 pub const DEMO_POINT_SPACING_MS: i64 = 10;
@@ -56,6 +58,12 @@ pub fn start_mock_cluster(topics: Vec<String>, partitions: i32) -> anyhow::Resul
 /// The bundled GunPoint training set.
 pub fn gunpoint_train() -> Dataset {
     parse_ucr("GunPoint_TRAIN (bundled)", GUNPOINT_TRAIN).expect("the bundled GunPoint data parses")
+}
+
+/// The bundled BasicMotions training set (named channels, from the long CSV's header).
+pub fn basicmotions_train() -> Dataset {
+    crate::data::multichannel::parse_long("BasicMotions_TRAIN (bundled)", BASICMOTIONS_TRAIN)
+        .expect("the bundled BasicMotions data parses")
 }
 
 fn gunpoint_test() -> Dataset {
