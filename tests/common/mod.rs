@@ -37,4 +37,5 @@ pub fn scratch(name: &str) -> PathBuf {
 }
 
 pub mod stream;
+pub mod tansu;
 pub mod tools;
