@@ -38,15 +38,23 @@ fn kind_params(model: &Model) -> Value {
         Model::LpboostShapelet(_) => None,
     };
     let mut v = match model {
+        // One-vs-rest models list the first machine's width and bias and count over all.
         Model::Miordm(m) => json!({"lambda": p.miordm.lambda, "theta": p.miordm.theta,
-            "mu": p.miordm.mu, "gamma": m.model.gamma, "representatives": m.model.coef.len()}),
-        Model::MiSvm(m) => json!({"c": p.svm.c, "gamma": m.model.gamma,
-            "support_vectors": m.model.coef.len(), "bias": m.model.bias}),
-        Model::BoxSvm(m) => json!({"s": p.boxkernel.s, "c": p.boxkernel.c,
+            "mu": p.miordm.mu, "gamma": m.model.all()[0].gamma,
+            "representatives": m.model.all().iter().map(|x| x.coef.len()).sum::<usize>(),
+            "machines": m.model.all().len()}),
+        Model::MiSvm(m) => json!({"c": p.svm.c, "gamma": m.model.all()[0].gamma,
+            "support_vectors": m.model.all().iter().map(|x| x.coef.len()).sum::<usize>(),
+            "bias": m.model.all()[0].bias, "machines": m.model.all().len()}),
+        Model::BoxSvm(m) => {
+            let first = &m.model.all()[0];
+            json!({"s": p.boxkernel.s, "c": p.boxkernel.c,
             "epsilon": p.boxkernel.epsilon, "delta": p.boxkernel.delta,
-            "rho": m.model.kernel.rho(), "transductive": m.model.transductive,
-            "reference_bags": m.model.reference.len(), "support_bags": m.model.n_support,
-            "bias": m.model.bias}),
+            "rho": first.kernel.rho(), "transductive": first.transductive,
+            "reference_bags": first.reference.len(),
+            "support_bags": m.model.all().iter().map(|x| x.n_support).sum::<usize>(),
+            "bias": first.bias, "machines": m.model.all().len()})
+        }
         Model::LpboostShapelet(_) => json!({}),
     };
     if let Some(sb) = series {

@@ -16,6 +16,9 @@ pub struct Config {
     pub limits: LimitsConfig,
     pub pipeline: PipelineConfig,
     pub model: ModelConfig,
+    /// Named models (`[[models]]`), each scoring the ids its route matches. Empty: the
+    /// `[model]` table serves every series (and its bag model every bag) as before.
+    pub models: Vec<NamedModelConfig>,
     pub training: TrainingConfig,
     pub output: OutputConfig,
     pub commit: CommitConfig,
@@ -188,11 +191,15 @@ pub struct ModelConfig {
     /// Model artifact (JSON, from `milstream train`) for series windows. Unset: train the
     /// embedded GunPoint model at start.
     pub series_path: Option<PathBuf>,
-    /// Model artifact for bag records. Unset: bag records go to the dead-letter sink as
-    /// `no_model`.
+    /// Model artifact for bag records. Unset: train the embedded MUSK1 bag model at start
+    /// (bags of 166 features), so bag records are scored with no configuration.
     pub bags_path: Option<PathBuf>,
-    /// The key of this model on the models topic.
+    /// The series model's name: its key on the models topic, the `model` label of its
+    /// metrics and the `model_name` of its prediction rows.
     pub name: String,
+    /// The bag model's name, as `name` is the series model's. Its registry is
+    /// `<registry>/named/<bags_name>/`.
+    pub bags_name: String,
     /// The kind trained when there is no model yet (the embedded GunPoint model, and the
     /// trainer's first candidate): lpboost, miordm, boxsvm, misvm or mi-svm. Retraining
     /// keeps the serving model's kind and parameters.
@@ -210,10 +217,62 @@ impl Default for ModelConfig {
             series_path: None,
             bags_path: None,
             name: "series".into(),
+            bags_name: "bags".into(),
             kind: crate::mil::model::ModelKind::Lpboost,
             registry_dir: None,
         }
     }
+}
+
+/// What a model scores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelInput {
+    /// Windows of series (points).
+    #[default]
+    Series,
+    /// Bag records.
+    Bags,
+}
+
+/// One named model (`[[models]]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamedModelConfig {
+    /// Its name: the `model_name` of its rows, the `model` label of its metrics, its key on
+    /// the models topic and its registry folder `<registry>/named/<name>/`.
+    pub name: String,
+    /// `series` (default) or `bags`.
+    #[serde(default)]
+    pub input: ModelInput,
+    /// The series ids (or bag ids) it scores and learns from: a glob where `*` matches any
+    /// run and `?` one character (`"pump-*"` is the prefix `pump-`). The first model whose
+    /// route matches an id takes it; an id no model takes is a `no_model` dead letter.
+    pub ids: String,
+    /// Its artifact. Unset: trained at start from the bundled data (GunPoint for series,
+    /// MUSK1 for bags), unless its registry has a `current` version.
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    /// The kind trained when there is no model yet (default: `model.kind`).
+    #[serde(default)]
+    pub kind: Option<crate::mil::model::ModelKind>,
+    /// Its registry folder (default: `<registry>/named/<name>/`).
+    #[serde(default)]
+    pub registry_dir: Option<PathBuf>,
+    /// Its own training settings over `[training]`'s.
+    #[serde(default)]
+    pub training: NamedTrainingConfig,
+}
+
+/// A named model's training settings; unset keys take `[training]`'s.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamedTrainingConfig {
+    /// false: this model is never retrained (its labels are still stored).
+    pub enabled: Option<bool>,
+    pub holdout: Option<f64>,
+    pub tolerance: Option<f64>,
+    pub min_examples: Option<usize>,
 }
 
 /// Retraining from labels on the stream.
@@ -316,6 +375,19 @@ impl Config {
 
     /// The model registry in use: `model.registry_dir`, or `models/` next to the training
     /// store when retraining is on (so promoted models survive a restart); None otherwise.
+    /// A named model's registry: its own `registry_dir`, or a folder inside the registry.
+    pub fn named_registry_dir(&self, m: &NamedModelConfig) -> Option<PathBuf> {
+        m.registry_dir
+            .clone()
+            .or_else(|| self.registry_dir().map(|d| d.join("named").join(&m.name)))
+    }
+
+    /// The bag model's registry: a folder of its own inside the series model's.
+    pub fn bag_registry_dir(&self) -> Option<PathBuf> {
+        self.registry_dir()
+            .map(|d| d.join("named").join(&self.model.bags_name))
+    }
+
     pub fn registry_dir(&self) -> Option<PathBuf> {
         self.model.registry_dir.clone().or_else(|| {
             self.training.enabled.then(|| {
@@ -591,6 +663,42 @@ impl Config {
         }
         if self.kafka.group_id.is_empty() {
             return Err(("kafka.group_id", "must not be empty".into()));
+        }
+        if self.model.name.is_empty() || self.model.bags_name.is_empty() {
+            return Err(("model.name", "model names must not be empty".into()));
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for m in &self.models {
+            if m.name.is_empty() || !names.insert(m.name.as_str()) {
+                return Err((
+                    "models.name",
+                    format!(
+                        "every [[models]] needs a name of its own; {:?} is not",
+                        m.name
+                    ),
+                ));
+            }
+            if m.ids.is_empty() {
+                return Err(("models.ids", format!("model {:?} routes no ids", m.name)));
+            }
+            if m.training.holdout.is_some_and(|h| !(0.0..1.0).contains(&h))
+                || m.training.tolerance.is_some_and(|t| t.is_nan() || t < 0.0)
+                || m.training.min_examples.is_some_and(|n| n < 4)
+            {
+                return Err((
+                    "models.training",
+                    format!(
+                        "model {:?}: holdout in [0, 1), tolerance >= 0, min_examples >= 4",
+                        m.name
+                    ),
+                ));
+            }
+        }
+        if self.model.name == self.model.bags_name {
+            return Err((
+                "model.bags_name",
+                format!("must differ from model.name ({:?})", self.model.name),
+            ));
         }
         if self.kafka.embedded_partitions < 1 {
             return Err(("kafka.embedded_partitions", "must be >= 1".into()));

@@ -66,7 +66,7 @@ metric_names! {
     SINK_ERRORS = "milstream_sink_errors_total";
     /// Seconds a retraining run took (store read, fit, champion/challenger check, publish).
     TRAINING_SECONDS = "milstream_training_seconds";
-    /// The model version serving now (value 1; labels: the version and the model kind).
+    /// The version each model serves now (value 1; labels: the model's name, the version and its kind).
     MODEL_INFO = "milstream_model_info";
     /// Kafka partitions currently assigned to this consumer; moves on every rebalance.
     PARTITIONS_ASSIGNED = "milstream_assigned_partitions";
@@ -80,13 +80,13 @@ metric_names! {
     FILES_SWEPT = "milstream_swept_files_total";
     /// Scoring model replaced by a newer version (atomic swap); moves once per swap.
     MODEL_SWAPS = "milstream_model_swaps_total";
-    /// Retraining runs, per outcome (promoted, rejected by the champion/challenger check, failed); moves once per run.
+    /// Retraining runs, per model and outcome (promoted, rejected by the champion/challenger check, failed); moves once per run.
     TRAINING_RUNS = "milstream_training_runs_total";
-    /// Failed retraining runs, per reason (too_few_examples, one_class, fit, window, store, registry); the champion keeps scoring.
+    /// Failed retraining runs, per model and reason (too_few_examples, one_class, fit, window, store, registry); the champion keeps scoring.
     TRAINING_FAILURES = "milstream_training_failures_total";
-    /// Labeled examples the last training run read from the store (after retention).
+    /// Labeled examples of the model the last training run read from the store (after retention), per model.
     TRAINING_EXAMPLES = "milstream_training_examples";
-    /// Held-out accuracy of the serving model at the last training run (the champion's, or the promoted candidate's).
+    /// Held-out accuracy of the serving model at the last training run (the champion's, or the promoted candidate's), per model.
     MODEL_HOLDOUT_ACCURACY = "milstream_model_holdout_accuracy";
     /// Seconds from receiving a record to its prediction being durable in every sink.
     CONSUME_TO_DURABLE = "milstream_consume_to_durable_seconds";
@@ -150,8 +150,10 @@ pub struct Metrics {
     pub sink_errors: IntCounterVec,
     /// [`TRAINING_SECONDS`].
     pub training_seconds: Histogram,
-    /// [`MODEL_INFO`]`{model_version, kind}`.
+    /// [`MODEL_INFO`]`{model, model_version, kind}`: one series per model name.
     pub model_info: IntGaugeVec,
+    /// The version and kind each model name serves now, so a swap removes only its series.
+    serving: std::sync::Mutex<std::collections::HashMap<String, (String, String)>>,
     /// [`MESSAGES_CONSUMED`]`{topic}`.
     pub messages_consumed: IntCounterVec,
     /// [`DEAD_LETTERS`]`{reason}`, reason in [`dead_letter_reasons`].
@@ -190,14 +192,14 @@ pub struct Metrics {
     pub replay_point_source: IntCounterVec,
     /// [`MODEL_SWAPS`].
     pub model_swaps: IntCounter,
-    /// [`TRAINING_RUNS`]`{outcome}`, outcome in [`TRAINING_OUTCOMES`].
+    /// [`TRAINING_RUNS`]`{model, outcome}`, outcome in [`TRAINING_OUTCOMES`].
     pub training_runs: IntCounterVec,
-    /// [`TRAINING_FAILURES`]`{reason}`, reason in [`TRAINING_FAILURE_REASONS`].
+    /// [`TRAINING_FAILURES`]`{model, reason}`, reason in [`TRAINING_FAILURE_REASONS`].
     pub training_failures: IntCounterVec,
-    /// [`TRAINING_EXAMPLES`].
-    pub training_examples: IntGauge,
-    /// [`MODEL_HOLDOUT_ACCURACY`].
-    pub model_holdout_accuracy: prometheus::Gauge,
+    /// [`TRAINING_EXAMPLES`]`{model}`.
+    pub training_examples: IntGaugeVec,
+    /// [`MODEL_HOLDOUT_ACCURACY`]`{model}`.
+    pub model_holdout_accuracy: prometheus::GaugeVec,
     /// [`CONSUME_TO_DURABLE`].
     pub consume_to_durable_seconds: Histogram,
     /// [`SCORING`]: per window or bag.
@@ -219,7 +221,8 @@ impl Metrics {
             predictions: counter_vec_of(&r, PREDICTIONS_BY_LABEL, &["label", "model_version"]),
             sink_errors: counter_vec(&r, SINK_ERRORS, "sink"),
             training_seconds: histogram(&r, TRAINING_SECONDS, &TRAINING_BUCKETS),
-            model_info: gauge_vec(&r, MODEL_INFO, &["model_version", "kind"]),
+            model_info: gauge_vec(&r, MODEL_INFO, &["model", "model_version", "kind"]),
+            serving: Default::default(),
             messages_consumed: counter_vec(&r, MESSAGES_CONSUMED, "topic"),
             dead_letters: counter_vec(&r, DEAD_LETTERS, "reason"),
             windows_scored: counter(&r, WINDOWS_SCORED),
@@ -239,10 +242,10 @@ impl Metrics {
             files_swept: counter(&r, FILES_SWEPT),
             replay_point_source: counter_vec(&r, REPLAY_POINT_SOURCE, "source"),
             model_swaps: counter(&r, MODEL_SWAPS),
-            training_runs: counter_vec(&r, TRAINING_RUNS, "outcome"),
-            training_failures: counter_vec(&r, TRAINING_FAILURES, "reason"),
-            training_examples: gauge(&r, TRAINING_EXAMPLES),
-            model_holdout_accuracy: float_gauge(&r, MODEL_HOLDOUT_ACCURACY),
+            training_runs: counter_vec_of(&r, TRAINING_RUNS, &["model", "outcome"]),
+            training_failures: counter_vec_of(&r, TRAINING_FAILURES, &["model", "reason"]),
+            training_examples: gauge_vec(&r, TRAINING_EXAMPLES, &["model"]),
+            model_holdout_accuracy: float_gauge_vec(&r, MODEL_HOLDOUT_ACCURACY, &["model"]),
             consume_to_durable_seconds: histogram(
                 &r,
                 CONSUME_TO_DURABLE,
@@ -269,12 +272,6 @@ impl Metrics {
             metrics.bytes_written.with_label_values(&[sink]);
             metrics.rows_written.with_label_values(&[sink]);
         }
-        for outcome in TRAINING_OUTCOMES {
-            metrics.training_runs.with_label_values(&[outcome]);
-        }
-        for reason in TRAINING_FAILURE_REASONS {
-            metrics.training_failures.with_label_values(&[reason]);
-        }
         for cause in EVICTION_CAUSES {
             metrics.series_evicted.with_label_values(&[cause]);
         }
@@ -288,10 +285,32 @@ impl Metrics {
         self.messages_consumed.with_label_values(&[topic]);
     }
 
-    /// Marks `version` (of model `kind`) as the one serving (the previous one's series goes).
-    pub fn set_model_version(&self, version: &str, kind: &str) {
-        self.model_info.reset();
-        self.model_info.with_label_values(&[version, kind]).set(1);
+    /// Creates the per-model training series at 0 (model names come from the
+    /// configuration, so the pipeline calls this once per model it trains).
+    pub fn register_model(&self, model: &str) {
+        for outcome in TRAINING_OUTCOMES {
+            self.training_runs.with_label_values(&[model, outcome]);
+        }
+        for reason in TRAINING_FAILURE_REASONS {
+            self.training_failures.with_label_values(&[model, reason]);
+        }
+        self.training_examples.with_label_values(&[model]);
+        self.model_holdout_accuracy.with_label_values(&[model]);
+    }
+
+    /// Marks `version` (of kind `kind`) as the one model `model` serves; that model's
+    /// previous series goes, other models' stay.
+    pub fn set_model_version(&self, model: &str, version: &str, kind: &str) {
+        let mut serving = self
+            .serving
+            .lock()
+            .expect("the serving-version map is never poisoned: no panic while held");
+        if let Some((v, k)) = serving.insert(model.into(), (version.into(), kind.into())) {
+            let _ = self.model_info.remove_label_values(&[model, &v, &k]);
+        }
+        self.model_info
+            .with_label_values(&[model, version, kind])
+            .set(1);
     }
 
     /// Records consumed from `topic`, all partitions.
@@ -354,8 +373,8 @@ fn gauge_vec(r: &Registry, name: &str, labels: &[&str]) -> IntGaugeVec {
     g
 }
 
-fn float_gauge(r: &Registry, name: &str) -> prometheus::Gauge {
-    let g = prometheus::Gauge::new(name, help(name)).expect(REGISTER);
+fn float_gauge_vec(r: &Registry, name: &str, labels: &[&str]) -> prometheus::GaugeVec {
+    let g = prometheus::GaugeVec::new(Opts::new(name, help(name)), labels).expect(REGISTER);
     r.register(Box::new(g.clone())).expect(REGISTER);
     g
 }
@@ -518,13 +537,18 @@ mod tests {
             .map(String::as_str)
             .filter(|n| n.starts_with("milstream_"))
             .collect();
-        // Families whose label values exist only at run time (partitions, labels, versions)
-        // have no series in a fresh registry; every other declared name is exposed.
+        // Families whose label values exist only at run time (partitions, labels, versions,
+        // model names) have no series in a fresh registry; every other declared name is
+        // exposed.
         let runtime_only: BTreeSet<&str> = [
             RECORDS_CONSUMED,
             CONSUMER_LAG,
             PREDICTIONS_BY_LABEL,
             MODEL_INFO,
+            TRAINING_RUNS,
+            TRAINING_FAILURES,
+            TRAINING_EXAMPLES,
+            MODEL_HOLDOUT_ACCURACY,
         ]
         .into();
         assert_eq!(

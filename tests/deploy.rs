@@ -27,7 +27,8 @@ fn exposed() -> BTreeSet<String> {
         .with_label_values(&["milstream.points", "0"])
         .set(1);
     m.predictions.with_label_values(&["1", "v000001-x"]).inc();
-    m.set_model_version("v000001-x", "lpboost");
+    m.register_model("series");
+    m.set_model_version("series", "v000001-x", "lpboost");
     m.encode()
         .lines()
         .filter_map(|l| l.strip_prefix("# TYPE "))

@@ -98,7 +98,8 @@ fn every_kind_round_trips_through_the_artifact() {
         assert_eq!(back.predict(s).unwrap(), m.predict(s).unwrap());
         let e = m.explain(s).unwrap();
         assert_eq!(e.contributions.len(), small.len());
-        let sum: f64 = e.contributions.iter().map(|c| c.contribution).sum::<f64>() + bm.model.bias;
+        let sum: f64 = e.contributions.iter().map(|c| c.contribution).sum::<f64>()
+            + bm.model.binary().unwrap().bias;
         assert!((sum - e.prediction.scores[1]).abs() < 1e-9);
     }
     let bad = Model::fit(
@@ -132,32 +133,8 @@ fn transductive_box_kernel_takes_the_unlabeled_bags_as_references() {
             unreachable!()
         };
         let want = train.len() + if transductive { unlabeled.len() } else { 0 };
-        assert_eq!(bm.model.reference.len(), want);
-        assert_eq!(bm.model.weights.len(), want);
-    }
-}
-
-/// The binary kinds say so on three classes instead of training something wrong.
-#[test]
-fn binary_kinds_refuse_three_classes() {
-    let mut ds = common::load("musk1.csv");
-    for l in ds.labels.iter_mut().step_by(5) {
-        *l = "third".into();
-    }
-    for kind in [
-        ModelKind::Miordm,
-        ModelKind::Misvm,
-        ModelKind::MiSvm,
-        ModelKind::Boxsvm,
-    ] {
-        let e = Model::fit(
-            &ds,
-            &FitParams {
-                kind,
-                ..FitParams::default()
-            },
-        )
-        .unwrap_err();
-        assert!(e.to_string().contains("binary"), "{kind}: {e}");
+        let machine = bm.model.binary().unwrap();
+        assert_eq!(machine.reference.len(), want);
+        assert_eq!(machine.weights.len(), want);
     }
 }

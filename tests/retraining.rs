@@ -132,7 +132,10 @@ fn drift_is_recovered_by_retraining_and_a_restart_keeps_the_promoted_model() {
     let complete = wait_until(Duration::from_secs(60), || {
         window_keys(&read_predictions(&out)).is_superset(&want)
     });
-    let promoted = metric(port, "milstream_training_runs_total{outcome=\"promoted\"}");
+    let promoted = metric(
+        port,
+        "milstream_training_runs_total{model=\"series\",outcome=\"promoted\"}",
+    );
     stop.send(true).unwrap();
     daemon.join().unwrap().expect("the daemon stops cleanly");
     assert!(complete, "not every window was scored");
@@ -255,10 +258,13 @@ fn a_bad_candidate_is_rejected_and_a_failed_run_changes_nothing() {
     let p = producer(&bootstrap);
     // Let a scheduled run meet the empty store.
     assert!(wait_until(Duration::from_secs(20), || {
-        metric(port, "milstream_training_runs_total{outcome=\"failed\"}") >= 1.0
+        metric(
+            port,
+            "milstream_training_runs_total{model=\"series\",outcome=\"failed\"}",
+        ) >= 1.0
             && metric(
                 port,
-                "milstream_training_failures_total{reason=\"too_few_examples\"}",
+                "milstream_training_failures_total{model=\"series\",reason=\"too_few_examples\"}",
             ) >= 1.0
     }));
     let started_with = versions(&dir);
@@ -279,12 +285,18 @@ fn a_bad_candidate_is_rejected_and_a_failed_run_changes_nothing() {
         std::thread::sleep(Duration::from_millis(200));
     }
     let rejected = wait_until(Duration::from_secs(60), || {
-        metric(port, "milstream_training_runs_total{outcome=\"rejected\"}") >= 1.0
+        metric(
+            port,
+            "milstream_training_runs_total{model=\"series\",outcome=\"rejected\"}",
+        ) >= 1.0
     });
     let complete = wait_until(Duration::from_secs(60), || {
         window_keys(&read_predictions(&out)).is_superset(&keys)
     });
-    let promoted = metric(port, "milstream_training_runs_total{outcome=\"promoted\"}");
+    let promoted = metric(
+        port,
+        "milstream_training_runs_total{model=\"series\",outcome=\"promoted\"}",
+    );
     stop.send(true).unwrap();
     daemon.join().unwrap().expect("the daemon stops cleanly");
     assert!(rejected, "no run rejected the shuffled-label candidate");

@@ -9,6 +9,9 @@ pub struct DemoFeedArgs {
     bootstrap: String,
     #[arg(long, default_value = "milstream.points")]
     points_topic: String,
+    /// "" = no bag records.
+    #[arg(long, default_value = "milstream.bags")]
+    bags_topic: String,
     /// "" = no labels.
     #[arg(long, default_value = "milstream.labels")]
     labels_topic: String,
@@ -32,8 +35,11 @@ pub fn run(args: DemoFeedArgs) -> Result<()> {
         });
         milstream::stream::embedded::demo_feed(
             args.bootstrap,
-            args.points_topic,
-            args.labels_topic,
+            milstream::stream::embedded::DemoTopics {
+                points: args.points_topic,
+                bags: args.bags_topic,
+                labels: args.labels_topic,
+            },
             args.sensors,
             args.points_per_second,
             rx,

@@ -75,35 +75,132 @@ pub struct BagModel<M> {
     pub params: FitParams,
     pub n_train: usize,
     pub train_seconds: f64,
-    pub model: M,
+    pub model: Machines<M>,
 }
 
-/// The binary bag classifiers: a score per instance, the bag's score is their maximum (its
-/// witness), positive above zero. MIORDM and the MI-SVMs score this way.
-pub trait InstanceScorer {
+/// The binary machines of a bag kind: one for two classes, or one per class against the
+/// rest for more, as LPBoost does (Suehiro et al., footnote 3), so every kind gives a score
+/// per class. Untagged: an artifact written before one-vs-rest holds the binary machine
+/// itself here and still loads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Machines<M> {
+    /// Two classes; the machine's second class is the positive one.
+    Binary(M),
+    /// Machine c separates `classes[c]` (its positive class) from the rest.
+    OneVsRest {
+        classes: Vec<String>,
+        machines: Vec<M>,
+    },
+}
+
+impl<M> Machines<M> {
+    /// Every machine: one, or one per class.
+    pub fn all(&self) -> &[M] {
+        match self {
+            Machines::Binary(m) => std::slice::from_ref(m),
+            Machines::OneVsRest { machines, .. } => machines,
+        }
+    }
+
+    /// The machine of a two-class model; None for one-vs-rest.
+    pub fn binary(&self) -> Option<&M> {
+        match self {
+            Machines::Binary(m) => Some(m),
+            Machines::OneVsRest { .. } => None,
+        }
+    }
+}
+
+/// The label a one-vs-rest machine sees: "1" for its class, "0" for the rest (sorted, so
+/// the machine's positive class is its own).
+fn one_vs_rest_labels(labels: &[String], class: &str) -> Vec<String> {
+    labels
+        .iter()
+        .map(|l| if l == class { "1" } else { "0" }.to_string())
+        .collect()
+}
+
+/// Fits `fit` once for two classes, or once per class against the rest for more.
+fn fit_machines<M>(
+    ds: &Dataset,
+    mut fit: impl FnMut(&Dataset) -> Result<M>,
+) -> Result<Machines<M>> {
+    let classes = ds.classes();
+    if classes.len() <= 2 {
+        return fit(ds).map(Machines::Binary);
+    }
+    let machines = classes
+        .iter()
+        .map(|c| {
+            let relabelled = Dataset {
+                labels: one_vs_rest_labels(&ds.labels, c),
+                ..ds.clone()
+            };
+            fit(&relabelled)
+        })
+        .collect::<Result<_>>()?;
+    Ok(Machines::OneVsRest { classes, machines })
+}
+
+/// A binary machine of a bag kind: a decision f(B), positive for its second class, and the
+/// contributions that explain it.
+pub trait BinaryMachine {
     fn binary_classes(&self) -> &[String; 2];
     fn dim(&self) -> usize;
-    fn instance_scores(&self, bag: &Bag) -> Vec<f64>;
     fn check(&self) -> Result<()>;
-    /// Alternation rounds run, and whether they settled.
+    /// f(B) and its contributions, each naming `class`; `place` turns an instance index into
+    /// its (offset, length) in the sample.
+    fn decide(
+        &self,
+        bag: &Bag,
+        class: &str,
+        place: &dyn Fn(usize) -> (usize, usize),
+    ) -> Result<(f64, Vec<Contribution>)>;
+    /// Alternation rounds run, and whether they settled (one round for a single QP).
     fn rounds(&self) -> (usize, bool);
 }
 
-/// MIORDM and the MI-SVMs keep the same fields under the same names.
-macro_rules! instance_scorer {
+/// MIORDM and the MI-SVMs score each instance; a bag scores its witness's (largest)
+/// instance score, and the explanation is that witness: which subsequence (or instance)
+/// decided the bag. They keep the same fields under the same names.
+macro_rules! instance_machine {
     ($model:ty) => {
-        impl InstanceScorer for $model {
+        impl BinaryMachine for $model {
             fn binary_classes(&self) -> &[String; 2] {
                 &self.classes
             }
             fn dim(&self) -> usize {
                 self.dim
             }
-            fn instance_scores(&self, bag: &Bag) -> Vec<f64> {
-                <$model>::instance_scores(self, bag)
-            }
             fn check(&self) -> Result<()> {
                 self.validate()
+            }
+            fn decide(
+                &self,
+                bag: &Bag,
+                class: &str,
+                place: &dyn Fn(usize) -> (usize, usize),
+            ) -> Result<(f64, Vec<Contribution>)> {
+                let scores = self.instance_scores(bag);
+                let w = super::svm::argmax(&scores);
+                let f = scores[w];
+                let (offset, length) = place(w);
+                let c = Contribution {
+                    class: class.to_string(),
+                    hypothesis: 0,
+                    length,
+                    offset,
+                    dilation: 1,
+                    view: View::Raw,
+                    znorm: false,
+                    channel: 0,
+                    block: 0,
+                    similarity: f,
+                    weight: 1.0,
+                    contribution: f,
+                };
+                Ok((f, vec![c]))
             }
             fn rounds(&self) -> (usize, bool) {
                 (self.rounds, self.converged)
@@ -112,12 +209,63 @@ macro_rules! instance_scorer {
     };
 }
 
-instance_scorer!(MiordmModel);
-instance_scorer!(MiSvmModel);
+instance_machine!(MiordmModel);
+instance_machine!(MiSvmModel);
 
-impl<M> BagModel<M> {
-    /// The sample as a bag of the model's instance dimension `dim`.
-    fn to_bag<'a>(&self, sample: &'a Sample, dim: usize) -> Result<std::borrow::Cow<'a, Bag>> {
+impl BinaryMachine for BoxSvmModel {
+    fn binary_classes(&self) -> &[String; 2] {
+        &self.classes
+    }
+    fn dim(&self) -> usize {
+        BoxSvmModel::dim(self)
+    }
+    fn check(&self) -> Result<()> {
+        self.validate()
+    }
+    /// The decision w . phi(B) + b as one contribution per reference bag of the empirical
+    /// map (w_j phi_j(B)), largest |contribution| first; they sum with the bias to f.
+    fn decide(
+        &self,
+        bag: &Bag,
+        class: &str,
+        place: &dyn Fn(usize) -> (usize, usize),
+    ) -> Result<(f64, Vec<Contribution>)> {
+        let (f, terms) = self.decision(bag)?;
+        let (_, length) = place(0);
+        let mut contributions: Vec<Contribution> = terms
+            .iter()
+            .enumerate()
+            .map(|(j, &t)| Contribution {
+                class: class.to_string(),
+                hypothesis: j,
+                length,
+                offset: 0,
+                dilation: 1,
+                view: View::Raw,
+                znorm: false,
+                channel: 0,
+                block: 0,
+                similarity: if self.weights[j] != 0.0 {
+                    t / self.weights[j]
+                } else {
+                    0.0
+                },
+                weight: self.weights[j],
+                contribution: t,
+            })
+            .collect();
+        contributions.sort_by(|a, b| b.contribution.abs().total_cmp(&a.contribution.abs()));
+        Ok((f, contributions))
+    }
+    fn rounds(&self) -> (usize, bool) {
+        (1, true)
+    }
+}
+
+impl<M: BinaryMachine> BagModel<M> {
+    /// The sample as a bag of the model's instance dimension.
+    fn to_bag<'a>(&self, sample: &'a Sample) -> Result<std::borrow::Cow<'a, Bag>> {
+        let dim = self.dim();
         let bag = match (sample, &self.series) {
             (Sample::Bag(b), None) => Ok(std::borrow::Cow::Borrowed(b)),
             (_, Some(sb)) => Ok(std::borrow::Cow::Owned(sb.sample_bag(sample)?)),
@@ -134,94 +282,100 @@ impl<M> BagModel<M> {
         Ok(bag)
     }
 
-    /// A series instance's start offset, or a bag instance's index.
-    fn offset(&self, instance: usize) -> usize {
-        self.series.map_or(instance, |s| instance * s.stride)
+    /// The instance dimension (every machine shares it: they saw the same bags).
+    pub fn dim(&self) -> usize {
+        self.model.all()[0].dim()
     }
 
-    fn length(&self) -> usize {
-        self.series.map_or(1, |s| s.length)
+    pub fn classes(&self) -> &[String] {
+        match &self.model {
+            Machines::Binary(m) => m.binary_classes(),
+            Machines::OneVsRest { classes, .. } => classes,
+        }
     }
 
-    /// A multichannel instance's channel count (0: one channel), as a contribution's block.
-    fn block(&self) -> usize {
-        self.series.map_or(0, |s| s.channels)
-    }
-}
-
-impl<M: InstanceScorer> BagModel<M> {
-    /// The bag's score is its witness's (largest) instance score; the explanation is that
-    /// witness: which subsequence (or instance) decided the bag.
+    /// Two classes: scores (-f, f) for (negative, positive), the label by the sign of f.
+    /// More: score c is machine c's f_c, the label the class of the largest, explained by
+    /// that class's machine.
     fn explain(&self, sample: &Sample) -> Result<Explanation> {
-        let bag = self.to_bag(sample, self.model.dim())?;
-        let scores = self.model.instance_scores(&bag);
-        let w = super::svm::argmax(&scores);
-        let f = scores[w];
-        let classes = self.model.binary_classes();
-        Ok(Explanation {
-            prediction: binary_prediction(classes, f),
-            contributions: vec![Contribution {
-                class: classes[1].clone(),
-                hypothesis: 0,
-                length: self.length(),
-                offset: self.offset(w),
-                dilation: 1,
-                view: View::Raw,
-                znorm: false,
-                channel: 0,
-                block: self.block(),
-                similarity: f,
-                weight: 1.0,
-                contribution: f,
-            }],
-        })
+        let bag = self.to_bag(sample)?;
+        // A series instance starts at instance * stride; a bag instance is its index.
+        let place = |i: usize| self.series.map_or((i, 1), |s| (i * s.stride, s.length));
+        // A multichannel instance's channel count (0: one channel), as a contribution's block.
+        let block = self.series.map_or(0, |s| s.channels);
+        let mut explanation = match &self.model {
+            Machines::Binary(m) => {
+                let classes = m.binary_classes();
+                let (f, contributions) = m.decide(&bag, &classes[1], &place)?;
+                let class_index = usize::from(f > 0.0);
+                Explanation {
+                    prediction: Prediction {
+                        label: classes[class_index].clone(),
+                        class_index,
+                        scores: vec![-f, f],
+                    },
+                    contributions,
+                }
+            }
+            Machines::OneVsRest { classes, machines } => {
+                let mut scores = Vec::with_capacity(machines.len());
+                let mut explained = Vec::with_capacity(machines.len());
+                for (m, c) in machines.iter().zip(classes) {
+                    let (f, contributions) = m.decide(&bag, c, &place)?;
+                    scores.push(f);
+                    explained.push(contributions);
+                }
+                let class_index = super::svm::argmax(&scores);
+                Explanation {
+                    prediction: Prediction {
+                        label: classes[class_index].clone(),
+                        class_index,
+                        scores,
+                    },
+                    contributions: explained.swap_remove(class_index),
+                }
+            }
+        };
+        for c in &mut explanation.contributions {
+            c.block = block;
+        }
+        Ok(explanation)
     }
-}
 
-impl BagModel<BoxSvmModel> {
-    /// The decision w . phi(B) + b as one contribution per reference bag of the empirical
-    /// map (w_j phi_j(B)), largest |contribution| first; they sum with the bias to the score.
-    fn explain(&self, sample: &Sample) -> Result<Explanation> {
-        let bag = self.to_bag(sample, self.model.dim())?;
-        let (f, terms) = self.model.decision(&bag)?;
-        let classes = &self.model.classes;
-        let mut contributions: Vec<Contribution> = terms
-            .iter()
-            .enumerate()
-            .map(|(j, &t)| Contribution {
-                class: classes[1].clone(),
-                hypothesis: j,
-                length: self.length(),
-                offset: 0,
-                dilation: 1,
-                view: View::Raw,
-                znorm: false,
-                channel: 0,
-                block: self.block(),
-                similarity: if self.model.weights[j] != 0.0 {
-                    t / self.model.weights[j]
-                } else {
-                    0.0
-                },
-                weight: self.model.weights[j],
-                contribution: t,
-            })
-            .collect();
-        contributions.sort_by(|a, b| b.contribution.abs().total_cmp(&a.contribution.abs()));
-        Ok(Explanation {
-            prediction: binary_prediction(classes, f),
-            contributions,
-        })
+    /// Shapes: the machines, their classes and dimension agree.
+    fn check(&self) -> Result<()> {
+        for m in self.model.all() {
+            m.check()?;
+        }
+        if let Machines::OneVsRest { classes, machines } = &self.model {
+            let bad = |why: String| Err(MilError::Artifact(why));
+            if classes.len() < 3 || classes.len() != machines.len() {
+                return bad(format!(
+                    "one-vs-rest needs one machine per class and at least three classes; \
+                     has {} classes and {} machines",
+                    classes.len(),
+                    machines.len()
+                ));
+            }
+            if machines.iter().any(|m| m.dim() != machines[0].dim()) {
+                return bad("one-vs-rest machines of different dimensions".into());
+            }
+        }
+        Ok(())
     }
-}
 
-/// Scores (-f, f) for (negative, positive), the label by the sign of f.
-fn binary_prediction(classes: &[String; 2], f: f64) -> Prediction {
-    let class_index = usize::from(f > 0.0);
-    Prediction {
-        label: classes[class_index].clone(),
-        class_index,
-        scores: vec![-f, f],
+    fn summary(&self) -> ModelSummary {
+        let machines = self.model.all();
+        let rounds = machines.iter().map(|m| m.rounds().0).sum();
+        let converged = machines.iter().all(|m| m.rounds().1);
+        ModelSummary {
+            n_train: self.n_train,
+            train_seconds: self.train_seconds,
+            rounds,
+            rho: None,
+            sparsity: None,
+            converged: Some(converged),
+        }
     }
 }
 
@@ -304,7 +458,7 @@ impl Model {
         let t = std::time::Instant::now();
         let (bags, series) = bag_dataset(ds, params)?;
         fn wrap<M>(
-            model: M,
+            model: Machines<M>,
             series: Option<SeriesBagging>,
             params: &FitParams,
             n_train: usize,
@@ -322,21 +476,25 @@ impl Model {
         Ok(match params.kind {
             ModelKind::Lpboost => unreachable!("handled above"),
             ModelKind::Miordm => Model::Miordm(wrap(
-                MiordmModel::fit(&bags, &params.miordm)?,
+                fit_machines(&bags, |d| MiordmModel::fit(d, &params.miordm))?,
                 series,
                 params,
                 n,
                 t,
             )),
             ModelKind::Misvm => Model::MiSvm(wrap(
-                MiSvmModel::fit(&bags, &params.svm, MiSvmVariant::Bag)?,
+                fit_machines(&bags, |d| {
+                    MiSvmModel::fit(d, &params.svm, MiSvmVariant::Bag)
+                })?,
                 series,
                 params,
                 n,
                 t,
             )),
             ModelKind::MiSvm => Model::MiSvm(wrap(
-                MiSvmModel::fit(&bags, &params.svm, MiSvmVariant::Instance)?,
+                fit_machines(&bags, |d| {
+                    MiSvmModel::fit(d, &params.svm, MiSvmVariant::Instance)
+                })?,
                 series,
                 params,
                 n,
@@ -359,7 +517,9 @@ impl Model {
                 };
                 let extra: Vec<&Bag> = extra.iter().collect();
                 Model::BoxSvm(wrap(
-                    BoxSvmModel::fit(&bags, &extra, &params.boxkernel, params.seed)?,
+                    fit_machines(&bags, |d| {
+                        BoxSvmModel::fit(d, &extra, &params.boxkernel, params.seed)
+                    })?,
                     series,
                     params,
                     n,
@@ -394,9 +554,9 @@ impl Model {
     pub fn classes(&self) -> &[String] {
         match self {
             Model::LpboostShapelet(m) => &m.classes,
-            Model::Miordm(m) => m.model.binary_classes(),
-            Model::MiSvm(m) => m.model.binary_classes(),
-            Model::BoxSvm(m) => &m.model.classes,
+            Model::Miordm(m) => m.classes(),
+            Model::MiSvm(m) => m.classes(),
+            Model::BoxSvm(m) => m.classes(),
         }
     }
 
@@ -423,7 +583,7 @@ impl Model {
         match self {
             Model::LpboostShapelet(_) => ModelKind::Lpboost,
             Model::Miordm(_) => ModelKind::Miordm,
-            Model::MiSvm(m) => match m.model.variant {
+            Model::MiSvm(m) => match m.model.all()[0].variant {
                 MiSvmVariant::Bag => ModelKind::Misvm,
                 MiSvmVariant::Instance => ModelKind::MiSvm,
             },
@@ -435,9 +595,9 @@ impl Model {
     pub fn input(&self) -> super::InputKind {
         match self {
             Model::LpboostShapelet(m) => m.input,
-            Model::Miordm(m) => bag_input(m.series, m.model.dim),
-            Model::MiSvm(m) => bag_input(m.series, m.model.dim),
-            Model::BoxSvm(m) => bag_input(m.series, m.model.dim()),
+            Model::Miordm(m) => bag_input(m.series, m.dim()),
+            Model::MiSvm(m) => bag_input(m.series, m.dim()),
+            Model::BoxSvm(m) => bag_input(m.series, m.dim()),
         }
     }
 
@@ -460,15 +620,17 @@ impl Model {
                 sparsity: Some(m.summary.sparsity),
                 converged: None,
             },
-            Model::Miordm(m) => bag_summary(m),
-            Model::MiSvm(m) => bag_summary(m),
+            Model::Miordm(m) => m.summary(),
+            Model::MiSvm(m) => m.summary(),
+            // The support bags over every machine's training bags.
             Model::BoxSvm(m) => ModelSummary {
-                n_train: m.n_train,
-                train_seconds: m.train_seconds,
-                rounds: 1,
-                rho: None,
-                sparsity: Some(m.model.n_support as f64 / m.n_train.max(1) as f64),
+                rounds: m.model.all().len(),
+                sparsity: Some(
+                    m.model.all().iter().map(|b| b.n_support).sum::<usize>() as f64
+                        / (m.n_train * m.model.all().len()).max(1) as f64,
+                ),
                 converged: None,
+                ..m.summary()
             },
         }
     }
@@ -503,9 +665,9 @@ impl Model {
             serde_json::from_str(text).map_err(|e| MilError::Artifact(e.to_string()))?;
         match &art.model {
             Model::LpboostShapelet(m) => m.validate()?,
-            Model::Miordm(m) => m.model.check()?,
-            Model::MiSvm(m) => m.model.check()?,
-            Model::BoxSvm(m) => m.model.validate()?,
+            Model::Miordm(m) => m.check()?,
+            Model::MiSvm(m) => m.check()?,
+            Model::BoxSvm(m) => m.check()?,
         }
         Ok(art.model)
     }
@@ -518,18 +680,6 @@ fn bag_input(series: Option<SeriesBagging>, dim: usize) -> super::InputKind {
         },
         Some(_) => super::InputKind::Series,
         None => super::InputKind::Bag { dim },
-    }
-}
-
-fn bag_summary<M: InstanceScorer>(m: &BagModel<M>) -> ModelSummary {
-    let (rounds, converged) = m.model.rounds();
-    ModelSummary {
-        n_train: m.n_train,
-        train_seconds: m.train_seconds,
-        rounds,
-        rho: None,
-        sparsity: None,
-        converged: Some(converged),
     }
 }
 

@@ -312,7 +312,7 @@ pub fn binary_bags<'a>(
     let classes = ds.classes();
     if classes.len() != 2 {
         return Err(MilError::InvalidParameter(format!(
-            "{what} is a binary classifier: the data has {} classes {:?} (lpboost handles more)",
+            "{what} is a binary machine: the data has {} classes {:?} (Model::fit runs one per class for more)",
             classes.len(),
             classes
         )));

@@ -217,11 +217,12 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     let metrics = Metrics::new();
     let health = Arc::new(Health::default());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    // The series model alone: bench-stream measures points.
+    let start = vec![(super::models::specs(&cfg)[0].clone(), scoring)];
     let pipeline = tokio::spawn(run_pipeline(
         cfg,
         bootstrap,
-        scoring,
-        None,
+        start,
         metrics.clone(),
         health.clone(),
         stop_rx,

@@ -10,8 +10,8 @@ use tracing::info;
 
 use super::registry::{self, short_hash};
 use super::window::ScoringModel;
-use super::{embedded, pipeline};
-use crate::config::Config;
+use super::{embedded, models, pipeline};
+use crate::config::{Config, ModelInput};
 use crate::http::Health;
 use crate::metrics::Metrics;
 use crate::mil::Model;
@@ -41,11 +41,67 @@ fn load_model(path: &Path) -> anyhow::Result<(Model, String)> {
 /// artifact at `model.series_path`, or the embedded GunPoint model trained now, which is then
 /// published to the registry (if configured) as its first version.
 pub fn resolve_series_model(cfg: &Config) -> anyhow::Result<(Model, String)> {
-    let registry = cfg
-        .registry_dir()
-        .as_deref()
-        .map(registry::Registry::open)
-        .transpose()?;
+    resolve_model(
+        cfg.registry_dir().as_deref(),
+        cfg.model.series_path.as_deref(),
+        "gunpoint",
+        || embedded::train_embedded_model_of(cfg.model.kind),
+    )
+}
+
+/// Every model to start with, as the series model: its registry's `current`, else its
+/// artifact, else trained now from the bundled data (GunPoint for series, MUSK1 for bags);
+/// checked against what it must score (the window, or bags).
+fn resolve_models(cfg: &Config) -> anyhow::Result<Vec<(models::ModelSpec, Arc<ScoringModel>)>> {
+    let mut out = Vec::new();
+    for spec in models::specs(cfg) {
+        let what = format!("model {:?}", spec.name);
+        let (model, version) = match spec.input {
+            ModelInput::Series => resolve_model(
+                spec.registry_dir.as_deref(),
+                spec.path.as_deref(),
+                "gunpoint",
+                || embedded::train_embedded_model_of(spec.kind),
+            )?,
+            ModelInput::Bags => resolve_model(
+                spec.registry_dir.as_deref(),
+                spec.path.as_deref(),
+                "musk1",
+                || embedded::train_embedded_bag_model(spec.kind),
+            )?,
+        };
+        match spec.input {
+            // Fail at start, not per window, if the window cannot hold the model's shapelets.
+            ModelInput::Series => {
+                crate::mil::incremental::WindowScorer::new(&model, cfg.window.points)
+                    .map_err(|e| anyhow::anyhow!("window.points for {what}: {e}"))?;
+            }
+            ModelInput::Bags if bag_dim(&model) == 0 => {
+                anyhow::bail!("{what} takes bags, but its model scores series")
+            }
+            ModelInput::Bags => {}
+        }
+        out.push((
+            spec,
+            Arc::new(ScoringModel {
+                model,
+                version,
+                generation: 1,
+            }),
+        ));
+    }
+    Ok(out)
+}
+
+/// A registry's `current`, else the artifact at `path`, else `train_embedded()` (the data
+/// named `embedded`); a model not from the registry is published there as its first version.
+fn resolve_model(
+    registry_dir: Option<&Path>,
+    path: Option<&Path>,
+    embedded: &str,
+    train_embedded: impl FnOnce() -> anyhow::Result<Model>,
+) -> anyhow::Result<(Model, String)> {
+    let registry = registry_dir.map(registry::Registry::open).transpose()?;
     if let Some(reg) = &registry {
         if let Some((m, card)) = reg.load_current()? {
             info!(
@@ -55,21 +111,21 @@ pub fn resolve_series_model(cfg: &Config) -> anyhow::Result<(Model, String)> {
             return Ok((m, card.version));
         }
     }
-    let (model, version, source) = match &cfg.model.series_path {
+    let (model, version, source) = match path {
         Some(p) => {
             let (m, v) = load_model(p)?;
             (m, v, p.display().to_string())
         }
         None => {
             let t = std::time::Instant::now();
-            let m = embedded::train_embedded_model_of(cfg.model.kind)?;
-            let v = format!("gunpoint-embedded-{}", short_hash(&m.to_json()));
+            let m = train_embedded()?;
+            let v = format!("{embedded}-embedded-{}", short_hash(&m.to_json()));
             info!(
                 seconds = t.elapsed().as_secs_f64(),
                 version = v,
-                "trained the embedded GunPoint model"
+                "trained the embedded {embedded} model"
             );
-            (m, v, "embedded GunPoint".to_string())
+            (m, v, format!("embedded {embedded}"))
         }
     };
     match &registry {
@@ -85,6 +141,14 @@ pub fn resolve_series_model(cfg: &Config) -> anyhow::Result<(Model, String)> {
     }
 }
 
+/// The instance dimension of a bag model (0 for a series model).
+fn bag_dim(model: &Model) -> usize {
+    match model.input() {
+        crate::mil::InputKind::Bag { dim } => dim,
+        _ => 0,
+    }
+}
+
 /// Runs the daemon until SIGTERM / SIGINT (or `stop` turns true).
 pub async fn run(
     cfg: Config,
@@ -93,26 +157,7 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let metrics = Metrics::new();
     let health = Arc::new(Health::default());
-    let (model, version) = resolve_series_model(&cfg)?;
-    // Fail at start, not per window, if the window cannot hold the model's shapelets.
-    crate::mil::incremental::WindowScorer::new(&model, cfg.window.points)
-        .map_err(|e| anyhow::anyhow!("window.points: {e}"))?;
-    let series_model = Arc::new(ScoringModel {
-        model,
-        version,
-        generation: 1,
-    });
-    let bag_model = match &cfg.model.bags_path {
-        Some(p) => {
-            let (m, v) = load_model(p)?;
-            Some(Arc::new(ScoringModel {
-                model: m,
-                version: v,
-                generation: 1,
-            }))
-        }
-        None => None,
-    };
+    let start = resolve_models(&cfg)?;
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     {
@@ -167,18 +212,47 @@ pub async fn run(
     };
 
     let out = std::path::absolute(&cfg.output.dir).unwrap_or_else(|_| cfg.output.dir.clone());
+    // One line per model: its name, what it takes, which ids, its version.
+    let served: Vec<String> = start
+        .iter()
+        .map(|(spec, m)| {
+            let ids = match &spec.route {
+                models::Route::All => "every id".to_string(),
+                models::Route::Glob(g) => format!("ids {g}"),
+            };
+            match spec.input {
+                ModelInput::Series => {
+                    format!(
+                        "{} (series on {}, {ids}): {}",
+                        spec.name, cfg.kafka.points_topic, m.version
+                    )
+                }
+                ModelInput::Bags => format!(
+                    "{} (bags of {} features on {}, {ids}): {}",
+                    spec.name,
+                    bag_dim(&m.model),
+                    cfg.kafka.bags_topic,
+                    m.version
+                ),
+            }
+        })
+        .collect();
     if opts.json_logs {
         info!(
-            model_version = series_model.version,
+            models = ?served,
             bootstrap,
             embedded = cfg.is_embedded(),
             points_topic = cfg.kafka.points_topic,
+            bags_topic = cfg.kafka.bags_topic,
             predictions = %out.join("predictions").display(),
             metrics = ?http_addr.map(|a| format!("http://{a}/metrics")),
             "milstream started"
         );
     } else {
-        eprintln!("milstream: scoring with model {}", series_model.version);
+        eprintln!("milstream: scoring with");
+        for line in &served {
+            eprintln!("  model {line}");
+        }
         eprintln!(
             "  kafka bootstrap:  {bootstrap}{}",
             if cfg.is_embedded() {
@@ -191,8 +265,14 @@ pub async fn run(
             "  points topic:     {}  (JSON {{\"series_id\":..,\"ts\":..,\"value\":..}})",
             cfg.kafka.points_topic
         );
+        if !cfg.kafka.bags_topic.is_empty() {
+            eprintln!(
+                "  bags topic:       {}  (JSON {{\"bag_id\":..,\"instances\":[[..],..]}})",
+                cfg.kafka.bags_topic
+            );
+        }
         eprintln!(
-            "  predictions:      {}/predictions/date=*/*.parquet",
+            "  predictions:      {}/predictions/date=*/*.parquet  (series windows and bags alike; model_name says which model)",
             out.display()
         );
         eprintln!(
@@ -208,23 +288,17 @@ pub async fn run(
     if cfg.is_embedded() && cfg.demo.feed && !opts.no_demo_feed {
         tokio::spawn(embedded::demo_feed(
             bootstrap.clone(),
-            cfg.kafka.points_topic.clone(),
-            cfg.kafka.labels_topic.clone(),
+            embedded::DemoTopics {
+                points: cfg.kafka.points_topic.clone(),
+                bags: cfg.kafka.bags_topic.clone(),
+                labels: cfg.kafka.labels_topic.clone(),
+            },
             cfg.demo.sensors,
             cfg.demo.points_per_second,
             stop_rx.clone(),
         ));
     }
-    pipeline::run_pipeline(
-        cfg,
-        bootstrap,
-        series_model,
-        bag_model,
-        metrics,
-        health,
-        stop_rx,
-    )
-    .await
+    pipeline::run_pipeline(cfg, bootstrap, start, metrics, health, stop_rx).await
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
-//! The embedded default: librdkafka's in-process mock cluster, a first model trained from
-//! the GunPoint data bundled into the binary, and a demo feed that replays GunPoint series
-//! as live sensors. `milstream run` with no config needs nothing else.
+//! The embedded default: librdkafka's in-process mock cluster, first models trained from
+//! the GunPoint series and MUSK1 bags bundled into the binary, and a demo feed that replays
+//! GunPoint series as live sensors and MUSK1 bags as bag records, each followed by its label.
+//! `milstream run` with no config needs nothing else.
 
 use std::sync::mpsc;
 use std::time::Duration;
@@ -12,11 +13,13 @@ use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use tracing::{info, warn};
 
-use crate::data::parse_ucr;
+use crate::data::{parse_mil, parse_ucr};
 use crate::mil::{Dataset, FitParams, Model, Sample};
 
 const GUNPOINT_TRAIN: &str = include_str!("../../tests/data/GunPoint_TRAIN.csv");
 const GUNPOINT_TEST: &str = include_str!("../../tests/data/GunPoint_TEST.csv");
+/// MUSK1 (UCI, CC BY 4.0; see tests/data/README.md): 92 bags of 166 features, 321 kB.
+const MUSK1: &str = include_str!("../../tests/data/musk1.csv");
 /// UEA BasicMotions (6 channels x 100 steps, 4 classes), the multichannel sample data.
 const BASICMOTIONS_TRAIN: &str = include_str!("../../tests/data/BasicMotions_TRAIN.csv");
 /// GunPoint series are 150 points; the demo spaces points 10 ms apart, so one series spans
@@ -83,14 +86,51 @@ pub fn train_embedded_model_of(kind: crate::mil::model::ModelKind) -> anyhow::Re
     )?)
 }
 
+/// The bundled MUSK1 bags.
+pub fn musk1() -> Dataset {
+    parse_mil("musk1 (bundled)", MUSK1).expect("the bundled MUSK1 data parses")
+}
+
+/// The first bag model: `kind` on MUSK1 with the bag defaults (LPBoost 0.3-0.7 s). Trained
+/// once per process and kind: the data and parameters are fixed, so every daemon of a
+/// process (the tests start many) starts from the same model.
+pub fn train_embedded_bag_model(kind: crate::mil::model::ModelKind) -> anyhow::Result<Model> {
+    static TRAINED: std::sync::Mutex<Vec<(crate::mil::model::ModelKind, Model)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut trained = TRAINED
+        .lock()
+        .expect("the embedded bag models are never poisoned: fitting returns errors, not panics");
+    if let Some((_, m)) = trained.iter().find(|(k, _)| *k == kind) {
+        return Ok(m.clone());
+    }
+    let m = Model::fit(
+        &musk1(),
+        &FitParams {
+            kind,
+            ..FitParams::for_bags()
+        },
+    )?;
+    trained.push((kind, m.clone()));
+    Ok(m)
+}
+
+/// Where the demo feed writes.
+pub struct DemoTopics {
+    pub points: String,
+    /// Empty: no bag records.
+    pub bags: String,
+    /// Empty: no labels.
+    pub labels: String,
+}
+
 /// Replays GunPoint test series as `sensors` live series: each sensor emits one series
 /// after another, points 10 ms apart in event time and each series starting on a multiple
 /// of 1,500 ms, so the default window (150 points, hop 1,500 ms) sees whole series. After
-/// each series a label record names its segment. Paced at `points_per_second` overall.
+/// each series a label record names its segment. Each round also sends one MUSK1 bag as a
+/// bag record (a fresh id per round) and then its label. Paced at `points_per_second`.
 pub async fn demo_feed(
     bootstrap: String,
-    points_topic: String,
-    labels_topic: String,
+    topics: DemoTopics,
     sensors: usize,
     points_per_second: u64,
     mut stop: tokio::sync::watch::Receiver<bool>,
@@ -107,6 +147,13 @@ pub async fn demo_feed(
         }
     };
     let test = gunpoint_test();
+    let bags = musk1();
+    let mut round = 0u64;
+    let DemoTopics {
+        points: points_topic,
+        bags: bags_topic,
+        labels: labels_topic,
+    } = topics;
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     let series_ms = 150 * DEMO_POINT_SPACING_MS;
     let mut t0 = (chrono::Utc::now().timestamp_millis() / series_ms) * series_ms;
@@ -137,6 +184,22 @@ pub async fn demo_feed(
                 let _ =
                     producer.send_result(FutureRecord::to(&labels_topic).key(&id).payload(&rec));
             }
+        }
+        if !bags_topic.is_empty() {
+            let i = rng.random_range(0..bags.len());
+            if let Sample::Bag(b) = &bags.samples[i] {
+                let id = format!("musk1-{}-{round}", bags.ids[i]);
+                let instances: Vec<&[f64]> = b.instances().collect();
+                let rec = serde_json::json!({"bag_id": id, "instances": instances}).to_string();
+                let _ = producer.send_result(FutureRecord::to(&bags_topic).key(&id).payload(&rec));
+                if !labels_topic.is_empty() {
+                    let rec =
+                        serde_json::json!({"bag_id": id, "label": bags.labels[i]}).to_string();
+                    let _ = producer
+                        .send_result(FutureRecord::to(&labels_topic).key(&id).payload(&rec));
+                }
+            }
+            round += 1;
         }
         t0 += series_ms;
         tokio::select! {

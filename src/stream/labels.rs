@@ -12,10 +12,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::history::SegmentJoin;
+use super::models::Models;
 use super::record::{BagRecord, DeadLetterRecord, DeadReason, LabelRecord, Point, Rejected};
-use super::serving::ServingModel;
 use super::training::{Example, TrainingRuntime};
-use super::window::ScoringModel;
+use crate::config::ModelInput;
 use crate::config::TrainingConfig;
 
 fn now_ms() -> i64 {
@@ -78,22 +78,15 @@ pub struct LabelSource<'a> {
 pub struct LabelJoiner {
     training: Arc<TrainingRuntime>,
     cfg: TrainingConfig,
-    serving: Arc<ServingModel>,
-    bag_model: Option<Arc<ScoringModel>>,
+    models: Arc<Models>,
 }
 
 impl LabelJoiner {
-    pub fn new(
-        training: Arc<TrainingRuntime>,
-        cfg: TrainingConfig,
-        serving: Arc<ServingModel>,
-        bag_model: Option<Arc<ScoringModel>>,
-    ) -> Self {
+    pub fn new(training: Arc<TrainingRuntime>, cfg: TrainingConfig, models: Arc<Models>) -> Self {
         Self {
             training,
             cfg,
-            serving,
-            bag_model,
+            models,
         }
     }
 
@@ -150,10 +143,17 @@ impl LabelJoiner {
                 LabelJoin::Wait if l.since.elapsed() < wait => break,
                 LabelJoin::Wait => LabelJoin::Dead(Rejected {
                     reason: DeadReason::Unjoined,
-                    detail: format!(
-                        "the labeled segment's points did not all arrive within training.label_wait_ms = {} ms",
-                        wait.as_millis()
-                    ),
+                    detail: match &l.label {
+                        LabelRecord::Segment { .. } => format!(
+                            "the labeled segment's points did not all arrive within training.label_wait_ms = {} ms",
+                            wait.as_millis()
+                        ),
+                        LabelRecord::Bag { bag_id, .. } => format!(
+                            "bag '{bag_id}' did not arrive within training.label_wait_ms = {} ms, or is no longer among the last {} bags (training.bag_cache)",
+                            wait.as_millis(),
+                            self.cfg.bag_cache
+                        ),
+                    },
                 }),
                 other => other,
             };
@@ -192,21 +192,28 @@ impl LabelJoiner {
             } => (series_id, label, Some((*start_ms, *end_ms))),
             LabelRecord::Bag { bag_id, label } => (bag_id, label, None),
         };
+        // A label goes to the model that scores its id, and only there: the trainer of
+        // another model never reads it (it selects its examples by the same routing).
+        let input = match segment {
+            Some(_) => ModelInput::Series,
+            None => ModelInput::Bags,
+        };
+        let Some(served) = self.models.route(input, key) else {
+            return LabelJoin::Dead(Rejected {
+                reason: DeadReason::NoModel,
+                detail: self.models.no_model(input, key),
+            });
+        };
         if self.cfg.freeze_classes {
-            let model = match segment {
-                Some(_) => Some(self.serving.load_full()),
-                None => self.bag_model.clone(),
-            };
-            if let Some(m) = model {
-                if !m.model.classes().iter().any(|c| c == label) {
-                    return LabelJoin::Dead(Rejected {
-                        reason: DeadReason::UnknownClass,
-                        detail: format!(
-                            "class '{label}' is not one of the model's classes {:?} and training.freeze_classes is set",
-                            m.model.classes()
-                        ),
-                    });
-                }
+            let m = served.serving.load_full();
+            if !m.model.classes().iter().any(|c| c == label) {
+                return LabelJoin::Dead(Rejected {
+                    reason: DeadReason::UnknownClass,
+                    detail: format!(
+                        "class '{label}' is not one of the model's classes {:?} and training.freeze_classes is set",
+                        m.model.classes()
+                    ),
+                });
             }
         }
         let (dim, values) = match segment {
@@ -220,17 +227,11 @@ impl LabelJoiner {
                     })
                 }
             },
+            // The bag and its label travel on different topics, so the label may be read
+            // first: it waits for the bag as a segment's label waits for its points.
             None => match t.bags.get(key) {
                 Some(b) => b,
-                None => {
-                    return LabelJoin::Dead(Rejected {
-                        reason: DeadReason::Unjoined,
-                        detail: format!(
-                            "bag '{key}' is not among the last {} bags (training.bag_cache)",
-                            self.cfg.bag_cache
-                        ),
-                    })
-                }
+                None => return LabelJoin::Wait,
             },
         };
         LabelJoin::Joined(Example {

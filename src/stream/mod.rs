@@ -8,7 +8,8 @@
 //! in every sink, in order; the committer (in [`consumer`]) commits what is durable, with
 //! the offset a replay must start from in the commit metadata. [`pipeline`] builds and
 //! stops them; [`daemon`] is the start-up around it. Off the hot path, the [`trainer`] and
-//! the [`models_topic`] follower swap the model in [`serving`].
+//! the [`models_topic`] follower swap models in [`serving`]; [`models`] names the models a
+//! daemon serves and routes each series or bag id (and its labels) to one of them.
 
 mod assignment;
 pub mod bench;
@@ -19,6 +20,7 @@ mod daemon;
 pub mod embedded;
 pub mod history;
 mod labels;
+pub mod models;
 pub mod models_topic;
 mod pipeline;
 pub mod record;

@@ -1,5 +1,5 @@
 //! The models topic: trainers publish every promoted model to a compacted topic keyed by
-//! `model.name`; scorers read it from the beginning (so a restart finds the latest) and swap
+//! the model's name (`model.name`, `model.bags_name`); scorers read it from the beginning (so a restart finds the latest) and swap
 //! to a version newer than the one they serve. A record is
 //! `{"name":..,"version":..,"card":{..},"model":{<artifact>}}`.
 
@@ -39,6 +39,7 @@ pub fn is_newer(candidate: &str, serving: &str) -> bool {
 pub fn publish(
     cfg: &Config,
     bootstrap: &str,
+    name: &str,
     version: &str,
     model: &Model,
     card: &ModelCard,
@@ -49,13 +50,13 @@ pub fn publish(
     }
     let payload = format!(
         r#"{{"name":{},"version":{},"card":{},"model":{}}}"#,
-        serde_json::to_string(&cfg.model.name)?,
+        serde_json::to_string(name)?,
         serde_json::to_string(version)?,
         serde_json::to_string(card)?,
         model.to_json()
     );
     let p: BaseProducer = producer_config(cfg, bootstrap).create()?;
-    p.send(BaseRecord::to(topic).key(&cfg.model.name).payload(&payload))
+    p.send(BaseRecord::to(topic).key(name).payload(&payload))
         .map_err(|(e, _)| {
             anyhow::anyhow!("producing model {version} ({} bytes): {e}", payload.len())
         })?;
@@ -97,7 +98,7 @@ impl Follower {
 pub fn follow(
     cfg: &Config,
     bootstrap: &str,
-    serving: Arc<ServingModel>,
+    serving: Vec<Arc<ServingModel>>,
 ) -> anyhow::Result<Option<Follower>> {
     let topic = cfg.kafka.models_topic.clone();
     if topic.is_empty() || cfg.pipeline.role == Role::Trainer {
@@ -118,16 +119,16 @@ pub fn follow(
     let stop = Arc::new(AtomicBool::new(false));
     let thread = {
         let stop = stop.clone();
-        let (name, window_points) = (cfg.model.name.clone(), cfg.window.points);
+        let window_points = cfg.window.points;
         std::thread::Builder::new()
             .name("milstream-models".into())
             .spawn(move || {
                 let want = Wanted {
-                    name,
+                    serving,
                     window_points,
                     topic,
                 };
-                follow_loop(&want, &serving, consumer, stop)
+                follow_loop(&want, consumer, stop)
             })?
     };
     Ok(Some(Follower {
@@ -155,19 +156,15 @@ fn assign_all(consumer: &BaseConsumer, topic: &str) -> bool {
 
 /// What the follower takes from the models topic.
 struct Wanted {
-    /// `model.name`: records of other names are skipped.
-    name: String,
+    /// Every model this process serves, each following the records of its name; records
+    /// of other names are skipped.
+    serving: Vec<Arc<ServingModel>>,
     /// `window.points`: a model whose shapelets do not fit the window is skipped.
     window_points: usize,
     topic: String,
 }
 
-fn follow_loop(
-    want: &Wanted,
-    serving: &ServingModel,
-    consumer: BaseConsumer,
-    stop: Arc<AtomicBool>,
-) {
+fn follow_loop(want: &Wanted, consumer: BaseConsumer, stop: Arc<AtomicBool>) {
     let mut assigned = false;
     while !stop.load(Ordering::SeqCst) {
         if !assigned {
@@ -197,9 +194,9 @@ fn follow_loop(
                 continue;
             }
         };
-        if published.name != want.name {
+        let Some(serving) = want.serving.iter().find(|s| s.name == published.name) else {
             continue;
-        }
+        };
         let current = serving.load_full();
         if !is_newer(&published.version, &current.version) {
             continue;
@@ -211,8 +208,18 @@ fn follow_loop(
                 continue;
             }
         };
-        if let Err(e) = crate::mil::incremental::WindowScorer::new(&model, want.window_points) {
-            warn!(%e, version = published.version, "models topic: model does not fit the window; skipped");
+        // A series model must fit the window; a bag model must take bags as the one it
+        // replaces does.
+        if current.model.input().is_series() {
+            if let Err(e) = crate::mil::incremental::WindowScorer::new(&model, want.window_points) {
+                warn!(%e, version = published.version, "models topic: model does not fit the window; skipped");
+                continue;
+            }
+        } else if model.input() != current.model.input() {
+            warn!(
+                version = published.version,
+                "models topic: bag model of another input; skipped"
+            );
             continue;
         }
         info!(

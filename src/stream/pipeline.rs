@@ -25,8 +25,8 @@ use super::commit::{DurableOffsets, PartitionKey};
 use super::consumer;
 use super::history::{BagCache, SeriesHistory};
 use super::labels::LabelJoiner;
+use super::models::{ModelSpec, Models};
 use super::record::{DecodeLimits, RecordKind};
-use super::serving::ServingModel;
 use super::sink::kafka::producer_config;
 use super::training::TrainingRuntime;
 use super::window::{ScoringModel, WindowParams};
@@ -95,8 +95,7 @@ fn training_runtime(cfg: &Config) -> anyhow::Result<Option<Arc<TrainingRuntime>>
 pub async fn run_pipeline(
     cfg: Config,
     bootstrap: String,
-    series_model: Arc<ScoringModel>,
-    bag_model: Option<Arc<ScoringModel>>,
+    start: Vec<(ModelSpec, Arc<ScoringModel>)>,
     metrics: Arc<Metrics>,
     health: Arc<Health>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
@@ -109,8 +108,7 @@ pub async fn run_pipeline(
     std::fs::create_dir_all(out_dir)
         .map_err(|e| anyhow::anyhow!("creating output folder {}: {e}", out_dir.display()))?;
     let training = training_runtime(&cfg)?;
-    metrics.set_model_version(&series_model.version, series_model.model.kind().name());
-    let serving = Arc::new(ServingModel::new(series_model, metrics.clone()));
+    let models = Arc::new(Models::new(start, &metrics));
     let durable = Arc::new(DurableOffsets::new(cfg.commit.metadata));
 
     // Writers first: the workers hand them segments.
@@ -131,19 +129,13 @@ pub async fn run_pipeline(
         Writers::start(writer_env, producer, tokio::runtime::Handle::current())?;
     let writers = Arc::new(writers);
 
-    let labels = training.as_ref().map(|t| {
-        LabelJoiner::new(
-            t.clone(),
-            cfg.training.clone(),
-            serving.clone(),
-            bag_model.clone(),
-        )
-    });
+    let labels = training
+        .as_ref()
+        .map(|t| LabelJoiner::new(t.clone(), cfg.training.clone(), models.clone()));
     let worker_env = Arc::new(WorkerEnv {
         cfg: cfg.clone(),
         metrics: metrics.clone(),
-        serving: serving.clone(),
-        bag_model,
+        models: models.clone(),
         labels,
         limits: decode_limits(&cfg),
     });
@@ -177,13 +169,13 @@ pub async fn run_pipeline(
         Some(store) => trainer::spawn(trainer::TrainerEnv {
             cfg: cfg.clone(),
             metrics: metrics.clone(),
-            serving: serving.clone(),
+            models: models.clone(),
             store: store.clone(),
             bootstrap: bootstrap.clone(),
         })?,
         None => None,
     };
-    let follower = models_topic::follow(&cfg, &bootstrap, serving.clone())?;
+    let follower = models_topic::follow(&cfg, &bootstrap, models.serving())?;
 
     let state = Arc::new(Assignments::new(
         cfg.clone(),

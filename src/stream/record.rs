@@ -722,6 +722,8 @@ pub struct PredictionRecord {
     pub classes: Vec<String>,
     pub scores: Vec<f64>,
     pub model_kind: String,
+    /// The name of the model that scored it (`model.name`, `model.bags_name`).
+    pub model_name: String,
     pub model_version: String,
     pub top: Vec<TopContribution>,
     pub source_topic: String,
@@ -1590,6 +1592,7 @@ mod schema_tests {
             classes: vec!["active".into(), "inactive".into()],
             scores: vec![0.4, -0.4],
             model_kind: "lpboost".into(),
+            model_name: "series".into(),
             model_version: "1".into(),
             top: vec![],
             source_topic: "bags".into(),

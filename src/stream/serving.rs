@@ -12,15 +12,21 @@ use super::window::ScoringModel;
 use crate::metrics::Metrics;
 use crate::mil::Model;
 
-/// The series model the scoring workers read, swapped atomically.
+/// One named model the scoring workers read (the series model, the bag model), swapped
+/// atomically.
 pub struct ServingModel {
+    /// The model's name: its key on the models topic, its `model` metric label and the
+    /// `model_name` of its prediction rows.
+    pub name: String,
     current: ArcSwap<ScoringModel>,
     metrics: Arc<Metrics>,
 }
 
 impl ServingModel {
-    pub fn new(initial: Arc<ScoringModel>, metrics: Arc<Metrics>) -> Self {
+    pub fn new(name: &str, initial: Arc<ScoringModel>, metrics: Arc<Metrics>) -> Self {
+        metrics.set_model_version(name, &initial.version, initial.model.kind().name());
         Self {
+            name: name.to_string(),
             current: ArcSwap::new(initial),
             metrics,
         }
@@ -41,7 +47,7 @@ impl ServingModel {
     pub fn promote(&self, model: Model, version: String) {
         let old = self.current.load_full();
         self.metrics
-            .set_model_version(&version, model.kind().name());
+            .set_model_version(&self.name, &version, model.kind().name());
         self.current.store(Arc::new(ScoringModel {
             model,
             version,

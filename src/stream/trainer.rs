@@ -1,7 +1,9 @@
 //! Scheduled retraining: on a schedule and/or after N new labeled examples, read the training
 //! store, fit a candidate on all but the newest examples, compare it with the serving model
 //! (the champion) on those newest examples, and promote it (registry + atomic swap) unless it
-//! is worse by more than the tolerance. Runs on its own thread: ingestion never waits on it.
+//! is worse by more than the tolerance. Each model learns from its own examples (the series
+//! model from labeled segments, the bag model from labeled bags), with its own registry and
+//! name on the models topic. Runs on its own thread: ingestion never waits on it.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,19 +13,22 @@ use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
 
+use super::models::{Models, ServedModel};
 use super::registry::{short_hash, ModelCard, Registry};
-use super::serving::ServingModel;
 use super::training::{self, Example, TrainingRuntime};
+use crate::config::ModelInput;
 use crate::config::{parse_duration_ms, Config};
 use crate::metrics::Metrics;
 use crate::mil::{FitParams, Model};
 
 /// What the trainer gets from the pipeline: its settings, the store it reads, and the
-/// serving model it compares with and swaps.
+/// serving models it compares with and swaps.
 pub struct TrainerEnv {
     pub cfg: Config,
     pub metrics: Arc<Metrics>,
-    pub serving: Arc<ServingModel>,
+    /// The models it retrains, each from the examples whose id routes to it, on its own
+    /// schedule (`[training]` with the model's own settings over it).
+    pub models: Arc<Models>,
     pub store: Arc<TrainingRuntime>,
     /// The cluster's bootstrap list, for publishing to the models topic.
     pub bootstrap: String,
@@ -72,9 +77,18 @@ impl TrainerHandle {
 
 /// Starts the trainer when a schedule or an example count is set.
 pub fn spawn(env: TrainerEnv) -> anyhow::Result<Option<TrainerHandle>> {
-    let cfg = &env.cfg.training;
-    let every = parse_duration_ms(&cfg.every).map_err(anyhow::Error::msg)?;
-    if every.is_none() && cfg.after_examples == 0 {
+    let mut schedules = Vec::new();
+    for m in &env.models.all {
+        let cfg = &m.spec.training;
+        let every = parse_duration_ms(&cfg.every).map_err(anyhow::Error::msg)?;
+        schedules.push(Schedule {
+            every: every.map(Duration::from_millis),
+            after: cfg.after_examples,
+            last_run: Instant::now(),
+            seen: 0,
+        });
+    }
+    if schedules.iter().all(|s| s.every.is_none() && s.after == 0) {
         return Ok(None);
     }
     let stop = Arc::new(AtomicBool::new(false));
@@ -82,7 +96,7 @@ pub fn spawn(env: TrainerEnv) -> anyhow::Result<Option<TrainerHandle>> {
         let stop = stop.clone();
         std::thread::Builder::new()
             .name("milstream-trainer".into())
-            .spawn(move || trainer_loop(&env, every.map(Duration::from_millis), stop))?
+            .spawn(move || trainer_loop(&env, schedules, stop))?
     };
     Ok(Some(TrainerHandle {
         stop,
@@ -90,63 +104,86 @@ pub fn spawn(env: TrainerEnv) -> anyhow::Result<Option<TrainerHandle>> {
     }))
 }
 
-fn trainer_loop(env: &TrainerEnv, every: Option<Duration>, stop: Arc<AtomicBool>) {
+/// When one model is due: every `every`, and/or after `after` new durable examples (of any
+/// model: the store counts them all).
+struct Schedule {
+    every: Option<Duration>,
+    after: u64,
+    last_run: Instant,
+    seen: u64,
+}
+
+fn trainer_loop(env: &TrainerEnv, mut schedules: Vec<Schedule>, stop: Arc<AtomicBool>) {
     let t = &env.store;
-    let after = env.cfg.training.after_examples;
-    let mut last_run = Instant::now();
-    let mut seen = t.examples_durable.load(Ordering::Relaxed);
+    let start = t.examples_durable.load(Ordering::Relaxed);
+    for s in &mut schedules {
+        s.seen = start;
+    }
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(100));
         let durable = t.examples_durable.load(Ordering::Relaxed);
-        let due = every.is_some_and(|e| last_run.elapsed() >= e)
-            || (after > 0 && durable.saturating_sub(seen) >= after);
-        if !due {
-            continue;
+        for (m, s) in env.models.all.iter().zip(&mut schedules) {
+            let due = s.every.is_some_and(|e| s.last_run.elapsed() >= e)
+                || (s.after > 0 && durable.saturating_sub(s.seen) >= s.after);
+            if !due || stop.load(Ordering::SeqCst) {
+                continue;
+            }
+            s.last_run = Instant::now();
+            s.seen = durable;
+            let started = Instant::now();
+            let outcome = run_once(env, m);
+            env.metrics
+                .training_seconds
+                .observe(started.elapsed().as_secs_f64());
+            record(env, m, &outcome);
         }
-        last_run = Instant::now();
-        seen = durable;
-        let started = Instant::now();
-        let outcome = run_once(env);
-        env.metrics
-            .training_seconds
-            .observe(started.elapsed().as_secs_f64());
-        record(env, &outcome);
     }
 }
 
-fn record(env: &TrainerEnv, outcome: &RunOutcome) {
+fn record(env: &TrainerEnv, served: &ServedModel, outcome: &RunOutcome) {
+    let model = served.serving.name.as_str();
     let label = match outcome {
         RunOutcome::Promoted { .. } => "promoted",
         RunOutcome::Rejected { .. } => "rejected",
         RunOutcome::Failed { .. } => "failed",
     };
-    env.metrics.training_runs.with_label_values(&[label]).inc();
+    env.metrics
+        .training_runs
+        .with_label_values(&[model, label])
+        .inc();
     match outcome {
         RunOutcome::Promoted {
             version,
             accuracy,
             champion,
         } => {
-            env.metrics.model_holdout_accuracy.set(*accuracy);
-            info!(version, accuracy, champion = ?champion, "retrained model promoted");
+            env.metrics
+                .model_holdout_accuracy
+                .with_label_values(&[model])
+                .set(*accuracy);
+            info!(model, version, accuracy, champion = ?champion, "retrained model promoted");
         }
         RunOutcome::Rejected { accuracy, champion } => {
-            env.metrics.model_holdout_accuracy.set(*champion);
+            env.metrics
+                .model_holdout_accuracy
+                .with_label_values(&[model])
+                .set(*champion);
             warn!(
+                model,
                 accuracy,
                 champion,
-                tolerance = env.cfg.training.tolerance,
+                tolerance = served.spec.training.tolerance,
                 "candidate rejected: worse than the champion on the newest examples by more than the tolerance"
             );
         }
         RunOutcome::Failed { reason, detail } => {
             env.metrics
                 .training_failures
-                .with_label_values(&[reason])
+                .with_label_values(&[model, reason])
                 .inc();
             warn!(
-                reason,
-                detail, "training run failed; the champion keeps scoring"
+                model,
+                reason, detail, "training run failed; the champion keeps scoring"
             )
         }
     }
@@ -164,9 +201,10 @@ fn accuracy(model: &Model, examples: &[Example]) -> f64 {
     hits as f64 / examples.len().max(1) as f64
 }
 
-/// One training run against the store; promotes into the serving model on success.
-pub fn run_once(env: &TrainerEnv) -> RunOutcome {
-    let cfg = &env.cfg.training;
+/// One training run of `trained` against the store; promotes into its serving model on
+/// success.
+pub fn run_once(env: &TrainerEnv, trained: &ServedModel) -> RunOutcome {
+    let cfg = &trained.spec.training;
     let t = &env.store;
     let now = chrono::Utc::now().timestamp_millis();
     let not_before = parse_duration_ms(&cfg.max_age)
@@ -186,19 +224,33 @@ pub fn run_once(env: &TrainerEnv) -> RunOutcome {
         Ok(e) => e,
         Err(e) => return failed("store", format!("reading the training store: {e}")),
     };
-    // The series model learns from segments; bag examples wait for a bag trainer.
-    let examples: Vec<Example> = examples
-        .into_iter()
-        .filter(|e| e.segment.is_some())
-        .collect();
-    env.metrics.training_examples.set(examples.len() as i64);
-    let champion = env.serving.load_full();
-    // Retention by count: files holding only examples older than the oldest kept one go.
+    // Retention by count over the whole store: files holding only examples older than the
+    // oldest kept one go.
     if examples.len() >= cfg.max_examples {
         if let Some(oldest) = examples.first() {
             training::apply_retention(&t.dir, oldest.labeled_at_ms);
         }
     }
+    // A model learns from the examples whose id routes to it: segments of its series, or
+    // its bags. Another model's labels share the store's files but never its training set.
+    let examples: Vec<Example> = examples
+        .into_iter()
+        .filter(|e| {
+            let input = match e.segment {
+                Some(_) => ModelInput::Series,
+                None => ModelInput::Bags,
+            };
+            env.models
+                .route(input, &e.key)
+                .is_some_and(|m| m.spec.name == trained.spec.name)
+        })
+        .collect();
+    let name = trained.serving.name.as_str();
+    env.metrics
+        .training_examples
+        .with_label_values(&[name])
+        .set(examples.len() as i64);
+    let champion = trained.serving.load_full();
     let search = cfg.search.then(|| {
         parse_duration_ms(&cfg.search_budget)
             .ok()
@@ -214,7 +266,14 @@ pub fn run_once(env: &TrainerEnv) -> RunOutcome {
     ) {
         Err((reason, detail)) => failed(reason, detail),
         Ok(c) => {
-            if let Err(e) =
+            if trained.spec.input == ModelInput::Bags {
+                if c.model.input() != champion.model.input() {
+                    return failed(
+                        "window",
+                        "the candidate takes other bags than the champion".to_string(),
+                    );
+                }
+            } else if let Err(e) =
                 crate::mil::incremental::WindowScorer::new(&c.model, env.cfg.window.points)
             {
                 return failed(
@@ -236,8 +295,8 @@ pub fn run_once(env: &TrainerEnv) -> RunOutcome {
             card.champion_holdout_accuracy = c.champion_accuracy;
             card.n_holdout = c.n_holdout;
             card.cv_accuracy = c.cv_accuracy;
-            let version = match env.cfg.registry_dir() {
-                Some(dir) => match Registry::open(&dir).and_then(|r| r.publish(&c.model, &card)) {
+            let version = match &trained.spec.registry_dir {
+                Some(dir) => match Registry::open(dir).and_then(|r| r.publish(&c.model, &card)) {
                     Ok(v) => v,
                     Err(e) => {
                         return failed("registry", format!("publishing to the registry: {e}"))
@@ -245,13 +304,18 @@ pub fn run_once(env: &TrainerEnv) -> RunOutcome {
                 },
                 None => format!("trained-{}", short_hash(&c.model.to_json())),
             };
-            if let Err(e) =
-                super::models_topic::publish(&env.cfg, &env.bootstrap, &version, &c.model, &card)
-            {
+            if let Err(e) = super::models_topic::publish(
+                &env.cfg,
+                &env.bootstrap,
+                name,
+                &version,
+                &c.model,
+                &card,
+            ) {
                 // Promoted here all the same; scorers pick up the next published version.
                 warn!(%e, version, "publishing to the models topic failed");
             }
-            env.serving.promote(c.model, version.clone());
+            trained.serving.promote(c.model, version.clone());
             RunOutcome::Promoted {
                 version,
                 accuracy: c.accuracy,

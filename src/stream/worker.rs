@@ -18,16 +18,16 @@ use std::time::{Duration, Instant};
 
 use super::commit::PartitionKey;
 use super::labels::{LabelJoiner, LabelSource, WaitingLabels};
+use super::models::Models;
 use super::record::{
     decode, DeadLetterRecord, DeadReason, DecodeLimits, PredictionRecord, Record, RecordKind,
     Rejected, TopContribution,
 };
-use super::serving::ServingModel;
 use super::sink::Segment;
 use super::training::Example;
 use super::window::{PartitionWindows, PointOutcome, ScoredWindow, ScoringModel};
 use super::writer::Writers;
-use crate::config::{Config, Role};
+use crate::config::{Config, ModelInput, Role};
 use crate::metrics::Metrics;
 use crate::mil::{Bag, Explanation, Sample};
 
@@ -122,8 +122,8 @@ impl PartitionState {
 pub struct WorkerEnv {
     pub cfg: Config,
     pub metrics: Arc<Metrics>,
-    pub serving: Arc<ServingModel>,
-    pub bag_model: Option<Arc<ScoringModel>>,
+    /// Every model in service and which ids each takes.
+    pub models: Arc<Models>,
     /// Label joins and kept history, when training is on.
     pub labels: Option<LabelJoiner>,
     pub limits: DecodeLimits,
@@ -162,7 +162,7 @@ impl WorkerEnv {
         kind: &str,
         window: Option<(i64, i64)>,
         e: &Explanation,
-        model: &ScoringModel,
+        (name, model): (&str, &ScoringModel),
         src: (&str, i32, i64),
         first_offset: i64,
     ) -> PredictionRecord {
@@ -175,6 +175,7 @@ impl WorkerEnv {
             classes: model.model.classes().to_vec(),
             scores: e.prediction.scores.clone(),
             model_kind: model.model.kind_name().to_string(),
+            model_name: name.to_string(),
             model_version: model.version.clone(),
             top: TopContribution::top_named(e, self.cfg.window.top_contributions, &model.model),
             source_topic: src.0.to_string(),
@@ -322,8 +323,9 @@ impl Worker {
         let payload = msg.payload.as_slice();
         let mut preds: Vec<PredictionRecord> = Vec::new();
         let mut dead: Vec<DeadLetterRecord> = Vec::new();
-        let series_model = env.serving.load();
-        let mut windows_out: Vec<ScoredWindow> = Vec::new();
+        // Each window with the model that scored it (name, version).
+        let mut windows_out: Vec<(ScoredWindow, &str, Arc<ScoringModel>)> = Vec::new();
+        let mut scored: Vec<ScoredWindow> = Vec::new();
         let mut examples: Vec<Example> = Vec::new();
         let dead_letter = |rej: &Rejected| {
             DeadLetterRecord::new(topic, partition, offset, rej, payload, now_ms())
@@ -338,23 +340,38 @@ impl Worker {
                         l.record_point(&pt);
                     }
                 }
-                // A series has the channel count of the model that scores it.
-                Ok(Record::Point(pt))
-                    if pt.channels() != series_model.model.input().channels().max(1) =>
-                {
-                    dead.push(dead_letter(&Rejected {
-                        reason: DeadReason::Dimension,
-                        detail: format!(
-                            "point of series '{}' has {} values; the model takes {} channel(s)",
-                            pt.series_id,
-                            pt.channels(),
-                            series_model.model.input().channels()
-                        ),
-                    }))
-                }
                 Ok(Record::Point(pt)) => {
+                    let Some(served) = env.models.route(ModelInput::Series, &pt.series_id) else {
+                        dead.push(dead_letter(&Rejected {
+                            reason: DeadReason::NoModel,
+                            detail: env.models.no_model(ModelInput::Series, &pt.series_id),
+                        }));
+                        continue;
+                    };
+                    let series_model = served.serving.load_full();
+                    // A series has the channel count of the model that scores it.
+                    let channels = series_model.model.input().channels();
+                    if pt.channels() != channels.max(1) {
+                        dead.push(dead_letter(&Rejected {
+                            reason: DeadReason::Dimension,
+                            detail: format!(
+                                "point of series '{}' has {} values; model {:?} takes {channels} channel(s)",
+                                pt.series_id,
+                                pt.channels(),
+                                served.serving.name,
+                            ),
+                        }));
+                        continue;
+                    }
                     let w = p.windows.as_mut().expect("checked above");
-                    match w.on_point(&pt, offset, &series_model, emit, &mut windows_out) {
+                    let outcome = w.on_point(&pt, offset, &series_model, emit, &mut scored);
+                    // The windows of this point's series, scored by its model.
+                    windows_out.extend(
+                        scored
+                            .drain(..)
+                            .map(|sw| (sw, served.serving.name.as_str(), series_model.clone())),
+                    );
+                    match outcome {
                         PointOutcome::Accepted => {
                             if let Some(l) = &env.labels {
                                 l.record_point(&pt);
@@ -375,8 +392,10 @@ impl Worker {
                         l.keep_bag(&b, (topic, partition, offset), ts, &mut examples);
                     }
                 }
-                Ok(Record::Bag(b)) => match &env.bag_model {
-                    Some(m) => {
+                Ok(Record::Bag(b)) => match env.models.route(ModelInput::Bags, &b.bag_id) {
+                    Some(served) => {
+                        let serving = &served.serving;
+                        let m = serving.load();
                         if let Some(l) = &env.labels {
                             l.keep_bag(&b, (topic, partition, offset), ts, &mut examples);
                         }
@@ -399,7 +418,7 @@ impl Worker {
                                     "bag",
                                     None,
                                     &e,
-                                    m,
+                                    (&serving.name, &m),
                                     (topic, partition, offset),
                                     offset,
                                 ));
@@ -412,7 +431,7 @@ impl Worker {
                     }
                     None => dead.push(dead_letter(&Rejected {
                         reason: DeadReason::NoModel,
-                        detail: "no bag model is configured (model.bags_path)".into(),
+                        detail: env.models.no_model(ModelInput::Bags, &b.bag_id),
                     })),
                 },
                 // Labels join their segment (or bag) into a training example; one whose
@@ -425,7 +444,7 @@ impl Worker {
                 Err(rej) => dead.push(dead_letter(&rej)),
             }
         }
-        for w in windows_out {
+        for (w, name, series_model) in windows_out {
             metrics.windows_scored.inc();
             let first = w.first_offset;
             preds.push(env.to_prediction(
@@ -433,7 +452,7 @@ impl Worker {
                 "window",
                 Some((w.start_ms, w.end_ms)),
                 &w.explanation,
-                &series_model,
+                (name, &series_model),
                 (topic, partition, offset),
                 first,
             ));
@@ -627,19 +646,19 @@ mod tests {
 
     fn env_with(model: Model) -> (Arc<WorkerEnv>, Arc<Metrics>) {
         let metrics = Metrics::new();
-        let serving = Arc::new(ServingModel::new(
-            Arc::new(ScoringModel {
-                model,
-                version: "test".into(),
-                generation: 1,
-            }),
-            metrics.clone(),
-        ));
+        // The series model alone (specs' first): bags have no model here.
+        let cfg = Config::default();
+        let series = crate::stream::models::specs(&cfg).swap_remove(0);
+        let scoring = Arc::new(ScoringModel {
+            model,
+            version: "test".into(),
+            generation: 1,
+        });
+        let models = Arc::new(Models::new(vec![(series, scoring)], &metrics));
         let env = WorkerEnv {
-            cfg: Config::default(),
+            cfg,
             metrics: metrics.clone(),
-            serving,
-            bag_model: None,
+            models,
             labels: None,
             limits: DecodeLimits {
                 max_message_bytes: 1 << 20,

@@ -210,6 +210,7 @@ pub struct Row {
     pub label: String,
     pub scores: Vec<f64>,
     pub model_version: String,
+    pub model_name: String,
     pub source_partition: i32,
     pub source_offset: i64,
     pub file: String,
@@ -282,6 +283,8 @@ pub fn read_predictions(root: &Path) -> Vec<Row> {
             let scores = scores.as_list::<i32>();
             let version = col("model_version");
             let version = version.as_string::<i32>();
+            let name = col("model_name");
+            let name = name.as_string::<i32>();
             let part = col("source_partition");
             let part = part.as_primitive::<Int32Type>();
             let off = col("source_offset");
@@ -299,6 +302,7 @@ pub fn read_predictions(root: &Path) -> Vec<Row> {
                         .values()
                         .to_vec(),
                     model_version: version.value(i).to_string(),
+                    model_name: name.value(i).to_string(),
                     source_partition: part.value(i),
                     source_offset: off.value(i),
                     file: path.file_name().unwrap().to_string_lossy().into_owned(),

@@ -41,6 +41,7 @@ pub static PREDICTION_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
         Field::new("scores", list_of(DataType::Float64), false),
         Field::new("model_kind", DataType::Utf8, false),
         Field::new("model_version", DataType::Utf8, false),
+        Field::new("model_name", DataType::Utf8, false),
         Field::new("top_hypothesis", list_of(DataType::UInt32), false),
         Field::new("top_class", list_of(DataType::Utf8), false),
         Field::new("top_offset", list_of(DataType::UInt32), false),
@@ -79,6 +80,7 @@ pub fn prediction_batch(rows: &[PredictionRecord]) -> RecordBatch {
     let mut scores = ListBuilder::new(Float64Builder::new());
     let mut model_kind = StringBuilder::with_capacity(n, n * 16);
     let mut model_version = StringBuilder::with_capacity(n, n * 16);
+    let mut model_name = StringBuilder::with_capacity(n, n * 8);
     let mut top_h = ListBuilder::new(UInt32Builder::new());
     let mut top_c = ListBuilder::new(StringBuilder::new());
     let mut top_o = ListBuilder::new(UInt32Builder::new());
@@ -103,6 +105,7 @@ pub fn prediction_batch(rows: &[PredictionRecord]) -> RecordBatch {
         scores.append(true);
         model_kind.append_value(&r.model_kind);
         model_version.append_value(&r.model_version);
+        model_name.append_value(&r.model_name);
         for t in &r.top {
             top_h.values().append_value(t.hypothesis);
             top_c.values().append_value(&t.class);
@@ -131,6 +134,7 @@ pub fn prediction_batch(rows: &[PredictionRecord]) -> RecordBatch {
         Arc::new(scores.finish()),
         Arc::new(model_kind.finish()),
         Arc::new(model_version.finish()),
+        Arc::new(model_name.finish()),
         Arc::new(top_h.finish()),
         Arc::new(top_c.finish()),
         Arc::new(top_o.finish()),
