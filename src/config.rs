@@ -522,18 +522,41 @@ impl Default for ShutdownConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DemoConfig {
-    /// Replay GunPoint series as live sensors.
+    /// Replay the demo dataset's series as live sensors.
     pub feed: bool,
+    /// What the feed replays and the embedded series model is trained on.
+    pub dataset: DemoDataset,
     /// Simulated sensors.
     pub sensors: usize,
     /// Points per second over all sensors.
     pub points_per_second: u64,
 }
 
+/// The bundled series data of the embedded default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DemoDataset {
+    /// GunPoint (UCR): one channel, 150 points per series.
+    #[default]
+    Gunpoint,
+    /// BasicMotions (UEA): six channels (3-axis accelerometer and gyroscope), 100 steps.
+    Basicmotions,
+}
+
+impl DemoDataset {
+    pub fn name(self) -> &'static str {
+        match self {
+            DemoDataset::Gunpoint => "gunpoint",
+            DemoDataset::Basicmotions => "basicmotions",
+        }
+    }
+}
+
 impl Default for DemoConfig {
     fn default() -> Self {
         Self {
             feed: true,
+            dataset: DemoDataset::default(),
             sensors: 8,
             points_per_second: 2_000,
         }

@@ -538,3 +538,57 @@ fn tansu_end_to_end_predictions_equal_offline_predict() {
         assert_eq!(r.scores, offline.scores, "{r:?}");
     }
 }
+
+/// The embedded default with `[demo] dataset = "basicmotions"`: the series model is trained
+/// on the bundled six-channel BasicMotions data, the demo feed replays its test series with
+/// `values`, and the windows are scored with no dead letters.
+#[test]
+fn the_embedded_demo_replays_six_channel_basicmotions() {
+    let dir = scratch("demo-six");
+    let out = dir.join("out");
+    let text = format!(
+        r#"
+[kafka]
+bootstrap_servers = "embedded"
+[output]
+dir = "{}"
+roll_age_ms = 300
+[http]
+listen = ""
+[training]
+enabled = false
+[demo]
+dataset = "basicmotions"
+sensors = 3
+points_per_second = 3000
+"#,
+        out.display()
+    );
+    let cfg = milstream::config::Config::parse("demo-six.toml", &text).unwrap();
+    let (daemon, stop) = spawn_daemon(cfg);
+    let done = wait_until(Duration::from_secs(90), || {
+        read_predictions(&out)
+            .iter()
+            .filter(|r| r.kind == "window" && r.key.starts_with("basicmotions-sensor-"))
+            .count()
+            >= 6
+    });
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    assert!(done, "no six-channel windows scored");
+    let rows: Vec<Row> = read_predictions(&out)
+        .into_iter()
+        .filter(|r| r.kind == "window")
+        .collect();
+    for r in &rows {
+        assert!(r.key.starts_with("basicmotions-sensor-"), "{r:?}");
+        assert!(
+            r.model_version.starts_with("basicmotions-embedded-"),
+            "{}",
+            r.model_version
+        );
+        assert_eq!(r.scores.len(), 4, "BasicMotions' four classes");
+    }
+    let dead = read_dead_letters(&out);
+    assert!(dead.is_empty(), "{dead:?}");
+}

@@ -20,6 +20,9 @@ pub struct DemoFeedArgs {
     /// Points per second over all sensors.
     #[arg(long, default_value_t = 400)]
     points_per_second: u64,
+    /// gunpoint (one channel) or basicmotions (six channels, `values`).
+    #[arg(long, default_value = "gunpoint", value_parser = ["gunpoint", "basicmotions"])]
+    dataset: String,
 }
 
 /// Produces until Ctrl-C.
@@ -39,6 +42,11 @@ pub fn run(args: DemoFeedArgs) -> Result<()> {
                 points: args.points_topic,
                 bags: args.bags_topic,
                 labels: args.labels_topic,
+            },
+            if args.dataset == "basicmotions" {
+                milstream::config::DemoDataset::Basicmotions
+            } else {
+                milstream::config::DemoDataset::Gunpoint
             },
             args.sensors,
             args.points_per_second,

@@ -14,7 +14,6 @@ use super::window::ScoringModel;
 use crate::config::Config;
 use crate::http::Health;
 use crate::metrics::Metrics;
-use crate::mil::Sample;
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -44,21 +43,6 @@ fn bench_data(channels: usize) -> anyhow::Result<crate::mil::Dataset> {
     }
 }
 
-/// One point of `sample` at step `k` as a JSON record.
-fn point_json(id: &str, ts: i64, sample: &Sample, k: usize) -> String {
-    match sample {
-        Sample::Multi(c) => {
-            let values: Vec<String> = c.iter().map(|v| v[k].to_string()).collect();
-            format!(
-                r#"{{"series_id":"{id}","ts":{ts},"values":[{}]}}"#,
-                values.join(",")
-            )
-        }
-        Sample::Series(v) => format!(r#"{{"series_id":"{id}","ts":{ts},"value":{}}}"#, v[k]),
-        Sample::Bag(_) => unreachable!("bench data are series"),
-    }
-}
-
 /// The messages, and the points they hold.
 fn messages(opts: &BenchOptions, data: &crate::mil::Dataset) -> (Vec<(String, String)>, usize) {
     let per_series = opts.points / opts.series.max(1);
@@ -71,7 +55,7 @@ fn messages(opts: &BenchOptions, data: &crate::mil::Dataset) -> (Vec<(String, St
         for j in 0..per_series {
             let sample = &data.samples[(s + j / len) % data.len()];
             let ts = 1_700_000_001_500 + j as i64 * DEMO_POINT_SPACING_MS;
-            buf.push(point_json(&id, ts, sample, j % len));
+            buf.push(super::embedded::point_json(&id, ts, sample, j % len));
             if buf.len() == opts.batch {
                 let payload = if opts.batch == 1 {
                     buf.pop().expect("one")

@@ -44,8 +44,8 @@ pub fn resolve_series_model(cfg: &Config) -> anyhow::Result<(Model, String)> {
     resolve_model(
         cfg.registry_dir().as_deref(),
         cfg.model.series_path.as_deref(),
-        "gunpoint",
-        || embedded::train_embedded_model_of(cfg.model.kind),
+        cfg.demo.dataset.name(),
+        || embedded::train_demo_model(cfg.demo.dataset, cfg.model.kind),
     )
 }
 
@@ -60,8 +60,8 @@ fn resolve_models(cfg: &Config) -> anyhow::Result<Vec<(models::ModelSpec, Arc<Sc
             ModelInput::Series => resolve_model(
                 spec.registry_dir.as_deref(),
                 spec.path.as_deref(),
-                "gunpoint",
-                || embedded::train_embedded_model_of(spec.kind),
+                cfg.demo.dataset.name(),
+                || embedded::train_demo_model(cfg.demo.dataset, spec.kind),
             )?,
             ModelInput::Bags => resolve_model(
                 spec.registry_dir.as_deref(),
@@ -293,6 +293,7 @@ pub async fn run(
                 bags: cfg.kafka.bags_topic.clone(),
                 labels: cfg.kafka.labels_topic.clone(),
             },
+            cfg.demo.dataset,
             cfg.demo.sensors,
             cfg.demo.points_per_second,
             stop_rx.clone(),

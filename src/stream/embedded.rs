@@ -13,6 +13,7 @@ use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use tracing::{info, warn};
 
+use crate::config::DemoDataset;
 use crate::data::{parse_mil, parse_ucr};
 use crate::mil::{Dataset, FitParams, Model, Sample};
 
@@ -22,6 +23,7 @@ const GUNPOINT_TEST: &str = include_str!("../../tests/data/GunPoint_TEST.csv");
 const MUSK1: &str = include_str!("../../tests/data/musk1.csv");
 /// UEA BasicMotions (6 channels x 100 steps, 4 classes), the multichannel sample data.
 const BASICMOTIONS_TRAIN: &str = include_str!("../../tests/data/BasicMotions_TRAIN.csv");
+const BASICMOTIONS_TEST: &str = include_str!("../../tests/data/BasicMotions_TEST.csv");
 /// GunPoint series are 150 points; the demo spaces points 10 ms apart, so one series spans
 /// 1,500 ms, the default hop.
 pub const DEMO_POINT_SPACING_MS: i64 = 10;
@@ -64,6 +66,36 @@ pub fn gunpoint_train() -> Dataset {
 pub fn basicmotions_train() -> Dataset {
     crate::data::multichannel::parse_long("BasicMotions_TRAIN (bundled)", BASICMOTIONS_TRAIN)
         .expect("the bundled BasicMotions data parses")
+}
+
+fn basicmotions_test() -> Dataset {
+    crate::data::multichannel::parse_long("BasicMotions_TEST (bundled)", BASICMOTIONS_TEST)
+        .expect("the bundled BasicMotions data parses")
+}
+
+/// The training series of the demo `dataset`.
+pub fn demo_train(dataset: DemoDataset) -> Dataset {
+    match dataset {
+        DemoDataset::Gunpoint => gunpoint_train(),
+        DemoDataset::Basicmotions => basicmotions_train(),
+    }
+}
+
+/// The first series model of `kind` on the demo `dataset` with that kind's defaults.
+pub fn train_demo_model(
+    dataset: DemoDataset,
+    kind: crate::mil::model::ModelKind,
+) -> anyhow::Result<Model> {
+    match dataset {
+        DemoDataset::Gunpoint => train_embedded_model_of(kind),
+        DemoDataset::Basicmotions => Ok(Model::fit(
+            &basicmotions_train(),
+            &FitParams {
+                kind,
+                ..FitParams::default()
+            },
+        )?),
+    }
 }
 
 fn gunpoint_test() -> Dataset {
@@ -114,6 +146,21 @@ pub fn train_embedded_bag_model(kind: crate::mil::model::ModelKind) -> anyhow::R
     Ok(m)
 }
 
+/// One point of `sample` at step `k` as a JSON record.
+pub fn point_json(id: &str, ts: i64, sample: &Sample, k: usize) -> String {
+    match sample {
+        Sample::Multi(c) => {
+            let values: Vec<String> = c.iter().map(|v| v[k].to_string()).collect();
+            format!(
+                r#"{{"series_id":"{id}","ts":{ts},"values":[{}]}}"#,
+                values.join(",")
+            )
+        }
+        Sample::Series(v) => format!(r#"{{"series_id":"{id}","ts":{ts},"value":{}}}"#, v[k]),
+        Sample::Bag(_) => unreachable!("bench data are series"),
+    }
+}
+
 /// Where the demo feed writes.
 pub struct DemoTopics {
     pub points: String,
@@ -123,14 +170,16 @@ pub struct DemoTopics {
     pub labels: String,
 }
 
-/// Replays GunPoint test series as `sensors` live series: each sensor emits one series
-/// after another, points 10 ms apart in event time and each series starting on a multiple
-/// of 1,500 ms, so the default window (150 points, hop 1,500 ms) sees whole series. After
+/// Replays the demo dataset's test series (GunPoint, or six-channel BasicMotions with
+/// `values`) as `sensors` live series: each sensor emits one series after another, points
+/// 10 ms apart in event time and each series starting on a multiple of its span (GunPoint:
+/// 1,500 ms, so the default window of 150 points and hop 1,500 ms sees whole series). After
 /// each series a label record names its segment. Each round also sends one MUSK1 bag as a
 /// bag record (a fresh id per round) and then its label. Paced at `points_per_second`.
 pub async fn demo_feed(
     bootstrap: String,
     topics: DemoTopics,
+    dataset: DemoDataset,
     sensors: usize,
     points_per_second: u64,
     mut stop: tokio::sync::watch::Receiver<bool>,
@@ -146,7 +195,11 @@ pub async fn demo_feed(
             return;
         }
     };
-    let test = gunpoint_test();
+    let test = match dataset {
+        DemoDataset::Gunpoint => gunpoint_test(),
+        DemoDataset::Basicmotions => basicmotions_test(),
+    };
+    let len = test.min_series_len().unwrap_or(1).max(1);
     let bags = musk1();
     let mut round = 0u64;
     let DemoTopics {
@@ -155,23 +208,25 @@ pub async fn demo_feed(
         labels: labels_topic,
     } = topics;
     let mut rng = ChaCha8Rng::seed_from_u64(7);
-    let series_ms = 150 * DEMO_POINT_SPACING_MS;
+    let series_ms = len as i64 * DEMO_POINT_SPACING_MS;
     let mut t0 = (chrono::Utc::now().timestamp_millis() / series_ms) * series_ms;
-    let pause =
-        Duration::from_secs_f64(150.0 * sensors.max(1) as f64 / points_per_second.max(1) as f64);
-    info!(sensors, points_per_second, "demo feed started");
+    let pause = Duration::from_secs_f64(
+        len as f64 * sensors.max(1) as f64 / points_per_second.max(1) as f64,
+    );
+    let prefix = dataset.name();
+    info!(
+        sensors,
+        points_per_second,
+        dataset = prefix,
+        "demo feed started"
+    );
     loop {
         for s in 0..sensors.max(1) {
             let i = rng.random_range(0..test.len());
-            let Sample::Series(values) = &test.samples[i] else {
-                continue;
-            };
-            let id = format!("gunpoint-sensor-{s}");
-            for (j, v) in values.iter().enumerate() {
-                let rec = format!(
-                    r#"{{"series_id":"{id}","ts":{},"value":{v}}}"#,
-                    t0 + j as i64 * DEMO_POINT_SPACING_MS
-                );
+            let id = format!("{prefix}-sensor-{s}");
+            for j in 0..len {
+                let ts = t0 + j as i64 * DEMO_POINT_SPACING_MS;
+                let rec = point_json(&id, ts, &test.samples[i], j);
                 let _ =
                     producer.send_result(FutureRecord::to(&points_topic).key(&id).payload(&rec));
             }
