@@ -222,8 +222,12 @@ pub async fn run(
             };
             match spec.input {
                 ModelInput::Series => {
+                    let channels = match m.model.input().channels() {
+                        0 | 1 => String::new(),
+                        c => format!(" of {c} channels, `values` per point"),
+                    };
                     format!(
-                        "{} (series on {}, {ids}): {}",
+                        "{} (series{channels} on {}, {ids}): {}",
                         spec.name, cfg.kafka.points_topic, m.version
                     )
                 }
@@ -262,7 +266,7 @@ pub async fn run(
             }
         );
         eprintln!(
-            "  points topic:     {}  (JSON {{\"series_id\":..,\"ts\":..,\"value\":..}})",
+            "  points topic:     {}  (JSON {{\"series_id\":..,\"ts\":..,\"value\":..}}, or \"values\":[..] per channel)",
             cfg.kafka.points_topic
         );
         if !cfg.kafka.bags_topic.is_empty() {
