@@ -44,7 +44,7 @@ pub fn resolve_series_model(cfg: &Config) -> anyhow::Result<(Model, String)> {
     let registry = cfg
         .registry_dir()
         .as_deref()
-        .map(registry::Registry::open)
+        .map(|dir| registry::Registry::open_with(dir, &cfg.object_store.0))
         .transpose()?;
     if let Some(reg) = &registry {
         if let Some((m, card)) = reg.load_current()? {
@@ -166,14 +166,20 @@ pub async fn run(
         Some(addr)
     };
 
-    let out = std::path::absolute(&cfg.output.dir).unwrap_or_else(|_| cfg.output.dir.clone());
+    // An object-store URL is shown as given (it holds no credentials: those come from the
+    // environment and `[object_store]`, which are never printed).
+    let out = if super::store::is_url(&cfg.output.dir.to_string_lossy()) {
+        cfg.output.dir.clone()
+    } else {
+        std::path::absolute(&cfg.output.dir).unwrap_or_else(|_| cfg.output.dir.clone())
+    };
     if opts.json_logs {
         info!(
             model_version = series_model.version,
             bootstrap,
             embedded = cfg.is_embedded(),
             points_topic = cfg.kafka.points_topic,
-            predictions = %out.join("predictions").display(),
+            predictions = format!("{}/predictions", out.display()),
             metrics = ?http_addr.map(|a| format!("http://{a}/metrics")),
             "milstream started"
         );

@@ -36,5 +36,6 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+pub mod s3;
 pub mod stream;
 pub mod tools;
