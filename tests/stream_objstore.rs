@@ -101,7 +101,13 @@ fn predictions_land_in_s3_once_each_and_pyarrow_reads_them_from_the_endpoint() {
     });
     stop.send(true).unwrap();
     daemon.join().unwrap().expect("the daemon stops cleanly");
-    assert!(done, "not every window reached S3");
+    assert!(
+        done,
+        "not every window reached S3: {} of {} rows; objects: {:?}",
+        read_store_predictions(&store).len(),
+        want.len(),
+        store.list("")
+    );
     let rows = read_store_predictions(&store);
     assert_eq!(
         window_keys(&rows),

@@ -165,8 +165,9 @@ pub fn read_store_predictions(store: &Store) -> Vec<Row> {
         for batch in reader {
             let b = batch.unwrap();
             let col = |n: &str| b.column_by_name(n).unwrap().clone();
-            let (key, start, end, label) = (
+            let (key, kind, start, end, label) = (
                 col("key"),
+                col("kind"),
                 col("window_start"),
                 col("window_end"),
                 col("label"),
@@ -182,7 +183,7 @@ pub fn read_store_predictions(store: &Store) -> Vec<Row> {
             for i in 0..b.num_rows() {
                 rows.push(Row {
                     key: key.as_string::<i32>().value(i).to_string(),
-                    kind: "series".into(),
+                    kind: kind.as_string::<i32>().value(i).to_string(),
                     start: (!start.is_null(i)).then(|| start.value(i)),
                     end: (!end.is_null(i)).then(|| end.value(i)),
                     label: label.as_string::<i32>().value(i).to_string(),
