@@ -2,7 +2,7 @@
 //! `.ts` and long CSV ([`multichannel`]). Every error names the file, the line and (where
 //! there is one) the column, 1-based.
 
-mod multichannel;
+pub mod multichannel;
 
 use std::collections::HashMap;
 use std::path::Path;

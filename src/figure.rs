@@ -10,6 +10,8 @@
 //!   patterns"), drawn at its best-matching position on the series (Euclidean distance, as
 //!   the paper does: the Gaussian kernel's feature space cannot be drawn), coloured by
 //!   w_j alpha_{j,z}.
+//! - A multichannel series: one row per channel, (a) and (b) side by side, each segment on
+//!   the channel its space reads (a dependent space's block on every channel it spans).
 //! - A bag (multiple-instance data) has no line to draw on: a bar chart of the
 //!   contributions of its instances, one bar segment per hypothesis at its maximising
 //!   instance.
@@ -30,7 +32,7 @@ use serde::Serialize;
 
 use crate::mil::error::MilError;
 use crate::mil::shapelet::ShapeletModel;
-use crate::mil::space::{Extraction, View};
+use crate::mil::space::{is_zero, Extraction, View};
 use crate::mil::{Model, Sample};
 
 /// Why a figure could not be made.
@@ -63,6 +65,9 @@ pub struct Segment {
     pub representative: Option<u32>,
     /// Start of the subsequence on the series (for a bag: the instance index).
     pub offset: usize,
+    /// The channel it is drawn on (0 for univariate series and bags).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub channel: usize,
     pub length: usize,
     /// Series positions of the values drawn: offset, offset + d, ... for a dilation d
     /// (shifted by one for the difference view); empty for bags.
@@ -79,7 +84,15 @@ pub struct Segment {
 #[serde(rename_all = "snake_case")]
 pub enum Input {
     Series(Vec<f64>),
-    Bag { instances: usize },
+    /// A multichannel series: its channels and their names (from the training header, or
+    /// `channel <c>`).
+    Multi {
+        channels: Vec<Vec<f64>>,
+        names: Vec<String>,
+    },
+    Bag {
+        instances: usize,
+    },
 }
 
 /// Everything a figure shows, computed from the model and one sample.
@@ -125,11 +138,6 @@ pub fn figure(
     id: &str,
     truth: Option<&str>,
 ) -> Result<Figure> {
-    if matches!(sample, Sample::Multi(_)) {
-        return Err(FigureError::Model(MilError::InvalidData(
-            "figures of multichannel series (one panel per channel) are not drawn yet".into(),
-        )));
-    }
     let (prediction, contributions) = model.explain(sample)?;
     let classes = &model.classes;
     // Orientation: which class is warm, which cool, and the score that decides between them.
@@ -159,63 +167,78 @@ pub fn figure(
             None
         }
     };
-    // A multichannel figure (one panel per channel) is not drawn yet: its segments are
-    // left without series positions.
-    let series = match sample {
-        Sample::Series(v) => Some(v.as_slice()),
-        Sample::Multi(_) | Sample::Bag(_) => None,
+    // The series' channels (one for a univariate series); none for a bag.
+    let channels: Vec<&[f64]> = match sample {
+        Sample::Series(v) => vec![v.as_slice()],
+        Sample::Multi(c) => c.iter().map(Vec::as_slice).collect(),
+        Sample::Bag(_) => Vec::new(),
     };
-    let maximizers = contributions
-        .iter()
-        .filter_map(|c| {
-            let s = sign(&c.class)?;
-            let e = Extraction {
-                view: c.view,
-                length: c.length,
-                dilation: c.dilation,
-                znorm: c.znorm,
-                channel: 0,
-                block: 0,
-            };
-            let positions = series.map_or_else(Vec::new, |v| e.positions(c.offset, v.len()));
-            Some(Segment {
-                class: c.class.clone(),
-                hypothesis: c.hypothesis,
-                representative: None,
-                offset: c.offset,
-                length: c.length,
-                values: series.map_or_else(Vec::new, |v| positions.iter().map(|&i| v[i]).collect()),
-                positions,
-                value: s * c.contribution,
-            })
-        })
-        .collect();
+    let mut maximizers = Vec::new();
+    for c in &contributions {
+        let Some(s) = sign(&c.class) else { continue };
+        let e = Extraction {
+            view: c.view,
+            length: c.length,
+            dilation: c.dilation,
+            znorm: c.znorm,
+            channel: 0,
+            block: 0,
+        };
+        let segment = |channel: usize, positions: Vec<usize>, values: Vec<f64>| Segment {
+            class: c.class.clone(),
+            hypothesis: c.hypothesis,
+            representative: None,
+            offset: c.offset,
+            channel,
+            length: c.length,
+            positions,
+            values,
+            value: s * c.contribution,
+        };
+        if channels.is_empty() {
+            maximizers.push(segment(0, Vec::new(), Vec::new()));
+            continue;
+        }
+        // A dependent space's instance spans every channel: its segment is drawn on each,
+        // each copy carrying the whole contribution (sum over distinct hypotheses).
+        for ch in drawn_channels(c.channel, c.block) {
+            let v = channels[ch];
+            let positions = e.positions(c.offset, v.len());
+            let values = positions.iter().map(|&i| v[i]).collect();
+            maximizers.push(segment(ch, positions, values));
+        }
+    }
     let mut patterns = Vec::new();
-    if let Some(v) = series {
+    if !channels.is_empty() {
         for e in &model.ensembles {
             let class = &classes[e.positive_class];
             let Some(s) = sign(class) else { continue };
             for (j, h) in e.hypotheses.iter().enumerate() {
                 let space = &model.spaces[h.space];
-                let l = space.length;
+                let ex = space.extraction();
+                let dim = ex.dim();
                 for &(z, a) in h.alpha.iter().filter(|(_, a)| *a != 0.0) {
-                    let rep = &space.representatives[z as usize * l..(z as usize + 1) * l];
-                    let (offset, positions, values) = if space.extraction() == Extraction::raw(l) {
-                        let o = best_match(v, rep);
-                        (o, (o..o + l).collect(), rep.to_vec())
+                    let rep = &space.representatives[z as usize * dim..(z as usize + 1) * dim];
+                    let drawn = if ex == Extraction::raw(space.length) {
+                        let o = best_match(channels[0], rep);
+                        (o, vec![(0, (o..o + space.length).collect(), rep.to_vec())])
                     } else {
-                        pattern_on_series(v, &space.extraction(), rep)
+                        pattern_on_series(&channels, &ex, rep)
                     };
-                    patterns.push(Segment {
-                        class: class.clone(),
-                        hypothesis: j,
-                        representative: Some(z),
-                        offset,
-                        length: l,
-                        positions,
-                        values,
-                        value: s * h.weight * a,
-                    });
+                    let (offset, per_channel) = drawn;
+                    for (channel, positions, values) in per_channel {
+                        patterns.push(Segment {
+                            class: class.clone(),
+                            hypothesis: j,
+                            representative: Some(z),
+                            offset,
+                            channel,
+                            length: space.length,
+                            positions,
+                            values,
+                            value: s * h.weight * a,
+                        });
+                    }
                 }
             }
         }
@@ -246,46 +269,87 @@ pub fn figure(
         input: match sample {
             Sample::Series(v) => Input::Series(v.clone()),
             Sample::Bag(b) => Input::Bag { instances: b.len() },
-            Sample::Multi(_) => unreachable!("multichannel samples returned above"),
+            Sample::Multi(c) => Input::Multi {
+                channels: c.clone(),
+                names: (0..c.len())
+                    .map(|i| {
+                        model
+                            .channel_names
+                            .get(i)
+                            .cloned()
+                            .unwrap_or_else(|| format!("channel {i}"))
+                    })
+                    .collect(),
+            },
         },
         maximizers,
         patterns,
     })
 }
 
+/// The channels a segment is drawn on: its space's channel, or all of a dependent block.
+fn drawn_channels(channel: usize, block: usize) -> std::ops::Range<usize> {
+    if block == 0 {
+        channel..channel + 1
+    } else {
+        0..block
+    }
+}
+
+/// A pattern drawn on one channel: (channel, series positions, values).
+type OnChannel = (usize, Vec<usize>, Vec<f64>);
+
 /// A representative of a space other than the paper's, drawn on the series: at the offset
-/// whose subsequence (in the space's own reading) is nearest to it, mapped back to the
-/// series' units: a z-normalised pattern takes that subsequence's mean and deviation, a
-/// pattern of differences is summed up from the series value where it starts.
-fn pattern_on_series(series: &[f64], e: &Extraction, rep: &[f64]) -> (usize, Vec<usize>, Vec<f64>) {
-    let mut sub = vec![0.0; e.length];
+/// whose instance (in the space's own reading, over all the channels it reads) is nearest
+/// to it, mapped back to each channel's units: a z-normalised pattern takes that
+/// subsequence's mean and deviation, a pattern of differences is summed up from the series
+/// value where it starts. Returns the offset and (channel, positions, values) per channel.
+fn pattern_on_series(channels: &[&[f64]], e: &Extraction, rep: &[f64]) -> (usize, Vec<OnChannel>) {
+    let mut sub = vec![0.0; e.dim()];
     let mut best = (f64::INFINITY, 0);
-    for o in 0..e.count(series.len(), 1) {
-        e.extract(series, o, &mut sub);
+    for o in 0..e.count(channels[0].len(), 1) {
+        e.extract_channels(channels, o, &mut sub);
         let d: f64 = sub.iter().zip(rep).map(|(a, b)| (a - b) * (a - b)).sum();
         if d < best.0 {
             best = (d, o);
         }
     }
     let o = best.1;
-    let raw = Extraction { znorm: false, ..*e };
-    raw.extract(series, o, &mut sub);
-    let mut values: Vec<f64> = if e.znorm {
-        let n = sub.len() as f64;
-        let mean = sub.iter().sum::<f64>() / n;
-        let std = (sub.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n).sqrt();
-        rep.iter().map(|r| r * std + mean).collect()
-    } else {
-        rep.to_vec()
+    let one = Extraction {
+        channel: 0,
+        block: 0,
+        ..*e
     };
-    if e.view == View::Diff {
-        // Each difference drawn where it leads: the series value it starts from plus it.
-        let last = series.len() - 1;
-        for (i, v) in values.iter_mut().enumerate() {
-            *v += series[(o + i * e.dilation).min(last)];
-        }
-    }
-    (o, e.positions(o, series.len()), values)
+    let raw = Extraction {
+        znorm: false,
+        ..one
+    };
+    let mut sub = vec![0.0; e.length];
+    let drawn = drawn_channels(e.channel, e.block)
+        .zip(rep.chunks_exact(e.length))
+        .map(|(c, rep)| {
+            let series = channels[c];
+            raw.extract(series, o, &mut sub);
+            let mut values: Vec<f64> = if e.znorm {
+                let n = sub.len() as f64;
+                let mean = sub.iter().sum::<f64>() / n;
+                let std = (sub.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n).sqrt();
+                rep.iter().map(|r| r * std + mean).collect()
+            } else {
+                rep.to_vec()
+            };
+            if e.view == View::Diff {
+                // Each difference drawn where it leads: the series value it starts from
+                // plus it.
+                let last = series.len() - 1;
+                for (i, v) in values.iter_mut().enumerate() {
+                    *v += series[(o + i * e.dilation).min(last)];
+                }
+            }
+            (c, one.positions(o, series.len()), values)
+        })
+        .collect();
+    (o, drawn)
 }
 
 /// The start of the subsequence of `series` nearest to `z` (squared Euclidean distance;
@@ -346,6 +410,7 @@ pub fn legend_text(value: f64) -> String {
 pub fn size(fig: &Figure) -> (u32, u32) {
     match fig.input {
         Input::Series(_) => (1100, 760),
+        Input::Multi { ref channels, .. } => (1600, 60 + 320 * channels.len() as u32),
         Input::Bag { .. } => (1100, 440),
     }
 }
@@ -464,6 +529,31 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure) -> Resu
                 &fig.patterns,
                 "(b) important patterns z at their best match, w_j alpha_j,z",
             )?;
+        }
+        Input::Multi { channels, names } => {
+            let rows = body.split_evenly((channels.len(), 1));
+            for (c, row) in rows.iter().enumerate() {
+                let (left, right) = row.split_horizontally(row.dim_in_pixel().0 / 2);
+                let on = |segments: &[Segment]| -> Vec<Segment> {
+                    segments
+                        .iter()
+                        .filter(|s| s.channel == c)
+                        .cloned()
+                        .collect()
+                };
+                series_panel(
+                    &left,
+                    &channels[c],
+                    &on(&fig.maximizers),
+                    &format!("{}: (a) matched subsequences, w_j h_j(B)", names[c]),
+                )?;
+                series_panel(
+                    &right,
+                    &channels[c],
+                    &on(&fig.patterns),
+                    &format!("{}: (b) important patterns z, w_j alpha_j,z", names[c]),
+                )?;
+            }
         }
         Input::Bag { instances } => bag_panel(&body, *instances, &fig.maximizers)?,
     }

@@ -379,3 +379,100 @@ fn scorers_without_training_pick_up_the_model_a_trainer_publishes() {
         "the trainer writes no predictions"
     );
 }
+
+/// Six-channel points with labels on their segments: the history keeps every channel, the
+/// store holds six-channel examples, and the trainer promotes a six-channel model that keeps
+/// the champion's channel names and scores the windows after it.
+#[test]
+fn multichannel_labels_retrain_a_multichannel_model() {
+    let dir = scratch("retrain-six");
+    let out = dir.join("out");
+    let bootstrap = cluster(2);
+    let train = load("BasicMotions_TRAIN.csv");
+    let test = load("BasicMotions_TEST.csv");
+    let champion = milstream::mil::Model::fit(&train, &Default::default()).unwrap();
+    let model_path = dir.join("basicmotions.json");
+    std::fs::write(&model_path, champion.to_json()).unwrap();
+    let extra = training_extra(
+        &dir,
+        "every = \"\"\nafter_examples = 16\nmax_examples = 64\nholdout = 0.25\ntolerance = 1.0\nmin_examples = 16",
+    );
+    let cfg = config(&bootstrap, &out, &model_path, "retrain-six", &extra);
+    let (daemon, stop) = spawn_daemon(cfg);
+    let p = producer(&bootstrap);
+    // Rounds of one test series per sensor (100 steps of six values), then its label.
+    let len = 100i64;
+    for r in 0..12usize {
+        let t = T0 + r as i64 * len * SPACING_MS;
+        let mut msgs = Vec::new();
+        let picks: Vec<usize> = (0..SENSORS).map(|s| (s * 9 + r * 5) % test.len()).collect();
+        for j in 0..len as usize {
+            for (s, &i) in picks.iter().enumerate() {
+                let Sample::Multi(c) = &test.samples[i] else {
+                    panic!("multichannel")
+                };
+                let values: Vec<String> = c.iter().map(|ch| ch[j].to_string()).collect();
+                let ts = t + j as i64 * SPACING_MS;
+                msgs.push((
+                    POINTS.to_string(),
+                    format!("imu-{s}"),
+                    format!(
+                        r#"{{"series_id":"imu-{s}","ts":{ts},"values":[{}]}}"#,
+                        values.join(",")
+                    )
+                    .into_bytes(),
+                ));
+            }
+        }
+        for (s, &i) in picks.iter().enumerate() {
+            let end = t + (len - 1) * SPACING_MS;
+            let label = &test.labels[i];
+            msgs.push((
+                LABELS.to_string(),
+                format!("imu-{s}"),
+                format!(r#"{{"series_id":"imu-{s}","start":{t},"end":{end},"label":"{label}"}}"#)
+                    .into_bytes(),
+            ));
+        }
+        produce_all(&p, &msgs);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let promoted = wait_until(Duration::from_secs(90), || {
+        read_predictions(&out)
+            .iter()
+            .any(|r| r.model_version.starts_with('v') && versions(&dir).len() >= 2)
+    });
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    let stored =
+        milstream::stream::training::load_store(&dir.join("training"), 10_000, None).unwrap();
+    assert!(stored.len() >= 16, "{} examples stored", stored.len());
+    for e in &stored {
+        assert_eq!(e.dim, 6, "a six-channel segment");
+        assert_eq!(e.values.len(), 6 * 100, "100 steps of six values");
+        let Some(Sample::Multi(c)) = e.sample() else {
+            panic!("a multichannel sample")
+        };
+        let i = test
+            .samples
+            .iter()
+            .position(|s| *s == Sample::Multi(c.clone()))
+            .expect("the stored segment is the test series that was sent");
+        assert_eq!(e.label, test.labels[i]);
+    }
+    assert!(
+        promoted,
+        "no promoted version scored a window: {:?}",
+        versions(&dir)
+    );
+    let latest = versions(&dir).last().unwrap().clone();
+    let text =
+        std::fs::read_to_string(dir.join("models").join(&latest).join("model.json")).unwrap();
+    let m = milstream::mil::Model::from_json(&text).unwrap();
+    assert_eq!(
+        m.input(),
+        milstream::mil::InputKind::Multi { channels: 6 },
+        "the retrained model takes six channels"
+    );
+    assert_eq!(m.channel_names(), train.channels.as_slice(), "names kept");
+}

@@ -382,3 +382,120 @@ fn metrics_move_as_records_flow() {
         );
     }
 }
+
+/// Six-channel points (BasicMotions' accelerometer and gyroscope axes, `values` with six
+/// numbers) through the daemon against the mock cluster: every window's prediction equals
+/// the offline predict of its six channels, pyarrow reads the channel of each top
+/// contribution, and a point with five values is a `dimension` dead letter naming both
+/// counts.
+#[test]
+fn six_channel_points_end_to_end() {
+    let dir = scratch("e2e-six");
+    let out = dir.join("out");
+    let bootstrap = cluster(2);
+    let train = common::load("BasicMotions_TRAIN.csv");
+    let model = milstream::mil::Model::fit(&train, &Default::default()).unwrap();
+    let model_path = dir.join("basicmotions.json");
+    std::fs::write(&model_path, model.to_json()).unwrap();
+    // Three sensors, each replaying six training series back to back (600 steps).
+    let t0 = 1_700_000_001_500i64;
+    type Points = Vec<(i64, Vec<f64>)>;
+    let mut stream: Vec<(String, Points)> = Vec::new();
+    for s in 0..3 {
+        let mut points = Vec::new();
+        for k in 0..6 {
+            let Sample::Multi(c) = &train.samples[(s * 11 + k * 3) % train.len()] else {
+                panic!("multichannel")
+            };
+            for j in 0..c[0].len() {
+                let t = t0 + ((k * c[0].len() + j) as i64) * SPACING_MS;
+                points.push((t, c.iter().map(|ch| ch[j]).collect()));
+            }
+        }
+        stream.push((format!("imu-{s}"), points));
+    }
+    let mut msgs = Vec::new();
+    for j in 0..stream[0].1.len() {
+        for (id, points) in &stream {
+            let (ts, v) = &points[j];
+            let values: Vec<String> = v.iter().map(f64::to_string).collect();
+            let body = format!(
+                r#"{{"series_id":"{id}","ts":{ts},"values":[{}]}}"#,
+                values.join(",")
+            );
+            msgs.push((POINTS.to_string(), id.clone(), body.into_bytes()));
+        }
+    }
+    msgs.push((
+        POINTS.to_string(),
+        "imu-bad".to_string(),
+        br#"{"series_id":"imu-bad","ts":1700000001500,"values":[1,2,3,4,5]}"#.to_vec(),
+    ));
+    produce_all(&producer(&bootstrap), &msgs);
+    // The windowing rule of `expected_windows`, per channel.
+    let mut expected: BTreeMap<(String, i64, i64), Vec<Vec<f64>>> = BTreeMap::new();
+    for (id, points) in &stream {
+        for j in W..points.len() {
+            let (prev, cur) = (points[j - 1].0, points[j].0);
+            if prev.div_euclid(HOP_MS) < cur.div_euclid(HOP_MS) {
+                let w = &points[j - W..j];
+                let channels = (0..6).map(|c| w.iter().map(|p| p.1[c]).collect()).collect();
+                expected.insert((id.clone(), w[0].0, prev), channels);
+            }
+        }
+    }
+    assert!(expected.len() >= 6, "{} windows", expected.len());
+
+    let (daemon, stop) = spawn_daemon(config(&bootstrap, &out, &model_path, "e2e-six", ""));
+    let want: BTreeSet<_> = expected.keys().cloned().collect();
+    let done = wait_until(Duration::from_secs(90), || {
+        window_keys(&read_predictions(&out)).is_superset(&want)
+            && !read_dead_letters(&out).is_empty()
+    });
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    assert!(done, "not every expected window was written in time");
+    let rows = read_predictions(&out);
+    assert_eq!(window_keys(&rows), want, "exactly the expected windows");
+    assert_eq!(rows.len(), want.len(), "no duplicate rows");
+    for r in &rows {
+        let w = &expected[&(r.key.clone(), r.start.unwrap(), r.end.unwrap())];
+        let offline = model.predict(&Sample::Multi(w.clone())).unwrap();
+        assert_eq!(r.label, offline.label, "{r:?}");
+        assert_eq!(r.scores, offline.scores, "incremental = offline: {r:?}");
+    }
+    let dead = read_dead_letters(&out);
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert_eq!(dead[0].3, "dimension");
+    assert!(
+        dead[0].4.contains('5') && dead[0].4.contains('6'),
+        "the detail names both counts: {}",
+        dead[0].4
+    );
+    // pyarrow reads the channel of every top contribution: the header's names.
+    let script = format!(
+        "import pyarrow.dataset as ds\n\
+         t = ds.dataset('{}', format='parquet', partitioning='hive').to_table()\n\
+         names = sorted({{c for row in t.column('top_channel').to_pylist() for c in row}})\n\
+         print(t.num_rows)\n\
+         print(','.join(names))\n",
+        out.join("predictions").display()
+    );
+    let o = common::tools::python_with("pyarrow", "pyarrow")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .expect("python runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let mut lines = text.lines();
+    assert_eq!(lines.next().unwrap().parse::<usize>().unwrap(), rows.len());
+    let named: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert!(!named.is_empty());
+    for n in &named {
+        assert!(
+            train.channels.iter().any(|c| c == n),
+            "{n} is a header name"
+        );
+    }
+}

@@ -31,6 +31,10 @@ pub struct BenchStreamArgs {
     /// An `[object_store]` option KEY=VALUE (repeatable), e.g. aws_endpoint=http://127.0.0.1:9000.
     #[arg(long = "store-option", value_name = "KEY=VALUE")]
     store_option: Vec<String>,
+    /// 1: GunPoint points; 6: BasicMotions' six-channel points (`values`) and a model
+    /// trained on them (throughput also in channel values per second).
+    #[arg(long, default_value_t = 1)]
+    channels: usize,
 }
 
 /// Prints the benchmark's JSON report.
@@ -55,6 +59,7 @@ pub fn run(args: BenchStreamArgs) -> Result<()> {
         baseline: args.baseline,
         output: args.output,
         store_options,
+        channels: args.channels,
     };
     let report = rt.block_on(milstream::stream::bench::bench(opts))?;
     println!("{report}");

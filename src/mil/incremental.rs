@@ -109,7 +109,7 @@ impl WindowScorer {
                 window,
                 window_start: 0,
                 n: 0,
-                recent: vec![Vec::with_capacity(2 * window)],
+                recent: vec![Vec::with_capacity(2 * window); sb.channels.max(1)],
                 max_len: sb.length,
                 min_window: sb.length,
                 deques: Vec::new(),
@@ -196,11 +196,12 @@ impl WindowScorer {
             )));
         }
         if !self.incremental {
-            let r = &mut self.recent[0];
-            if r.len() >= 2 * self.window {
-                r.drain(..r.len() - self.window);
+            for (r, &v) in self.recent.iter_mut().zip(x) {
+                if r.len() >= 2 * self.window {
+                    r.drain(..r.len() - self.window);
+                }
+                r.push(v);
             }
-            r.push(x[0]);
             self.n += 1;
             return Ok(());
         }
@@ -303,9 +304,13 @@ impl WindowScorer {
 
     /// The model's explanation of the last `len` points, scored from scratch.
     fn explain_recomputed(&self, model: &Model, len: usize) -> Result<Option<Explanation>> {
-        let r = &self.recent[0];
-        let points = r[r.len() - len..].to_vec();
-        model.explain(&super::Sample::Series(points)).map(Some)
+        let last = |r: &Vec<f64>| r[r.len() - len..].to_vec();
+        let sample = if self.recent.len() == 1 {
+            super::Sample::Series(last(&self.recent[0]))
+        } else {
+            super::Sample::Multi(self.recent.iter().map(last).collect())
+        };
+        model.explain(&sample).map(Some)
     }
 
     /// The explanation with every deque already trimmed to subsequences starting at or

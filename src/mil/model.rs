@@ -19,16 +19,50 @@ pub const ARTIFACT_FORMAT: &str = "milstream-model";
 pub const ARTIFACT_VERSION: u32 = 1;
 
 /// How a series becomes a bag for the kinds that take bags: its subsequences of `length`
-/// at `stride` (the shapelet model handles series itself).
+/// at `stride` (the shapelet model handles series itself). A multichannel series gives
+/// instances of `channels` x `length` values: each channel's subsequence over the same
+/// steps, channel by channel (issue 14).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SeriesBagging {
     pub length: usize,
     pub stride: usize,
+    /// Channels of a multichannel series (0: univariate; absent in older artifacts).
+    #[serde(default, skip_serializing_if = "super::space::is_zero")]
+    pub channels: usize,
 }
 
 impl SeriesBagging {
     pub fn bag(&self, series: &[f64]) -> Result<Bag> {
         super::series::subsequence_bag(series, self.length, self.stride)
+    }
+
+    /// The bag of a series sample: univariate or of the model's channel count.
+    pub fn sample_bag(&self, sample: &Sample) -> Result<Bag> {
+        match sample {
+            Sample::Series(v) if self.channels == 0 => self.bag(v),
+            Sample::Multi(c) if c.len() == self.channels => {
+                let per: Vec<Bag> = c.iter().map(|v| self.bag(v)).collect::<Result<_>>()?;
+                let n = per.iter().map(Bag::len).min().unwrap_or(0);
+                let mut data = Vec::with_capacity(n * self.length * c.len());
+                for j in 0..n {
+                    for b in &per {
+                        data.extend_from_slice(b.instance(j));
+                    }
+                }
+                Bag::new(self.length * c.len(), data)
+            }
+            Sample::Series(_) | Sample::Multi(_) => Err(MilError::InvalidData(format!(
+                "the model takes series of {} channel(s), got {}",
+                self.channels.max(1),
+                match sample {
+                    Sample::Multi(c) => c.len(),
+                    _ => 1,
+                }
+            ))),
+            Sample::Bag(_) => Err(MilError::InvalidData(
+                "this model scores series, got a bag".into(),
+            )),
+        }
     }
 }
 
@@ -86,15 +120,9 @@ impl<M> BagModel<M> {
     fn to_bag<'a>(&self, sample: &'a Sample, dim: usize) -> Result<std::borrow::Cow<'a, Bag>> {
         let bag = match (sample, &self.series) {
             (Sample::Bag(b), None) => Ok(std::borrow::Cow::Borrowed(b)),
-            (Sample::Series(v), Some(sb)) => Ok(std::borrow::Cow::Owned(sb.bag(v)?)),
-            (Sample::Bag(_), Some(_)) => Err(MilError::InvalidData(
-                "this model scores series, got a bag".into(),
-            )),
+            (_, Some(sb)) => Ok(std::borrow::Cow::Owned(sb.sample_bag(sample)?)),
             (Sample::Series(_) | Sample::Multi(_), None) => Err(MilError::InvalidData(
                 "this model scores bags, got a series".into(),
-            )),
-            (Sample::Multi(_), Some(_)) => Err(MilError::InvalidData(
-                "this model kind scores univariate series only".into(),
             )),
         }?;
         if bag.dim() != dim {
@@ -113,6 +141,11 @@ impl<M> BagModel<M> {
 
     fn length(&self) -> usize {
         self.series.map_or(1, |s| s.length)
+    }
+
+    /// A multichannel instance's channel count (0: one channel), as a contribution's block.
+    fn block(&self) -> usize {
+        self.series.map_or(0, |s| s.channels)
     }
 }
 
@@ -136,7 +169,7 @@ impl<M: InstanceScorer> BagModel<M> {
                 view: View::Raw,
                 znorm: false,
                 channel: 0,
-                block: 0,
+                block: self.block(),
                 similarity: f,
                 weight: 1.0,
                 contribution: f,
@@ -164,7 +197,7 @@ impl BagModel<BoxSvmModel> {
                 view: View::Raw,
                 znorm: false,
                 channel: 0,
-                block: 0,
+                block: self.block(),
                 similarity: if self.model.weights[j] != 0.0 {
                     t / self.model.weights[j]
                 } else {
@@ -223,42 +256,33 @@ struct ArtifactHeader {
 
 /// Bags of the samples for a bag kind, and how series were bagged (None for bag data).
 fn bag_dataset(ds: &Dataset, p: &FitParams) -> Result<(Dataset, Option<SeriesBagging>)> {
-    match ds.check_trainable()? {
-        super::InputKind::Bag { .. } => Ok((ds.clone(), None)),
-        super::InputKind::Multi { .. } => Err(MilError::InvalidData(
-            "this model kind takes univariate series only; multichannel series train lpboost"
-                .into(),
-        )),
-        super::InputKind::Series => {
-            let min_len = ds.min_series_len().unwrap_or(0);
-            let length =
-                super::shapelet::resolve_lengths(&p.lengths[..1.min(p.lengths.len())], min_len)?[0];
-            let sb = SeriesBagging {
-                length,
-                stride: p.stride,
-            };
-            let samples = ds
-                .samples
-                .iter()
-                .map(|s| match s {
-                    Sample::Series(v) => sb.bag(v).map(Sample::Bag),
-                    Sample::Bag(b) => Ok(Sample::Bag(b.clone())),
-                    Sample::Multi(_) => Err(MilError::InvalidData(
-                        "this model kind takes univariate series only; multichannel series train lpboost".into(),
-                    )),
-                })
-                .collect::<Result<_>>()?;
-            Ok((
-                Dataset {
-                    ids: ds.ids.clone(),
-                    samples,
-                    labels: ds.labels.clone(),
-                    channels: ds.channels.clone(),
-                },
-                Some(sb),
-            ))
-        }
-    }
+    let channels = match ds.check_trainable()? {
+        super::InputKind::Bag { .. } => return Ok((ds.clone(), None)),
+        super::InputKind::Multi { channels } => channels,
+        super::InputKind::Series => 0,
+    };
+    let min_len = ds.min_series_len().unwrap_or(0);
+    let length =
+        super::shapelet::resolve_lengths(&p.lengths[..1.min(p.lengths.len())], min_len)?[0];
+    let sb = SeriesBagging {
+        length,
+        stride: p.stride,
+        channels,
+    };
+    let samples = ds
+        .samples
+        .iter()
+        .map(|s| sb.sample_bag(s).map(Sample::Bag))
+        .collect::<Result<_>>()?;
+    Ok((
+        Dataset {
+            ids: ds.ids.clone(),
+            samples,
+            labels: ds.labels.clone(),
+            channels: ds.channels.clone(),
+        },
+        Some(sb),
+    ))
 }
 
 impl Model {
@@ -323,7 +347,7 @@ impl Model {
                     unlabeled
                         .iter()
                         .map(|s| match (s, &series) {
-                            (Sample::Series(v), Some(sb)) => sb.bag(v),
+                            (Sample::Series(_) | Sample::Multi(_), Some(sb)) => sb.sample_bag(s),
                             (Sample::Bag(b), None) => Ok(b.clone()),
                             _ => Err(MilError::InvalidData(
                                 "unlabeled samples must be of the training data's kind".into(),
@@ -373,6 +397,15 @@ impl Model {
             Model::Miordm(m) => m.model.binary_classes(),
             Model::MiSvm(m) => m.model.binary_classes(),
             Model::BoxSvm(m) => &m.model.classes,
+        }
+    }
+
+    /// Channel names of a multichannel model, from its training header (empty: unnamed,
+    /// or a kind that keeps none).
+    pub fn channel_names(&self) -> &[String] {
+        match self {
+            Model::LpboostShapelet(m) => &m.channel_names,
+            _ => &[],
         }
     }
 
@@ -480,6 +513,9 @@ impl Model {
 
 fn bag_input(series: Option<SeriesBagging>, dim: usize) -> super::InputKind {
     match series {
+        Some(sb) if sb.channels > 0 => super::InputKind::Multi {
+            channels: sb.channels,
+        },
         Some(_) => super::InputKind::Series,
         None => super::InputKind::Bag { dim },
     }

@@ -34,26 +34,48 @@ pub struct BenchOptions {
     /// (`s3://bucket/prefix`), with `store_options` as the `[object_store]` table.
     pub output: Option<String>,
     pub store_options: std::collections::BTreeMap<String, String>,
+    /// 1: GunPoint points and its model; 6: BasicMotions' six-channel points (`values`)
+    /// and a model trained on them.
+    pub channels: usize,
+}
+
+/// The bench's data: GunPoint, or BasicMotions for six channels.
+fn bench_data(channels: usize) -> anyhow::Result<crate::mil::Dataset> {
+    match channels {
+        1 => Ok(super::embedded::gunpoint_train()),
+        6 => Ok(super::embedded::basicmotions_train()),
+        c => anyhow::bail!("--channels {c}: the bench has data of 1 or 6 channels"),
+    }
+}
+
+/// One point of `sample` at step `k` as a JSON record.
+fn point_json(id: &str, ts: i64, sample: &Sample, k: usize) -> String {
+    match sample {
+        Sample::Multi(c) => {
+            let values: Vec<String> = c.iter().map(|v| v[k].to_string()).collect();
+            format!(
+                r#"{{"series_id":"{id}","ts":{ts},"values":[{}]}}"#,
+                values.join(",")
+            )
+        }
+        Sample::Series(v) => format!(r#"{{"series_id":"{id}","ts":{ts},"value":{}}}"#, v[k]),
+        Sample::Bag(_) => unreachable!("bench data are series"),
+    }
 }
 
 /// The messages, and the points they hold.
-fn messages(opts: &BenchOptions) -> (Vec<(String, String)>, usize) {
-    let test = super::embedded::gunpoint_train();
+fn messages(opts: &BenchOptions, data: &crate::mil::Dataset) -> (Vec<(String, String)>, usize) {
     let per_series = opts.points / opts.series.max(1);
     let total = per_series * opts.series.max(1);
+    let len = data.min_series_len().unwrap_or(1).max(1);
     let mut out = Vec::new();
     for s in 0..opts.series.max(1) {
         let id = format!("bench-{s}");
         let mut buf: Vec<String> = Vec::with_capacity(opts.batch);
         for j in 0..per_series {
-            let Sample::Series(v) = &test.samples[(s + j / 150) % test.len()] else {
-                continue;
-            };
+            let sample = &data.samples[(s + j / len) % data.len()];
             let ts = 1_700_000_001_500 + j as i64 * DEMO_POINT_SPACING_MS;
-            buf.push(format!(
-                r#"{{"series_id":"{id}","ts":{ts},"value":{}}}"#,
-                v[j % 150]
-            ));
+            buf.push(point_json(&id, ts, sample, j % len));
             if buf.len() == opts.batch {
                 let payload = if opts.batch == 1 {
                     buf.pop().expect("one")
@@ -152,13 +174,18 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     cfg.commit.interval_ms = 100;
     let topic = cfg.kafka.points_topic.clone();
     let bootstrap = start_mock_cluster(vec![topic.clone()], opts.partitions)?;
-    let model = train_embedded_model()?;
+    let data = bench_data(opts.channels)?;
+    let model = if opts.channels == 1 {
+        train_embedded_model()?
+    } else {
+        crate::mil::Model::fit(&data, &crate::mil::FitParams::default())?
+    };
     let scoring = Arc::new(ScoringModel {
         model,
         version: "bench".into(),
         generation: 1,
     });
-    let (msgs, n_points) = messages(&opts);
+    let (msgs, n_points) = messages(&opts, &data);
     let producer: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", &bootstrap)
         .set("linger.ms", "5")
@@ -280,6 +307,8 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         "seconds": secs,
         "startup_seconds": startup.as_secs_f64(),
         "points_per_second": n_points as f64 / secs,
+        "channels": opts.channels,
+        "channel_values_per_second": (n_points * opts.channels) as f64 / secs,
         "windows_scored": metrics.windows_scored.get(),
         "predictions_written": metrics.predictions_written.get(),
         "consume_to_durable_p50_seconds": quantile(h, 0.5),

@@ -17,6 +17,8 @@ use crate::mil::{Dataset, FitParams, Model, Sample};
 
 const GUNPOINT_TRAIN: &str = include_str!("../../tests/data/GunPoint_TRAIN.csv");
 const GUNPOINT_TEST: &str = include_str!("../../tests/data/GunPoint_TEST.csv");
+/// UEA BasicMotions (6 channels x 100 steps, 4 classes), the multichannel sample data.
+const BASICMOTIONS_TRAIN: &str = include_str!("../../tests/data/BasicMotions_TRAIN.csv");
 /// GunPoint series are 150 points; the demo spaces points 10 ms apart, so one series spans
 /// 1,500 ms, the default hop.
 pub const DEMO_POINT_SPACING_MS: i64 = 10;
@@ -53,6 +55,12 @@ pub fn start_mock_cluster(topics: Vec<String>, partitions: i32) -> anyhow::Resul
 /// The bundled GunPoint training set.
 pub fn gunpoint_train() -> Dataset {
     parse_ucr("GunPoint_TRAIN (bundled)", GUNPOINT_TRAIN).expect("the bundled GunPoint data parses")
+}
+
+/// The bundled BasicMotions training set (named channels, from the long CSV's header).
+pub fn basicmotions_train() -> Dataset {
+    crate::data::multichannel::parse_long("BasicMotions_TRAIN (bundled)", BASICMOTIONS_TRAIN)
+        .expect("the bundled BasicMotions data parses")
 }
 
 fn gunpoint_test() -> Dataset {

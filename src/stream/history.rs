@@ -10,16 +10,26 @@ use std::sync::Mutex;
 
 const SHARDS: usize = 16;
 
-/// A shard of series: id -> (ts, value) in event-time order.
-type SeriesShard = Mutex<HashMap<String, VecDeque<(i64, f64)>>>;
+/// A series' kept points: event times in order, and their values, `channels` per point
+/// (flat, so a univariate point costs no allocation of its own).
+#[derive(Default)]
+struct Kept {
+    channels: usize,
+    ts: VecDeque<i64>,
+    values: VecDeque<f64>,
+}
+
+/// A shard of series: id -> kept points.
+type SeriesShard = Mutex<HashMap<String, Kept>>;
 /// Bags by id (dim, row-major instances), and their arrival order.
 type BagMap = (HashMap<String, (usize, Vec<f64>)>, VecDeque<String>);
 
 /// What a label's segment found.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SegmentJoin {
-    /// The segment's points, in event-time order.
-    Ready(Vec<f64>),
+    /// The segment's points in event-time order, `channels` values per point (point by
+    /// point, channel by channel).
+    Ready { channels: usize, values: Vec<f64> },
     /// The series has no points up to the segment's end yet: try again later.
     NotYet,
     /// The segment starts before the kept history (or holds no points): it never will join.
@@ -49,30 +59,46 @@ impl SeriesHistory {
         }
     }
 
-    /// Records a point (any order; a point at a kept timestamp replaces nothing).
-    pub fn record(&self, series_id: &str, ts_ms: i64, value: f64) {
+    /// Records a point, one value per channel (any order; a point at a kept timestamp
+    /// replaces nothing). A point with another channel count than the kept ones starts the
+    /// series afresh: its shape changed, and a segment never mixes shapes.
+    pub fn record(&self, series_id: &str, ts_ms: i64, values: &[f64]) {
         let mut shard = self.shards[shard_of(series_id)]
             .lock()
             .expect("history lock");
-        let points = match shard.get_mut(series_id) {
+        let kept = match shard.get_mut(series_id) {
             Some(p) => p,
             None => shard.entry(series_id.to_string()).or_default(),
         };
-        match points.back() {
-            Some(&(last, _)) if ts_ms < last => {
-                let at = points.partition_point(|p| p.0 < ts_ms);
-                if points.get(at).is_some_and(|p| p.0 == ts_ms) {
+        let c = values.len();
+        if kept.channels != c {
+            *kept = Kept {
+                channels: c,
+                ..Kept::default()
+            };
+        }
+        match kept.ts.back() {
+            Some(&last) if ts_ms < last => {
+                let at = kept.ts.partition_point(|&t| t < ts_ms);
+                if kept.ts.get(at) == Some(&ts_ms) {
                     return;
                 }
-                points.insert(at, (ts_ms, value));
+                kept.ts.insert(at, ts_ms);
+                for (i, &v) in values.iter().enumerate() {
+                    kept.values.insert(at * c + i, v);
+                }
             }
-            Some(&(last, _)) if ts_ms == last => return,
-            _ => points.push_back((ts_ms, value)),
+            Some(&last) if ts_ms == last => return,
+            _ => {
+                kept.ts.push_back(ts_ms);
+                kept.values.extend(values);
+            }
         }
-        let newest = points.back().map_or(ts_ms, |p| p.0);
+        let newest = kept.ts.back().copied().unwrap_or(ts_ms);
         let cutoff = newest.saturating_sub(self.horizon_ms);
-        while points.len() > self.max_points || points.front().is_some_and(|p| p.0 < cutoff) {
-            points.pop_front();
+        while kept.ts.len() > self.max_points || kept.ts.front().is_some_and(|&t| t < cutoff) {
+            kept.ts.pop_front();
+            kept.values.drain(..c);
         }
     }
 
@@ -81,10 +107,10 @@ impl SeriesHistory {
         let shard = self.shards[shard_of(series_id)]
             .lock()
             .expect("history lock");
-        let Some(points) = shard.get(series_id) else {
+        let Some(kept) = shard.get(series_id) else {
             return SegmentJoin::NotYet;
         };
-        let (Some(&(oldest, _)), Some(&(newest, _))) = (points.front(), points.back()) else {
+        let (Some(&oldest), Some(&newest)) = (kept.ts.front(), kept.ts.back()) else {
             return SegmentJoin::NotYet;
         };
         if newest < end_ms {
@@ -95,18 +121,18 @@ impl SeriesHistory {
                 "series '{series_id}' is kept from ts {oldest} on (training.history_ms / history_points); the segment starts at {start_ms}"
             ));
         }
-        let from = points.partition_point(|p| p.0 < start_ms);
-        let values: Vec<f64> = points
-            .range(from..)
-            .take_while(|p| p.0 <= end_ms)
-            .map(|p| p.1)
-            .collect();
-        if values.is_empty() {
+        let from = kept.ts.partition_point(|&t| t < start_ms);
+        let to = kept.ts.partition_point(|&t| t <= end_ms);
+        if to <= from {
             return SegmentJoin::Gone(format!(
                 "series '{series_id}' has no points in [{start_ms}, {end_ms}]"
             ));
         }
-        SegmentJoin::Ready(values)
+        let c = kept.channels;
+        SegmentJoin::Ready {
+            channels: c,
+            values: kept.values.range(from * c..to * c).copied().collect(),
+        }
     }
 
     /// Series with kept points.
@@ -166,26 +192,54 @@ impl BagCache {
 mod tests {
     use super::*;
 
+    fn ready(values: Vec<f64>) -> SegmentJoin {
+        SegmentJoin::Ready {
+            channels: 1,
+            values,
+        }
+    }
+
     #[test]
     fn segments_join_wait_or_are_gone() {
         let h = SeriesHistory::new(100, 1_000);
         for ts in [10, 20, 40, 30, 50, 30] {
-            h.record("s", ts, ts as f64);
+            h.record("s", ts, &[ts as f64]);
         }
-        assert_eq!(
-            h.segment("s", 20, 40),
-            SegmentJoin::Ready(vec![20.0, 30.0, 40.0])
-        );
+        assert_eq!(h.segment("s", 20, 40), ready(vec![20.0, 30.0, 40.0]));
         assert_eq!(h.segment("s", 20, 60), SegmentJoin::NotYet);
         assert_eq!(h.segment("other", 0, 1), SegmentJoin::NotYet);
         // The horizon drops points older than newest - 100.
-        h.record("s", 125, 0.0);
+        h.record("s", 125, &[0.0]);
         assert!(matches!(h.segment("s", 10, 40), SegmentJoin::Gone(_)));
-        assert_eq!(
-            h.segment("s", 30, 50),
-            SegmentJoin::Ready(vec![30.0, 40.0, 50.0])
-        );
+        assert_eq!(h.segment("s", 30, 50), ready(vec![30.0, 40.0, 50.0]));
         assert!(matches!(h.segment("s", 51, 60), SegmentJoin::Gone(_)));
+    }
+
+    #[test]
+    fn multichannel_points_keep_every_channel_in_time_order() {
+        let h = SeriesHistory::new(1_000, 3);
+        for ts in [10, 30, 20, 40] {
+            let t = ts as f64;
+            h.record("imu", ts, &[t, -t]);
+        }
+        // At most 3 points: 10 is gone; 20 came late and sits in order.
+        assert_eq!(
+            h.segment("imu", 20, 40),
+            SegmentJoin::Ready {
+                channels: 2,
+                values: vec![20.0, -20.0, 30.0, -30.0, 40.0, -40.0]
+            }
+        );
+        assert!(matches!(h.segment("imu", 10, 40), SegmentJoin::Gone(_)));
+        // Another channel count starts the series afresh.
+        h.record("imu", 50, &[1.0, 2.0, 3.0]);
+        assert_eq!(
+            h.segment("imu", 50, 50),
+            SegmentJoin::Ready {
+                channels: 3,
+                values: vec![1.0, 2.0, 3.0]
+            }
+        );
     }
 
     #[test]

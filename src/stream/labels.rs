@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::history::SegmentJoin;
-use super::record::{BagRecord, DeadLetterRecord, DeadReason, LabelRecord, Rejected};
+use super::record::{BagRecord, DeadLetterRecord, DeadReason, LabelRecord, Point, Rejected};
 use super::serving::ServingModel;
 use super::training::{Example, TrainingRuntime};
 use super::window::ScoringModel;
@@ -97,9 +97,17 @@ impl LabelJoiner {
         }
     }
 
-    /// Keeps an accepted point for labels that name its series.
-    pub fn record_point(&self, series_id: &str, ts_ms: i64, value: f64) {
-        self.training.history.record(series_id, ts_ms, value);
+    /// Keeps an accepted point (its value per channel) for labels that name its series.
+    pub fn record_point(&self, pt: &Point) {
+        let h = &self.training.history;
+        if pt.rest.is_empty() {
+            h.record(&pt.series_id, pt.ts_ms, &[pt.value]);
+        } else {
+            let values: Vec<f64> = std::iter::once(pt.value)
+                .chain(pt.rest.iter().copied())
+                .collect();
+            h.record(&pt.series_id, pt.ts_ms, &values);
+        }
     }
 
     /// Keeps a bag for labels that name it, and its inline label as an example.
@@ -203,7 +211,7 @@ impl LabelJoiner {
         }
         let (dim, values) = match segment {
             Some((start, end)) => match t.history.segment(key, start, end) {
-                SegmentJoin::Ready(v) => (1, v),
+                SegmentJoin::Ready { channels, values } => (channels, values),
                 SegmentJoin::NotYet => return LabelJoin::Wait,
                 SegmentJoin::Gone(detail) => {
                     return LabelJoin::Dead(Rejected {

@@ -308,7 +308,9 @@ pub fn train_candidate(
             ),
         ));
     }
-    let ds = training::to_dataset(train);
+    let mut ds = training::to_dataset(train);
+    // A retrain keeps the champion's channel names (the stream carries none).
+    ds.channels = champion.map_or_else(Vec::new, |m| m.channel_names().to_vec());
     let mut params = match champion {
         Some(m) => m.params().clone(),
         None => FitParams::default(),

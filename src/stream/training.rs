@@ -45,9 +45,10 @@ pub struct Example {
     /// Some for a series segment `[start, end]`; None for a bag.
     pub segment: Option<(i64, i64)>,
     pub label: String,
-    /// Values per instance: 1 for a series.
+    /// Values per instance of a bag; a series segment's channel count (1: univariate).
     pub dim: usize,
-    /// The segment's points, or the bag's instances row-major.
+    /// The segment's points (point by point, channel by channel), or the bag's instances
+    /// row-major.
     pub values: Vec<f64>,
     pub source_topic: String,
     pub source_partition: i32,
@@ -64,7 +65,17 @@ impl Example {
 
     pub fn sample(&self) -> Option<Sample> {
         match self.segment {
-            Some(_) => Some(Sample::Series(self.values.clone())),
+            Some(_) if self.dim <= 1 => Some(Sample::Series(self.values.clone())),
+            Some(_) => {
+                let c = self.dim;
+                self.values.len().is_multiple_of(c).then(|| {
+                    Sample::Multi(
+                        (0..c)
+                            .map(|k| self.values.iter().skip(k).step_by(c).copied().collect())
+                            .collect(),
+                    )
+                })
+            }
             None => Bag::new(self.dim, self.values.clone())
                 .ok()
                 .map(Sample::Bag),

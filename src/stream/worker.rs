@@ -332,11 +332,10 @@ impl Worker {
         p.records.inc_by(results.len() as u64);
         for r in results {
             match r {
-                // A trainer keeps the raw history only (univariate: the history and the
-                // training store hold one value per point).
+                // A trainer keeps the raw history only (every channel of each point).
                 Ok(Record::Point(pt)) if p.windows.is_none() => {
-                    if let Some(l) = env.labels.as_ref().filter(|_| pt.rest.is_empty()) {
-                        l.record_point(&pt.series_id, pt.ts_ms, pt.value);
+                    if let Some(l) = &env.labels {
+                        l.record_point(&pt);
                     }
                 }
                 // A series has the channel count of the model that scores it.
@@ -357,8 +356,8 @@ impl Worker {
                     let w = p.windows.as_mut().expect("checked above");
                     match w.on_point(&pt, offset, &series_model, emit, &mut windows_out) {
                         PointOutcome::Accepted => {
-                            if let Some(l) = env.labels.as_ref().filter(|_| pt.rest.is_empty()) {
-                                l.record_point(&pt.series_id, pt.ts_ms, pt.value);
+                            if let Some(l) = &env.labels {
+                                l.record_point(&pt);
                             }
                         }
                         PointOutcome::Duplicate => metrics.duplicates_dropped.inc(),

@@ -45,6 +45,8 @@ pub static PREDICTION_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
         Field::new("top_class", list_of(DataType::Utf8), false),
         Field::new("top_offset", list_of(DataType::UInt32), false),
         Field::new("top_contribution", list_of(DataType::Float64), false),
+        // The channel each top hypothesis reads (multichannel models; null otherwise).
+        Field::new("top_channel", list_of(DataType::Utf8), false),
         Field::new("source_topic", DataType::Utf8, false),
         Field::new("source_partition", DataType::Int32, false),
         Field::new("source_offset", DataType::Int64, false),
@@ -81,6 +83,7 @@ pub fn prediction_batch(rows: &[PredictionRecord]) -> RecordBatch {
     let mut top_c = ListBuilder::new(StringBuilder::new());
     let mut top_o = ListBuilder::new(UInt32Builder::new());
     let mut top_v = ListBuilder::new(Float64Builder::new());
+    let mut top_ch = ListBuilder::new(StringBuilder::new());
     let mut topic = StringBuilder::with_capacity(n, n * 16);
     let mut partition = Int32Builder::with_capacity(n);
     let mut offset = Int64Builder::with_capacity(n);
@@ -105,11 +108,13 @@ pub fn prediction_batch(rows: &[PredictionRecord]) -> RecordBatch {
             top_c.values().append_value(&t.class);
             top_o.values().append_value(t.offset);
             top_v.values().append_value(t.contribution);
+            top_ch.values().append_option(t.channel.as_deref());
         }
         top_h.append(true);
         top_c.append(true);
         top_o.append(true);
         top_v.append(true);
+        top_ch.append(true);
         topic.append_value(&r.source_topic);
         partition.append_value(r.source_partition);
         offset.append_value(r.source_offset);
@@ -130,6 +135,7 @@ pub fn prediction_batch(rows: &[PredictionRecord]) -> RecordBatch {
         Arc::new(top_c.finish()),
         Arc::new(top_o.finish()),
         Arc::new(top_v.finish()),
+        Arc::new(top_ch.finish()),
         Arc::new(topic.finish()),
         Arc::new(partition.finish()),
         Arc::new(offset.finish()),
