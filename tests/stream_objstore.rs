@@ -357,17 +357,35 @@ fn a_trainer_publishes_to_an_s3_registry_and_a_scorer_process_swaps_to_it() {
         milstream::stream::registry::Registry::open_with(Path::new(&registry), &moto.options())
             .unwrap();
     let mut r = 0;
+    // The version the scorer started with (it and the trainer may both publish a first
+    // version when they start together on an empty registry); done when it has swapped to
+    // another and written predictions with it.
+    let scorer_log = || std::fs::read_to_string(dir.join("scorer.log")).unwrap_or_default();
+    let started_with = |log: &str| {
+        log.lines()
+            .find_map(|l| l.strip_prefix("milstream: scoring with model "))
+            .map(str::to_string)
+    };
     let swapped = wait_until(Duration::from_secs(150), || {
         if r < 30 {
             produce_all(&p, &labeled_round(&test, r, 4));
             r += 1;
             std::thread::sleep(Duration::from_millis(300));
         }
-        let versions = reg.versions().unwrap_or_default();
-        versions.len() >= 2
-            && read_store_predictions(&out)
+        let log = scorer_log();
+        let Some(first) = started_with(&log) else {
+            return false;
+        };
+        let written: BTreeSet<String> = read_store_predictions(&out)
+            .into_iter()
+            .map(|row| row.model_version)
+            .filter(|v| v.starts_with('v') && *v != first)
+            .collect();
+        // A version the trainer fitted (its card says so), not a start-up model.
+        log.contains("swapping to the registry's current model")
+            && written
                 .iter()
-                .any(|row| row.model_version.starts_with('v') && row.model_version > versions[0])
+                .any(|v| reg.load(v).is_ok_and(|(_, card)| card.source == "trainer"))
     });
     unsafe { libc::kill(scorer.id() as i32, libc::SIGTERM) };
     let status = scorer.wait().unwrap();
