@@ -54,12 +54,16 @@ pub fn read_dataset(path: &Path, format: Option<Format>) -> Result<Dataset, Data
         file: file.clone(),
         source,
     })?;
-    let format = format.unwrap_or_else(|| detect_format(&text));
-    match format {
-        Format::Ucr => parse_ucr(&file, &text),
-        Format::Mil => parse_mil(&file, &text),
-        Format::Ts => parse_ts(&file, &text),
-        Format::Long => parse_long(&file, &text),
+    parse_dataset(&file, &text, format)
+}
+
+/// Parses `text` (named `file` in errors) in `format`, or the format detected from it.
+pub fn parse_dataset(file: &str, text: &str, format: Option<Format>) -> Result<Dataset, DataError> {
+    match format.unwrap_or_else(|| detect_format(text)) {
+        Format::Ucr => parse_ucr(file, text),
+        Format::Mil => parse_mil(file, text),
+        Format::Ts => parse_ts(file, text),
+        Format::Long => parse_long(file, text),
     }
 }
 

@@ -32,6 +32,7 @@ pub struct Health {
     ready: AtomicBool,
     sink_failing: AtomicBool,
     commit_failing: AtomicBool,
+    brokers_down: AtomicBool,
 }
 
 impl Health {
@@ -51,6 +52,12 @@ impl Health {
         self.commit_failing.store(failing, Ordering::Relaxed);
     }
 
+    /// No broker is reachable (true; librdkafka's all-brokers-down, or statistics with no
+    /// broker up) or one is again (false).
+    pub fn set_brokers_down(&self, down: bool) {
+        self.brokers_down.store(down, Ordering::Relaxed);
+    }
+
     /// Whether `/readyz` answers 200.
     pub fn is_ready(&self) -> bool {
         self.not_ready_reason().is_none()
@@ -60,6 +67,8 @@ impl Health {
     pub fn not_ready_reason(&self) -> Option<&'static str> {
         if !self.ready.load(Ordering::Relaxed) {
             Some("not ready: no partitions being consumed (starting, rebalancing or stopping)")
+        } else if self.brokers_down.load(Ordering::Relaxed) {
+            Some("not ready: no Kafka broker is reachable (consuming and committing wait)")
         } else if self.sink_failing.load(Ordering::Relaxed) {
             Some("not ready: a sink is failing to write (see milstream_sink_errors_total)")
         } else if self.commit_failing.load(Ordering::Relaxed) {

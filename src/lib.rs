@@ -6,6 +6,7 @@ pub mod card;
 pub mod config;
 pub mod data;
 pub mod figure;
+pub mod fuzzing;
 pub mod http;
 pub mod metrics;
 pub mod mil;

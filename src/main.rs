@@ -77,6 +77,16 @@ fn run(cli: Cli) -> Result<()> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The commands that print results end quietly when their reader goes away
+    // (`milstream predict ... | head`), as Unix filters do. The daemon and the network
+    // commands keep Rust's ignored SIGPIPE, so a closed socket is an error, not an exit.
+    if !matches!(
+        cli.command,
+        Command::Run(_) | Command::DemoFeed(_) | Command::BenchStream(_)
+    ) {
+        // SAFETY: called before any thread starts; SIG_DFL is a valid disposition.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let logs = tracing_subscriber::fmt()

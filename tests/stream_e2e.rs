@@ -499,3 +499,39 @@ fn six_channel_points_end_to_end() {
         );
     }
 }
+
+/// The end-to-end test against a real broker, Tansu. Run by
+/// `scripts/real-broker-tests.sh`.
+#[test]
+#[ignore]
+fn tansu_end_to_end_predictions_equal_offline_predict() {
+    let broker = common::tansu::Tansu::start("e2e", 4);
+    let dir = scratch("tansu-e2e");
+    let out = dir.join("out");
+    let (model_path, model) = model_file(&dir);
+    let stream = known_stream(6, 4, 1_700_000_001_500);
+    let expected = expected_windows(&stream);
+    produce_all(&producer(&broker.bootstrap), &point_messages(&stream));
+    let (daemon, stop) = spawn_daemon(config(
+        &broker.bootstrap,
+        &out,
+        &model_path,
+        "tansu-e2e",
+        "",
+    ));
+    let want: BTreeSet<_> = expected.keys().cloned().collect();
+    let done = wait_until(Duration::from_secs(120), || {
+        window_keys(&read_predictions(&out)).is_superset(&want)
+    });
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    assert!(done, "not every expected window was written in time");
+    let rows = read_predictions(&out);
+    assert_eq!(window_keys(&rows), want, "exactly the expected windows");
+    assert_eq!(rows.len(), want.len(), "no duplicate rows");
+    for r in &rows {
+        let w = &expected[&(r.key.clone(), r.start.unwrap(), r.end.unwrap())];
+        let offline = model.predict(&Sample::Series(w.clone())).unwrap();
+        assert_eq!(r.scores, offline.scores, "{r:?}");
+    }
+}

@@ -71,9 +71,14 @@ struct CrashRun {
 /// moments after it owns its partitions, restarts it until every window arrived and stops
 /// it with SIGTERM. `commit_extra` goes into the config's `[commit]` section.
 fn crash_loop(group: &str, commit_extra: &str) -> CrashRun {
+    crash_loop_on(&cluster(3), group, commit_extra)
+}
+
+/// [`crash_loop`] against the broker at `bootstrap`.
+fn crash_loop_on(bootstrap: &str, group: &str, commit_extra: &str) -> CrashRun {
     let dir = scratch(group);
     let out = dir.join("out");
-    let bootstrap = cluster(3);
+    let bootstrap = bootstrap.to_string();
     let (model_path, model) = model_file(&dir);
     let stream = known_stream(6, 6, 1_700_000_001_500);
     let expected = expected_windows(&stream);
@@ -267,9 +272,14 @@ for f in sorted(glob.glob(sys.argv[1] + "/predictions/*/*.parquet")):
 
 #[test]
 fn a_second_member_joins_mid_stream_and_together_they_emit_everything() {
-    let dir = scratch("rebalance");
+    second_member_joins(&cluster(4), "rebalance");
+}
+
+/// Two daemons in one group on the broker at `bootstrap`: the second joins mid-stream.
+fn second_member_joins(bootstrap: &str, group: &str) {
+    let dir = scratch(group);
     let out = dir.join("out");
-    let bootstrap = cluster(4);
+    let bootstrap = bootstrap.to_string();
     let (model_path, _) = model_file(&dir);
     let stream = known_stream(8, 5, 1_700_000_001_500);
     let expected = expected_windows(&stream);
@@ -277,7 +287,7 @@ fn a_second_member_joins_mid_stream_and_together_they_emit_everything() {
     // The same model under two file names: model_version then tells which member wrote a row.
     let model_b = dir.join("member-b.json");
     std::fs::copy(&model_path, &model_b).unwrap();
-    let cfg_a = config(&bootstrap, &out, &model_path, "rebalance", "");
+    let cfg_a = config(&bootstrap, &out, &model_path, group, "");
     let mut cfg_b = cfg_a.clone();
     cfg_b.model.series_path = Some(model_b);
     let (feeder, fed) = paced_producer(bootstrap.clone(), point_messages(&stream), 250);
@@ -326,6 +336,120 @@ fn a_second_member_joins_mid_stream_and_together_they_emit_everything() {
     eprintln!("rebalance: {} rows for {} keys", rows.len(), want.len());
 }
 
+/// Whether a prediction file was renamed into place after `t` (a rewrite counts).
+fn file_written_since(out: &Path, t: std::time::SystemTime) -> bool {
+    let Ok(dates) = std::fs::read_dir(out.join("predictions")) else {
+        return false;
+    };
+    dates.flatten().any(|d| {
+        std::fs::read_dir(d.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|f| {
+                !f.file_name().to_string_lossy().starts_with('.')
+                    && f.metadata().and_then(|m| m.modified()).is_ok_and(|m| m > t)
+            })
+    })
+}
+
+/// The crash-loop soak: a producer at a fixed rate, the daemon SIGKILLed at
+/// `MILSTREAM_SOAK_KILLS` (default 50) random moments over about ten minutes, restarted each
+/// time; then every (key, window) compared with the never-killed reference (the offline
+/// predict of the same points). Prints lost, duplicated, differing and the distribution of
+/// kill-to-first-new-file times. Run with
+/// `cargo test --release --test stream_recovery -- --ignored --nocapture soak`.
+#[test]
+#[ignore]
+fn soak_sigkill_at_fifty_random_moments() {
+    use rand::{Rng, SeedableRng};
+    let kills: usize = std::env::var("MILSTREAM_SOAK_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50);
+    let group = "soak";
+    let dir = scratch(group);
+    let out = dir.join("out");
+    let bootstrap = cluster(3);
+    let (model_path, model) = model_file(&dir);
+    // 8 sensors x 60 series x 150 points = 72,000 points at 120 points/s: ten minutes.
+    let stream = known_stream(8, 60, 1_700_000_001_500);
+    let expected = expected_windows(&stream);
+    let _ = config(&bootstrap, &out, &model_path, group, "");
+    let cfg_path = config_path(&out, group);
+    let (feeder, fed) = paced_producer(bootstrap.clone(), point_messages(&stream), 120);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(50);
+    let mut restarts: Vec<f64> = Vec::new();
+    let mut without_file = 0usize;
+    let mut child = spawn_child(&cfg_path, &dir.join("child-0.log"));
+    let mut killed: Option<(Instant, std::time::SystemTime)> = None;
+    for i in 0..kills {
+        let deadline = Instant::now() + Duration::from_millis(rng.random_range(2_000..14_000));
+        let mut first = None;
+        while Instant::now() < deadline {
+            if let (None, Some((at, since))) = (first, killed) {
+                if file_written_since(&out, since) {
+                    first = Some(at.elapsed().as_secs_f64());
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if killed.is_some() {
+            match first {
+                Some(s) => restarts.push(s),
+                None => without_file += 1,
+            }
+        }
+        child.kill().expect("SIGKILL");
+        child.wait().unwrap();
+        killed = Some((Instant::now(), std::time::SystemTime::now()));
+        child = spawn_child(&cfg_path, &dir.join(format!("child-{}.log", i + 1)));
+    }
+    let want: BTreeSet<_> = expected.keys().cloned().collect();
+    let (at, since) = killed.expect("at least one kill");
+    if wait_until(Duration::from_secs(120), || file_written_since(&out, since)) {
+        restarts.push(at.elapsed().as_secs_f64());
+    }
+    let complete = wait_until(Duration::from_secs(900), || {
+        fed.load(Ordering::SeqCst) && window_keys(&read_predictions(&out)).is_superset(&want)
+    });
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    feeder.join().unwrap();
+    let rows = read_predictions(&out);
+    let got = window_keys(&rows);
+    let lost = want.difference(&got).count();
+    let duplicated = rows.len() - got.len();
+    let differing = rows
+        .iter()
+        .filter(|r| {
+            let w = &expected[&(r.key.clone(), r.start.unwrap(), r.end.unwrap())];
+            r.scores != model.predict(&Sample::Series(w.clone())).unwrap().scores
+        })
+        .count();
+    restarts.sort_by(f64::total_cmp);
+    let q = |p: f64| restarts[((restarts.len() - 1) as f64 * p).round() as usize];
+    eprintln!(
+        "soak: {kills} SIGKILLs; {} windows expected, {} rows: lost {lost}, duplicated {duplicated}, \
+         differing {differing}; temp files left {}",
+        want.len(),
+        rows.len(),
+        temp_files(&out).len()
+    );
+    eprintln!(
+        "kill-to-first-new-file (s): n {} min {:.1} median {:.1} p90 {:.1} max {:.1}; \
+         {without_file} restarts were killed again before their first file",
+        restarts.len(),
+        q(0.0),
+        q(0.5),
+        q(0.9),
+        q(1.0)
+    );
+    assert!(complete && status.success(), "the final run did not finish");
+    assert_eq!((lost, duplicated, differing), (0, 0, 0));
+    assert!(temp_files(&out).is_empty());
+}
+
 /// Seconds from a SIGKILL to the restarted child's first new durable file, with the group's
 /// session timeout at librdkafka's default (45 s), for dynamic and for static membership
 /// (`kafka.instance_id`).
@@ -365,21 +489,7 @@ fn kill_to_first_file_with_and_without_static_membership() {
         // A prediction file renamed into place after the kill (a rewrite counts: it is
         // the restarted child's first durable output).
         let new_file = wait_until(Duration::from_secs(120), || {
-            let Ok(dates) = std::fs::read_dir(out.join("predictions")) else {
-                return false;
-            };
-            dates.flatten().any(|d| {
-                std::fs::read_dir(d.path())
-                    .into_iter()
-                    .flatten()
-                    .flatten()
-                    .any(|f| {
-                        !f.file_name().to_string_lossy().starts_with('.')
-                            && f.metadata()
-                                .and_then(|m| m.modified())
-                                .is_ok_and(|t| t > killed_at)
-                    })
-            })
+            file_written_since(&out, killed_at)
         });
         let secs = killed.elapsed().as_secs_f64();
         child.kill().unwrap();
@@ -394,4 +504,27 @@ fn kill_to_first_file_with_and_without_static_membership() {
     // does not shorten the restart there (measured 89.8 s dynamic, 89.9 s static); a
     // real broker (KIP-345, Kafka 2.3+) hands the partitions back on the rejoin.
     eprintln!("figures: {figures:?}");
+}
+
+/// The real broker (Tansu, which drops commit metadata): SIGKILL recovery goes through the
+/// output files' replay points. Run by `scripts/real-broker-tests.sh`.
+#[test]
+#[ignore]
+fn tansu_sigkill_mid_stream_then_restart_gives_every_prediction_exactly_once() {
+    let broker = common::tansu::Tansu::start("crash", 3);
+    let run = crash_loop_on(&broker.bootstrap, "tansu-crash", "");
+    let restarts = format!("{}\n{}", run.history, run.final_log);
+    assert!(
+        restarts.contains("source=\"output_file\""),
+        "no restart recovered its replay point from a file:\n{restarts}"
+    );
+    assert_exactly_the_expected_windows(&run);
+}
+
+/// Two daemons on Tansu: a rebalance splits the partitions and nothing is lost.
+#[test]
+#[ignore]
+fn tansu_a_second_member_joins_mid_stream() {
+    let broker = common::tansu::Tansu::start("rebalance", 4);
+    second_member_joins(&broker.bootstrap, "tansu-rebalance");
 }

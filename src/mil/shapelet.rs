@@ -639,9 +639,34 @@ impl ShapeletModel {
         if n == 1 && self.ensembles[0].positive_class != 1 {
             return bad("a single binary ensemble must have class 1 as its positive class".into());
         }
+        // Channels a space may read: a multichannel model's, one for a univariate series,
+        // none (channel 0, no block) for bags.
+        let channels = match self.input {
+            InputKind::Multi { channels } => channels,
+            _ => 1,
+        };
         for (s, sp) in self.spaces.iter().enumerate() {
             if sp.dilation == 0 {
                 return bad(format!("space {s} has dilation 0"));
+            }
+            if sp.channel >= channels || (sp.block != 0 && sp.block != channels) {
+                return bad(format!(
+                    "space {s} reads channel {} (block {}) of a {channels}-channel input",
+                    sp.channel, sp.block
+                ));
+            }
+            // Sizes an artifact may claim: the footprint and the representatives' values
+            // must be countable (a forged artifact must not overflow them).
+            let values = sp
+                .length
+                .checked_mul(sp.block.max(1))
+                .and_then(|d| d.checked_mul(sp.count));
+            let footprint = (sp.length.max(1) - 1).checked_mul(sp.dilation);
+            if values.is_none() || footprint.is_none_or(|f| f > 1 << 40) {
+                return bad(format!(
+                    "space {s}: length {}, dilation {} and {} representatives are out of range",
+                    sp.length, sp.dilation, sp.count
+                ));
             }
             if sp.length == 0 || sp.representatives.len() != sp.count * sp.extraction().dim() {
                 return bad(format!(

@@ -328,6 +328,18 @@ impl ClientContext for Ctx {
         let Some(state) = self.state.get() else {
             return;
         };
+        // Readiness follows the brokers: none up means nothing is consumed or committed.
+        // (Broker entries with node id -1 are the bootstrap addresses, not brokers.)
+        let known: Vec<&rdkafka::statistics::Broker> = statistics
+            .brokers
+            .values()
+            .filter(|b| b.nodeid >= 0)
+            .collect();
+        if !known.is_empty() {
+            state
+                .health
+                .set_brokers_down(!known.iter().any(|b| b.state == "UP"));
+        }
         for (topic, t) in &statistics.topics {
             for (partition, p) in &t.partitions {
                 // -1 is librdkafka's internal partition; a negative lag is "unknown".
@@ -340,6 +352,17 @@ impl ClientContext for Ctx {
                 }
             }
         }
+    }
+
+    /// librdkafka's global errors: all brokers down makes the daemon not ready until the
+    /// statistics see a broker up again.
+    fn error(&self, error: rdkafka::error::KafkaError, reason: &str) {
+        if error.rdkafka_error_code() == Some(rdkafka::types::RDKafkaErrorCode::AllBrokersDown) {
+            if let Some(state) = self.state.get() {
+                state.health.set_brokers_down(true);
+            }
+        }
+        warn!(%error, reason, "librdkafka error");
     }
 }
 

@@ -38,4 +38,5 @@ pub fn scratch(name: &str) -> PathBuf {
 
 pub mod s3;
 pub mod stream;
+pub mod tansu;
 pub mod tools;

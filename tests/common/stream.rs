@@ -460,3 +460,122 @@ pub fn sample(text: &str, series: &str) -> f64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(f64::NAN)
 }
+
+/// A fault to inject into a [`controlled_cluster`].
+pub enum Fault {
+    /// Take the cluster's one broker down, or bring it up.
+    BrokerDown,
+    BrokerUp,
+    /// The next `n` OffsetCommit requests fail (a non-retriable error, so the daemon's
+    /// committer sees each failure).
+    FailCommits(usize),
+    /// Every request to broker `id` takes this long.
+    SlowBroker(i32, Duration),
+}
+
+/// A mock cluster like [`cluster`] whose broker can be taken down and whose requests can be
+/// made to fail: the cluster lives on its own thread (it is not `Send`), faults go there.
+pub fn controlled_cluster(partitions: i32) -> (String, std::sync::mpsc::Sender<Fault>) {
+    controlled_cluster_with(partitions, 1, &[])
+}
+
+/// [`controlled_cluster`] of `brokers` brokers, with `topics` (name, leader broker) created
+/// besides the input topics (whose leaders the mock cluster picks).
+pub fn controlled_cluster_with(
+    partitions: i32,
+    brokers: i32,
+    topics: &[(&str, i32)],
+) -> (String, std::sync::mpsc::Sender<Fault>) {
+    let topics: Vec<(String, i32)> = topics.iter().map(|(t, b)| (t.to_string(), *b)).collect();
+    use rdkafka::mocking::MockCluster;
+    use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let (fault_tx, fault_rx) = std::sync::mpsc::channel::<Fault>();
+    std::thread::spawn(move || {
+        let cluster = MockCluster::new(brokers).expect("mock cluster");
+        for t in [POINTS, BAGS, LABELS, MODELS] {
+            cluster.create_topic(t, partitions, 1).expect("topic");
+        }
+        // With several brokers the inputs stay on broker 1, so slowing another broker
+        // slows only what it leads.
+        if brokers > 1 {
+            for t in [POINTS, BAGS, LABELS, MODELS] {
+                for p in 0..partitions {
+                    cluster
+                        .partition_leader(t, p, Some(1))
+                        .expect("partition leader");
+                }
+            }
+        }
+        for (t, leader) in &topics {
+            cluster.create_topic(t, partitions, 1).expect("topic");
+            for p in 0..partitions {
+                cluster
+                    .partition_leader(t, p, Some(*leader))
+                    .expect("partition leader");
+            }
+        }
+        addr_tx.send(cluster.bootstrap_servers()).unwrap();
+        // Runs until the test process ends (the sender lives in the test).
+        while let Ok(f) = fault_rx.recv() {
+            match f {
+                Fault::BrokerDown => cluster.broker_down(1).expect("broker down"),
+                Fault::BrokerUp => cluster.broker_up(1).expect("broker up"),
+                Fault::FailCommits(n) => cluster.request_errors(
+                    RDKafkaApiKey::OffsetCommit,
+                    &vec![RDKafkaRespErr::RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED; n],
+                ),
+                Fault::SlowBroker(id, d) => cluster
+                    .broker_round_trip_time(id, d)
+                    .expect("round trip time"),
+            }
+        }
+        loop {
+            std::thread::park();
+        }
+    });
+    (addr_rx.recv().unwrap(), fault_tx)
+}
+
+/// The status code of `GET /readyz` on `port` (0 when nothing answers).
+pub fn readyz(port: u16) -> u16 {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return 0;
+    };
+    let _ = s.write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The group's committed offset per partition of `topic` (absent: none committed).
+pub fn committed_offsets(
+    bootstrap: &str,
+    group: &str,
+    topic: &str,
+    partitions: i32,
+) -> BTreeMap<i32, i64> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::{Offset, TopicPartitionList};
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..partitions {
+        tpl.add_partition(topic, p);
+    }
+    let got = c.committed_offsets(tpl, Duration::from_secs(10)).unwrap();
+    got.elements()
+        .iter()
+        .filter_map(|e| match e.offset() {
+            Offset::Offset(o) => Some((e.partition(), o)),
+            _ => None,
+        })
+        .collect()
+}

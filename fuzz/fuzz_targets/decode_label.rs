@@ -1,0 +1,8 @@
+//! The label decoder on arbitrary bytes from the wire: no panic, bounded work.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    milstream::fuzzing::decode(milstream::stream::record::RecordKind::Label, data);
+});

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The tests against a real Kafka-protocol broker, Tansu (issue 16): the end-to-end test,
+# SIGKILL recovery (Tansu drops offset-commit metadata, so restarts recover the replay point
+# from the output files) and a rebalance with two daemons. Installs Tansu 0.6.0 into
+# .tools/tansu when missing (about 20 minutes of compiling on 2 cores), then runs the
+# ignored tests that start it. Usage: scripts/real-broker-tests.sh [extra cargo test args]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD/.tools/tansu"
+if [[ -z "${MILSTREAM_TANSU:-}" ]]; then
+  if ! command -v tansu >/dev/null 2>&1 && [[ ! -x "$root/bin/tansu" ]]; then
+    echo "installing tansu 0.6.0 into $root (about 20 minutes)" >&2
+    cargo install tansu --version 0.6.0 --locked --features dynostore,libsql --root "$root"
+  fi
+  if [[ -x "$root/bin/tansu" ]]; then
+    export MILSTREAM_TANSU="$root/bin/tansu"
+  else
+    export MILSTREAM_TANSU="$(command -v tansu)"
+  fi
+fi
+echo "tansu: $MILSTREAM_TANSU ($("$MILSTREAM_TANSU" --version 2>&1 | head -1))" >&2
+# The tests themselves need what scripts/test.sh installs (pyarrow for the readers).
+if [[ ! -x .venv/bin/python ]]; then
+  python3 -m venv .venv && .venv/bin/pip install --quiet pyarrow PyYAML
+fi
+export MILSTREAM_PYTHON="$PWD/.venv/bin/python"
+cargo test --release --test stream_e2e --test stream_recovery "$@" -- --ignored --test-threads 1 tansu
