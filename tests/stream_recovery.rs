@@ -458,12 +458,32 @@ fn soak_sigkill_at_fifty_random_moments() {
 #[test]
 #[ignore]
 fn kill_to_first_file_with_and_without_static_membership() {
+    kill_to_first_file(&|| (cluster(3), None), "mock");
+}
+
+/// The same on Tansu (run by `scripts/real-broker-tests.sh`).
+#[test]
+#[ignore]
+fn tansu_kill_to_first_file_with_and_without_static_membership() {
+    kill_to_first_file(
+        &|| {
+            let t = common::tansu::Tansu::start("restart", 3);
+            (t.bootstrap.clone(), Some(t))
+        },
+        "tansu",
+    );
+}
+
+/// A broker (and what keeps it running) per measurement.
+type Broker = dyn Fn() -> (String, Option<common::tansu::Tansu>);
+
+fn kill_to_first_file(broker: &Broker, name: &str) {
     let mut figures = Vec::new();
     for (mode, instance) in [("dynamic", ""), ("static", "instance_id = \"scorer-0\"\n")] {
-        let group = format!("restart-{mode}");
+        let group = format!("restart-{name}-{mode}");
         let dir = scratch(&group);
         let out = dir.join("out");
-        let bootstrap = cluster(3);
+        let (bootstrap, _running) = broker();
         let (model_path, _) = model_file(&dir);
         let stream = known_stream(6, 16, 1_700_000_001_500);
         let _ = config(&bootstrap, &out, &model_path, &group, "");

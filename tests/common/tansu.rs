@@ -61,8 +61,10 @@ impl Tansu {
                 "--advertised-listener-url",
                 &url,
             ])
-            .arg("--storage-engine")
-            .arg(format!("sqlite://{}", dir.join("tansu.db").display()))
+            // A relative sqlite URL, in the scratch folder (tansu reads `sqlite:///abs`
+            // as relative to its working directory).
+            .args(["--storage-engine", "sqlite://tansu.db"])
+            .current_dir(&dir)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
