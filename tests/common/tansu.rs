@@ -49,8 +49,9 @@ impl Tansu {
     /// Starts a broker with sqlite storage in a scratch folder and creates the test topics
     /// with `partitions` each.
     pub fn start(name: &str, partitions: i32) -> Tansu {
-        let dir = super::scratch(&format!("tansu-{name}"));
         let port = free_port();
+        // Each broker its own database: a second start in one test begins empty.
+        let dir = super::scratch(&format!("tansu-{name}-{port}"));
         let url = format!("tcp://127.0.0.1:{port}");
         let log = std::fs::File::create(dir.join("tansu.log")).unwrap();
         let child = Command::new(binary())
