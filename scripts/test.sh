@@ -5,8 +5,9 @@
 #     zlib1g-dev, pkg-config, make, g++), promtool (prometheus) and docker-compose (the
 #     compose file check; it needs no Docker engine). Installed with apt-get when missing
 #     (as root; otherwise the script prints the command and stops).
-#   - Python packages (pyarrow: the independent Parquet reader; PyYAML: the deployment
-#     YAML) into the project-local virtual environment .venv, never into the system.
+#   - Python packages (pyarrow: the independent Parquet reader, also through S3; PyYAML: the
+#     deployment YAML; moto[server]: a real S3-protocol server, with boto3) into the
+#     project-local virtual environment .venv, never into the system.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,9 +36,10 @@ if [ ! -x "$venv/bin/python" ]; then
   echo "creating the test virtual environment $venv"
   python3 -m venv "$venv"
 fi
-if ! "$venv/bin/python" -c "import pyarrow, yaml" >/dev/null 2>&1; then
-  echo "installing pyarrow and PyYAML into $venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pyarrow pyyaml
+if ! "$venv/bin/python" -c "import pyarrow, yaml, moto, boto3, flask" >/dev/null 2>&1 \
+  || [ ! -x "$venv/bin/moto_server" ]; then
+  echo "installing pyarrow, PyYAML and moto[server] into $venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pyarrow pyyaml "moto[server]"
 fi
 export MILSTREAM_PYTHON="$PWD/$venv/bin/python"
 

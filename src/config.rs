@@ -25,6 +25,24 @@ pub struct Config {
     pub http: HttpConfig,
     pub shutdown: ShutdownConfig,
     pub demo: DemoConfig,
+    /// Object-store settings passed through to the `object_store` crate's builder of the
+    /// URL's scheme (`aws_endpoint`, `aws_region`, `aws_allow_http`, `google_*`, `azure_*`,
+    /// ...; on top of the same `AWS_*` / `GOOGLE_*` / `AZURE_*` environment variables).
+    /// Used when `output.dir`, `training.dir` or `model.registry_dir` is a URL. Never logged.
+    pub object_store: StoreOptions,
+}
+
+/// The `[object_store]` table: its values may be secrets, so Debug shows the keys only.
+#[derive(Clone, Deserialize, Default)]
+#[serde(transparent)]
+pub struct StoreOptions(pub BTreeMap<String, String>);
+
+impl std::fmt::Debug for StoreOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.0.keys().map(|k| (k, "<redacted>")))
+            .finish()
+    }
 }
 
 /// Where records come from.
@@ -208,7 +226,11 @@ pub struct ModelConfig {
     /// daemon scores with `current` if there is one; otherwise it takes the model from
     /// `series_path` (or trains the embedded one), publishes it as the first version and
     /// scores with that, so a restart comes back with the same model. Unset: no registry.
+    /// A path or an object-store URL (see `[object_store]`), shared by scorers and trainers.
     pub registry_dir: Option<PathBuf>,
+    /// A process that does not train reads the registry's `current` this often and swaps to
+    /// a new version (besides following the models topic). 0 = off.
+    pub registry_poll_ms: u64,
 }
 
 impl Default for ModelConfig {
@@ -220,6 +242,7 @@ impl Default for ModelConfig {
             bags_name: "bags".into(),
             kind: crate::mil::model::ModelKind::Lpboost,
             registry_dir: None,
+            registry_poll_ms: 10_000,
         }
     }
 }
@@ -429,13 +452,21 @@ pub fn parse_duration_ms(s: &str) -> Result<Option<u64>, String> {
 #[serde(deny_unknown_fields, default)]
 pub struct OutputConfig {
     /// Root folder: `predictions/date=YYYY-MM-DD/`, `dead_letters/date=.../` (and `arrow/`) under it.
+    /// A path, or an object-store URL (`s3://bucket/prefix`, `gs://...`, `az://...`,
+    /// `file:///...`); see `[object_store]`.
     pub dir: PathBuf,
+    /// Hive partitions of the output files by the first message's time (UTC): `date`
+    /// (`date=YYYY-MM-DD/`) or `hour` (`date=YYYY-MM-DD/hour=HH/`).
+    pub partition_by: String,
     /// Roll a partition's file after this many rows ...
     pub roll_rows: usize,
     /// ... or this many bytes of buffered rows (estimated) ...
     pub roll_bytes: usize,
     /// ... or when its oldest row is this old (wall clock).
     pub roll_age_ms: u64,
+    /// Most bytes (estimated) held by the open files of all partitions together; beyond it
+    /// the largest is rolled early. Bounds memory when many partitions are assigned.
+    pub max_open_bytes: usize,
     /// Also write each file's rows as an Arrow IPC stream: `arrow/date=.../<same name>.arrows`.
     pub arrow_ipc: bool,
     /// Also produce predictions (JSON) to this Kafka topic; empty = off.
@@ -450,9 +481,11 @@ impl Default for OutputConfig {
     fn default() -> Self {
         Self {
             dir: PathBuf::from("milstream-out"),
+            partition_by: "date".into(),
             roll_rows: 50_000,
             roll_bytes: 64 << 20,
             roll_age_ms: 5_000,
+            max_open_bytes: 256 << 20,
             arrow_ipc: false,
             kafka_topic: String::new(),
             dead_letter_topic: String::new(),
@@ -677,6 +710,15 @@ impl Config {
         }
         if self.pipeline.queue_messages == 0 {
             return Err(("pipeline.queue_messages", "must be >= 1".into()));
+        }
+        if self.output.max_open_bytes == 0 {
+            return Err(("output.max_open_bytes", "must be >= 1".into()));
+        }
+        if !matches!(self.output.partition_by.as_str(), "date" | "hour") {
+            return Err((
+                "output.partition_by",
+                format!("{:?} is not `date` or `hour`", self.output.partition_by),
+            ));
         }
         if self.output.max_pending_files == 0 {
             return Err(("output.max_pending_files", "must be >= 1".into()));

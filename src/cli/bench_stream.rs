@@ -24,6 +24,13 @@ pub struct BenchStreamArgs {
     /// and librdkafka deliver before any decoding, scoring or writing.
     #[arg(long)]
     baseline: bool,
+    /// Write the output to this object-store URL (`s3://bucket/prefix`) instead of a temp
+    /// folder; credentials and endpoint from AWS_* variables or --store-option.
+    #[arg(long)]
+    output: Option<String>,
+    /// An `[object_store]` option KEY=VALUE (repeatable), e.g. aws_endpoint=http://127.0.0.1:9000.
+    #[arg(long = "store-option", value_name = "KEY=VALUE")]
+    store_option: Vec<String>,
     /// 1: GunPoint points; 6: BasicMotions' six-channel points (`values`) and a model
     /// trained on them (throughput also in channel values per second).
     #[arg(long, default_value_t = 1)]
@@ -35,6 +42,13 @@ pub fn run(args: BenchStreamArgs) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    let mut store_options = std::collections::BTreeMap::new();
+    for kv in &args.store_option {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| anyhow::anyhow!("--store-option {kv:?}: expected KEY=VALUE"))?;
+        store_options.insert(k.to_string(), v.to_string());
+    }
     let opts = milstream::stream::bench::BenchOptions {
         points: args.points,
         batch: args.batch.max(1),
@@ -43,6 +57,8 @@ pub fn run(args: BenchStreamArgs) -> Result<()> {
         rate: args.rate,
         roll_age_ms: args.roll_age_ms,
         baseline: args.baseline,
+        output: args.output,
+        store_options,
         channels: args.channels,
     };
     let report = rt.block_on(milstream::stream::bench::bench(opts))?;

@@ -12,7 +12,6 @@
 //! file's metadata (for brokers that drop commit metadata): see [`choose_replay_point`].
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -26,6 +25,7 @@ use tracing::{error, info, warn};
 use super::commit::{choose_replay_point, decode_metadata, DurableOffsets, PartitionKey};
 use super::record::RecordKind;
 use super::sink;
+use super::store::Store;
 use super::window::{PartitionWindows, WindowParams};
 use super::worker::{PartitionState, Work, WorkerPool};
 use crate::config::{Config, Role};
@@ -49,8 +49,10 @@ pub struct Assignments {
     /// The record kind of each consumed topic.
     pub kinds: HashMap<String, RecordKind>,
     pub window_params: WindowParams,
+    /// Where `output.dir` points: swept and searched for the replay point.
+    pub output: Arc<Store>,
     /// The training store, swept with the outputs, when training is on.
-    pub training_dir: Option<PathBuf>,
+    pub training_store: Option<Arc<Store>>,
     /// Whether the first commit since the last assignment was logged.
     pub first_commit_logged: AtomicBool,
     /// The workers, until shutdown: then assignments are no longer queued.
@@ -66,7 +68,7 @@ impl Assignments {
         durable: Arc<DurableOffsets>,
         kinds: HashMap<String, RecordKind>,
         window_params: WindowParams,
-        training_dir: Option<PathBuf>,
+        stores: (Arc<Store>, Option<Arc<Store>>),
         workers: Arc<WorkerPool>,
     ) -> Self {
         Self {
@@ -76,7 +78,8 @@ impl Assignments {
             durable,
             kinds,
             window_params,
-            training_dir,
+            output: stores.0,
+            training_store: stores.1,
             first_commit_logged: AtomicBool::new(false),
             workers: Mutex::new(Some(workers)),
         }
@@ -174,15 +177,20 @@ impl Assignments {
     /// logged and counted by source.
     fn replay_point(&self, topic: &str, partition: i32, committed: i64, meta: &str) -> i64 {
         let from_meta = decode_metadata(meta);
-        let mut dirs = vec![
-            self.cfg.output.dir.join(sink::PREDICTIONS_DIR),
-            self.cfg.output.dir.join(sink::DEAD_LETTERS_DIR),
-        ];
-        dirs.extend(self.training_dir.clone());
-        let from_file = sink::replay_point_from_files(&dirs, topic, partition, committed);
+        let dirs = [sink::PREDICTIONS_DIR, sink::DEAD_LETTERS_DIR];
+        let mut from_file =
+            sink::replay_point_from_files(&self.output, &dirs, topic, partition, committed);
+        if let Some(t) = &self.training_store {
+            // The training store's files carry the replay point too; the newest file wins.
+            let from_store = sink::replay_point_from_files(t, &[""], topic, partition, committed)
+                .map(|(r, next, rel)| (r, next, format!("{}/{rel}", t.display())));
+            if from_store.as_ref().map(|f| f.1) > from_file.as_ref().map(|f| f.1) {
+                from_file = from_store;
+            }
+        }
         let (replay_from, source) =
             choose_replay_point(committed, from_meta, from_file.as_ref().map(|f| (f.0, f.1)));
-        let file = from_file.as_ref().map(|f| f.2.display().to_string());
+        let file = from_file.as_ref().map(|f| f.2.clone());
         info!(
             topic,
             partition,
@@ -204,13 +212,12 @@ impl Assignments {
     /// Deletes the partition's outputs (and training-store files) from `from` on: the replay
     /// rewrites them.
     fn sweep(&self, topic: &str, partition: i32, from: i64) {
-        let swept =
-            sink::sweep_partition(&self.cfg.output.dir, topic, partition, from).and_then(|n| {
-                match &self.training_dir {
-                    Some(dir) => Ok(n + sink::sweep_tree(dir, topic, partition, from)?),
-                    None => Ok(n),
-                }
-            });
+        let swept = sink::sweep_partition(&self.output, topic, partition, from).and_then(|n| {
+            match &self.training_store {
+                Some(t) => Ok(n + sink::sweep_tree(t, "", topic, partition, from)?),
+                None => Ok(n),
+            }
+        });
         match swept {
             Ok(n) if n > 0 => {
                 self.metrics.files_swept.inc_by(n as u64);

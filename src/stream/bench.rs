@@ -29,6 +29,10 @@ pub struct BenchOptions {
     pub roll_age_ms: u64,
     /// Drain with a bare consumer (no daemon): the transport's own ceiling.
     pub baseline: bool,
+    /// Where the output goes: None = a temp folder; Some(URL) = an object store
+    /// (`s3://bucket/prefix`), with `store_options` as the `[object_store]` table.
+    pub output: Option<String>,
+    pub store_options: std::collections::BTreeMap<String, String>,
     /// 1: GunPoint points and its model; 6: BasicMotions' six-channel points (`values`)
     /// and a model trained on them.
     pub channels: usize,
@@ -140,7 +144,11 @@ fn quantile(h: &prometheus::Histogram, q: f64) -> f64 {
 pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     let mut cfg = Config::default();
     let dir = std::env::temp_dir().join(format!("milstream-bench-{}", std::process::id()));
-    cfg.output.dir = dir.clone();
+    cfg.output.dir = match &opts.output {
+        Some(url) => std::path::PathBuf::from(url),
+        None => dir.clone(),
+    };
+    cfg.object_store.0 = opts.store_options.clone();
     cfg.training.dir = dir.join("training");
     cfg.output.roll_age_ms = opts.roll_age_ms;
     cfg.output.roll_rows = 100_000;
@@ -291,6 +299,7 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         "consume_to_durable_p50_seconds": quantile(h, 0.5),
         "consume_to_durable_p99_seconds": quantile(h, 0.99),
         "roll_age_ms": opts.roll_age_ms,
+        "output": opts.output.as_deref().unwrap_or("local"),
     }))
 }
 

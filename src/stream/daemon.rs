@@ -44,6 +44,7 @@ pub fn resolve_series_model(cfg: &Config) -> anyhow::Result<(Model, String)> {
     resolve_model(
         cfg.registry_dir().as_deref(),
         cfg.model.series_path.as_deref(),
+        &cfg.object_store.0,
         cfg.demo.dataset.name(),
         || embedded::train_demo_model(cfg.demo.dataset, cfg.model.kind),
     )
@@ -60,12 +61,14 @@ fn resolve_models(cfg: &Config) -> anyhow::Result<Vec<(models::ModelSpec, Arc<Sc
             ModelInput::Series => resolve_model(
                 spec.registry_dir.as_deref(),
                 spec.path.as_deref(),
+                &cfg.object_store.0,
                 cfg.demo.dataset.name(),
                 || embedded::train_demo_model(cfg.demo.dataset, spec.kind),
             )?,
             ModelInput::Bags => resolve_model(
                 spec.registry_dir.as_deref(),
                 spec.path.as_deref(),
+                &cfg.object_store.0,
                 "musk1",
                 || embedded::train_embedded_bag_model(spec.kind),
             )?,
@@ -98,10 +101,13 @@ fn resolve_models(cfg: &Config) -> anyhow::Result<Vec<(models::ModelSpec, Arc<Sc
 fn resolve_model(
     registry_dir: Option<&Path>,
     path: Option<&Path>,
+    options: &std::collections::BTreeMap<String, String>,
     embedded: &str,
     train_embedded: impl FnOnce() -> anyhow::Result<Model>,
 ) -> anyhow::Result<(Model, String)> {
-    let registry = registry_dir.map(registry::Registry::open).transpose()?;
+    let registry = registry_dir
+        .map(|dir| registry::Registry::open_with(dir, options))
+        .transpose()?;
     if let Some(reg) = &registry {
         if let Some((m, card)) = reg.load_current()? {
             info!(
@@ -211,7 +217,13 @@ pub async fn run(
         Some(addr)
     };
 
-    let out = std::path::absolute(&cfg.output.dir).unwrap_or_else(|_| cfg.output.dir.clone());
+    // An object-store URL is shown as given (it holds no credentials: those come from the
+    // environment and `[object_store]`, which are never printed).
+    let out = if super::store::is_url(&cfg.output.dir.to_string_lossy()) {
+        cfg.output.dir.clone()
+    } else {
+        std::path::absolute(&cfg.output.dir).unwrap_or_else(|_| cfg.output.dir.clone())
+    };
     // One line per model: its name, what it takes, which ids, its version.
     let served: Vec<String> = start
         .iter()
@@ -248,7 +260,7 @@ pub async fn run(
             embedded = cfg.is_embedded(),
             points_topic = cfg.kafka.points_topic,
             bags_topic = cfg.kafka.bags_topic,
-            predictions = %out.join("predictions").display(),
+            predictions = format!("{}/predictions", out.display()),
             metrics = ?http_addr.map(|a| format!("http://{a}/metrics")),
             "milstream started"
         );

@@ -28,11 +28,12 @@ use super::labels::LabelJoiner;
 use super::models::{ModelSpec, Models};
 use super::record::{DecodeLimits, RecordKind};
 use super::sink::kafka::producer_config;
+use super::store::Store;
 use super::training::TrainingRuntime;
 use super::window::{ScoringModel, WindowParams};
 use super::worker::{seal_check_interval, Work, WorkerEnv, WorkerPool};
 use super::writer::{WriterEnv, Writers};
-use super::{models_topic, trainer};
+use super::{models_topic, registry_poll, trainer};
 use crate::config::{Config, Role};
 use crate::http::Health;
 use crate::metrics::Metrics;
@@ -76,16 +77,18 @@ fn training_runtime(cfg: &Config) -> anyhow::Result<Option<Arc<TrainingRuntime>>
     if !cfg.training.enabled || cfg.pipeline.role == Role::Scorer {
         return Ok(None);
     }
-    std::fs::create_dir_all(&cfg.training.dir).map_err(|e| {
-        anyhow::anyhow!(
-            "creating the training store {}: {e}",
-            cfg.training.dir.display()
-        )
-    })?;
+    let store = Store::open(&cfg.training.dir, &cfg.object_store.0)
+        .and_then(|s| s.ensure_root().map(|()| s))
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "opening the training store {}: {e}",
+                cfg.training.dir.display()
+            )
+        })?;
     Ok(Some(Arc::new(TrainingRuntime {
         history: SeriesHistory::new(cfg.training.history_ms, cfg.training.history_points),
         bags: BagCache::new(cfg.training.bag_cache),
-        dir: cfg.training.dir.clone(),
+        store: Arc::new(store),
         examples_durable: std::sync::atomic::AtomicU64::new(0),
     })))
 }
@@ -105,8 +108,10 @@ pub async fn run_pipeline(
         metrics.register_topic(t);
     }
     let out_dir = &cfg.output.dir;
-    std::fs::create_dir_all(out_dir)
-        .map_err(|e| anyhow::anyhow!("creating output folder {}: {e}", out_dir.display()))?;
+    let output = Store::open(out_dir, &cfg.object_store.0)
+        .and_then(|s| s.ensure_root().map(|()| s))
+        .map_err(|e| anyhow::anyhow!("opening the output {}: {e}", out_dir.display()))?;
+    let output = Arc::new(output);
     let training = training_runtime(&cfg)?;
     let models = Arc::new(Models::new(start, &metrics));
     let durable = Arc::new(DurableOffsets::new(cfg.commit.metadata));
@@ -123,6 +128,7 @@ pub async fn run_pipeline(
         metrics: metrics.clone(),
         health: health.clone(),
         durable: durable.clone(),
+        output: output.clone(),
         training: training.clone(),
     });
     let (writers, writer_threads) =
@@ -176,6 +182,15 @@ pub async fn run_pipeline(
         None => None,
     };
     let follower = models_topic::follow(&cfg, &bootstrap, models.serving())?;
+    // Each series model with a registry is polled for a newer `current` (bag models swap
+    // through the models topic).
+    let polled: Vec<_> = models
+        .all
+        .iter()
+        .filter(|m| m.spec.input == crate::config::ModelInput::Series)
+        .filter_map(|m| Some((m.spec.registry_dir.clone()?, m.serving.clone())))
+        .collect();
+    let poller = registry_poll::spawn(&cfg, training.is_some(), polled)?;
 
     let state = Arc::new(Assignments::new(
         cfg.clone(),
@@ -184,7 +199,7 @@ pub async fn run_pipeline(
         durable.clone(),
         kinds.clone(),
         window_params(&cfg),
-        training.as_ref().map(|t| t.dir.clone()),
+        (output.clone(), training.as_ref().map(|t| t.store.clone())),
         workers.clone(),
     ));
     let ctx = Ctx::default();
@@ -231,6 +246,9 @@ pub async fn run_pipeline(
     committer.abort();
     if let Some(f) = follower {
         let _ = tokio::task::spawn_blocking(move || f.stop()).await;
+    }
+    if let Some(p) = poller {
+        let _ = tokio::task::spawn_blocking(move || p.stop()).await;
     }
     if let Some(t) = trainer {
         // A run in progress finishes first; the store and registry stay consistent.

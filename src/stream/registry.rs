@@ -3,13 +3,15 @@
 //! Versions are `v<sequence>-<hash>`, the sequence strictly increasing, so "newer" is a
 //! string comparison of the zero-padded sequence.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+use super::store::Store;
 use crate::mil::Model;
 
 /// What a model is and how it was made: stored beside it as `card.json`.
@@ -75,8 +77,11 @@ pub fn short_hash(text: &str) -> String {
     format!("{:08x}", h.finish() as u32)
 }
 
+/// The registry: a local folder (today's layout, renames for atomicity) or an object-store
+/// prefix (write-new-then-point: a version's objects are created before `current` names it,
+/// and `current` is one PUT, so a reader sees the old or the new model, never a mix).
 pub struct Registry {
-    root: PathBuf,
+    store: Store,
 }
 
 const CURRENT: &str = "current";
@@ -92,29 +97,52 @@ fn sync_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 impl Registry {
+    /// A registry at a local path or object-store URL, with no store options.
     pub fn open(root: &Path) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(root)
+        Self::open_with(root, &BTreeMap::new())
+    }
+
+    /// A registry at `root` (a path or URL), with the `[object_store]` options.
+    pub fn open_with(root: &Path, options: &BTreeMap<String, String>) -> anyhow::Result<Self> {
+        let store = Store::open(root, options)
+            .with_context(|| format!("opening model registry {}", root.display()))?;
+        store
+            .ensure_root()
             .with_context(|| format!("creating model registry {}", root.display()))?;
-        Ok(Self {
-            root: root.to_path_buf(),
-        })
+        Ok(Self { store })
+    }
+
+    fn shown(&self) -> String {
+        self.store.display()
     }
 
     /// Published versions, oldest first.
     pub fn versions(&self) -> anyhow::Result<Vec<String>> {
-        let mut v: Vec<String> = std::fs::read_dir(&self.root)
-            .with_context(|| format!("reading model registry {}", self.root.display()))?
-            .flatten()
-            .filter(|e| e.path().join("model.json").is_file())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with('v'))
-            .collect();
+        let mut v: Vec<String> = match &self.store {
+            Store::Local(root) => std::fs::read_dir(root)
+                .with_context(|| format!("reading model registry {}", root.display()))?
+                .flatten()
+                .filter(|e| e.path().join("model.json").is_file())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect(),
+            Store::Object(_) => self
+                .store
+                .list("")
+                .with_context(|| format!("listing model registry {}", self.shown()))?
+                .into_iter()
+                .filter_map(|rel| rel.strip_suffix("/model.json").map(str::to_string))
+                .filter(|v| !v.contains('/'))
+                .collect(),
+        };
+        v.retain(|n| n.starts_with('v'));
         v.sort();
         Ok(v)
     }
 
-    /// Stores `model` as a new version (model and card written and fsynced in a temp folder,
-    /// then renamed into place) and makes it current. Returns the version.
+    /// Stores `model` as a new version and makes it current. Locally: model and card
+    /// written and fsynced in a temp folder, renamed into place. On an object store: both
+    /// created with a conditional PUT (`PutMode::Create`, so two trainers never overwrite
+    /// one version), then `current` pointed at it. Returns the version.
     pub fn publish(&self, model: &Model, card: &ModelCard) -> anyhow::Result<String> {
         let json = model.to_json();
         let seq = self
@@ -131,60 +159,93 @@ impl Registry {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         std::hash::Hash::hash(&json, &mut h);
         let version = format!("v{seq:06}-{:08x}", std::hash::Hasher::finish(&h) as u32);
-        let tmp = self.root.join(format!(".tmp-{version}"));
-        let _ = std::fs::remove_dir_all(&tmp);
-        std::fs::create_dir_all(&tmp)?;
         let mut card = card.clone();
         card.version = version.clone();
-        write_synced(&tmp.join("model.json"), json.as_bytes())?;
-        write_synced(
-            &tmp.join("card.json"),
-            serde_json::to_string_pretty(&card)?.as_bytes(),
-        )?;
-        sync_dir(&tmp)?;
-        std::fs::rename(&tmp, self.root.join(&version))
-            .with_context(|| format!("publishing {version}"))?;
-        sync_dir(&self.root)?;
+        let card_json = serde_json::to_string_pretty(&card)?;
+        match &self.store {
+            Store::Local(root) => {
+                let tmp = root.join(format!(".tmp-{version}"));
+                let _ = std::fs::remove_dir_all(&tmp);
+                std::fs::create_dir_all(&tmp)?;
+                write_synced(&tmp.join("model.json"), json.as_bytes())?;
+                write_synced(&tmp.join("card.json"), card_json.as_bytes())?;
+                sync_dir(&tmp)?;
+                std::fs::rename(&tmp, root.join(&version))
+                    .with_context(|| format!("publishing {version}"))?;
+                sync_dir(root)?;
+            }
+            Store::Object(_) => {
+                // The card first: a version is listed by its model.json, so a reader never
+                // lists a version whose card is missing. A version that exists already was
+                // published by another process from the same model (the name holds the
+                // model's hash), as when scorers and a trainer start together.
+                for (name, bytes) in [
+                    ("card.json", card_json.into_bytes()),
+                    ("model.json", json.into_bytes()),
+                ] {
+                    match self.store.put_new(&format!("{version}/{name}"), bytes) {
+                        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                            return Err(e).with_context(|| format!("publishing {version}/{name}"))
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
         self.set_current(&version)?;
         Ok(version)
     }
 
-    /// Points `current` at `version` (temp file, fsync, rename, fsync the folder).
+    /// Points `current` at `version` (locally: temp file, fsync, rename, fsync the folder;
+    /// on an object store: one PUT, atomic by itself).
     pub fn set_current(&self, version: &str) -> anyhow::Result<()> {
-        anyhow::ensure!(
-            self.root.join(version).join("model.json").is_file(),
-            "no model version {version} in {}",
-            self.root.display()
-        );
-        let tmp = self.root.join(".current.tmp");
-        write_synced(&tmp, version.as_bytes())?;
-        std::fs::rename(&tmp, self.root.join(CURRENT))?;
-        sync_dir(&self.root)?;
+        let exists = match &self.store {
+            Store::Local(root) => root.join(version).join("model.json").is_file(),
+            Store::Object(_) => self.versions()?.iter().any(|v| v == version),
+        };
+        anyhow::ensure!(exists, "no model version {version} in {}", self.shown());
+        match &self.store {
+            Store::Local(root) => {
+                let tmp = root.join(".current.tmp");
+                write_synced(&tmp, version.as_bytes())?;
+                std::fs::rename(&tmp, root.join(CURRENT))?;
+                sync_dir(root)?;
+            }
+            Store::Object(_) => {
+                self.store.put(CURRENT, version.as_bytes().to_vec())?;
+            }
+        }
         Ok(())
     }
 
     /// The current version, if one was published.
     pub fn current(&self) -> anyhow::Result<Option<String>> {
-        let p = self.root.join(CURRENT);
-        match std::fs::read_to_string(&p) {
-            Ok(v) => Ok(Some(v.trim().to_string())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e).with_context(|| format!("reading {}", p.display())),
-        }
+        let got = self
+            .store
+            .get(CURRENT)
+            .with_context(|| format!("reading {}/{CURRENT}", self.shown()))?;
+        Ok(got.map(|b| String::from_utf8_lossy(&b).trim().to_string()))
+    }
+
+    fn read_text(&self, rel: &str) -> anyhow::Result<String> {
+        let name = format!("{}/{rel}", self.shown());
+        let bytes = self
+            .store
+            .get(rel)
+            .with_context(|| format!("reading {name}"))?
+            .ok_or_else(|| anyhow::anyhow!("reading {name}: not found"))?;
+        String::from_utf8(bytes).with_context(|| format!("reading {name}"))
     }
 
     /// Loads one version's model and card; errors name the file.
     pub fn load(&self, version: &str) -> anyhow::Result<(Model, ModelCard)> {
-        let dir = self.root.join(version);
-        let mp = dir.join("model.json");
-        let text =
-            std::fs::read_to_string(&mp).with_context(|| format!("reading {}", mp.display()))?;
-        let model = Model::from_json(&text).with_context(|| format!("loading {}", mp.display()))?;
-        let cp = dir.join("card.json");
-        let card = serde_json::from_str(
-            &std::fs::read_to_string(&cp).with_context(|| format!("reading {}", cp.display()))?,
-        )
-        .with_context(|| format!("parsing {}", cp.display()))?;
+        let mp = format!("{version}/model.json");
+        let text = self.read_text(&mp)?;
+        let model =
+            Model::from_json(&text).with_context(|| format!("loading {}/{mp}", self.shown()))?;
+        let cp = format!("{version}/card.json");
+        let card = serde_json::from_str(&self.read_text(&cp)?)
+            .with_context(|| format!("parsing {}/{cp}", self.shown()))?;
         Ok((model, card))
     }
 

@@ -212,7 +212,7 @@ pub fn run_once(env: &TrainerEnv, trained: &ServedModel) -> RunOutcome {
         .flatten()
         .map(|age| now - age as i64);
     if let Some(nb) = not_before {
-        let removed = training::apply_retention(&t.dir, nb);
+        let removed = training::apply_retention(&t.store, nb);
         if removed > 0 {
             info!(
                 removed,
@@ -220,7 +220,7 @@ pub fn run_once(env: &TrainerEnv, trained: &ServedModel) -> RunOutcome {
             );
         }
     }
-    let examples = match training::load_store(&t.dir, cfg.max_examples, not_before) {
+    let examples = match training::load_store_in(&t.store, cfg.max_examples, not_before) {
         Ok(e) => e,
         Err(e) => return failed("store", format!("reading the training store: {e}")),
     };
@@ -228,7 +228,7 @@ pub fn run_once(env: &TrainerEnv, trained: &ServedModel) -> RunOutcome {
     // oldest kept one go.
     if examples.len() >= cfg.max_examples {
         if let Some(oldest) = examples.first() {
-            training::apply_retention(&t.dir, oldest.labeled_at_ms);
+            training::apply_retention(&t.store, oldest.labeled_at_ms);
         }
     }
     // A model learns from the examples whose id routes to it: segments of its series, or
@@ -296,7 +296,9 @@ pub fn run_once(env: &TrainerEnv, trained: &ServedModel) -> RunOutcome {
             card.n_holdout = c.n_holdout;
             card.cv_accuracy = c.cv_accuracy;
             let version = match &trained.spec.registry_dir {
-                Some(dir) => match Registry::open(dir).and_then(|r| r.publish(&c.model, &card)) {
+                Some(dir) => match Registry::open_with(dir, &env.cfg.object_store.0)
+                    .and_then(|r| r.publish(&c.model, &card))
+                {
                     Ok(v) => v,
                     Err(e) => {
                         return failed("registry", format!("publishing to the registry: {e}"))

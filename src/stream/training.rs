@@ -6,7 +6,7 @@
 //! lands in a later file); readers keep one row per example key, the newest.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, LazyLock};
 
@@ -22,6 +22,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::history::{BagCache, SeriesHistory};
+use super::store::Store;
 use crate::mil::{Bag, Dataset, Sample};
 
 /// Label joins and the training store, when `training.enabled`: the workers record points
@@ -30,7 +31,8 @@ use crate::mil::{Bag, Dataset, Sample};
 pub struct TrainingRuntime {
     pub history: SeriesHistory,
     pub bags: BagCache,
-    pub dir: PathBuf,
+    /// The store's location: `training.dir`, a folder or an object-store prefix.
+    pub store: Arc<Store>,
     /// Examples made durable in the store (the trainer's "after N examples" trigger).
     pub examples_durable: AtomicU64,
 }
@@ -156,9 +158,11 @@ fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> anyhow::Result<
 }
 
 /// Reads one store file.
-pub fn read_examples(path: &Path) -> anyhow::Result<Vec<Example>> {
-    let file = std::fs::File::open(path)?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)?.build()?;
+pub fn read_examples(store: &Store, rel: &str) -> anyhow::Result<Vec<Example>> {
+    let bytes = store
+        .get(rel)?
+        .ok_or_else(|| anyhow::anyhow!("{rel} is gone"))?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))?.build()?;
     let mut out = Vec::new();
     for batch in reader {
         let b = batch?;
@@ -195,37 +199,43 @@ pub fn read_examples(path: &Path) -> anyhow::Result<Vec<Example>> {
     Ok(out)
 }
 
-/// Every visible store file (temp files of an interrupted write are skipped).
-pub fn store_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let Ok(dates) = std::fs::read_dir(dir) else {
-        return files;
-    };
-    for date in dates.flatten() {
-        let Ok(entries) = std::fs::read_dir(date.path()) else {
-            continue;
-        };
-        for f in entries.flatten() {
-            let name = f.file_name().to_string_lossy().into_owned();
-            if !name.starts_with('.') && name.ends_with(".parquet") {
-                files.push(f.path());
-            }
-        }
-    }
-    files.sort();
-    files
+/// Every visible store file, relative to the store (temp files of an interrupted local
+/// write are skipped), sorted.
+pub fn store_files(store: &Store) -> Vec<String> {
+    store
+        .list("")
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|rel| {
+            let name = rel.rsplit('/').next().unwrap_or(rel);
+            rel.contains('/') && !name.starts_with('.') && name.ends_with(".parquet")
+        })
+        .collect()
 }
 
-/// The store's examples, one per key (the newest label wins), oldest first; at most the
-/// newest `max_examples`, none labeled before `not_before_ms`.
+/// [`load_store_in`] of a local folder (the command line's `train --data DIR`).
 pub fn load_store(
     dir: &Path,
     max_examples: usize,
     not_before_ms: Option<i64>,
 ) -> anyhow::Result<Vec<Example>> {
+    load_store_in(
+        &Store::Local(dir.to_path_buf()),
+        max_examples,
+        not_before_ms,
+    )
+}
+
+/// The store's examples, one per key (the newest label wins), oldest first; at most the
+/// newest `max_examples`, none labeled before `not_before_ms`.
+pub fn load_store_in(
+    store: &Store,
+    max_examples: usize,
+    not_before_ms: Option<i64>,
+) -> anyhow::Result<Vec<Example>> {
     let mut by_key: HashMap<(String, Option<(i64, i64)>), Example> = HashMap::new();
-    for f in store_files(dir) {
-        let rows = read_examples(&f).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+    for f in store_files(store) {
+        let rows = read_examples(store, &f).map_err(|e| anyhow::anyhow!("{f}: {e}"))?;
         for e in rows {
             if not_before_ms.is_some_and(|t| e.labeled_at_ms < t) {
                 continue;
@@ -260,13 +270,13 @@ pub fn load_store(
 
 /// Deletes store files whose every example is older than `not_before_ms` (by the date folder
 /// of the file and its newest label). Returns how many went.
-pub fn apply_retention(dir: &Path, not_before_ms: i64) -> usize {
+pub fn apply_retention(store: &Store, not_before_ms: i64) -> usize {
     let mut removed = 0;
-    for f in store_files(dir) {
-        let newest = read_examples(&f)
+    for f in store_files(store) {
+        let newest = read_examples(store, &f)
             .ok()
             .and_then(|rows| rows.iter().map(|e| e.labeled_at_ms).max());
-        if newest.is_some_and(|n| n < not_before_ms) && std::fs::remove_file(&f).is_ok() {
+        if newest.is_some_and(|n| n < not_before_ms) && store.delete(&f).is_ok() {
             removed += 1;
         }
     }
@@ -321,17 +331,18 @@ mod tests {
             s.examples = rows.to_vec();
             s
         };
-        write_examples(&dir, &seg(1, 2, &a)).unwrap();
-        write_examples(&dir, &seg(3, 4, &b)).unwrap();
-        assert_eq!(read_examples(&store_files(&dir)[0]).unwrap(), a);
+        let store = Store::Local(dir.clone());
+        write_examples(&store, &seg(1, 2, &a), false).unwrap();
+        write_examples(&store, &seg(3, 4, &b), false).unwrap();
+        assert_eq!(read_examples(&store, &store_files(&store)[0]).unwrap(), a);
         let all = load_store(&dir, 100, None).unwrap();
         let labels: Vec<&str> = all.iter().map(|e| e.label.as_str()).collect();
         // s1@0 relabeled "z" replaces "x"; oldest first.
         assert_eq!(labels, vec!["y", "z", "x"]);
         assert_eq!(load_store(&dir, 2, None).unwrap().len(), 2);
         assert_eq!(load_store(&dir, 100, Some(125)).unwrap().len(), 1);
-        assert_eq!(apply_retention(&dir, 115), 1);
-        assert_eq!(store_files(&dir).len(), 1);
+        assert_eq!(apply_retention(&store, 115), 1);
+        assert_eq!(store_files(&store).len(), 1);
         let ds = to_dataset(&all);
         assert_eq!(ds.len(), 3);
         std::fs::remove_dir_all(&dir).unwrap();

@@ -506,6 +506,14 @@ impl Worker {
         if seg.rows() >= output.roll_rows || seg.approx_bytes >= output.roll_bytes {
             return env.seal(p);
         }
+        // The bound on what open segments hold across this worker's partitions: over its
+        // share of `max_open_bytes`, the largest is sealed early rather than let grow.
+        let budget = output.max_open_bytes / env.cfg.pipeline.worker_count().max(1);
+        let open = |p: &PartitionState| p.segment.as_ref().map_or(0, |s| s.approx_bytes);
+        if parts.values().map(|p| open(p)).sum::<usize>() > budget {
+            let largest = parts.values_mut().max_by_key(|p| open(p))?;
+            return env.seal(largest);
+        }
         None
     }
 }

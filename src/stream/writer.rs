@@ -19,6 +19,7 @@ use tracing::{error, warn};
 
 use super::commit::DurableOffsets;
 use super::sink::{self, Segment};
+use super::store::Store;
 use super::training::TrainingRuntime;
 use crate::config::Config;
 use crate::http::Health;
@@ -33,6 +34,8 @@ pub struct WriterEnv {
     pub metrics: Arc<Metrics>,
     pub health: Arc<Health>,
     pub durable: Arc<DurableOffsets>,
+    /// Where `output.dir` points: a folder or an object store.
+    pub output: Arc<Store>,
     /// The training store, when training is on.
     pub training: Option<Arc<TrainingRuntime>>,
 }
@@ -161,18 +164,19 @@ fn write_segment(
         m.files_written.with_label_values(&[sink]).inc_by(n_files);
         m.bytes_written.with_label_values(&[sink]).inc_by(n_bytes);
     };
-    let out_dir = &env.cfg.output.dir;
-    let w = sink::parquet::write_segment(out_dir, seg)
+    let out = env.output.as_ref();
+    let by_hour = env.cfg.output.partition_by == "hour";
+    let w = sink::parquet::write_segment(out, seg, by_hour)
         .map_err(|e| ("parquet", format!("parquet: {e}")))?;
     count("parquet", w.prediction_files, w.prediction_bytes);
     count("dlq", w.dead_letter_files, w.dead_letter_bytes);
     if let (Some(t), false) = (&env.training, seg.examples.is_empty()) {
-        let b = sink::parquet::write_examples(&t.dir, seg)
+        let b = sink::parquet::write_examples(&t.store, seg, by_hour)
             .map_err(|e| ("training", format!("training store: {e}")))?;
         count("training", 1, b);
     }
     if env.cfg.output.arrow_ipc {
-        let b = sink::ipc::write_segment_ipc(out_dir, seg)
+        let b = sink::ipc::write_segment_ipc(out, seg, by_hour)
             .map_err(|e| ("ipc", format!("arrow ipc: {e}")))?;
         if b > 0 {
             count("ipc", 1, b);

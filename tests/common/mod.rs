@@ -36,6 +36,7 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+pub mod s3;
 pub mod stream;
 pub mod tansu;
 pub mod tools;

@@ -2,16 +2,16 @@
 //! for consumers that want Arrow without a Parquet reader.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Arc;
 
 use arrow_ipc::writer::StreamWriter;
 
 use super::parquet::prediction_batch;
-use super::{write_atomically, Segment, ARROW_DIR};
+use super::{Segment, ARROW_DIR};
+use crate::stream::store::Store;
 
 /// Writes the segment's predictions as an Arrow IPC stream file; returns the bytes written.
-pub fn write_segment_ipc(root: &Path, seg: &Segment) -> std::io::Result<u64> {
+pub fn write_segment_ipc(store: &Store, seg: &Segment, by_hour: bool) -> std::io::Result<u64> {
     if seg.predictions.is_empty() {
         return Ok(0);
     }
@@ -25,12 +25,15 @@ pub fn write_segment_ipc(root: &Path, seg: &Segment) -> std::io::Result<u64> {
             .with_metadata(seg.file_metadata().into_iter().collect::<HashMap<_, _>>()),
     );
     let batch = batch.with_schema(schema).map_err(std::io::Error::other)?;
-    let dir = root.join(ARROW_DIR).join(seg.date_folder());
-    let (_, len) = write_atomically(&dir, &format!("{}.arrows", seg.file_stem()), |file| {
-        let mut w = StreamWriter::try_new(file, &batch.schema()).map_err(std::io::Error::other)?;
-        w.write(&batch).map_err(std::io::Error::other)?;
-        w.finish().map_err(std::io::Error::other)?;
-        w.into_inner().map_err(std::io::Error::other)
-    })?;
-    Ok(len)
+    let mut w =
+        StreamWriter::try_new(Vec::new(), &batch.schema()).map_err(std::io::Error::other)?;
+    w.write(&batch).map_err(std::io::Error::other)?;
+    w.finish().map_err(std::io::Error::other)?;
+    let bytes = w.into_inner().map_err(std::io::Error::other)?;
+    let rel = format!(
+        "{ARROW_DIR}/{}/{}.arrows",
+        seg.partition_folder(by_hour),
+        seg.file_stem()
+    );
+    store.put(&rel, bytes)
 }

@@ -7,12 +7,12 @@ pub mod ipc;
 pub mod kafka;
 pub mod parquet;
 
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 
 use super::record::{DeadLetterRecord, PredictionRecord};
+use super::store::Store;
 use super::training::Example;
 
 /// The outputs of `topic`/`partition` for source offsets `first_offset..=last_offset`.
@@ -87,6 +87,18 @@ impl Segment {
             DateTime::from_timestamp_millis(self.first_timestamp_ms).unwrap_or_default();
         format!("date={}", dt.format("%Y-%m-%d"))
     }
+
+    /// The Hive partition folder of the segment's files: `date=YYYY-MM-DD`, and
+    /// `/hour=HH` under it when `by_hour` (`output.partition_by = "hour"`); from the first
+    /// message's timestamp, so a replay names the same folder.
+    pub fn partition_folder(&self, by_hour: bool) -> String {
+        if !by_hour {
+            return self.date_folder();
+        }
+        let dt: DateTime<Utc> =
+            DateTime::from_timestamp_millis(self.first_timestamp_ms).unwrap_or_default();
+        format!("{}/hour={}", self.date_folder(), dt.format("%H"))
+    }
 }
 
 /// Output sub-folders.
@@ -135,88 +147,76 @@ pub fn parse_output_name(file_name: &str) -> Option<OutputName> {
 /// crash. Files before the committed offset stay: they are exactly the committed output.
 /// Returns how many files went.
 pub fn sweep_partition(
-    root: &Path,
+    store: &Store,
     topic: &str,
     partition: i32,
     from_offset: i64,
 ) -> std::io::Result<usize> {
     let mut removed = 0;
     for sub in [PREDICTIONS_DIR, DEAD_LETTERS_DIR, ARROW_DIR] {
-        removed += sweep_tree(&root.join(sub), topic, partition, from_offset)?;
+        removed += sweep_tree(store, sub, topic, partition, from_offset)?;
     }
     Ok(removed)
 }
 
-/// [`sweep_partition`] for one tree of `date=.../` folders (also the training store).
+/// [`sweep_partition`] for one tree of `date=.../` folders under `rel_dir` of `store` (also
+/// the training store, with `rel_dir` ""): listed by prefix, so it works on object stores.
 pub fn sweep_tree(
-    dir: &Path,
+    store: &Store,
+    rel_dir: &str,
     topic: &str,
     partition: i32,
     from_offset: i64,
 ) -> std::io::Result<usize> {
     let mut removed = 0;
-    let Ok(dates) = std::fs::read_dir(dir) else {
-        return Ok(0);
-    };
-    for date in dates.flatten() {
-        let Ok(files) = std::fs::read_dir(date.path()) else {
+    for rel in store.list(rel_dir)? {
+        let name = rel.rsplit('/').next().unwrap_or(&rel);
+        let (hidden, visible) = match name.strip_prefix('.') {
+            Some(rest) => (true, rest.trim_end_matches(".tmp").to_string()),
+            None => (false, name.to_string()),
+        };
+        let Some(parsed) = parse_output_name(&visible) else {
             continue;
         };
-        for f in files.flatten() {
-            let name = f.file_name().to_string_lossy().into_owned();
-            let (hidden, visible) = match name.strip_prefix('.') {
-                Some(rest) => (true, rest.trim_end_matches(".tmp").to_string()),
-                None => (false, name.clone()),
-            };
-            let Some(parsed) = parse_output_name(&visible) else {
-                continue;
-            };
-            if parsed.topic != topic || parsed.partition != partition {
-                continue;
-            }
-            if hidden || parsed.first_offset >= from_offset {
-                std::fs::remove_file(f.path())?;
-                removed += 1;
-            }
+        if parsed.topic != topic || parsed.partition != partition {
+            continue;
+        }
+        if hidden || parsed.first_offset >= from_offset {
+            store.delete(&rel)?;
+            removed += 1;
         }
     }
     Ok(removed)
 }
 
-/// The newest Parquet file of `topic`/`partition` under the `date=.../` trees `dirs` whose
-/// range ends below `below` (the committed offset): the newest durable output. Bounded: in
-/// each tree, date folders are read newest first and the search stops at the first folder
-/// holding such a file (a folder's names sort by offset). Should the producer's timestamps
-/// run backwards across a day, an older file is found, whose replay point is older: a
-/// longer replay, never a wrong one.
+/// The newest Parquet file of `topic`/`partition` under the `date=.../` trees `dirs`
+/// (relative to `store`) whose range ends below `below` (the committed offset): the newest
+/// durable output, as its path relative to the store. Bounded: in each tree, date folders
+/// are listed newest first and the search stops at the first folder holding such a file.
+/// Should the producer's timestamps run backwards across a day, an older file is found,
+/// whose replay point is older: a longer replay, never a wrong one.
 pub fn newest_durable_file(
-    dirs: &[PathBuf],
+    store: &Store,
+    dirs: &[&str],
     topic: &str,
     partition: i32,
     below: i64,
-) -> Option<(PathBuf, OutputName)> {
-    let mut best: Option<(PathBuf, OutputName)> = None;
+) -> Option<(String, OutputName)> {
+    let mut best: Option<(String, OutputName)> = None;
     for dir in dirs {
-        let Ok(dates) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        let mut dates: Vec<PathBuf> = dates
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.is_dir())
-            .collect();
+        let mut dates = store.list_dirs(dir).ok()?;
         dates.sort_unstable_by(|a, b| b.cmp(a));
         for date in dates {
-            let Ok(files) = std::fs::read_dir(&date) else {
+            let Ok(files) = store.list(&join(dir, &date)) else {
                 continue;
             };
             let mut found = false;
-            for f in files.flatten() {
-                let name = f.file_name().to_string_lossy().into_owned();
+            for rel in files {
+                let name = rel.rsplit('/').next().unwrap_or(&rel);
                 if name.starts_with('.') || !name.ends_with(".parquet") {
                     continue;
                 }
-                let Some(parsed) = parse_output_name(&name) else {
+                let Some(parsed) = parse_output_name(name) else {
                     continue;
                 };
                 if parsed.topic != topic
@@ -230,7 +230,7 @@ pub fn newest_durable_file(
                     .as_ref()
                     .is_none_or(|(_, b)| parsed.last_offset > b.last_offset)
                 {
-                    best = Some((f.path(), parsed));
+                    best = Some((rel.clone(), parsed));
                 }
             }
             if found {
@@ -241,44 +241,34 @@ pub fn newest_durable_file(
     best
 }
 
+/// `dir/name`, or `name` when `dir` is the root.
+pub fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
 /// The replay point recorded in the newest durable file of `topic`/`partition` below
 /// `below` (see [`newest_durable_file`]), with that file; None when there is no such file or
 /// it carries no (consistent) replay point, as files written before this metadata existed.
 /// Returns the replay point, the offset after the file's last, and the file.
 pub fn replay_point_from_files(
-    dirs: &[PathBuf],
+    store: &Store,
+    dirs: &[&str],
     topic: &str,
     partition: i32,
     below: i64,
-) -> Option<(i64, i64, PathBuf)> {
-    let (path, name) = newest_durable_file(dirs, topic, partition, below)?;
-    let meta = parquet::read_key_value_metadata(&path).ok()?;
+) -> Option<(i64, i64, String)> {
+    let (rel, name) = newest_durable_file(store, dirs, topic, partition, below)?;
+    let meta = parquet::read_key_value_metadata(store, &rel).ok()?;
     let get = |k: &str| meta.get(k).and_then(|v| v.parse::<i64>().ok());
     let replay_from = get(META_REPLAY_FROM)?;
     let consistent = get(META_LAST_OFFSET) == Some(name.last_offset)
         && meta.get(META_TOPIC).map(String::as_str) == Some(topic)
         && replay_from <= name.last_offset + 1;
-    consistent.then_some((replay_from, name.last_offset + 1, path))
-}
-
-/// Writes `bytes` through `write` into `<dir>/.<name>.tmp`, fsyncs it, renames it to
-/// `<dir>/<name>` and fsyncs the folder: the file is either absent or whole.
-pub fn write_atomically(
-    dir: &Path,
-    name: &str,
-    write: impl FnOnce(std::fs::File) -> std::io::Result<std::fs::File>,
-) -> std::io::Result<(PathBuf, u64)> {
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".{name}.tmp"));
-    let file = std::fs::File::create(&tmp)?;
-    let file = write(file)?;
-    file.sync_all()?;
-    let len = file.metadata()?.len();
-    drop(file);
-    let dest = dir.join(name);
-    std::fs::rename(&tmp, &dest)?;
-    std::fs::File::open(dir)?.sync_all()?;
-    Ok((dest, len))
+    consistent.then_some((replay_from, name.last_offset + 1, rel))
 }
 
 #[cfg(test)]
@@ -305,6 +295,8 @@ mod tests {
             }
         );
         assert_eq!(s.date_folder(), "date=2024-11-25");
+        assert_eq!(s.partition_folder(false), "date=2024-11-25");
+        assert_eq!(s.partition_folder(true), "date=2024-11-25/hour=16");
     }
 
     #[test]
@@ -320,7 +312,8 @@ mod tests {
         ] {
             std::fs::write(dir.join(n), b"x").unwrap();
         }
-        assert_eq!(sweep_partition(&root, "t", 0, 10).unwrap(), 2);
+        let store = Store::Local(root.clone());
+        assert_eq!(sweep_partition(&store, "t", 0, 10).unwrap(), 2);
         let mut left: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -2,7 +2,6 @@
 //! per-segment file write.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::{Arc, LazyLock};
 
 use arrow_array::builder::{
@@ -17,8 +16,9 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 
-use super::{write_atomically, Segment, DEAD_LETTERS_DIR, PREDICTIONS_DIR};
+use super::{Segment, DEAD_LETTERS_DIR, PREDICTIONS_DIR};
 use crate::stream::record::{DeadLetterRecord, PredictionRecord};
+use crate::stream::store::Store;
 use crate::stream::training::example_batch;
 
 fn ts_type() -> DataType {
@@ -179,14 +179,11 @@ pub fn dead_letter_batch(rows: &[DeadLetterRecord]) -> RecordBatch {
         .expect("builders match DEAD_LETTER_SCHEMA")
 }
 
-/// Writes `batch` atomically as `<dir>/<name>` with `metadata` in the file's key-value
-/// metadata.
-pub fn write_parquet(
-    dir: &Path,
-    name: &str,
+/// Encodes `batch` as Parquet with `metadata` in the file's key-value metadata.
+pub fn encode_parquet(
     batch: &RecordBatch,
     metadata: &[(String, String)],
-) -> std::io::Result<u64> {
+) -> std::io::Result<Vec<u8>> {
     let kv = metadata
         .iter()
         .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
@@ -195,26 +192,51 @@ pub fn write_parquet(
         .set_compression(Compression::SNAPPY)
         .set_key_value_metadata(Some(kv))
         .build();
-    let (_, len) = write_atomically(dir, name, |file| {
-        let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props))
-            .map_err(std::io::Error::other)?;
-        w.write(batch).map_err(std::io::Error::other)?;
-        w.into_inner().map_err(std::io::Error::other)
-    })?;
-    Ok(len)
+    let mut w = ArrowWriter::try_new(Vec::new(), batch.schema(), Some(props))
+        .map_err(std::io::Error::other)?;
+    w.write(batch).map_err(std::io::Error::other)?;
+    w.into_inner().map_err(std::io::Error::other)
 }
 
-/// The key-value metadata of a Parquet file (only its footer is read).
-pub fn read_key_value_metadata(path: &Path) -> std::io::Result<HashMap<String, String>> {
-    let reader =
-        SerializedFileReader::new(std::fs::File::open(path)?).map_err(std::io::Error::other)?;
-    Ok(reader
-        .metadata()
-        .file_metadata()
-        .key_value_metadata()
+/// Writes `batch` as `rel` of `store`, visible at once and whole; returns its size.
+pub fn write_parquet(
+    store: &Store,
+    rel: &str,
+    batch: &RecordBatch,
+    metadata: &[(String, String)],
+) -> std::io::Result<u64> {
+    store.put(rel, encode_parquet(batch, metadata)?)
+}
+
+/// The key-value metadata of a Parquet file (locally only its footer is read; from an
+/// object store the object is fetched whole: files are bounded by `roll_bytes`).
+pub fn read_key_value_metadata(
+    store: &Store,
+    rel: &str,
+) -> std::io::Result<HashMap<String, String>> {
+    let meta = match store.local_path(rel) {
+        Some(path) => SerializedFileReader::new(std::fs::File::open(path)?)
+            .map_err(std::io::Error::other)?
+            .metadata()
+            .file_metadata()
+            .key_value_metadata()
+            .cloned(),
+        None => {
+            let bytes = store.get(rel)?.ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::NotFound, rel.to_string())
+            })?;
+            SerializedFileReader::new(bytes::Bytes::from(bytes))
+                .map_err(std::io::Error::other)?
+                .metadata()
+                .file_metadata()
+                .key_value_metadata()
+                .cloned()
+        }
+    };
+    Ok(meta
         .into_iter()
         .flatten()
-        .filter_map(|kv| Some((kv.key.clone(), kv.value.clone()?)))
+        .filter_map(|kv| Some((kv.key, kv.value?)))
         .collect())
 }
 
@@ -227,27 +249,28 @@ pub struct Written {
     pub dead_letter_bytes: u64,
 }
 
-/// Writes a segment's non-empty parts: `predictions/<date>/<stem>.parquet` and
-/// `dead_letters/<date>/<stem>.parquet`, each atomically.
-pub fn write_segment(root: &Path, seg: &Segment) -> std::io::Result<Written> {
+/// Writes a segment's non-empty parts: `predictions/<partition>/<stem>.parquet` and
+/// `dead_letters/<partition>/<stem>.parquet`, each visible at once and whole.
+pub fn write_segment(store: &Store, seg: &Segment, by_hour: bool) -> std::io::Result<Written> {
     let mut w = Written::default();
-    let stem = seg.file_stem();
-    let date = seg.date_folder();
+    let name = format!(
+        "{}/{}.parquet",
+        seg.partition_folder(by_hour),
+        seg.file_stem()
+    );
     if !seg.predictions.is_empty() {
-        let dir = root.join(PREDICTIONS_DIR).join(&date);
         w.prediction_bytes = write_parquet(
-            &dir,
-            &format!("{stem}.parquet"),
+            store,
+            &format!("{PREDICTIONS_DIR}/{name}"),
             &prediction_batch(&seg.predictions),
             &seg.file_metadata(),
         )?;
         w.prediction_files = 1;
     }
     if !seg.dead_letters.is_empty() {
-        let dir = root.join(DEAD_LETTERS_DIR).join(&date);
         w.dead_letter_bytes = write_parquet(
-            &dir,
-            &format!("{stem}.parquet"),
+            store,
+            &format!("{DEAD_LETTERS_DIR}/{name}"),
             &dead_letter_batch(&seg.dead_letters),
             &seg.file_metadata(),
         )?;
@@ -256,12 +279,16 @@ pub fn write_segment(root: &Path, seg: &Segment) -> std::io::Result<Written> {
     Ok(w)
 }
 
-/// Writes a segment's examples into the training store, `<dir>/<date>/<stem>.parquet`,
-/// atomically, with the segment's metadata; returns bytes.
-pub fn write_examples(dir: &Path, seg: &Segment) -> std::io::Result<u64> {
+/// Writes a segment's examples into the training store, `<partition>/<stem>.parquet`,
+/// with the segment's metadata; returns bytes.
+pub fn write_examples(store: &Store, seg: &Segment, by_hour: bool) -> std::io::Result<u64> {
     write_parquet(
-        &dir.join(seg.date_folder()),
-        &format!("{}.parquet", seg.file_stem()),
+        store,
+        &format!(
+            "{}/{}.parquet",
+            seg.partition_folder(by_hour),
+            seg.file_stem()
+        ),
         &example_batch(&seg.examples),
         &seg.file_metadata(),
     )

@@ -1,0 +1,211 @@
+//! A real S3-protocol server for the tests: moto's server mode (`moto_server`, installed by
+//! scripts/test.sh into the project's `.venv`) on a free port, a bucket in it, and readers of
+//! what the daemon wrote there: the crate's own store (for waiting) and pyarrow through the
+//! S3 endpoint (the independent reader the assertions use).
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int32Type, Int64Type, TimestampMillisecondType};
+use arrow_array::Array;
+use milstream::stream::store::Store;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use super::stream::{free_port, Row};
+use super::tools::python;
+
+pub const BUCKET: &str = "milstream-test";
+
+/// A running moto server; killed on drop.
+pub struct Moto {
+    pub port: u16,
+    child: Child,
+}
+
+impl Moto {
+    /// Starts `moto_server` on a free port and creates [`BUCKET`]; panics with the install
+    /// hint when moto is missing.
+    pub fn start() -> Self {
+        let server = moto_server();
+        let port = free_port();
+        let child = Command::new(&server)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{} does not start: {e}", server.display()));
+        let moto = Self { port, child };
+        let up = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                up.elapsed() < Duration::from_secs(30),
+                "moto_server did not listen on {port} within 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        moto.python(&format!("s3.create_bucket(Bucket='{BUCKET}')"));
+        moto
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The `[object_store]` table pointing the daemon at this server.
+    pub fn config_table(&self) -> String {
+        format!(
+            "[object_store]\naws_endpoint = \"{}\"\naws_allow_http = \"true\"\naws_access_key_id = \"test\"\naws_secret_access_key = \"test\"\naws_region = \"us-east-1\"\n",
+            self.endpoint()
+        )
+    }
+
+    pub fn options(&self) -> BTreeMap<String, String> {
+        [
+            ("aws_endpoint", self.endpoint()),
+            ("aws_allow_http", "true".into()),
+            ("aws_access_key_id", "test".into()),
+            ("aws_secret_access_key", "test".into()),
+            ("aws_region", "us-east-1".into()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+
+    /// The crate's store at `s3://BUCKET/<prefix>` on this server.
+    pub fn store(&self, prefix: &str) -> Store {
+        Store::open(
+            std::path::Path::new(&format!("s3://{BUCKET}/{prefix}")),
+            &self.options(),
+        )
+        .expect("the S3 store opens")
+    }
+
+    /// Runs Python with `s3` (a boto3 client), `fs` (pyarrow's S3FileSystem) and `endpoint`
+    /// bound to this server; returns stdout.
+    pub fn python(&self, body: &str) -> String {
+        let script = format!(
+            r#"
+import boto3, pyarrow.fs
+endpoint = "{ep}"
+s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test",
+                  aws_secret_access_key="test", region_name="us-east-1")
+fs = pyarrow.fs.S3FileSystem(endpoint_override="127.0.0.1:{port}", scheme="http",
+                             access_key="test", secret_key="test", region="us-east-1")
+{body}
+"#,
+            ep = self.endpoint(),
+            port = self.port
+        );
+        let out = super::tools::python_with("pyarrow.fs, boto3", "pyarrow boto3")
+            .args(["-c", &script])
+            .output()
+            .expect("python runs");
+        assert!(
+            out.status.success(),
+            "python against moto failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            script
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// SIGSTOP: the store stops answering (connections hang) until [`Moto::resume`].
+    pub fn pause(&self) {
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGSTOP) };
+    }
+
+    pub fn resume(&self) {
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGCONT) };
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        self.resume();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `moto_server` next to the test Python, or a panic naming the fix.
+fn moto_server() -> PathBuf {
+    let py = python();
+    let beside = py.parent().map(|d| d.join("moto_server"));
+    if let Some(p) = beside.filter(|p| p.exists()) {
+        return p;
+    }
+    assert!(
+        Command::new("moto_server").arg("--help").output().is_ok(),
+        "moto_server not found: run the tests with `scripts/test.sh`, which installs it \
+         (or `pip install \"moto[server]\"` into the .venv)"
+    );
+    PathBuf::from("moto_server")
+}
+
+/// Every prediction row under `predictions/` of `store`, read with arrow-rs from the
+/// objects' bytes (for waiting; assertions read with pyarrow).
+pub fn read_store_predictions(store: &Store) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for rel in store.list("predictions").unwrap_or_default() {
+        if !rel.ends_with(".parquet") {
+            continue;
+        }
+        let Ok(Some(bytes)) = store.get(&rel) else {
+            continue;
+        };
+        let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))
+            .expect("a visible object is a whole Parquet file")
+            .build()
+            .unwrap();
+        for batch in reader {
+            let b = batch.unwrap();
+            let col = |n: &str| b.column_by_name(n).unwrap().clone();
+            let (key, kind, start, end, label) = (
+                col("key"),
+                col("kind"),
+                col("window_start"),
+                col("window_end"),
+                col("label"),
+            );
+            let (scores, version, part, off) = (
+                col("scores"),
+                col("model_version"),
+                col("source_partition"),
+                col("source_offset"),
+            );
+            let start = start.as_primitive::<TimestampMillisecondType>();
+            let end = end.as_primitive::<TimestampMillisecondType>();
+            for i in 0..b.num_rows() {
+                rows.push(Row {
+                    key: key.as_string::<i32>().value(i).to_string(),
+                    kind: kind.as_string::<i32>().value(i).to_string(),
+                    start: (!start.is_null(i)).then(|| start.value(i)),
+                    end: (!end.is_null(i)).then(|| end.value(i)),
+                    label: label.as_string::<i32>().value(i).to_string(),
+                    scores: scores
+                        .as_list::<i32>()
+                        .value(i)
+                        .as_primitive::<Float64Type>()
+                        .values()
+                        .to_vec(),
+                    model_version: version.as_string::<i32>().value(i).to_string(),
+                    model_name: b
+                        .column_by_name("model_name")
+                        .unwrap()
+                        .as_string::<i32>()
+                        .value(i)
+                        .to_string(),
+                    source_partition: part.as_primitive::<Int32Type>().value(i),
+                    source_offset: off.as_primitive::<Int64Type>().value(i),
+                    file: rel.clone(),
+                });
+            }
+        }
+    }
+    rows
+}

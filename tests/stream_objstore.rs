@@ -1,0 +1,491 @@
+//! Output on object storage, against a real S3-protocol server (moto's server mode): the
+//! predictions end to end with pyarrow reading them from the S3 endpoint, SIGKILLs while
+//! the daemon writes to S3, a trainer publishing to an S3 registry that a scorer process
+//! follows, and the store stopped for 10 s mid-stream.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::s3::{read_store_predictions, Moto, BUCKET};
+use common::stream::*;
+use common::{load, scratch};
+use milstream::config::Config;
+use milstream::mil::Sample;
+
+/// A test config (see `common::stream::config`) whose output goes to
+/// `s3://BUCKET/<prefix>` on `moto`; `output_lines` go into `[output]`, `sections` at the
+/// end. Returns the parsed config and the file for child processes.
+fn s3_config(
+    moto: &Moto,
+    dir: &Path,
+    bootstrap: &str,
+    prefix: &str,
+    group: &str,
+    output_lines: &str,
+    sections: &str,
+) -> (Config, PathBuf) {
+    let (model_path, _) = model_file(dir);
+    let local_out = dir.join("out");
+    let _ = config(bootstrap, &local_out, &model_path, group, "");
+    let path = config_path(&local_out, group);
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        &format!("dir = \"{}\"", local_out.display()),
+        &format!("dir = \"s3://{BUCKET}/{prefix}\"\n{output_lines}"),
+    );
+    let text = format!("{text}\n{sections}\n{}", moto.config_table());
+    std::fs::write(&path, &text).unwrap();
+    let cfg = Config::parse("s3 test config", &text).expect("config parses");
+    (cfg, path)
+}
+
+fn spawn_child(config: &Path, log: &Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_milstream"))
+        .args(["run", "--config", config.to_str().unwrap()])
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .expect("milstream run starts")
+}
+
+/// pyarrow reads the Hive-partitioned dataset under `s3://BUCKET/<prefix>/predictions`
+/// from the endpoint: rows, distinct (key, window_end), the partition columns, and the
+/// timestamp type. Every object must parse whole (no partial object is visible).
+fn pyarrow_summary(moto: &Moto, prefix: &str) -> serde_json::Value {
+    let out = moto.python(&format!(
+        r#"
+import json, pyarrow.dataset as ds, pyarrow.parquet as pq
+root = "{BUCKET}/{prefix}/predictions"
+d = ds.dataset(root, filesystem=fs, format="parquet", partitioning="hive")
+t = d.to_table()
+keys = set(zip(t.column("key").to_pylist(), t.column("window_end").cast("int64").to_pylist()))
+infos = fs.get_file_info(pyarrow.fs.FileSelector("{BUCKET}/{prefix}", recursive=True))
+files = [i.path for i in infos if i.type == pyarrow.fs.FileType.File]
+for f in files:
+    if f.endswith(".parquet"):
+        pq.read_metadata(f, filesystem=fs)
+print(json.dumps({{"rows": t.num_rows, "distinct": len(keys), "columns": t.schema.names,
+                  "window_end": str(t.schema.field("window_end").type), "files": files}}))
+"#
+    ));
+    serde_json::from_str(out.trim().lines().last().unwrap()).unwrap()
+}
+
+#[test]
+fn predictions_land_in_s3_once_each_and_pyarrow_reads_them_from_the_endpoint() {
+    let moto = Moto::start();
+    let dir = scratch("s3-e2e");
+    let bootstrap = cluster(3);
+    let (cfg, _) = s3_config(
+        &moto,
+        &dir,
+        &bootstrap,
+        "e2e",
+        "s3e2e",
+        "partition_by = \"hour\"\narrow_ipc = true",
+        "",
+    );
+    let stream = known_stream(4, 4, 1_700_000_001_500);
+    let want: BTreeSet<_> = expected_windows(&stream).keys().cloned().collect();
+    let (daemon, stop) = spawn_daemon(cfg);
+    produce_all(&producer(&bootstrap), &point_messages(&stream));
+    let store = moto.store("e2e");
+    let done = wait_until(Duration::from_secs(90), || {
+        window_keys(&read_store_predictions(&store)).is_superset(&want)
+    });
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    assert!(
+        done,
+        "not every window reached S3: {} of {} rows; objects: {:?}",
+        read_store_predictions(&store).len(),
+        want.len(),
+        store.list("")
+    );
+    let rows = read_store_predictions(&store);
+    assert_eq!(
+        window_keys(&rows),
+        want,
+        "every expected window, nothing else"
+    );
+    assert_eq!(rows.len(), want.len(), "each once");
+    assert!(
+        rows.iter().all(|r| r.file.contains("/hour=")),
+        "hour partitions: {:?}",
+        rows.first().map(|r| &r.file)
+    );
+
+    let s = pyarrow_summary(&moto, "e2e");
+    assert_eq!(s["rows"], want.len(), "{s}");
+    assert_eq!(s["distinct"], want.len(), "{s}");
+    let columns: Vec<&str> = s["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(
+        columns.contains(&"date") && columns.contains(&"hour"),
+        "Hive partition columns: {columns:?}"
+    );
+    assert!(s["window_end"].as_str().unwrap().contains("UTC"), "{s}");
+    let files: Vec<&str> = s["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(
+        files
+            .iter()
+            .any(|f| f.contains("/arrow/date=") && f.ends_with(".arrows")),
+        "the Arrow IPC copies are in S3 too: {files:?}"
+    );
+    assert!(
+        files.iter().all(|f| !f.contains(".tmp")),
+        "no temp objects: {files:?}"
+    );
+}
+
+#[test]
+fn sigkill_while_writing_to_s3_loses_and_duplicates_nothing() {
+    let moto = Moto::start();
+    let dir = scratch("s3-crash");
+    let bootstrap = cluster(3);
+    // Bare commits: each restart finds its replay point by listing the S3 prefix.
+    let (_, cfg_path) = s3_config(&moto, &dir, &bootstrap, "crash", "s3crash", "", "");
+    let text = std::fs::read_to_string(&cfg_path)
+        .unwrap()
+        .replace("[commit]\n", "[commit]\nmetadata = false\n");
+    std::fs::write(&cfg_path, text).unwrap();
+    let stream = known_stream(6, 6, 1_700_000_001_500);
+    let expected = expected_windows(&stream);
+    let want: BTreeSet<_> = expected.keys().cloned().collect();
+    let model = milstream::stream::embedded::train_embedded_model().unwrap();
+    let store = moto.store("crash");
+
+    let msgs = point_messages(&stream);
+    let fed = Arc::new(AtomicBool::new(false));
+    let feeder = {
+        let (fed, bootstrap) = (fed.clone(), bootstrap.clone());
+        std::thread::spawn(move || {
+            let p = producer(&bootstrap);
+            let start = Instant::now();
+            for (i, chunk) in msgs.chunks(50).enumerate() {
+                produce_all(&p, chunk);
+                let due = Duration::from_secs_f64(((i + 1) * 50) as f64 / 130.0);
+                if let Some(wait) = due.checked_sub(start.elapsed()) {
+                    std::thread::sleep(wait);
+                }
+            }
+            fed.store(true, Ordering::SeqCst);
+        })
+    };
+    // Three SIGKILLs: after the first object, after the first commit and a second more,
+    // and 2.5 s after the assignment (uploads are then in flight).
+    let mut history = String::new();
+    for i in 0..3 {
+        let log = dir.join(format!("child-{i}.log"));
+        let mut child = spawn_child(&cfg_path, &log);
+        let started = Instant::now();
+        let mut owned_since = None;
+        while started.elapsed() < Duration::from_secs(60) {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if owned_since.is_none() && text.contains("partition assigned") {
+                owned_since = Some(Instant::now());
+            }
+            let Some(t) = owned_since else {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            };
+            let now = match i {
+                0 => !store.list("predictions").unwrap_or_default().is_empty(),
+                1 => {
+                    t.elapsed() > Duration::from_millis(1_000)
+                        && text.contains("first offsets committed")
+                }
+                _ => t.elapsed() > Duration::from_millis(2_500),
+            };
+            if now {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child.kill().expect("SIGKILL");
+        child.wait().unwrap();
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        history.push_str(&format!("--- child {i}\n"));
+        for l in text
+            .lines()
+            .filter(|l| l.contains("replay point") || l.contains("WARN") || l.contains("ERROR"))
+        {
+            history.push_str(l);
+            history.push('\n');
+        }
+    }
+    let final_log = dir.join("child-final.log");
+    let mut child = spawn_child(&cfg_path, &final_log);
+    let complete = wait_until(Duration::from_secs(150), || {
+        fed.load(Ordering::SeqCst)
+            && window_keys(&read_store_predictions(&store)).is_superset(&want)
+    });
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    feeder.join().unwrap();
+    let final_text = std::fs::read_to_string(&final_log).unwrap_or_default();
+    assert!(
+        complete,
+        "not every window arrived; final log:\n{final_text}"
+    );
+    assert!(status.success(), "exit {status:?}:\n{final_text}");
+    let restarts = format!("{history}\n{final_text}");
+    assert!(
+        restarts.contains("source=\"output_file\""),
+        "no restart took its replay point from an S3 object:\n{restarts}"
+    );
+
+    let rows = read_store_predictions(&store);
+    assert_eq!(window_keys(&rows), want, "0 lost; earlier runs:\n{history}");
+    assert_eq!(rows.len(), want.len(), "0 duplicates by key");
+    for r in &rows {
+        let w = &expected[&(r.key.clone(), r.start.unwrap(), r.end.unwrap())];
+        assert_eq!(
+            r.scores,
+            model.predict(&Sample::Series(w.clone())).unwrap().scores,
+            "window {} scored as the reference",
+            r.key
+        );
+    }
+    let s = pyarrow_summary(&moto, "crash");
+    assert_eq!(s["rows"], want.len(), "pyarrow from S3: {s}");
+    assert_eq!(s["distinct"], want.len(), "pyarrow from S3: {s}");
+}
+
+/// One round of labeled GunPoint series for `sensors` sensors, aligned on the hop.
+fn labeled_round(
+    test: &milstream::mil::Dataset,
+    r: usize,
+    sensors: usize,
+) -> Vec<(String, String, Vec<u8>)> {
+    let t = 1_700_000_001_000 + r as i64 * HOP_MS;
+    let mut msgs = Vec::new();
+    let picks: Vec<usize> = (0..sensors)
+        .map(|s| (s * 37 + r * 11) % test.len())
+        .collect();
+    for j in 0..W {
+        for (s, &i) in picks.iter().enumerate() {
+            let Sample::Series(v) = &test.samples[i] else {
+                unreachable!()
+            };
+            let id = format!("sensor-{s}");
+            let ts = t + j as i64 * SPACING_MS;
+            msgs.push((
+                POINTS.to_string(),
+                id.clone(),
+                format!(r#"{{"series_id":"{id}","ts":{ts},"value":{}}}"#, v[j]).into_bytes(),
+            ));
+        }
+    }
+    for (s, &i) in picks.iter().enumerate() {
+        let id = format!("sensor-{s}");
+        let end = t + (W as i64 - 1) * SPACING_MS;
+        let l = &test.labels[i];
+        msgs.push((
+            LABELS.to_string(),
+            id.clone(),
+            format!(r#"{{"series_id":"{id}","start":{t},"end":{end},"label":"{l}"}}"#).into_bytes(),
+        ));
+    }
+    msgs
+}
+
+#[test]
+fn a_trainer_publishes_to_an_s3_registry_and_a_scorer_process_swaps_to_it() {
+    let moto = Moto::start();
+    let dir = scratch("s3-registry");
+    let bootstrap = cluster(2);
+    let registry = format!("s3://{BUCKET}/reg/models");
+    // No models topic: the scorer can learn of the new version only from the registry.
+    let no_topic = "[kafka]\nmodels_topic = \"\"\n";
+    let scorer_sections =
+        format!("[model]\nregistry_dir = \"{registry}\"\nregistry_poll_ms = 300\n");
+    let (_, scorer_path) = s3_config(&moto, &dir, &bootstrap, "reg/out", "s3reg", "", "");
+    let text = std::fs::read_to_string(&scorer_path).unwrap();
+    let text = text
+        .replace("[model]\n", &scorer_sections)
+        .replace("[kafka]\n", no_topic);
+    let text = format!("{text}\n[pipeline]\nrole = \"scorer\"\n");
+    std::fs::write(&scorer_path, &text).unwrap();
+    Config::parse("scorer", &text).expect("scorer config parses");
+
+    let trainer_dir = dir.join("trainer");
+    std::fs::create_dir_all(&trainer_dir).unwrap();
+    let (_, trainer_path) = s3_config(
+        &moto,
+        &trainer_dir,
+        &bootstrap,
+        "reg/trainer-out",
+        "s3reg",
+        "",
+        "",
+    );
+    let text = std::fs::read_to_string(&trainer_path)
+        .unwrap()
+        .replace("[model]\n", &format!("[model]\nregistry_dir = \"{registry}\"\n"))
+        .replace("[kafka]\n", no_topic)
+        .replace(
+            "[training]\nenabled = false",
+            &format!(
+                "[training]\ndir = \"s3://{BUCKET}/reg/training\"\nlabel_wait_ms = 20000\nevery = \"\"\nafter_examples = 12\nmax_examples = 48\nholdout = 0.25\ntolerance = 1.0\nmin_examples = 12"
+            ),
+        );
+    let text = format!("{text}\n[pipeline]\nrole = \"trainer\"\n");
+    let trainer = Config::parse("trainer", &text).expect("trainer config parses");
+
+    let mut scorer = spawn_child(&scorer_path, &dir.join("scorer.log"));
+    let (d, stop) = spawn_daemon(trainer);
+    let test = load("GunPoint_TEST.csv");
+    let p = producer(&bootstrap);
+    let out = moto.store("reg/out");
+    let reg =
+        milstream::stream::registry::Registry::open_with(Path::new(&registry), &moto.options())
+            .unwrap();
+    let mut r = 0;
+    // The version the scorer started with (it and the trainer may both publish a first
+    // version when they start together on an empty registry); done when it has swapped to
+    // another and written predictions with it.
+    let scorer_log = || std::fs::read_to_string(dir.join("scorer.log")).unwrap_or_default();
+    let started_with = |log: &str| {
+        log.lines()
+            .find_map(|l| l.strip_prefix("milstream: scoring with model "))
+            .map(str::to_string)
+    };
+    let swapped = wait_until(Duration::from_secs(150), || {
+        if r < 30 {
+            produce_all(&p, &labeled_round(&test, r, 4));
+            r += 1;
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        let log = scorer_log();
+        let Some(first) = started_with(&log) else {
+            return false;
+        };
+        let written: BTreeSet<String> = read_store_predictions(&out)
+            .into_iter()
+            .map(|row| row.model_version)
+            .filter(|v| v.starts_with('v') && *v != first)
+            .collect();
+        // A version the trainer fitted (its card says so), not a start-up model.
+        log.contains("swapping to the registry's current model")
+            && written
+                .iter()
+                .any(|v| reg.load(v).is_ok_and(|(_, card)| card.source == "trainer"))
+    });
+    unsafe { libc::kill(scorer.id() as i32, libc::SIGTERM) };
+    let status = scorer.wait().unwrap();
+    stop.send(true).unwrap();
+    d.join().unwrap().expect("the trainer stops cleanly");
+    let log = std::fs::read_to_string(dir.join("scorer.log")).unwrap_or_default();
+    let versions = reg.versions().unwrap();
+    assert!(
+        swapped,
+        "the scorer never wrote with a trained version; registry {versions:?}; scorer log:\n{log}"
+    );
+    assert!(status.success(), "scorer exit {status:?}");
+    assert!(
+        log.contains("swapping to the registry's current model"),
+        "{log}"
+    );
+    let current = reg.current().unwrap().unwrap();
+    assert!(versions.contains(&current), "{current} in {versions:?}");
+    // The registry's layout in the bucket, listed through the S3 endpoint.
+    let listed = moto.python(&format!(
+        "for o in s3.list_objects_v2(Bucket='{BUCKET}', Prefix='reg/models/')['Contents']: print(o['Key'])"
+    ));
+    for v in &versions {
+        for f in ["model.json", "card.json"] {
+            assert!(listed.contains(&format!("reg/models/{v}/{f}")), "{listed}");
+        }
+    }
+    assert!(listed.contains("reg/models/current"), "{listed}");
+}
+
+#[test]
+fn the_store_stopped_for_10_s_pauses_the_stream_and_loses_nothing() {
+    let moto = Moto::start();
+    let dir = scratch("s3-outage");
+    let bootstrap = cluster(2);
+    let (mut cfg, _) = s3_config(&moto, &dir, &bootstrap, "outage", "s3outage", "", "");
+    // Requests to a stopped store time out fast, so the outage shows within seconds.
+    cfg.object_store.0.insert("timeout".into(), "1s".into());
+    cfg.object_store
+        .0
+        .insert("connect_timeout".into(), "1s".into());
+    let port = free_port();
+    cfg.http.listen = format!("127.0.0.1:{port}");
+    let stream = known_stream(4, 8, 1_700_000_001_500);
+    let want: BTreeSet<_> = expected_windows(&stream).keys().cloned().collect();
+    let msgs = point_messages(&stream);
+    let (daemon, stop) = spawn_daemon(cfg);
+    let p = producer(&bootstrap);
+    let store = moto.store("outage");
+    let (first, rest) = msgs.split_at(msgs.len() / 3);
+    produce_all(&p, first);
+    let ready = |port: u16| {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        use std::io::{Read, Write};
+        s.write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .ok()?;
+        let mut body = String::new();
+        s.read_to_string(&mut body).ok()?;
+        Some(body)
+    };
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            !read_store_predictions(&store).is_empty()
+                && ready(port).is_some_and(|b| b.contains(" 200 "))
+        }),
+        "no output before the outage"
+    );
+
+    moto.pause();
+    let paused = Instant::now();
+    produce_all(&p, rest);
+    let mut saw_503 = None;
+    while paused.elapsed() < Duration::from_secs(10) {
+        if let Some(b) = ready(port).filter(|b| b.contains(" 503 ")) {
+            saw_503.get_or_insert(b);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let errors = sample(
+        &scrape(port),
+        "milstream_sink_errors_total{sink=\"parquet\"}",
+    );
+    moto.resume();
+    let recovered = wait_until(Duration::from_secs(90), || {
+        window_keys(&read_store_predictions(&store)).is_superset(&want)
+            && ready(port).is_some_and(|b| b.contains(" 200 "))
+    });
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    let b = saw_503.expect("/readyz answered 503 during the outage");
+    assert!(b.contains("sink"), "the reason names the sink: {b}");
+    assert!(
+        errors >= 1.0,
+        "milstream_sink_errors_total counted the failures"
+    );
+    assert!(
+        recovered,
+        "after the outage: every window and /readyz 200 again"
+    );
+    let rows = read_store_predictions(&store);
+    assert_eq!(window_keys(&rows), want, "no loss");
+    assert_eq!(rows.len(), want.len(), "no duplicates");
+}
