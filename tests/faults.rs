@@ -174,8 +174,16 @@ fn a_full_disk_pauses_output_until_space_returns() {
     assert!(full, "the disk never filled up; log:\n{}", log());
     let partial = read_predictions(&inside).len();
     assert!(partial < want.len(), "{partial} rows fit in 16 KiB");
-    // Retrying, not growing: the resident set stays small while the disk is full.
+    // Nothing is committed while nothing becomes durable (a second for the commits of what
+    // was durable before the disk filled), and the resident set stays small.
+    std::thread::sleep(Duration::from_secs(1));
+    let committed_full = committed_offsets(&bootstrap, "fault-disk", POINTS, 2);
     std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        committed_offsets(&bootstrap, "fault-disk", POINTS, 2),
+        committed_full,
+        "no commit moves while the disk is full"
+    );
     let rss_kib: u64 = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap()
         .lines()

@@ -361,9 +361,11 @@ fn a_trainer_publishes_to_an_s3_registry_and_a_scorer_process_swaps_to_it() {
     // version when they start together on an empty registry); done when it has swapped to
     // another and written predictions with it.
     let scorer_log = || std::fs::read_to_string(dir.join("scorer.log")).unwrap_or_default();
+    // The banner's series line: `  model series (...): <version>`.
     let started_with = |log: &str| {
         log.lines()
-            .find_map(|l| l.strip_prefix("milstream: scoring with model "))
+            .find_map(|l| l.trim_start().strip_prefix("model series ("))
+            .and_then(|rest| rest.rsplit("): ").next())
             .map(str::to_string)
     };
     let swapped = wait_until(Duration::from_secs(150), || {
