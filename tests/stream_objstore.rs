@@ -7,7 +7,6 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -42,16 +41,6 @@ fn s3_config(
     std::fs::write(&path, &text).unwrap();
     let cfg = Config::parse("s3 test config", &text).expect("config parses");
     (cfg, path)
-}
-
-fn spawn_child(config: &Path, log: &Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_milstream"))
-        .args(["run", "--config", config.to_str().unwrap()])
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(log).unwrap())
-        .spawn()
-        .expect("milstream run starts")
 }
 
 /// pyarrow reads the Hive-partitioned dataset under `s3://BUCKET/<prefix>/predictions`

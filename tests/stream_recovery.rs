@@ -7,7 +7,6 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -37,16 +36,6 @@ fn paced_producer(
         flag.store(true, Ordering::SeqCst);
     });
     (h, done)
-}
-
-fn spawn_child(config: &Path, log: &Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_milstream"))
-        .args(["run", "--config", config.to_str().unwrap()])
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(log).unwrap())
-        .spawn()
-        .expect("milstream run starts")
 }
 
 fn any_file(out: &Path) -> bool {

@@ -63,6 +63,15 @@ impl SeriesHistory {
     /// replaces nothing). A point with another channel count than the kept ones starts the
     /// series afresh: its shape changed, and a segment never mixes shapes.
     pub fn record(&self, series_id: &str, ts_ms: i64, values: &[f64]) {
+        if let Some((first, rest)) = values.split_first() {
+            self.record_parts(series_id, ts_ms, *first, rest);
+        }
+    }
+
+    /// [`record`](Self::record) of a point given as its first channel and the others, as
+    /// the decoder holds it (no per-point allocation).
+    pub fn record_parts(&self, series_id: &str, ts_ms: i64, first: f64, rest: &[f64]) {
+        let values = || std::iter::once(first).chain(rest.iter().copied());
         let mut shard = self.shards[shard_of(series_id)]
             .lock()
             .expect("history lock");
@@ -70,7 +79,7 @@ impl SeriesHistory {
             Some(p) => p,
             None => shard.entry(series_id.to_string()).or_default(),
         };
-        let c = values.len();
+        let c = 1 + rest.len();
         if kept.channels != c {
             *kept = Kept {
                 channels: c,
@@ -84,14 +93,14 @@ impl SeriesHistory {
                     return;
                 }
                 kept.ts.insert(at, ts_ms);
-                for (i, &v) in values.iter().enumerate() {
+                for (i, v) in values().enumerate() {
                     kept.values.insert(at * c + i, v);
                 }
             }
             Some(&last) if ts_ms == last => return,
             _ => {
                 kept.ts.push_back(ts_ms);
-                kept.values.extend(values);
+                kept.values.extend(values());
             }
         }
         let newest = kept.ts.back().copied().unwrap_or(ts_ms);

@@ -92,15 +92,9 @@ impl LabelJoiner {
 
     /// Keeps an accepted point (its value per channel) for labels that name its series.
     pub fn record_point(&self, pt: &Point) {
-        let h = &self.training.history;
-        if pt.rest.is_empty() {
-            h.record(&pt.series_id, pt.ts_ms, &[pt.value]);
-        } else {
-            let values: Vec<f64> = std::iter::once(pt.value)
-                .chain(pt.rest.iter().copied())
-                .collect();
-            h.record(&pt.series_id, pt.ts_ms, &values);
-        }
+        self.training
+            .history
+            .record_parts(&pt.series_id, pt.ts_ms, pt.value, &pt.rest);
     }
 
     /// Keeps a bag for labels that name it, and its inline label as an example.

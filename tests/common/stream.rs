@@ -583,3 +583,15 @@ pub fn committed_offsets(
         })
         .collect()
 }
+
+/// `milstream run --config <config>` as a child process, logging at info to `log`.
+pub fn spawn_child(config: &Path, log: &Path) -> std::process::Child {
+    use std::process::{Command, Stdio};
+    Command::new(env!("CARGO_BIN_EXE_milstream"))
+        .args(["run", "--config", config.to_str().unwrap()])
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .expect("milstream run starts")
+}
