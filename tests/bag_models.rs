@@ -117,14 +117,36 @@ fn bag_labels_lead_to_a_promoted_bag_model_version() {
     let series_registry = cfg.registry_dir().expect("training gives a registry");
     let (daemon, stop) = spawn_daemon(cfg);
 
-    // Round 0: every bag with the swapped class as a label record.
-    let (mut msgs, ids) = bag_messages(&musk, "r0");
-    for (id, l) in ids.iter().zip(&musk.labels) {
-        let rec = serde_json::json!({"bag_id": id, "label": swap(l)}).to_string();
-        msgs.push((LABELS.to_string(), id.clone(), rec.into_bytes()));
-    }
+    // Round 0: every bag's swapped class as a label record, produced and consumed first (its
+    // segments sealed, then no further label message), then the bags they name: the labels
+    // wait and join on the worker's tick, with no message on their partitions to carry them.
+    let (bags, ids) = bag_messages(&musk, "r0");
+    let labels: Messages = ids
+        .iter()
+        .zip(&musk.labels)
+        .map(|(id, l)| {
+            let rec = serde_json::json!({"bag_id": id, "label": swap(l)}).to_string();
+            (LABELS.to_string(), id.clone(), rec.into_bytes())
+        })
+        .collect();
     let p = producer(&bootstrap);
-    produce_all(&p, &msgs);
+    produce_all(&p, &labels);
+    let consumed = wait_until(Duration::from_secs(60), || {
+        (0..2)
+            .map(|i| {
+                metric(
+                    port,
+                    &format!(
+                        "milstream_records_consumed_total{{partition=\"{i}\",topic=\"{LABELS}\"}}"
+                    ),
+                )
+            })
+            .sum::<f64>()
+            >= ids.len() as f64
+    });
+    assert!(consumed, "labels not consumed: {}", scrape(port));
+    std::thread::sleep(Duration::from_millis(1_000)); // > roll_age_ms: their segments seal
+    produce_all(&p, &bags);
     let promoted = wait_until(Duration::from_secs(120), || {
         metric(
             port,

@@ -123,14 +123,17 @@ impl LabelJoiner {
 
     /// Joins the partition's waiting labels that can join now, in order; a label that waited
     /// longer than `training.label_wait_ms` (or can never join) becomes a dead letter.
-    /// Stops at the first that must keep waiting, so the replay point stays exact.
+    /// Stops at the first that must keep waiting, so the replay point stays exact. Returns
+    /// the offsets of the first and last label taken off the queue, and the first's Kafka
+    /// timestamp.
     pub fn resolve(
         &self,
         waiting: &mut WaitingLabels,
         src: &LabelSource,
         examples: &mut Vec<Example>,
         dead: &mut Vec<DeadLetterRecord>,
-    ) {
+    ) -> Option<((i64, i64), i64)> {
+        let mut taken: Option<((i64, i64), i64)> = None;
         let wait = Duration::from_millis(self.cfg.label_wait_ms);
         while let Some(l) = waiting.queue.front() {
             let outcome = match self.join(l) {
@@ -152,6 +155,10 @@ impl LabelJoiner {
                 other => other,
             };
             let l = waiting.queue.pop_front().expect("front seen");
+            taken = Some(match taken {
+                None => ((l.offset, l.offset), l.labeled_at_ms),
+                Some(((first, _), ts)) => ((first, l.offset), ts),
+            });
             match outcome {
                 LabelJoin::Joined(mut e) => {
                     e.source_topic = src.topic.to_string();
@@ -173,6 +180,7 @@ impl LabelJoiner {
                 LabelJoin::Wait => unreachable!("a waiting label stays queued"),
             }
         }
+        taken
     }
 
     fn join(&self, l: &PendingLabel) -> LabelJoin {

@@ -247,15 +247,17 @@ impl Worker {
         (segments, targets)
     }
 
-    /// Retries the waiting labels of partitions with an open segment (on the worker's
-    /// tick); what they produce goes to that segment. Without one they wait for the next
-    /// message: a segment of no offsets would have no name of its own.
-    pub fn resolve_waiting(&mut self) {
+    /// Retries the waiting labels (on the worker's tick). What they produce goes to the
+    /// partition's open segment; a partition with none (its labels came before what they
+    /// name, and then no message) gets a sealed [`Segment::late_labels`] segment of them, so
+    /// its examples become durable without waiting for the next message.
+    pub fn resolve_waiting(&mut self) -> Vec<Segment> {
         let Some(labels) = &self.env.labels else {
-            return;
+            return Vec::new();
         };
+        let mut late = Vec::new();
         for p in self.parts.values_mut() {
-            if p.waiting_labels.is_empty() || p.segment.is_none() {
+            if p.waiting_labels.is_empty() {
                 continue;
             }
             let (mut examples, mut dead) = (Vec::new(), Vec::new());
@@ -264,7 +266,7 @@ impl Worker {
                 partition: p.partition,
                 emit_from: p.emit_from,
             };
-            labels.resolve(&mut p.waiting_labels, &src, &mut examples, &mut dead);
+            let taken = labels.resolve(&mut p.waiting_labels, &src, &mut examples, &mut dead);
             if examples.is_empty() && dead.is_empty() {
                 continue;
             }
@@ -275,10 +277,18 @@ impl Worker {
                     .with_label_values(&[d.reason.as_str()])
                     .inc();
             }
-            let seg = p.segment.as_mut().expect("checked above");
+            let open = p.segment.is_some();
+            let seg = p.segment.get_or_insert_with(|| {
+                let (offsets, ts) = taken.expect("something was taken off the queue");
+                Segment::late_labels(&p.topic, p.partition, offsets, ts)
+            });
             seg.dead_letters.extend(dead);
             seg.examples.extend(examples);
+            if !open {
+                late.extend(self.env.seal(p));
+            }
         }
+        late
     }
 
     /// Seals segments older than the roll age (also empty ones, so their offsets commit),
@@ -548,7 +558,11 @@ fn worker_loop(
                 }
                 let _ = reply.send(targets);
             }
-            Work::Tick => worker.resolve_waiting(),
+            Work::Tick => {
+                for seg in worker.resolve_waiting() {
+                    writers.send(seg);
+                }
+            }
         }
         if last_tick.elapsed() >= tick {
             last_tick = Instant::now();

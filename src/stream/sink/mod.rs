@@ -35,6 +35,11 @@ pub struct Segment {
     pub replay_from: i64,
     pub opened_at: Instant,
     pub approx_bytes: usize,
+    /// Holds only the examples and dead letters of labels that joined (or timed out) after
+    /// the segment of their own offsets was sealed, on a partition with no message since:
+    /// `first_offset..=last_offset` spans those labels, and the name ends in `-late` so it
+    /// never takes the name of the sealed segment that covered the same offsets.
+    pub late_labels: bool,
 }
 
 impl Segment {
@@ -52,7 +57,17 @@ impl Segment {
             replay_from: first_offset,
             opened_at: Instant::now(),
             approx_bytes: 0,
+            late_labels: false,
         }
+    }
+
+    /// A [`Segment::late_labels`] segment for labels at offsets `first..=last`, dated by the
+    /// first one's Kafka timestamp (so a replay that joins them the same way rewrites it).
+    pub fn late_labels(topic: &str, partition: i32, (first, last): (i64, i64), ts_ms: i64) -> Self {
+        let mut s = Self::new(topic, partition, first, ts_ms);
+        s.last_offset = last;
+        s.late_labels = true;
+        s
     }
 
     pub fn rows(&self) -> usize {
@@ -63,8 +78,12 @@ impl Segment {
     /// names sort by offset.
     pub fn file_stem(&self) -> String {
         format!(
-            "{}-{:05}-{:020}-{:020}",
-            self.topic, self.partition, self.first_offset, self.last_offset
+            "{}-{:05}-{:020}-{:020}{}",
+            self.topic,
+            self.partition,
+            self.first_offset,
+            self.last_offset,
+            if self.late_labels { LATE_SUFFIX } else { "" }
         )
     }
 
@@ -108,6 +127,9 @@ pub const DEAD_LETTERS_DIR: &str = "dead_letters";
 /// sees only Parquet files.
 pub const ARROW_DIR: &str = "arrow";
 
+/// Ends the name of a [`Segment::late_labels`] segment's files.
+const LATE_SUFFIX: &str = "-late";
+
 /// Key-value metadata keys of every output file (see [`Segment::file_metadata`]).
 pub const META_TOPIC: &str = "milstream.topic";
 pub const META_PARTITION: &str = "milstream.partition";
@@ -129,6 +151,7 @@ pub struct OutputName {
 /// Parses `<topic>-<partition>-<first>-<last>.<ext>` (topics may contain '-').
 pub fn parse_output_name(file_name: &str) -> Option<OutputName> {
     let stem = file_name.rsplit_once('.').map(|(s, _)| s)?;
+    let stem = stem.strip_suffix(LATE_SUFFIX).unwrap_or(stem);
     let mut parts = stem.rsplitn(4, '-');
     let last_offset = parts.next()?.parse().ok()?;
     let first_offset = parts.next()?.parse().ok()?;
@@ -274,6 +297,20 @@ pub fn replay_point_from_files(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_late_labels_segment_never_takes_the_name_of_the_segment_of_its_offsets() {
+        let mut sealed = Segment::new("milstream.labels", 1, 40, 1_732_550_400_123);
+        sealed.last_offset = 45;
+        let late = Segment::late_labels("milstream.labels", 1, (40, 45), 1_732_550_400_123);
+        assert_ne!(late.file_stem(), sealed.file_stem());
+        let name = format!("{}.parquet", late.file_stem());
+        assert!(name.ends_with("-late.parquet"), "{name}");
+        // Still parsed, so a replay from below its offsets sweeps it like any output.
+        let p = parse_output_name(&name).unwrap();
+        assert_eq!((p.topic.as_str(), p.partition), ("milstream.labels", 1));
+        assert_eq!((p.first_offset, p.last_offset), (40, 45));
+    }
 
     #[test]
     fn names_round_trip_with_dashes_in_topics() {
