@@ -455,7 +455,8 @@ pub struct OutputConfig {
     /// A path, or an object-store URL (`s3://bucket/prefix`, `gs://...`, `az://...`,
     /// `file:///...`); see `[object_store]`.
     pub dir: PathBuf,
-    /// Hive partitions of the output files by the first message's time (UTC): `date`
+    /// Hive partitions of the output files by the event time of their first message (its
+    /// first point's `ts`; the Kafka timestamp for bags and labels), UTC: `date`
     /// (`date=YYYY-MM-DD/`) or `hour` (`date=YYYY-MM-DD/hour=HH/`).
     pub partition_by: String,
     /// Roll a partition's file after this many rows ...

@@ -162,7 +162,7 @@ fn independent_reader_agrees(out: &std::path::Path, rows: usize) {
     }
     assert_eq!(
         lines.next().unwrap().trim(),
-        "list<item: double> timestamp[ms, tz=UTC]"
+        "list<item: double> timestamp[us, tz=UTC]"
     );
 }
 
@@ -276,6 +276,22 @@ fn malformed_input_goes_to_dead_letters_with_its_reason() {
         .map(|(t, _, o, r, _)| (t, o, r))
         .collect();
     assert_eq!(got, want_dlq);
+    // pyarrow reads the dead letters' timestamp as microseconds in UTC, like predictions'.
+    let o = common::tools::python_with("pyarrow", "pyarrow")
+        .arg("-c")
+        .arg(format!(
+            "import pyarrow.dataset as ds\n\
+             print(ds.dataset('{}', format='parquet', partitioning='hive').schema.field('at').type)",
+            out.join("dead_letters").display()
+        ))
+        .output()
+        .expect("python runs");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "timestamp[us, tz=UTC]",
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     // The good records around the bad ones are all predicted, as offline.
     let rows = read_predictions(&out);
     assert_eq!(window_keys(&rows), want);
@@ -591,4 +607,219 @@ points_per_second = 3000
     }
     let dead = read_dead_letters(&out);
     assert!(dead.is_empty(), "{dead:?}");
+}
+
+/// Date partitions come from event time: a stream whose points cross midnight of a day long
+/// past (Kafka stamps the messages today) lands in its points' `date=`/`hour=` folders, each
+/// file in those of the point at its first offset (one partition: offset = message index).
+#[test]
+fn files_are_dated_by_the_event_time_of_their_first_point() {
+    use milstream::stream::sink::parse_output_name;
+    let dir = scratch("e2e-event-date");
+    let out = dir.join("out");
+    let bootstrap = cluster(1);
+    let (model_path, _) = model_file(&dir);
+    // 2023-11-14T23:59:57Z, a multiple of the hop: the 6 s stream crosses midnight at 3 s.
+    let stream = known_stream(2, 4, 1_700_006_397_000);
+    let expected = expected_windows(&stream);
+    let msgs = point_messages(&stream);
+    produce_all(&producer(&bootstrap), &msgs);
+    let mut cfg = config(&bootstrap, &out, &model_path, "e2e-event-date", "");
+    cfg.output.partition_by = "hour".into();
+    cfg.output.roll_rows = 1;
+    let (daemon, stop) = spawn_daemon(cfg);
+    let want: BTreeSet<_> = expected.keys().cloned().collect();
+    let done = wait_until(Duration::from_secs(90), || {
+        window_keys(&read_predictions(&out)).is_superset(&want)
+    });
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    assert!(done, "not every expected window was written in time");
+    let point_ts = |offset: i64| -> i64 {
+        let v: serde_json::Value = serde_json::from_slice(&msgs[offset as usize].2).unwrap();
+        v["ts"].as_i64().unwrap()
+    };
+    let mut folders = BTreeSet::new();
+    let mut files = Vec::new();
+    let mut dirs = vec![out.join("predictions")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            match e.path() {
+                p if p.is_dir() => dirs.push(p),
+                p => files.push(p),
+            }
+        }
+    }
+    assert!(!files.is_empty());
+    for path in files {
+        let rel = path
+            .strip_prefix(&out)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let name = path.file_name().unwrap().to_string_lossy();
+        let first = parse_output_name(&name).unwrap().first_offset;
+        let at = chrono::DateTime::from_timestamp_millis(point_ts(first)).unwrap();
+        let folder = at.format("date=%Y-%m-%d/hour=%H").to_string();
+        assert_eq!(
+            rel,
+            format!("predictions/{folder}/{name}"),
+            "the folder of the event time of offset {first}"
+        );
+        folders.insert(folder);
+    }
+    assert_eq!(
+        folders,
+        BTreeSet::from([
+            "date=2023-11-14/hour=23".to_string(),
+            "date=2023-11-15/hour=00".to_string()
+        ]),
+        "the stream's two event dates, not the day it was produced"
+    );
+}
+
+/// The visible Parquet files under `root/sub` at any depth, with their sizes, sorted by name
+/// (= by partition and offset).
+fn files_with_sizes(root: &std::path::Path) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if name.ends_with(".parquet") && !name.starts_with('.') {
+                out.push((name, e.metadata().unwrap().len()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `output.max_open_bytes` bounds what the open segments of all partitions hold: with
+/// rolling by rows, bytes and age all far off (age: 10 minutes), files are still written
+/// while the daemon runs, each holding no more rows than the bound allows. Were the bound
+/// ignored, nothing would be written before the daemon stops.
+#[test]
+fn max_open_bytes_rolls_open_segments_early() {
+    let dir = scratch("e2e-max-open");
+    let out = dir.join("out");
+    let bootstrap = cluster(4);
+    let (model_path, _) = model_file(&dir);
+    let stream = known_stream(6, 4, 1_700_000_001_500);
+    let want: BTreeSet<_> = expected_windows(&stream).keys().cloned().collect();
+    produce_all(&producer(&bootstrap), &point_messages(&stream));
+    let mut cfg = config(&bootstrap, &out, &model_path, "e2e-max-open", "");
+    cfg.output.roll_rows = 1_000_000;
+    cfg.output.roll_bytes = 1 << 30;
+    cfg.output.roll_age_ms = 600_000;
+    // Each worker's share holds two and a half predictions' estimate (256 bytes each): the
+    // third open prediction of a worker rolls the largest segment.
+    let workers = cfg.pipeline.worker_count();
+    cfg.output.max_open_bytes = workers * 640;
+    let (daemon, stop) = spawn_daemon(cfg);
+    // At most two predictions per worker may stay open once the stream has gone through.
+    let mid_stream = want.len() - 2 * workers;
+    let rolled = wait_until(Duration::from_secs(60), || {
+        read_predictions(&out).len() >= mid_stream
+    });
+    let written_while_running = read_predictions(&out).len();
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    assert!(
+        rolled,
+        "only {written_while_running} of {} predictions written while the daemon ran: \
+         open segments were not rolled at max_open_bytes",
+        want.len()
+    );
+    let rows = read_predictions(&out);
+    assert_eq!(window_keys(&rows), want);
+    assert_eq!(rows.len(), want.len());
+    let mut per_file: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in &rows {
+        *per_file.entry(r.file.as_str()).or_default() += 1;
+    }
+    assert!(
+        per_file.values().all(|&n| n <= 3),
+        "a file holds more rows than max_open_bytes lets stay open: {per_file:?}"
+    );
+}
+
+/// `roll_bytes` holds for the files written, not for the rows' size in memory: one
+/// partition, a window per point (hop = one point) and a 32 KiB target. The first files
+/// roll on the in-memory estimate (nothing measured yet); the second half of the stream is
+/// produced once files were measured, and its files must come within 25 % of the target.
+#[test]
+fn files_roll_near_roll_bytes_by_their_measured_size() {
+    const TARGET: u64 = 32 << 10;
+    let dir = scratch("e2e-roll-bytes");
+    let out = dir.join("out");
+    let bootstrap = cluster(1);
+    let (model_path, _) = model_file(&dir);
+    let stream = known_stream(4, 8, 1_700_000_001_500);
+    let msgs = point_messages(&stream);
+    let half = msgs.len() / 2;
+    let mut cfg = config(&bootstrap, &out, &model_path, "e2e-roll-bytes", "");
+    cfg.window.hop_ms = SPACING_MS;
+    cfg.output.roll_rows = 1_000_000;
+    cfg.output.roll_age_ms = 600_000;
+    cfg.output.roll_bytes = TARGET as usize;
+    let (daemon, stop) = spawn_daemon(cfg);
+    let p = producer(&bootstrap);
+    produce_all(&p, &msgs[..half]);
+    let predictions = out.join("predictions");
+    let measured = wait_until(Duration::from_secs(60), || {
+        files_with_sizes(&predictions).len() >= 4
+    });
+    assert!(
+        measured,
+        "files of the first half: {:?}",
+        files_with_sizes(&predictions)
+    );
+    produce_all(&p, &msgs[half..]);
+    // Every segment of the second half but the last (open until the stop) is written once
+    // the count of written rows stops moving.
+    let mut last = read_predictions(&out).len();
+    let settled = wait_until(Duration::from_secs(90), || {
+        std::thread::sleep(Duration::from_secs(1));
+        let n = read_predictions(&out).len();
+        let quiet = n == last && files_with_sizes(&predictions).len() >= 8;
+        last = n;
+        quiet
+    });
+    assert!(settled, "the second half was not written: {last} rows");
+    let files = files_with_sizes(&predictions);
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    let second: Vec<u64> = files
+        .iter()
+        .filter(|(name, _)| {
+            milstream::stream::sink::parse_output_name(name)
+                .unwrap()
+                .first_offset
+                >= half as i64
+        })
+        .map(|(_, size)| *size)
+        .collect();
+    eprintln!(
+        "roll_bytes {TARGET}: file sizes {:?}",
+        files.iter().map(|f| f.1).collect::<Vec<_>>()
+    );
+    assert!(
+        second.len() >= 3,
+        "second-half files: {second:?} of {files:?}"
+    );
+    for size in &second {
+        let off = (*size as f64 - TARGET as f64).abs() / TARGET as f64;
+        assert!(
+            off <= 0.25,
+            "a file of {size} bytes is {:.0} % off the {TARGET}-byte target: {second:?}",
+            off * 100.0
+        );
+    }
 }

@@ -59,8 +59,17 @@ files = [i.path for i in infos if i.type == pyarrow.fs.FileType.File]
 for f in files:
     if f.endswith(".parquet"):
         pq.read_metadata(f, filesystem=fs)
+import pyarrow.ipc
+arrows = [f for f in files if f.endswith(".arrows")]
+ipc_types = []
+for f in arrows[:1]:
+    with fs.open_input_stream(f) as src:
+        sch = pyarrow.ipc.open_stream(src).schema
+        ipc_types = [str(sch.field(c).type) for c in ("window_start", "window_end", "emitted_at")]
 print(json.dumps({{"rows": t.num_rows, "distinct": len(keys), "columns": t.schema.names,
-                  "window_end": str(t.schema.field("window_end").type), "files": files}}))
+                  "window_end": str(t.schema.field("window_end").type),
+                  "timestamps": [str(t.schema.field(c).type) for c in ("window_start", "window_end", "emitted_at")],
+                  "ipc_timestamps": ipc_types, "files": files}}))
 "#
     ));
     serde_json::from_str(out.trim().lines().last().unwrap()).unwrap()
@@ -123,7 +132,14 @@ fn predictions_land_in_s3_once_each_and_pyarrow_reads_them_from_the_endpoint() {
         columns.contains(&"date") && columns.contains(&"hour"),
         "Hive partition columns: {columns:?}"
     );
-    assert!(s["window_end"].as_str().unwrap().contains("UTC"), "{s}");
+    // Microseconds, UTC, in the Parquet files and the Arrow IPC copies alike.
+    let us = serde_json::json!([
+        "timestamp[us, tz=UTC]",
+        "timestamp[us, tz=UTC]",
+        "timestamp[us, tz=UTC]"
+    ]);
+    assert_eq!(s["timestamps"], us, "Parquet timestamp columns: {s}");
+    assert_eq!(s["ipc_timestamps"], us, "Arrow IPC timestamp columns: {s}");
     let files: Vec<&str> = s["files"]
         .as_array()
         .unwrap()

@@ -28,6 +28,7 @@ use super::labels::LabelJoiner;
 use super::models::{ModelSpec, Models};
 use super::record::{DecodeLimits, RecordKind};
 use super::sink::kafka::producer_config;
+use super::sink::roll::FileSizes;
 use super::store::Store;
 use super::training::TrainingRuntime;
 use super::window::{ScoringModel, WindowParams};
@@ -123,6 +124,7 @@ pub async fn run_pipeline(
         } else {
             Some(producer_config(&cfg, &bootstrap).create()?)
         };
+    let file_sizes = Arc::new(FileSizes::default());
     let writer_env = Arc::new(WriterEnv {
         cfg: cfg.clone(),
         metrics: metrics.clone(),
@@ -130,6 +132,7 @@ pub async fn run_pipeline(
         durable: durable.clone(),
         output: output.clone(),
         training: training.clone(),
+        file_sizes: file_sizes.clone(),
     });
     let (writers, writer_threads) =
         Writers::start(writer_env, producer, tokio::runtime::Handle::current())?;
@@ -144,6 +147,7 @@ pub async fn run_pipeline(
         models: models.clone(),
         labels,
         limits: decode_limits(&cfg),
+        file_sizes,
     });
     let (workers, worker_threads) = WorkerPool::start(
         &worker_env,

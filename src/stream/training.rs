@@ -12,16 +12,17 @@ use std::sync::{Arc, LazyLock};
 
 use arrow_array::builder::{
     Float64Builder, Int32Builder, Int64Builder, ListBuilder, StringBuilder,
-    TimestampMillisecondBuilder, UInt32Builder,
+    TimestampMicrosecondBuilder, UInt32Builder,
 };
 use arrow_array::{
     Array, ArrayRef, Float64Array, Int32Array, Int64Array, ListArray, RecordBatch, StringArray,
-    TimestampMillisecondArray, UInt32Array,
+    TimestampMicrosecondArray, TimestampMillisecondArray, UInt32Array,
 };
-use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::history::{BagCache, SeriesHistory};
+use super::sink::parquet::ms_to_us;
 use super::store::Store;
 use crate::mil::{Bag, Dataset, Sample};
 
@@ -84,7 +85,7 @@ impl Example {
 }
 
 pub static EXAMPLE_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
-    let ts = DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()));
+    let ts = super::sink::parquet::ts_type();
     Arc::new(Schema::new(vec![
         Field::new("key", DataType::Utf8, false),
         Field::new("kind", DataType::Utf8, false),
@@ -107,15 +108,15 @@ pub static EXAMPLE_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
 pub fn example_batch(rows: &[Example]) -> RecordBatch {
     let mut key = StringBuilder::new();
     let mut kind = StringBuilder::new();
-    let mut start = TimestampMillisecondBuilder::new().with_timezone("UTC");
-    let mut end = TimestampMillisecondBuilder::new().with_timezone("UTC");
+    let mut start = TimestampMicrosecondBuilder::new().with_timezone("UTC");
+    let mut end = TimestampMicrosecondBuilder::new().with_timezone("UTC");
     let mut label = StringBuilder::new();
     let mut dim = UInt32Builder::new();
     let mut values = ListBuilder::new(Float64Builder::new());
     let mut topic = StringBuilder::new();
     let mut partition = Int32Builder::new();
     let mut offset = Int64Builder::new();
-    let mut at = TimestampMillisecondBuilder::new().with_timezone("UTC");
+    let mut at = TimestampMicrosecondBuilder::new().with_timezone("UTC");
     for e in rows {
         key.append_value(&e.key);
         kind.append_value(if e.segment.is_some() {
@@ -123,8 +124,8 @@ pub fn example_batch(rows: &[Example]) -> RecordBatch {
         } else {
             "bag"
         });
-        start.append_option(e.segment.map(|s| s.0));
-        end.append_option(e.segment.map(|s| s.1));
+        start.append_option(e.segment.map(|s| ms_to_us(s.0)));
+        end.append_option(e.segment.map(|s| ms_to_us(s.1)));
         label.append_value(&e.label);
         dim.append_value(e.dim as u32);
         values.values().append_slice(&e.values);
@@ -132,7 +133,7 @@ pub fn example_batch(rows: &[Example]) -> RecordBatch {
         topic.append_value(&e.source_topic);
         partition.append_value(e.source_partition);
         offset.append_value(e.source_offset);
-        at.append_value(e.labeled_at_ms);
+        at.append_value(ms_to_us(e.labeled_at_ms));
     }
     let cols: Vec<ArrayRef> = vec![
         Arc::new(key.finish()),
@@ -148,6 +149,25 @@ pub fn example_batch(rows: &[Example]) -> RecordBatch {
         Arc::new(at.finish()),
     ];
     RecordBatch::try_new(EXAMPLE_SCHEMA.clone(), cols).expect("builders match EXAMPLE_SCHEMA")
+}
+
+/// A timestamp column as milliseconds (None for nulls): microseconds as written today, or
+/// milliseconds as files written before the switch to microseconds hold.
+fn timestamps_ms(batch: &RecordBatch, name: &str) -> anyhow::Result<Vec<Option<i64>>> {
+    let col = batch
+        .column_by_name(name)
+        .ok_or_else(|| anyhow::anyhow!("column `{name}` is missing"))?;
+    let any = col.as_any();
+    if let Some(a) = any.downcast_ref::<TimestampMicrosecondArray>() {
+        Ok(a.iter().map(|v| v.map(|us| us.div_euclid(1000))).collect())
+    } else if let Some(a) = any.downcast_ref::<TimestampMillisecondArray>() {
+        Ok(a.iter().collect())
+    } else {
+        anyhow::bail!(
+            "column `{name}` is {}, not a timestamp in ms or us",
+            col.data_type()
+        )
+    }
 }
 
 fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> anyhow::Result<&'a T> {
@@ -167,15 +187,15 @@ pub fn read_examples(store: &Store, rel: &str) -> anyhow::Result<Vec<Example>> {
     for batch in reader {
         let b = batch?;
         let key: &StringArray = column(&b, "key")?;
-        let start: &TimestampMillisecondArray = column(&b, "segment_start")?;
-        let end: &TimestampMillisecondArray = column(&b, "segment_end")?;
+        let start = timestamps_ms(&b, "segment_start")?;
+        let end = timestamps_ms(&b, "segment_end")?;
         let label: &StringArray = column(&b, "label")?;
         let dim: &UInt32Array = column(&b, "dim")?;
         let values: &ListArray = column(&b, "values")?;
         let topic: &StringArray = column(&b, "source_topic")?;
         let partition: &Int32Array = column(&b, "source_partition")?;
         let offset: &Int64Array = column(&b, "source_offset")?;
-        let at: &TimestampMillisecondArray = column(&b, "labeled_at")?;
+        let at = timestamps_ms(&b, "labeled_at")?;
         for i in 0..b.num_rows() {
             let v = values.value(i);
             let v = v
@@ -184,15 +204,14 @@ pub fn read_examples(store: &Store, rel: &str) -> anyhow::Result<Vec<Example>> {
                 .ok_or_else(|| anyhow::anyhow!("`values` is not a list of doubles"))?;
             out.push(Example {
                 key: key.value(i).to_string(),
-                segment: (!start.is_null(i) && !end.is_null(i))
-                    .then(|| (start.value(i), end.value(i))),
+                segment: start[i].zip(end[i]),
                 label: label.value(i).to_string(),
                 dim: dim.value(i) as usize,
                 values: v.values().to_vec(),
                 source_topic: topic.value(i).to_string(),
                 source_partition: partition.value(i),
                 source_offset: offset.value(i),
-                labeled_at_ms: at.value(i),
+                labeled_at_ms: at[i].ok_or_else(|| anyhow::anyhow!("`labeled_at` is null"))?,
             });
         }
     }
@@ -346,5 +365,47 @@ mod tests {
         let ds = to_dataset(&all);
         assert_eq!(ds.len(), 3);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_store_writes_microseconds_and_still_reads_files_written_in_milliseconds() {
+        use crate::stream::sink::parquet::encode_parquet;
+        use arrow_schema::TimeUnit;
+        let rows = vec![ex("s1", 1_700_000_000_123, "x", 1_700_000_000_456, 1)];
+        // New files: every timestamp column in microseconds, UTC.
+        let batch = example_batch(&rows);
+        for c in ["segment_start", "segment_end", "labeled_at"] {
+            assert_eq!(
+                batch.schema().field_with_name(c).unwrap().data_type(),
+                &DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+            );
+        }
+        // An older file: the same columns in milliseconds.
+        let ms = DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()));
+        let fields: Vec<Field> = EXAMPLE_SCHEMA
+            .fields()
+            .iter()
+            .map(|f| match f.data_type() {
+                DataType::Timestamp(..) => f.as_ref().clone().with_data_type(ms.clone()),
+                _ => f.as_ref().clone(),
+            })
+            .collect();
+        let ms_col = |v: Option<i64>| -> ArrayRef {
+            Arc::new(TimestampMillisecondArray::from(vec![v]).with_timezone("UTC"))
+        };
+        let mut cols = batch.columns().to_vec();
+        cols[2] = ms_col(Some(1_700_000_000_123));
+        cols[3] = ms_col(Some(1_700_000_000_143));
+        cols[10] = ms_col(Some(1_700_000_000_456));
+        let old = RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap();
+        let store = Store::from_object_store(Arc::new(object_store::memory::InMemory::new()), "t");
+        store
+            .put("new.parquet", encode_parquet(&batch, &[]).unwrap())
+            .unwrap();
+        store
+            .put("old.parquet", encode_parquet(&old, &[]).unwrap())
+            .unwrap();
+        assert_eq!(read_examples(&store, "new.parquet").unwrap(), rows);
+        assert_eq!(read_examples(&store, "old.parquet").unwrap(), rows);
     }
 }

@@ -23,6 +23,7 @@ use super::record::{
     decode, DeadLetterRecord, DeadReason, DecodeLimits, PredictionRecord, Record, RecordKind,
     Rejected, TopContribution,
 };
+use super::sink::roll::FileSizes;
 use super::sink::Segment;
 use super::training::Example;
 use super::window::{PartitionWindows, PointOutcome, ScoredWindow, ScoringModel};
@@ -127,9 +128,19 @@ pub struct WorkerEnv {
     /// Label joins and kept history, when training is on.
     pub labels: Option<LabelJoiner>,
     pub limits: DecodeLimits,
+    /// The writers' measurements, which say where a segment rolls for `roll_bytes` of files.
+    pub file_sizes: Arc<FileSizes>,
 }
 
 impl WorkerEnv {
+    /// A new segment from `offset`, rolling where the files measured so far predict
+    /// `output.roll_bytes` of Parquet.
+    fn open_segment(&self, topic: &str, partition: i32, offset: i64, event_ms: i64) -> Segment {
+        let mut s = Segment::new(topic, partition, offset, event_ms);
+        s.roll_at_bytes = self.file_sizes.roll_at(topic, self.cfg.output.roll_bytes);
+        s
+    }
+
     /// Closes a partition's open segment, stamping its replay point.
     fn seal(&self, p: &mut PartitionState) -> Option<Segment> {
         let mut seg = p.segment.take()?;
@@ -342,6 +353,16 @@ impl Worker {
         };
         let results = decode(p.kind, payload, &env.limits);
         p.records.inc_by(results.len() as u64);
+        // Dates a segment this message opens: its first point's event time, else (bags,
+        // labels, undecodable input) its Kafka timestamp. Decoding is pure, so a replay of
+        // the same offset dates the same folder.
+        let event_ms = results
+            .iter()
+            .find_map(|r| match r {
+                Ok(Record::Point(pt)) => Some(pt.ts_ms),
+                _ => None,
+            })
+            .unwrap_or(ts);
         for r in results {
             match r {
                 // A trainer keeps the raw history only (every channel of each point).
@@ -482,7 +503,7 @@ impl Worker {
             if !examples.is_empty() {
                 let seg = p
                     .segment
-                    .get_or_insert_with(|| Segment::new(topic, partition, offset, ts));
+                    .get_or_insert_with(|| env.open_segment(topic, partition, offset, event_ms));
                 seg.last_offset = offset;
                 seg.examples.extend(examples);
             }
@@ -496,7 +517,7 @@ impl Worker {
         }
         let seg = p
             .segment
-            .get_or_insert_with(|| Segment::new(topic, partition, offset, ts));
+            .get_or_insert_with(|| env.open_segment(topic, partition, offset, event_ms));
         seg.last_offset = offset;
         seg.approx_bytes += preds.len() * 256
             + dead
@@ -513,7 +534,7 @@ impl Worker {
             .sum::<usize>();
         seg.examples.extend(examples);
         let output = &env.cfg.output;
-        if seg.rows() >= output.roll_rows || seg.approx_bytes >= output.roll_bytes {
+        if seg.rows() >= output.roll_rows || seg.approx_bytes >= seg.roll_at_bytes {
             return env.seal(p);
         }
         // The bound on what open segments hold across this worker's partitions: over its
@@ -686,6 +707,7 @@ mod tests {
                 max_message_bytes: 1 << 20,
                 max_bag_instances: 10_000,
             },
+            file_sizes: Default::default(),
         };
         (Arc::new(env), metrics)
     }

@@ -18,6 +18,7 @@ use rdkafka::producer::FutureProducer;
 use tracing::{error, warn};
 
 use super::commit::DurableOffsets;
+use super::sink::roll::FileSizes;
 use super::sink::{self, Segment};
 use super::store::Store;
 use super::training::TrainingRuntime;
@@ -38,6 +39,8 @@ pub struct WriterEnv {
     pub output: Arc<Store>,
     /// The training store, when training is on.
     pub training: Option<Arc<TrainingRuntime>>,
+    /// Where each segment's Parquet files are measured, for the workers' rolling.
+    pub file_sizes: Arc<FileSizes>,
 }
 
 /// The writer threads' queues.
@@ -170,10 +173,12 @@ fn write_segment(
         .map_err(|e| ("parquet", format!("parquet: {e}")))?;
     count("parquet", w.prediction_files, w.prediction_bytes);
     count("dlq", w.dead_letter_files, w.dead_letter_bytes);
+    let mut parquet = w.parquet;
     if let (Some(t), false) = (&env.training, seg.examples.is_empty()) {
         let b = sink::parquet::write_examples(&t.store, seg, by_hour)
             .map_err(|e| ("training", format!("training store: {e}")))?;
-        count("training", 1, b);
+        count("training", 1, b.total);
+        parquet = parquet.add(b);
     }
     if env.cfg.output.arrow_ipc {
         let b = sink::ipc::write_segment_ipc(out, seg, by_hour)
@@ -191,6 +196,8 @@ fn write_segment(
         ))
         .map_err(|e| ("kafka", e))?;
     }
+    // Measured once the segment is in every sink (a retry writes the same files again).
+    env.file_sizes.record(&seg.topic, seg.approx_bytes, parquet);
     Ok(())
 }
 

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int32Type, Int64Type, TimestampMillisecondType};
+use arrow_array::types::{Float64Type, Int32Type, Int64Type, TimestampMicrosecondType};
 use arrow_array::Array;
 use milstream::stream::store::Store;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -178,14 +178,14 @@ pub fn read_store_predictions(store: &Store) -> Vec<Row> {
                 col("source_partition"),
                 col("source_offset"),
             );
-            let start = start.as_primitive::<TimestampMillisecondType>();
-            let end = end.as_primitive::<TimestampMillisecondType>();
+            let start = start.as_primitive::<TimestampMicrosecondType>();
+            let end = end.as_primitive::<TimestampMicrosecondType>();
             for i in 0..b.num_rows() {
                 rows.push(Row {
                     key: key.as_string::<i32>().value(i).to_string(),
                     kind: kind.as_string::<i32>().value(i).to_string(),
-                    start: (!start.is_null(i)).then(|| start.value(i)),
-                    end: (!end.is_null(i)).then(|| end.value(i)),
+                    start: (!start.is_null(i)).then(|| start.value(i) / 1000),
+                    end: (!end.is_null(i)).then(|| end.value(i) / 1000),
                     label: label.as_string::<i32>().value(i).to_string(),
                     scores: scores
                         .as_list::<i32>()

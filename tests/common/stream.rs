@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int32Type, Int64Type, TimestampMillisecondType};
+use arrow_array::types::{Float64Type, Int32Type, Int64Type, TimestampMicrosecondType};
 use arrow_array::Array;
 use milstream::config::Config;
 use milstream::mil::{Model, Sample};
@@ -216,21 +216,25 @@ pub struct Row {
     pub file: String,
 }
 
+/// The visible Parquet files under `root/sub`, at any depth (`date=`, `date=/hour=`).
 fn parquet_files(root: &Path, sub: &str) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let Ok(dates) = std::fs::read_dir(root.join(sub)) else {
-        return out;
-    };
-    for d in dates.flatten() {
-        for f in std::fs::read_dir(d.path()).unwrap().flatten() {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for f in entries.flatten() {
             let p = f.path();
-            if p.extension().is_some_and(|e| e == "parquet")
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|e| e == "parquet")
                 && !f.file_name().to_string_lossy().starts_with('.')
             {
                 out.push(p);
             }
         }
     }
+    let mut out = Vec::new();
+    walk(&root.join(sub), &mut out);
     out.sort();
     out
 }
@@ -274,9 +278,9 @@ pub fn read_predictions(root: &Path) -> Vec<Row> {
             let kind = col("kind");
             let kind = kind.as_string::<i32>();
             let start = col("window_start");
-            let start = start.as_primitive::<TimestampMillisecondType>();
+            let start = start.as_primitive::<TimestampMicrosecondType>();
             let end = col("window_end");
-            let end = end.as_primitive::<TimestampMillisecondType>();
+            let end = end.as_primitive::<TimestampMicrosecondType>();
             let label = col("label");
             let label = label.as_string::<i32>();
             let scores = col("scores");
@@ -293,8 +297,8 @@ pub fn read_predictions(root: &Path) -> Vec<Row> {
                 rows.push(Row {
                     key: key.value(i).to_string(),
                     kind: kind.value(i).to_string(),
-                    start: (!start.is_null(i)).then(|| start.value(i)),
-                    end: (!end.is_null(i)).then(|| end.value(i)),
+                    start: (!start.is_null(i)).then(|| start.value(i) / 1000),
+                    end: (!end.is_null(i)).then(|| end.value(i) / 1000),
                     label: label.value(i).to_string(),
                     scores: scores
                         .value(i)

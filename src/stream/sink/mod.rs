@@ -6,6 +6,7 @@
 pub mod ipc;
 pub mod kafka;
 pub mod parquet;
+pub mod roll;
 
 use std::time::Instant;
 
@@ -22,8 +23,10 @@ pub struct Segment {
     pub partition: i32,
     pub first_offset: i64,
     pub last_offset: i64,
-    /// Kafka timestamp of the first message: names the date folder, the same on a replay.
-    pub first_timestamp_ms: i64,
+    /// Event time of the first message (its first point's `ts`), or its Kafka timestamp
+    /// when it carries none (bags, labels, undecodable input): names the date folder. A
+    /// function of the message at `first_offset` alone, so a replay names the same folder.
+    pub event_time_ms: i64,
     pub predictions: Vec<PredictionRecord>,
     pub dead_letters: Vec<DeadLetterRecord>,
     /// Labeled examples for the training store.
@@ -34,7 +37,11 @@ pub struct Segment {
     /// were after `last_offset`: stored in the commit's metadata.
     pub replay_from: i64,
     pub opened_at: Instant,
+    /// What the rows hold in memory (estimated): `output.max_open_bytes` bounds its sum.
     pub approx_bytes: usize,
+    /// Rolls when `approx_bytes` reaches this: where the files measured so far predict
+    /// `output.roll_bytes` of Parquet (see [`roll::FileSizes`]); set when the segment opens.
+    pub roll_at_bytes: usize,
     /// Holds only the examples and dead letters of labels that joined (or timed out) after
     /// the segment of their own offsets was sealed, on a partition with no message since:
     /// `first_offset..=last_offset` spans those labels, and the name ends in `-late` so it
@@ -43,13 +50,13 @@ pub struct Segment {
 }
 
 impl Segment {
-    pub fn new(topic: &str, partition: i32, first_offset: i64, first_timestamp_ms: i64) -> Self {
+    pub fn new(topic: &str, partition: i32, first_offset: i64, event_time_ms: i64) -> Self {
         Self {
             topic: topic.to_string(),
             partition,
             first_offset,
             last_offset: first_offset - 1,
-            first_timestamp_ms,
+            event_time_ms,
             predictions: Vec::new(),
             dead_letters: Vec::new(),
             examples: Vec::new(),
@@ -57,6 +64,7 @@ impl Segment {
             replay_from: first_offset,
             opened_at: Instant::now(),
             approx_bytes: 0,
+            roll_at_bytes: usize::MAX,
             late_labels: false,
         }
     }
@@ -100,22 +108,22 @@ impl Segment {
         ]
     }
 
-    /// `date=YYYY-MM-DD` of the first message's timestamp (UTC).
+    /// `date=YYYY-MM-DD` of the segment's event time (UTC; see [`Segment::event_time_ms`]).
     pub fn date_folder(&self) -> String {
         let dt: DateTime<Utc> =
-            DateTime::from_timestamp_millis(self.first_timestamp_ms).unwrap_or_default();
+            DateTime::from_timestamp_millis(self.event_time_ms).unwrap_or_default();
         format!("date={}", dt.format("%Y-%m-%d"))
     }
 
     /// The Hive partition folder of the segment's files: `date=YYYY-MM-DD`, and
-    /// `/hour=HH` under it when `by_hour` (`output.partition_by = "hour"`); from the first
-    /// message's timestamp, so a replay names the same folder.
+    /// `/hour=HH` under it when `by_hour` (`output.partition_by = "hour"`); from the event
+    /// time of the first message, so a replay names the same folder.
     pub fn partition_folder(&self, by_hour: bool) -> String {
         if !by_hour {
             return self.date_folder();
         }
         let dt: DateTime<Utc> =
-            DateTime::from_timestamp_millis(self.first_timestamp_ms).unwrap_or_default();
+            DateTime::from_timestamp_millis(self.event_time_ms).unwrap_or_default();
         format!("{}/hour={}", self.date_folder(), dt.format("%H"))
     }
 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, LazyLock};
 
 use arrow_array::builder::{
     Float64Builder, Int32Builder, Int64Builder, ListBuilder, StringBuilder,
-    TimestampMillisecondBuilder, UInt32Builder,
+    TimestampMicrosecondBuilder, UInt32Builder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
@@ -16,13 +16,22 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 
+use super::roll::ParquetBytes;
 use super::{Segment, DEAD_LETTERS_DIR, PREDICTIONS_DIR};
 use crate::stream::record::{DeadLetterRecord, PredictionRecord};
 use crate::stream::store::Store;
 use crate::stream::training::example_batch;
 
-fn ts_type() -> DataType {
-    DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()))
+/// Every timestamp column: microseconds since the epoch, UTC (`timestamp[us, tz=UTC]`, Parquet
+/// `TIMESTAMP(MICROS, isAdjustedToUTC)`), the unit Spark, DuckDB and Athena/Trino read
+/// natively; the daemon's records hold milliseconds and are scaled on the way out.
+pub fn ts_type() -> DataType {
+    DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+}
+
+/// Milliseconds (the records' unit) to the columns' microseconds.
+pub fn ms_to_us(ms: i64) -> i64 {
+    ms.saturating_mul(1000)
 }
 
 fn list_of(t: DataType) -> DataType {
@@ -73,8 +82,8 @@ pub fn prediction_batch(rows: &[PredictionRecord]) -> RecordBatch {
     let n = rows.len();
     let mut key = StringBuilder::with_capacity(n, n * 16);
     let mut kind = StringBuilder::with_capacity(n, n * 6);
-    let mut start = TimestampMillisecondBuilder::with_capacity(n).with_timezone("UTC");
-    let mut end = TimestampMillisecondBuilder::with_capacity(n).with_timezone("UTC");
+    let mut start = TimestampMicrosecondBuilder::with_capacity(n).with_timezone("UTC");
+    let mut end = TimestampMicrosecondBuilder::with_capacity(n).with_timezone("UTC");
     let mut label = StringBuilder::with_capacity(n, n * 8);
     let mut classes = ListBuilder::new(StringBuilder::new());
     let mut scores = ListBuilder::new(Float64Builder::new());
@@ -90,12 +99,12 @@ pub fn prediction_batch(rows: &[PredictionRecord]) -> RecordBatch {
     let mut partition = Int32Builder::with_capacity(n);
     let mut offset = Int64Builder::with_capacity(n);
     let mut first = Int64Builder::with_capacity(n);
-    let mut emitted = TimestampMillisecondBuilder::with_capacity(n).with_timezone("UTC");
+    let mut emitted = TimestampMicrosecondBuilder::with_capacity(n).with_timezone("UTC");
     for r in rows {
         key.append_value(&r.key);
         kind.append_value(&r.kind);
-        start.append_option(r.window_start_ms);
-        end.append_option(r.window_end_ms);
+        start.append_option(r.window_start_ms.map(ms_to_us));
+        end.append_option(r.window_end_ms.map(ms_to_us));
         label.append_value(&r.label);
         for c in &r.classes {
             classes.values().append_value(c);
@@ -122,7 +131,7 @@ pub fn prediction_batch(rows: &[PredictionRecord]) -> RecordBatch {
         partition.append_value(r.source_partition);
         offset.append_value(r.source_offset);
         first.append_value(r.first_offset);
-        emitted.append_value(r.emitted_at_ms);
+        emitted.append_value(ms_to_us(r.emitted_at_ms));
     }
     let cols: Vec<ArrayRef> = vec![
         Arc::new(key.finish()),
@@ -156,7 +165,7 @@ pub fn dead_letter_batch(rows: &[DeadLetterRecord]) -> RecordBatch {
     let mut reason = StringBuilder::new();
     let mut detail = StringBuilder::new();
     let mut raw = StringBuilder::new();
-    let mut at = TimestampMillisecondBuilder::new().with_timezone("UTC");
+    let mut at = TimestampMicrosecondBuilder::new().with_timezone("UTC");
     for r in rows {
         topic.append_value(&r.topic);
         partition.append_value(r.partition);
@@ -164,7 +173,7 @@ pub fn dead_letter_batch(rows: &[DeadLetterRecord]) -> RecordBatch {
         reason.append_value(&r.reason);
         detail.append_value(&r.detail);
         raw.append_value(&r.raw_prefix);
-        at.append_value(r.at_ms);
+        at.append_value(ms_to_us(r.at_ms));
     }
     let cols: Vec<ArrayRef> = vec![
         Arc::new(topic.finish()),
@@ -204,8 +213,11 @@ pub fn write_parquet(
     rel: &str,
     batch: &RecordBatch,
     metadata: &[(String, String)],
-) -> std::io::Result<u64> {
-    store.put(rel, encode_parquet(batch, metadata)?)
+) -> std::io::Result<ParquetBytes> {
+    let bytes = encode_parquet(batch, metadata)?;
+    let size = ParquetBytes::of(&bytes);
+    store.put(rel, bytes)?;
+    Ok(size)
 }
 
 /// The key-value metadata of a Parquet file (locally only its footer is read; from an
@@ -247,6 +259,8 @@ pub struct Written {
     pub prediction_bytes: u64,
     pub dead_letter_files: u64,
     pub dead_letter_bytes: u64,
+    /// Both files' sizes, for rolling by measured size.
+    pub parquet: ParquetBytes,
 }
 
 /// Writes a segment's non-empty parts: `predictions/<partition>/<stem>.parquet` and
@@ -259,29 +273,35 @@ pub fn write_segment(store: &Store, seg: &Segment, by_hour: bool) -> std::io::Re
         seg.file_stem()
     );
     if !seg.predictions.is_empty() {
-        w.prediction_bytes = write_parquet(
+        let b = write_parquet(
             store,
             &format!("{PREDICTIONS_DIR}/{name}"),
             &prediction_batch(&seg.predictions),
             &seg.file_metadata(),
         )?;
-        w.prediction_files = 1;
+        (w.prediction_files, w.prediction_bytes) = (1, b.total);
+        w.parquet = w.parquet.add(b);
     }
     if !seg.dead_letters.is_empty() {
-        w.dead_letter_bytes = write_parquet(
+        let b = write_parquet(
             store,
             &format!("{DEAD_LETTERS_DIR}/{name}"),
             &dead_letter_batch(&seg.dead_letters),
             &seg.file_metadata(),
         )?;
-        w.dead_letter_files = 1;
+        (w.dead_letter_files, w.dead_letter_bytes) = (1, b.total);
+        w.parquet = w.parquet.add(b);
     }
     Ok(w)
 }
 
 /// Writes a segment's examples into the training store, `<partition>/<stem>.parquet`,
-/// with the segment's metadata; returns bytes.
-pub fn write_examples(store: &Store, seg: &Segment, by_hour: bool) -> std::io::Result<u64> {
+/// with the segment's metadata; returns its size.
+pub fn write_examples(
+    store: &Store,
+    seg: &Segment,
+    by_hour: bool,
+) -> std::io::Result<ParquetBytes> {
     write_parquet(
         store,
         &format!(
