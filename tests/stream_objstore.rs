@@ -496,3 +496,159 @@ fn the_store_stopped_for_10_s_pauses_the_stream_and_loses_nothing() {
     assert_eq!(window_keys(&rows), want, "no loss");
     assert_eq!(rows.len(), want.len(), "no duplicates");
 }
+
+/// A restart finds a partition's replay point in the newest object's footer, read with two
+/// ranged GETs (its last 8 bytes, then the footer) rather than the whole object: here a
+/// 12 MB object (uploaded in parts) costs a few KiB.
+#[test]
+fn the_replay_point_is_read_from_the_footer_of_the_newest_object_by_ranged_gets() {
+    use milstream::stream::sink::parquet::{encode_parquet, read_footer_metadata};
+    use milstream::stream::sink::{replay_point_from_files, Segment};
+    use milstream::stream::training::{example_batch, Example};
+    let moto = Moto::start();
+    let store = moto.store("footer");
+    // Incompressible values (an LCG's), 1.5 M doubles: about 12 MB of Parquet.
+    let mut x: u64 = 42;
+    let values: Vec<f64> = (0..1_500_000)
+        .map(|_| {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (x >> 11) as f64
+        })
+        .collect();
+    let put = |first: i64, last: i64, replay_from: i64, values: Vec<f64>| {
+        let mut seg = Segment::new("labels", 2, first, 1_732_550_400_000);
+        seg.last_offset = last;
+        seg.replay_from = replay_from;
+        let ex = Example {
+            key: "s".into(),
+            segment: None,
+            label: "x".into(),
+            dim: 1,
+            values,
+            source_topic: "labels".into(),
+            source_partition: 2,
+            source_offset: first,
+            labeled_at_ms: 1_732_550_400_000,
+        };
+        let bytes = encode_parquet(&example_batch(&[ex]), &seg.file_metadata()).unwrap();
+        let rel = format!("predictions/date=2024-11-25/{}.parquet", seg.file_stem());
+        store.put(&rel, bytes).unwrap()
+    };
+    put(0, 99, 60, vec![1.0]);
+    let size = put(100, 199, 150, values);
+    assert!(size > 10_000_000, "{size} bytes");
+    // The newest file below the committed offset 200 holds the replay point 150.
+    let (replay_from, next, rel) =
+        replay_point_from_files(&store, &["predictions"], "labels", 2, 200).unwrap();
+    assert_eq!((replay_from, next), (150, 200), "{rel}");
+    let (meta, fetched) = read_footer_metadata(&store, &rel).unwrap();
+    assert_eq!(meta["milstream.replay_from"], "150");
+    assert!(
+        fetched < 64 << 10,
+        "{fetched} bytes fetched for the footer of a {size}-byte object"
+    );
+    // Below offset 100 only the older file counts.
+    let (replay_from, next, _) =
+        replay_point_from_files(&store, &["predictions"], "labels", 2, 100).unwrap();
+    assert_eq!((replay_from, next), (60, 100));
+}
+
+/// A tiny bag model, different for each `shift`.
+fn tiny_model(shift: f64) -> milstream::mil::Model {
+    use milstream::mil::{Bag, Dataset, FitParams, Model};
+    let mut ds = Dataset::default();
+    for i in 0..8 {
+        let pos = i % 2 == 0;
+        let x = if pos { 2.0 + shift } else { -2.0 } + i as f64 * 0.01;
+        ds.ids.push(format!("b{i}"));
+        ds.labels.push(if pos { "pos" } else { "neg" }.into());
+        ds.samples
+            .push(Sample::Bag(Bag::new(1, vec![x, 0.0]).unwrap()));
+    }
+    let params = FitParams {
+        k: Some(4),
+        ..FitParams::default()
+    };
+    Model::fit(&ds, &params).unwrap()
+}
+
+/// The registry's `current` on S3 moves by compare-and-swap (If-None-Match / If-Match,
+/// which moto honours): of publishers racing from the same `current`, those that succeed
+/// form one chain, each having replaced the version the one before it published, so no two
+/// won from the same state; the others get an error naming the race. A reader polling all
+/// the while loads a whole model each time, whose card names the version `current` named.
+#[test]
+fn concurrent_publishers_to_an_s3_registry_cannot_both_win() {
+    use milstream::stream::registry::{ModelCard, Registry};
+    let moto = Moto::start();
+    let url = PathBuf::from(format!("s3://{BUCKET}/race-registry"));
+    let options = moto.options();
+    let open = || Registry::open_with(&url, &options).unwrap();
+    let models: Vec<_> = (0..6).map(|i| tiny_model(i as f64 * 0.5)).collect();
+    let done = AtomicBool::new(false);
+    let (results, reads) = std::thread::scope(|s| {
+        let reader = s.spawn(|| {
+            let reg = open();
+            let mut reads = 0;
+            while !done.load(Ordering::SeqCst) {
+                if let Some(v) = reg.current().unwrap() {
+                    let (_, card) = reg.load(&v).expect("current names a whole model");
+                    assert_eq!(card.version, v);
+                    reads += 1;
+                }
+            }
+            reads
+        });
+        let mut results = Vec::new();
+        for round in 0..3 {
+            // Each round: every publisher starts together from the same `current`.
+            let barrier = std::sync::Barrier::new(models.len());
+            let handles: Vec<_> = models
+                .iter()
+                .enumerate()
+                .map(|(i, m)| {
+                    let (open, barrier) = (&open, &barrier);
+                    s.spawn(move || {
+                        let reg = open();
+                        let card = ModelCard::describe(m, &format!("publisher {round}.{i}"));
+                        barrier.wait();
+                        reg.publish(m, &card).map_err(|e| e.to_string())
+                    })
+                })
+                .collect();
+            results.extend(handles.into_iter().map(|h| h.join().unwrap()));
+        }
+        done.store(true, Ordering::SeqCst);
+        (results, reader.join().unwrap())
+    });
+    let reg = open();
+    let won: Vec<&String> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+    let lost: Vec<&String> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert!(!won.is_empty(), "{results:?}");
+    assert!(
+        !lost.is_empty(),
+        "six publishers starting together never raced: {results:?}"
+    );
+    assert!(
+        lost.iter().all(|e| e.contains("while") && e.contains("another publisher")),
+        "{lost:?}"
+    );
+    // The winners' previous versions are all different: no two moved `current` from the
+    // same state. And they chain from nothing to what `current` names now.
+    let previous: Vec<Option<String>> = won
+        .iter()
+        .map(|v| reg.load(v).unwrap().1.previous)
+        .collect();
+    let distinct: BTreeSet<_> = previous.iter().collect();
+    assert_eq!(distinct.len(), won.len(), "two publishers won from one state: {previous:?}");
+    let mut tip = None;
+    for _ in 0..won.len() {
+        tip = won
+            .iter()
+            .find(|v| reg.load(v).unwrap().1.previous == tip)
+            .map(|v| v.to_string());
+        assert!(tip.is_some(), "the winners do not chain: {won:?} {previous:?}");
+    }
+    assert_eq!(reg.current().unwrap(), tip);
+    assert!(reads > 0, "the reader never saw a current model");
+}

@@ -11,7 +11,7 @@ use std::path::Path;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use super::store::Store;
+use super::store::{Store, Swap, UpdateVersion};
 use crate::mil::Model;
 
 /// What a model is and how it was made: stored beside it as `card.json`.
@@ -42,6 +42,9 @@ pub struct ModelCard {
     pub champion_holdout_accuracy: Option<f64>,
     #[serde(default)]
     pub n_holdout: usize,
+    /// The version `current` named when this one was published (None: the first).
+    #[serde(default)]
+    pub previous: Option<String>,
 }
 
 impl ModelCard {
@@ -64,6 +67,7 @@ impl ModelCard {
             holdout_accuracy: None,
             champion_holdout_accuracy: None,
             n_holdout: 0,
+            previous: None,
         }
     }
 }
@@ -79,7 +83,10 @@ pub fn short_hash(text: &str) -> String {
 
 /// The registry: a local folder (today's layout, renames for atomicity) or an object-store
 /// prefix (write-new-then-point: a version's objects are created before `current` names it,
-/// and `current` is one PUT, so a reader sees the old or the new model, never a mix).
+/// and `current` is one PUT, so a reader sees the old or the new model, never a mix). On a
+/// store with conditional puts (S3's If-Match, GCS and Azure preconditions) `current` moves
+/// by compare-and-swap from the version the publisher read, so of two publishers racing
+/// from the same `current` one wins and the other gets an error; elsewhere the last PUT wins.
 pub struct Registry {
     store: Store,
 }
@@ -144,6 +151,8 @@ impl Registry {
     /// created with a conditional PUT (`PutMode::Create`, so two trainers never overwrite
     /// one version), then `current` pointed at it. Returns the version.
     pub fn publish(&self, model: &Model, card: &ModelCard) -> anyhow::Result<String> {
+        // What `current` was before this version existed: it moves only from there.
+        let seen = self.read_current()?;
         let json = model.to_json();
         let seq = self
             .versions()?
@@ -161,6 +170,7 @@ impl Registry {
         let version = format!("v{seq:06}-{:08x}", std::hash::Hasher::finish(&h) as u32);
         let mut card = card.clone();
         card.version = version.clone();
+        card.previous = seen.as_ref().map(|(v, _)| v.clone());
         let card_json = serde_json::to_string_pretty(&card)?;
         match &self.store {
             Store::Local(root) => {
@@ -192,13 +202,33 @@ impl Registry {
                 }
             }
         }
-        self.set_current(&version)?;
+        self.point_current(&version, seen)?;
         Ok(version)
     }
 
+    /// `current`'s version and the object version a compare-and-swap expects (object
+    /// stores; None when there is no `current` yet).
+    fn read_current(&self) -> anyhow::Result<Option<(String, UpdateVersion)>> {
+        let got = self
+            .store
+            .get_versioned(CURRENT)
+            .with_context(|| format!("reading {}/{CURRENT}", self.shown()))?;
+        Ok(got.map(|(b, v)| (String::from_utf8_lossy(&b).trim().to_string(), v)))
+    }
+
     /// Points `current` at `version` (locally: temp file, fsync, rename, fsync the folder;
-    /// on an object store: one PUT, atomic by itself).
+    /// on an object store: one PUT, atomic by itself, conditional where the store can).
     pub fn set_current(&self, version: &str) -> anyhow::Result<()> {
+        let seen = self.read_current()?;
+        self.point_current(version, seen)
+    }
+
+    /// [`Registry::set_current`] from `seen`, what `current` was when the caller began.
+    fn point_current(
+        &self,
+        version: &str,
+        seen: Option<(String, UpdateVersion)>,
+    ) -> anyhow::Result<()> {
         let exists = match &self.store {
             Store::Local(root) => root.join(version).join("model.json").is_file(),
             Store::Object(_) => self.versions()?.iter().any(|v| v == version),
@@ -212,7 +242,33 @@ impl Registry {
                 sync_dir(root)?;
             }
             Store::Object(_) => {
-                self.store.put(CURRENT, version.as_bytes().to_vec())?;
+                let was = seen.as_ref().map(|(v, _)| v.clone());
+                let bytes = version.as_bytes().to_vec();
+                match self
+                    .store
+                    .put_if_unchanged(CURRENT, bytes.clone(), seen.map(|(_, tag)| tag))
+                    .with_context(|| format!("pointing {}/{CURRENT} at {version}", self.shown()))?
+                {
+                    Swap::Done => {}
+                    // Write-new-then-point alone: the last publisher's PUT wins.
+                    Swap::Unsupported => {
+                        self.store.put(CURRENT, bytes)?;
+                    }
+                    Swap::Conflict => {
+                        let now = self.current()?;
+                        // Processes that start together publish the same first model under
+                        // the same name (it holds the model's hash): nothing to choose.
+                        anyhow::ensure!(
+                            now.as_deref() == Some(version),
+                            "{}/{CURRENT} moved from {} to {} while {version} was being \
+                             published by another publisher: {version} is stored but not \
+                             current",
+                            self.shown(),
+                            was.as_deref().unwrap_or("nothing"),
+                            now.as_deref().unwrap_or("nothing"),
+                        );
+                    }
+                }
             }
         }
         Ok(())

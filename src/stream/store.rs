@@ -17,7 +17,8 @@ use std::sync::{Arc, LazyLock};
 
 use futures::TryStreamExt;
 use object_store::path::Path as ObjPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutPayload};
+pub use object_store::UpdateVersion;
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutPayload};
 
 /// Above this an object is uploaded in parts (S3's smallest part is 5 MiB).
 pub const MULTIPART_THRESHOLD: usize = 8 << 20;
@@ -56,6 +57,17 @@ fn io_err(e: object_store::Error) -> std::io::Error {
         }
         e => std::io::Error::other(e.to_string()),
     }
+}
+
+/// What a [`Store::put_if_unchanged`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Swap {
+    /// Put: the object was as expected.
+    Done,
+    /// Not put: another writer changed (or created) the object since it was read.
+    Conflict,
+    /// Not put: the store has no conditional put (a local folder, or one configured off).
+    Unsupported,
 }
 
 /// True when `location` is an object-store URL rather than a local path.
@@ -201,6 +213,65 @@ impl Store {
         }
     }
 
+    /// The bytes of `rel` and the version a [`Store::put_if_unchanged`] expects; None when
+    /// it does not exist.
+    pub fn get_versioned(&self, rel: &str) -> std::io::Result<Option<(Vec<u8>, UpdateVersion)>> {
+        let Self::Object(o) = self else {
+            let none = UpdateVersion {
+                e_tag: None,
+                version: None,
+            };
+            return Ok(self.get(rel)?.map(|b| (b, none)));
+        };
+        let (store, key) = (o.store.clone(), o.key(rel));
+        let got = block(async move {
+            let r = store.get(&key).await.map_err(io_err)?;
+            let version = UpdateVersion {
+                e_tag: r.meta.e_tag.clone(),
+                version: r.meta.version.clone(),
+            };
+            let bytes = r.bytes().await.map_err(io_err)?;
+            Ok::<_, std::io::Error>((bytes.to_vec(), version))
+        })?;
+        match got {
+            Ok(t) => Ok(Some(t)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Compare-and-swap on an object store: puts `bytes` as `rel` only if it is still as
+    /// read (`expected`, from [`Store::get_versioned`]; None: only if it still does not
+    /// exist), with the store's conditional put (`PutMode::Update` / `PutMode::Create`; on
+    /// S3, If-Match / If-None-Match, `aws_conditional_put = "etag"`, the default).
+    pub fn put_if_unchanged(
+        &self,
+        rel: &str,
+        bytes: Vec<u8>,
+        expected: Option<UpdateVersion>,
+    ) -> std::io::Result<Swap> {
+        let Self::Object(o) = self else {
+            return Ok(Swap::Unsupported);
+        };
+        let (store, key) = (o.store.clone(), o.key(rel));
+        let mode = match expected {
+            Some(v) if v.e_tag.is_none() && v.version.is_none() => return Ok(Swap::Unsupported),
+            Some(v) => PutMode::Update(v),
+            None => PutMode::Create,
+        };
+        block(async move {
+            match store.put_opts(&key, PutPayload::from(bytes), mode.into()).await {
+                Ok(_) => Ok(Swap::Done),
+                Err(
+                    object_store::Error::Precondition { .. }
+                    | object_store::Error::AlreadyExists { .. },
+                ) => Ok(Swap::Conflict),
+                Err(object_store::Error::NotImplemented { .. }) => Ok(Swap::Unsupported),
+                Err(e) => Err(io_err(e)),
+            }
+        })?
+    }
+
     /// The bytes of `rel`; None when it does not exist.
     pub fn get(&self, rel: &str) -> std::io::Result<Option<Vec<u8>>> {
         let got = match self {
@@ -217,6 +288,49 @@ impl Store {
             Ok(b) => Ok(Some(b)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
+        }
+    }
+
+    /// The last `n` bytes of `rel` (all of it when shorter) and its whole size, in one
+    /// ranged read; None when it does not exist.
+    pub fn get_tail(&self, rel: &str, n: u64) -> std::io::Result<Option<(Vec<u8>, u64)>> {
+        let got = match self {
+            Self::Local(root) => read_local_range(&root.join(rel), None, n),
+            Self::Object(o) => {
+                let (store, key) = (o.store.clone(), o.key(rel));
+                block(async move {
+                    let opts = GetOptions::new().with_range(Some(GetRange::Suffix(n)));
+                    let r = store.get_opts(&key, opts).await.map_err(io_err)?;
+                    let size = r.meta.size;
+                    let bytes = r.bytes().await.map_err(io_err)?;
+                    Ok((bytes.to_vec(), size))
+                })?
+            }
+        };
+        match got {
+            Ok(t) => Ok(Some(t)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Bytes `range` of `rel`, in one ranged read.
+    pub fn get_range(&self, rel: &str, range: std::ops::Range<u64>) -> std::io::Result<Vec<u8>> {
+        match self {
+            Self::Local(root) => {
+                read_local_range(&root.join(rel), Some(range.start), range.end - range.start)
+                    .map(|(b, _)| b)
+            }
+            Self::Object(o) => {
+                let (store, key) = (o.store.clone(), o.key(rel));
+                block(async move {
+                    store
+                        .get_range(&key, range)
+                        .await
+                        .map(|b| b.to_vec())
+                        .map_err(io_err)
+                })?
+            }
         }
     }
 
@@ -389,6 +503,19 @@ async fn upload(store: &dyn ObjectStore, key: &ObjPath, bytes: Vec<u8>) -> std::
     Ok(())
 }
 
+/// `len` bytes of a local file from `start`, or its last `len` bytes when `start` is None;
+/// with the file's size.
+fn read_local_range(path: &Path, start: Option<u64>, len: u64) -> std::io::Result<(Vec<u8>, u64)> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path)?;
+    let size = f.metadata()?.len();
+    let start = start.unwrap_or(size.saturating_sub(len));
+    f.seek(SeekFrom::Start(start))?;
+    let mut buf = Vec::with_capacity(len.min(size) as usize);
+    f.take(len).read_to_end(&mut buf)?;
+    Ok((buf, size))
+}
+
 fn split(path: &Path) -> std::io::Result<(PathBuf, String)> {
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let name = path
@@ -450,6 +577,13 @@ mod tests {
         );
         assert!(store.get("a/none").unwrap().is_none());
         assert_eq!(
+            store.get_tail("a/date=1/x.parquet", 2).unwrap().unwrap(),
+            (b"ne".to_vec(), 3)
+        );
+        assert_eq!(store.get_tail("a/date=1/x.parquet", 9).unwrap().unwrap().0, b"one");
+        assert!(store.get_tail("a/none", 2).unwrap().is_none());
+        assert_eq!(store.get_range("a/date=1/x.parquet", 1..2).unwrap(), b"n");
+        assert_eq!(
             store.list("a").unwrap(),
             vec!["a/date=1/x.parquet", "a/date=2/y.parquet"]
         );
@@ -461,6 +595,19 @@ mod tests {
         );
         store.delete("a/date=1/x.parquet").unwrap();
         store.delete("a/date=1/x.parquet").unwrap();
+        if !store.is_local() {
+            // Compare-and-swap: of two writers that read the same version, one wins.
+            assert_eq!(store.put_if_unchanged("p", b"1".to_vec(), None).unwrap(), Swap::Done);
+            assert_eq!(
+                store.put_if_unchanged("p", b"x".to_vec(), None).unwrap(),
+                Swap::Conflict
+            );
+            let (_, seen) = store.get_versioned("p").unwrap().unwrap();
+            let put = |b: &[u8]| store.put_if_unchanged("p", b.to_vec(), Some(seen.clone()));
+            assert_eq!(put(b"2").unwrap(), Swap::Done);
+            assert_eq!(put(b"3").unwrap(), Swap::Conflict);
+            assert_eq!(store.get("p").unwrap().unwrap(), b"2");
+        }
         assert_eq!(store.list("a").unwrap(), vec!["a/date=2/y.parquet"]);
     }
 

@@ -12,9 +12,8 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
-use parquet::file::metadata::KeyValue;
+use parquet::file::metadata::{FooterTail, KeyValue, ParquetMetaDataReader};
 use parquet::file::properties::WriterProperties;
-use parquet::file::reader::{FileReader, SerializedFileReader};
 
 use super::roll::ParquetBytes;
 use super::{Segment, DEAD_LETTERS_DIR, PREDICTIONS_DIR};
@@ -220,37 +219,51 @@ pub fn write_parquet(
     Ok(size)
 }
 
-/// The key-value metadata of a Parquet file (locally only its footer is read; from an
-/// object store the object is fetched whole: files are bounded by `roll_bytes`).
+/// The key-value metadata of a Parquet file; see [`read_footer_metadata`].
 pub fn read_key_value_metadata(
     store: &Store,
     rel: &str,
 ) -> std::io::Result<HashMap<String, String>> {
-    let meta = match store.local_path(rel) {
-        Some(path) => SerializedFileReader::new(std::fs::File::open(path)?)
-            .map_err(std::io::Error::other)?
-            .metadata()
-            .file_metadata()
-            .key_value_metadata()
-            .cloned(),
-        None => {
-            let bytes = store.get(rel)?.ok_or_else(|| {
-                std::io::Error::new(std::io::ErrorKind::NotFound, rel.to_string())
-            })?;
-            SerializedFileReader::new(bytes::Bytes::from(bytes))
-                .map_err(std::io::Error::other)?
-                .metadata()
-                .file_metadata()
-                .key_value_metadata()
-                .cloned()
-        }
-    };
-    Ok(meta
+    read_footer_metadata(store, rel).map(|(kv, _)| kv)
+}
+
+/// The key-value metadata of a Parquet file, from its footer alone: a ranged read of the
+/// last 8 bytes (the footer's length and "PAR1"), then one of the footer, so an object of
+/// any size costs two small GETs. Returns the metadata and the bytes fetched.
+pub fn read_footer_metadata(
+    store: &Store,
+    rel: &str,
+) -> std::io::Result<(HashMap<String, String>, u64)> {
+    let bad = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidData, why);
+    let (tail, size) = store
+        .get_tail(rel, FOOTER_SIZE as u64)?
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, rel.to_string()))?;
+    let tail: [u8; FOOTER_SIZE] = tail
+        .try_into()
+        .map_err(|_| bad(format!("{rel}: {size} bytes, too short for Parquet")))?;
+    let footer = FooterTail::try_new(&tail).map_err(|e| bad(format!("{rel}: {e}")))?;
+    let len = footer.metadata_length() as u64;
+    let end = size - FOOTER_SIZE as u64;
+    if len > end {
+        return Err(bad(format!("{rel}: footer of {len} bytes in a {size}-byte file")));
+    }
+    let meta = store.get_range(rel, end - len..end)?;
+    let fetched = (FOOTER_SIZE + meta.len()) as u64;
+    let meta = ParquetMetaDataReader::decode_metadata(&meta)
+        .map_err(|e| bad(format!("{rel}: {e}")))?;
+    let kv = meta
+        .file_metadata()
+        .key_value_metadata()
+        .cloned()
         .into_iter()
         .flatten()
         .filter_map(|kv| Some((kv.key, kv.value?)))
-        .collect())
+        .collect();
+    Ok((kv, fetched))
 }
+
+/// The Parquet file's last bytes: the footer's length (4) and "PAR1" (4).
+const FOOTER_SIZE: usize = 8;
 
 /// Bytes written per kind of file, for metrics.
 #[derive(Debug, Default, Clone, Copy)]
