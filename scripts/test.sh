@@ -6,8 +6,9 @@
 #     compose file check; it needs no Docker engine). Installed with apt-get when missing
 #     (as root; otherwise the script prints the command and stops).
 #   - Python packages (pyarrow: the independent Parquet reader, also through S3; PyYAML: the
-#     deployment YAML; moto[server]: a real S3-protocol server, with boto3) into the
-#     project-local virtual environment .venv, never into the system.
+#     deployment YAML; moto[server]: a real S3-protocol server, with boto3; DuckDB and its
+#     httpfs extension: the analysts' reader over s3://) into the project-local virtual
+#     environment .venv, never into the system.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,10 +37,16 @@ if [ ! -x "$venv/bin/python" ]; then
   echo "creating the test virtual environment $venv"
   python3 -m venv "$venv"
 fi
+# DuckDB reads the predictions from the S3 server through its httpfs extension. DuckDB
+# downloads extensions from its own site, which CI cannot reach; the PyPI package
+# duckdb-ext-httpfs ships the extension, built for exactly one DuckDB release: the pins
+# move together.
+duckdb_pins=("duckdb==1.4.4" "duckdb-ext-httpfs==1.4.4.20260205")
 if ! "$venv/bin/python" -c "import pyarrow, yaml, moto, boto3, flask" >/dev/null 2>&1 \
-  || [ ! -x "$venv/bin/moto_server" ]; then
-  echo "installing pyarrow, PyYAML and moto[server] into $venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pyarrow pyyaml "moto[server]"
+  || [ ! -x "$venv/bin/moto_server" ] \
+  || ! "$venv/bin/python" -c "import duckdb, duckdb_ext; assert duckdb.__version__ == '1.4.4'" >/dev/null 2>&1; then
+  echo "installing pyarrow, PyYAML, moto[server] and DuckDB with httpfs into $venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pyarrow pyyaml "moto[server]" "${duckdb_pins[@]}"
 fi
 export MILSTREAM_PYTHON="$PWD/$venv/bin/python"
 

@@ -461,7 +461,8 @@ pub struct OutputConfig {
     pub partition_by: String,
     /// Roll a partition's file after this many rows ...
     pub roll_rows: usize,
-    /// ... or this many bytes of buffered rows (estimated) ...
+    /// ... or at about this many bytes of Parquet: the rows' in-memory estimate scaled by
+    /// what the files written so far measured (per source topic; `sink::roll`) ...
     pub roll_bytes: usize,
     /// ... or when its oldest row is this old (wall clock).
     pub roll_age_ms: u64,

@@ -807,7 +807,7 @@ fn files_roll_near_roll_bytes_by_their_measured_size() {
         .map(|(_, size)| *size)
         .collect();
     eprintln!(
-        "roll_bytes {TARGET}: file sizes {:?}",
+        "roll_bytes {TARGET}: all files {:?}, second half {second:?}",
         files.iter().map(|f| f.1).collect::<Vec<_>>()
     );
     assert!(

@@ -156,6 +156,37 @@ fn predictions_land_in_s3_once_each_and_pyarrow_reads_them_from_the_endpoint() {
         files.iter().all(|f| !f.contains(".tmp")),
         "no temp objects: {files:?}"
     );
+
+    let d = duckdb_summary(&moto, "e2e");
+    assert_eq!(d["rows"], want.len(), "DuckDB from S3: {d}");
+    assert_eq!(d["distinct"], want.len(), "DuckDB from S3: {d}");
+    assert_eq!(d["window_end"], "TIMESTAMP WITH TIME ZONE", "{d}");
+    assert!(d["dates"].as_i64().unwrap() >= 1, "{d}");
+}
+
+/// DuckDB (with the httpfs extension that scripts/test.sh installs from PyPI, no download)
+/// queries `s3://BUCKET/<prefix>/predictions/*/*/*.parquet` (date and hour partitions) on
+/// the endpoint, as the README shows analysts: rows, distinct (key, window_end), the type
+/// of the timestamps and the count of date partitions.
+fn duckdb_summary(moto: &Moto, prefix: &str) -> serde_json::Value {
+    let out = moto.python(&format!(
+        r#"
+import json, os, duckdb, duckdb_ext
+ext = os.path.join(list(duckdb_ext.__path__)[0], "extensions")
+con = duckdb.connect(config={{"extension_directory": ext, "autoinstall_known_extensions": False}})
+con.execute("LOAD httpfs")
+con.execute("CREATE SECRET (TYPE s3, KEY_ID 'test', SECRET 'test', REGION 'us-east-1', "
+            "ENDPOINT '127.0.0.1:{port}', URL_STYLE 'path', USE_SSL false)")
+rows, distinct, dates, ty = con.execute(
+    "SELECT count(*), count(DISTINCT (key, window_end)), count(DISTINCT date), "
+    "typeof(any_value(window_end)) FROM read_parquet("
+    "'s3://{BUCKET}/{prefix}/predictions/*/*/*.parquet', hive_partitioning = true)"
+).fetchone()
+print(json.dumps({{"rows": rows, "distinct": distinct, "dates": dates, "window_end": ty}}))
+"#,
+        port = moto.port
+    ));
+    serde_json::from_str(out.trim().lines().last().unwrap()).unwrap()
 }
 
 #[test]
@@ -602,12 +633,12 @@ fn concurrent_publishers_to_an_s3_registry_cannot_both_win() {
         let mut results = Vec::new();
         for round in 0..3 {
             // Each round: every publisher starts together from the same `current`.
-            let barrier = std::sync::Barrier::new(models.len());
+            let barrier = Arc::new(std::sync::Barrier::new(models.len()));
             let handles: Vec<_> = models
                 .iter()
                 .enumerate()
                 .map(|(i, m)| {
-                    let (open, barrier) = (&open, &barrier);
+                    let (open, barrier) = (&open, barrier.clone());
                     s.spawn(move || {
                         let reg = open();
                         let card = ModelCard::describe(m, &format!("publisher {round}.{i}"));
@@ -630,7 +661,8 @@ fn concurrent_publishers_to_an_s3_registry_cannot_both_win() {
         "six publishers starting together never raced: {results:?}"
     );
     assert!(
-        lost.iter().all(|e| e.contains("while") && e.contains("another publisher")),
+        lost.iter()
+            .all(|e| e.contains("while") && e.contains("another publisher")),
         "{lost:?}"
     );
     // The winners' previous versions are all different: no two moved `current` from the
@@ -640,14 +672,21 @@ fn concurrent_publishers_to_an_s3_registry_cannot_both_win() {
         .map(|v| reg.load(v).unwrap().1.previous)
         .collect();
     let distinct: BTreeSet<_> = previous.iter().collect();
-    assert_eq!(distinct.len(), won.len(), "two publishers won from one state: {previous:?}");
+    assert_eq!(
+        distinct.len(),
+        won.len(),
+        "two publishers won from one state: {previous:?}"
+    );
     let mut tip = None;
     for _ in 0..won.len() {
         tip = won
             .iter()
             .find(|v| reg.load(v).unwrap().1.previous == tip)
             .map(|v| v.to_string());
-        assert!(tip.is_some(), "the winners do not chain: {won:?} {previous:?}");
+        assert!(
+            tip.is_some(),
+            "the winners do not chain: {won:?} {previous:?}"
+        );
     }
     assert_eq!(reg.current().unwrap(), tip);
     assert!(reads > 0, "the reader never saw a current model");

@@ -135,14 +135,27 @@ fn resolve_model(
         }
     };
     match &registry {
-        Some(reg) => {
-            let v = reg.publish(&model, &registry::ModelCard::describe(&model, &source))?;
-            info!(
-                version = v,
-                "published the first model version to the registry"
-            );
-            Ok((model, v))
-        }
+        Some(reg) => match reg.publish(&model, &registry::ModelCard::describe(&model, &source)) {
+            Ok(v) => {
+                info!(
+                    version = v,
+                    "published the first model version to the registry"
+                );
+                Ok((model, v))
+            }
+            // Another process starting on the same empty registry published first (its
+            // `current` won the compare-and-swap): score with that.
+            Err(e) => match reg.load_current()? {
+                Some((m, card)) => {
+                    info!(
+                        version = card.version,
+                        "another process published the registry's first version: scoring with it"
+                    );
+                    Ok((m, card.version))
+                }
+                None => Err(e),
+            },
+        },
         None => Ok((model, version)),
     }
 }

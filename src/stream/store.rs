@@ -260,7 +260,10 @@ impl Store {
             None => PutMode::Create,
         };
         block(async move {
-            match store.put_opts(&key, PutPayload::from(bytes), mode.into()).await {
+            match store
+                .put_opts(&key, PutPayload::from(bytes), mode.into())
+                .await
+            {
                 Ok(_) => Ok(Swap::Done),
                 Err(
                     object_store::Error::Precondition { .. }
@@ -580,7 +583,10 @@ mod tests {
             store.get_tail("a/date=1/x.parquet", 2).unwrap().unwrap(),
             (b"ne".to_vec(), 3)
         );
-        assert_eq!(store.get_tail("a/date=1/x.parquet", 9).unwrap().unwrap().0, b"one");
+        assert_eq!(
+            store.get_tail("a/date=1/x.parquet", 9).unwrap().unwrap().0,
+            b"one"
+        );
         assert!(store.get_tail("a/none", 2).unwrap().is_none());
         assert_eq!(store.get_range("a/date=1/x.parquet", 1..2).unwrap(), b"n");
         assert_eq!(
@@ -597,7 +603,10 @@ mod tests {
         store.delete("a/date=1/x.parquet").unwrap();
         if !store.is_local() {
             // Compare-and-swap: of two writers that read the same version, one wins.
-            assert_eq!(store.put_if_unchanged("p", b"1".to_vec(), None).unwrap(), Swap::Done);
+            assert_eq!(
+                store.put_if_unchanged("p", b"1".to_vec(), None).unwrap(),
+                Swap::Done
+            );
             assert_eq!(
                 store.put_if_unchanged("p", b"x".to_vec(), None).unwrap(),
                 Swap::Conflict

@@ -245,12 +245,14 @@ pub fn read_footer_metadata(
     let len = footer.metadata_length() as u64;
     let end = size - FOOTER_SIZE as u64;
     if len > end {
-        return Err(bad(format!("{rel}: footer of {len} bytes in a {size}-byte file")));
+        return Err(bad(format!(
+            "{rel}: footer of {len} bytes in a {size}-byte file"
+        )));
     }
     let meta = store.get_range(rel, end - len..end)?;
     let fetched = (FOOTER_SIZE + meta.len()) as u64;
-    let meta = ParquetMetaDataReader::decode_metadata(&meta)
-        .map_err(|e| bad(format!("{rel}: {e}")))?;
+    let meta =
+        ParquetMetaDataReader::decode_metadata(&meta).map_err(|e| bad(format!("{rel}: {e}")))?;
     let kv = meta
         .file_metadata()
         .key_value_metadata()
