@@ -18,11 +18,10 @@ use arrow_array::{
     Array, ArrayRef, Float64Array, Int32Array, Int64Array, ListArray, RecordBatch, StringArray,
     TimestampMicrosecondArray, TimestampMillisecondArray, UInt32Array,
 };
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::history::{BagCache, SeriesHistory};
-use super::sink::parquet::ms_to_us;
 use super::store::Store;
 use crate::mil::{Bag, Dataset, Sample};
 
@@ -84,8 +83,22 @@ impl Example {
     }
 }
 
+/// Every timestamp column of the columnar outputs (this store's, and the predictions' and
+/// dead letters' in `sink::parquet`, which has it from here): microseconds since the epoch,
+/// UTC (`timestamp[us, tz=UTC]`, Parquet `TIMESTAMP(MICROS, isAdjustedToUTC)`), the unit
+/// Spark, DuckDB and Athena/Trino read natively; the daemon's records hold milliseconds
+/// and are scaled on the way out.
+pub fn ts_type() -> DataType {
+    DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+}
+
+/// Milliseconds (the records' unit) to the columns' microseconds.
+pub fn ms_to_us(ms: i64) -> i64 {
+    ms.saturating_mul(1000)
+}
+
 pub static EXAMPLE_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
-    let ts = super::sink::parquet::ts_type();
+    let ts = ts_type();
     Arc::new(Schema::new(vec![
         Field::new("key", DataType::Utf8, false),
         Field::new("kind", DataType::Utf8, false),
@@ -370,7 +383,6 @@ mod tests {
     #[test]
     fn the_store_writes_microseconds_and_still_reads_files_written_in_milliseconds() {
         use crate::stream::sink::parquet::encode_parquet;
-        use arrow_schema::TimeUnit;
         let rows = vec![ex("s1", 1_700_000_000_123, "x", 1_700_000_000_456, 1)];
         // New files: every timestamp column in microseconds, UTC.
         let batch = example_batch(&rows);

@@ -178,7 +178,7 @@ fn write_segment(
         let b = sink::parquet::write_examples(&t.store, seg, by_hour)
             .map_err(|e| ("training", format!("training store: {e}")))?;
         count("training", 1, b.total);
-        parquet = parquet.add(b);
+        parquet = parquet + b;
     }
     if env.cfg.output.arrow_ipc {
         let b = sink::ipc::write_segment_ipc(out, seg, by_hour)

@@ -9,7 +9,7 @@ use arrow_array::builder::{
     TimestampMicrosecondBuilder, UInt32Builder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
-use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::metadata::{FooterTail, KeyValue, ParquetMetaDataReader};
@@ -19,19 +19,7 @@ use super::roll::ParquetBytes;
 use super::{Segment, DEAD_LETTERS_DIR, PREDICTIONS_DIR};
 use crate::stream::record::{DeadLetterRecord, PredictionRecord};
 use crate::stream::store::Store;
-use crate::stream::training::example_batch;
-
-/// Every timestamp column: microseconds since the epoch, UTC (`timestamp[us, tz=UTC]`, Parquet
-/// `TIMESTAMP(MICROS, isAdjustedToUTC)`), the unit Spark, DuckDB and Athena/Trino read
-/// natively; the daemon's records hold milliseconds and are scaled on the way out.
-pub fn ts_type() -> DataType {
-    DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
-}
-
-/// Milliseconds (the records' unit) to the columns' microseconds.
-pub fn ms_to_us(ms: i64) -> i64 {
-    ms.saturating_mul(1000)
-}
+use crate::stream::training::{example_batch, ms_to_us, ts_type};
 
 fn list_of(t: DataType) -> DataType {
     DataType::List(Arc::new(Field::new("item", t, true)))
@@ -295,7 +283,7 @@ pub fn write_segment(store: &Store, seg: &Segment, by_hour: bool) -> std::io::Re
             &seg.file_metadata(),
         )?;
         (w.prediction_files, w.prediction_bytes) = (1, b.total);
-        w.parquet = w.parquet.add(b);
+        w.parquet = w.parquet + b;
     }
     if !seg.dead_letters.is_empty() {
         let b = write_parquet(
@@ -305,7 +293,7 @@ pub fn write_segment(store: &Store, seg: &Segment, by_hour: bool) -> std::io::Re
             &seg.file_metadata(),
         )?;
         (w.dead_letter_files, w.dead_letter_bytes) = (1, b.total);
-        w.parquet = w.parquet.add(b);
+        w.parquet = w.parquet + b;
     }
     Ok(w)
 }

@@ -49,8 +49,12 @@ impl ParquetBytes {
             fixed: (footer + 12).min(n as u64),
         }
     }
+}
 
-    pub fn add(self, other: Self) -> Self {
+impl std::ops::Add for ParquetBytes {
+    type Output = Self;
+
+    fn add(self, other: Self) -> Self {
         Self {
             total: self.total + other.total,
             fixed: self.fixed + other.fixed,
