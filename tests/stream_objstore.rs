@@ -691,3 +691,25 @@ fn concurrent_publishers_to_an_s3_registry_cannot_both_win() {
     assert_eq!(reg.current().unwrap(), tip);
     assert!(reads > 0, "the reader never saw a current model");
 }
+
+/// A store configured without conditional puts (`aws_conditional_put = "disabled"`, for
+/// S3-compatible stores that lack them) still publishes: versions are created after a look
+/// and `current` falls back to a plain PUT (write-new-then-point, the last publisher wins).
+#[test]
+fn an_s3_registry_without_conditional_puts_falls_back_to_write_new_then_point() {
+    use milstream::stream::registry::{ModelCard, Registry};
+    let moto = Moto::start();
+    let mut options = moto.options();
+    options.insert("aws_conditional_put".into(), "disabled".into());
+    let url = PathBuf::from(format!("s3://{BUCKET}/plain-registry"));
+    let reg = Registry::open_with(&url, &options).unwrap();
+    let (m1, m2) = (tiny_model(0.0), tiny_model(1.0));
+    let v1 = reg.publish(&m1, &ModelCard::describe(&m1, "one")).unwrap();
+    let v2 = reg.publish(&m2, &ModelCard::describe(&m2, "two")).unwrap();
+    assert_ne!(v1, v2);
+    assert_eq!(reg.current().unwrap().as_deref(), Some(v2.as_str()));
+    let (model, card) = reg.load_current().unwrap().unwrap();
+    assert_eq!((model, card.previous), (m2, Some(v1.clone())));
+    reg.set_current(&v1).unwrap();
+    assert_eq!(reg.current().unwrap(), Some(v1));
+}

@@ -203,11 +203,27 @@ impl Store {
             Self::Object(o) => {
                 let (store, key) = (o.store.clone(), o.key(rel));
                 block(async move {
-                    store
-                        .put_opts(&key, PutPayload::from(bytes), PutMode::Create.into())
+                    let payload = PutPayload::from(bytes);
+                    match store
+                        .put_opts(&key, payload.clone(), PutMode::Create.into())
                         .await
-                        .map(|_| ())
-                        .map_err(io_err)
+                    {
+                        // No conditional put on this store: look, then put (racy, the best
+                        // it allows).
+                        Err(object_store::Error::NotImplemented { .. }) => {
+                            match store.head(&key).await {
+                                Ok(_) => Err(std::io::Error::new(
+                                    std::io::ErrorKind::AlreadyExists,
+                                    format!("{key} exists"),
+                                )),
+                                Err(object_store::Error::NotFound { .. }) => {
+                                    store.put(&key, payload).await.map(|_| ()).map_err(io_err)
+                                }
+                                Err(e) => Err(io_err(e)),
+                            }
+                        }
+                        r => r.map(|_| ()).map_err(io_err),
+                    }
                 })?
             }
         }
