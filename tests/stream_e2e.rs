@@ -752,8 +752,13 @@ fn max_open_bytes_rolls_open_segments_early() {
 
 /// `roll_bytes` holds for the files written, not for the rows' size in memory: one
 /// partition, a window per point (hop = one point) and a 32 KiB target. The first files
-/// roll on the in-memory estimate (nothing measured yet); the second half of the stream is
-/// produced once files were measured, and its files must come within 25 % of the target.
+/// roll on the in-memory estimate (nothing measured yet: about 12 KiB, 38 % of the target,
+/// which is where every file landed before rolling by measured size); the second half of
+/// the stream is produced once files were measured, and its files must come within 10 % of
+/// the target. Why 10 %: a roll is decided per message, one row of about 70 bytes (0.2 %);
+/// the rest is the measured ratio settling as segments grow (bigger segments compress
+/// better), which the decayed average follows within two or three files, and the data's
+/// compressibility varying from file to file (measured: within 2 %).
 #[test]
 fn files_roll_near_roll_bytes_by_their_measured_size() {
     const TARGET: u64 = 32 << 10;
@@ -817,7 +822,7 @@ fn files_roll_near_roll_bytes_by_their_measured_size() {
     for size in &second {
         let off = (*size as f64 - TARGET as f64).abs() / TARGET as f64;
         assert!(
-            off <= 0.25,
+            off <= 0.10,
             "a file of {size} bytes is {:.0} % off the {TARGET}-byte target: {second:?}",
             off * 100.0
         );
