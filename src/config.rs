@@ -285,6 +285,35 @@ pub struct NamedModelConfig {
     /// Its own training settings over `[training]`'s.
     #[serde(default)]
     pub training: NamedTrainingConfig,
+    /// Its fit parameters (`[models.params]`): the keys of a model artifact's `params`
+    /// (`nu`, `lengths`, `k`, `stride`, `seed`, `svm = {..}`, `spaces = {..}`, ...) over the
+    /// defaults of its kind and input. Set: its start-up training and every retrain fit with
+    /// these. Unset: a retrain keeps the champion's kind and parameters.
+    #[serde(default)]
+    pub params: Option<toml::Table>,
+}
+
+impl NamedModelConfig {
+    /// Its fit parameters, when `[models.params]` is set: its kind (`kind`, else
+    /// `default_kind`) with the defaults for its input, and the table over them.
+    pub fn fit_params(
+        &self,
+        default_kind: crate::mil::model::ModelKind,
+    ) -> Result<Option<crate::mil::FitParams>, String> {
+        let Some(table) = &self.params else {
+            return Ok(None);
+        };
+        let base = match self.input {
+            ModelInput::Series => crate::mil::FitParams::default(),
+            ModelInput::Bags => crate::mil::FitParams::for_bags(),
+        };
+        let base = crate::mil::FitParams {
+            kind: self.kind.unwrap_or(default_kind),
+            ..base
+        };
+        let over = serde_json::to_value(table).map_err(|e| e.to_string())?;
+        base.overlaid(&over).map(Some)
+    }
 }
 
 /// A named model's training settings; unset keys take `[training]`'s.
@@ -745,6 +774,9 @@ impl Config {
             }
             if m.ids.is_empty() {
                 return Err(("models.ids", format!("model {:?} routes no ids", m.name)));
+            }
+            if let Err(e) = m.fit_params(self.model.kind) {
+                return Err(("models.params", format!("model {:?}: {e}", m.name)));
             }
             if m.training.holdout.is_some_and(|h| !(0.0..1.0).contains(&h))
                 || m.training.tolerance.is_some_and(|t| t.is_nan() || t < 0.0)

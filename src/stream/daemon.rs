@@ -63,14 +63,21 @@ fn resolve_models(cfg: &Config) -> anyhow::Result<Vec<(models::ModelSpec, Arc<Sc
                 spec.path.as_deref(),
                 &cfg.object_store.0,
                 cfg.demo.dataset.name(),
-                || embedded::train_demo_model(cfg.demo.dataset, spec.kind),
+                || match &spec.params {
+                    // A model's own parameters (`[models.params]`) from its first fit on.
+                    Some(p) => Ok(Model::fit(&embedded::demo_train(cfg.demo.dataset), p)?),
+                    None => embedded::train_demo_model(cfg.demo.dataset, spec.kind),
+                },
             )?,
             ModelInput::Bags => resolve_model(
                 spec.registry_dir.as_deref(),
                 spec.path.as_deref(),
                 &cfg.object_store.0,
                 "musk1",
-                || embedded::train_embedded_bag_model(spec.kind),
+                || match &spec.params {
+                    Some(p) => Ok(Model::fit(&embedded::musk1(), p)?),
+                    None => embedded::train_embedded_bag_model(spec.kind),
+                },
             )?,
         };
         match spec.input {

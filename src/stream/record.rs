@@ -41,6 +41,8 @@ pub struct Point {
     /// The other channels' values, in order: empty for a univariate series (no allocation
     /// on the hot path). Always finite.
     pub rest: Vec<f64>,
+    /// The `model` field: the named model that scores this point (over the id routes).
+    pub model: Option<String>,
 }
 
 impl Point {
@@ -59,6 +61,8 @@ pub struct BagRecord {
     /// Row-major, `instances.len() == n * dim` with `n >= 1`; all finite.
     pub instances: Vec<f64>,
     pub label: Option<String>,
+    /// The `model` field: the named model that scores this bag (over the id routes).
+    pub model: Option<String>,
 }
 
 /// A training label for a series segment or for a bag.
@@ -70,11 +74,25 @@ pub enum LabelRecord {
         start_ms: i64,
         end_ms: i64,
         label: String,
+        /// The `model` field: the named model whose example this is (over the id routes).
+        model: Option<String>,
     },
     Bag {
         bag_id: String,
         label: String,
+        model: Option<String>,
     },
+}
+
+impl LabelRecord {
+    /// The model the label names, if it names one.
+    pub fn model(&self) -> Option<&str> {
+        match self {
+            LabelRecord::Segment { model, .. } | LabelRecord::Bag { model, .. } => {
+                model.as_deref()
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -276,6 +294,10 @@ struct PlainPoint<'a> {
     /// Present means "both value and values", which the hand-written path rejects.
     #[serde(default)]
     values: Option<serde::de::IgnoredAny>,
+    /// A string or absent/null here; anything else takes the hand-written path (which
+    /// rejects it).
+    #[serde(default, borrow)]
+    model: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// The fast path for point messages: Some only if the payload is one plain point or an array
@@ -290,11 +312,16 @@ fn decode_plain_points(payload: &[u8]) -> Option<Vec<Point>> {
     plain
         .into_iter()
         .map(|p| {
-            (!p.series_id.is_empty() && p.values.is_none() && p.value.is_finite()).then(|| Point {
+            let plain = !p.series_id.is_empty()
+                && p.values.is_none()
+                && p.value.is_finite()
+                && p.model.as_ref().is_none_or(|m| !m.is_empty());
+            plain.then(|| Point {
                 series_id: p.series_id.into_owned(),
                 ts_ms: p.ts,
                 value: p.value,
                 rest: Vec::new(),
+                model: p.model.map(std::borrow::Cow::into_owned),
             })
         })
         .collect()
@@ -431,11 +458,13 @@ impl Decoder<'_> {
             }
             (None, None) => return Err(Rejected::schema("missing field `value` (or `values`)")),
         };
+        let model = self.model_name(map)?;
         Ok(Point {
             series_id,
             ts_ms,
             value,
             rest,
+            model,
         })
     }
 
@@ -535,11 +564,13 @@ impl Decoder<'_> {
                 instances.push(x);
             }
         }
+        let model = self.model_name(map)?;
         Ok(BagRecord {
             bag_id,
             dim,
             instances,
             label,
+            model,
         })
     }
 
@@ -557,17 +588,24 @@ impl Decoder<'_> {
                     )));
                 }
                 let label = self.required_label(map)?;
+                let model = self.model_name(map)?;
                 Ok(LabelRecord::Segment {
                     series_id,
                     start_ms,
                     end_ms,
                     label,
+                    model,
                 })
             }
             (false, true) => {
                 let bag_id = self.take_id(map, "bag_id")?;
                 let label = self.required_label(map)?;
-                Ok(LabelRecord::Bag { bag_id, label })
+                let model = self.model_name(map)?;
+                Ok(LabelRecord::Bag {
+                    bag_id,
+                    label,
+                    model,
+                })
             }
             (true, true) => Err(Rejected::schema(
                 "a label has either `series_id` (a segment) or `bag_id` (a bag), not both",
@@ -586,6 +624,20 @@ impl Decoder<'_> {
                 self.type_name(&other)
             ))),
             None => Err(Rejected::schema(format!("missing field `{field}`"))),
+        }
+    }
+
+    /// The optional `model` field: a non-empty string naming a model (null: absent). Whether
+    /// the daemon has such a model is decided where the models are known (`no_model`).
+    fn model_name(&self, map: &mut Map<String, Value>) -> Result<Option<String>, Rejected> {
+        match map.remove("model") {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) if !s.is_empty() => Ok(Some(s)),
+            Some(Value::String(_)) => Err(Rejected::schema("`model` must not be empty")),
+            Some(other) => Err(Rejected::schema(format!(
+                "`model` must be a model's name (a string), found {}",
+                self.type_name(&other)
+            ))),
         }
     }
 
@@ -864,6 +916,7 @@ mod tests {
             ts_ms,
             value,
             rest: Vec::new(),
+            model: None,
         }
     }
 
@@ -1199,18 +1252,21 @@ mod tests {
                     dim: 3,
                     instances: vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
                     label: Some("active".into()),
+                    model: None,
                 })),
                 Ok(Record::Bag(BagRecord {
                     bag_id: "mol-13".into(),
                     dim: 1,
                     instances: vec![0.5],
-                    label: None
+                    label: None,
+                    model: None,
                 })),
                 Ok(Record::Bag(BagRecord {
                     bag_id: "mol-14".into(),
                     dim: 1,
                     instances: vec![1.0, 2.0, 3.0, 4.0],
                     label: None,
+                    model: None,
                 })),
             ]
         );
@@ -1304,16 +1360,19 @@ mod tests {
                     start_ms: 1000,
                     end_ms: 1_732_550_400_000,
                     label: "walking".into(),
+                    model: None,
                 })),
                 Ok(Record::Label(LabelRecord::Bag {
                     bag_id: "mol-12".into(),
-                    label: "active".into()
+                    label: "active".into(),
+                    model: None,
                 })),
                 Ok(Record::Label(LabelRecord::Segment {
                     series_id: "pump-7".into(),
                     start_ms: 5,
                     end_ms: 5,
                     label: "idle".into(),
+                    model: None,
                 })),
             ]
         );
