@@ -853,6 +853,8 @@ mod tests {
             r#"{"series_id":"a","ts":0,"value":-0.0}"#,
             r#"[{"series_id":"a","ts":1,"value":1},{"series_id":"b","ts":2,"value":2.5}]"#,
             r#"[]"#,
+            r#"{"series_id":"a","ts":1,"value":0.5,"model":"pumps"}"#,
+            r#"{"series_id":"a","ts":1,"value":0.5,"model":null}"#,
         ];
         for p in taken {
             let fast = decode_plain_points(p.as_bytes()).unwrap_or_else(|| panic!("{p}"));
@@ -875,10 +877,54 @@ mod tests {
             r#"[{"series_id":"a","ts":1,"value":1},7]"#,
             r#"7"#,
             r#"{"series_id":"a","ts":1,"value":0.5"#,
+            r#"{"series_id":"a","ts":1,"value":0.5,"model":""}"#,
+            r#"{"series_id":"a","ts":1,"value":0.5,"model":7}"#,
         ];
         for p in left {
             assert!(decode_plain_points(p.as_bytes()).is_none(), "{p}");
         }
+    }
+
+    /// Points, bags and labels may name their model; an empty or non-string name is a
+    /// schema error, null is no name.
+    #[test]
+    fn the_model_field_names_a_records_model() {
+        let named = point(r#"{"series_id":"a","ts":1,"values":[1,2],"model":"fans"}"#);
+        assert_eq!(named.model.as_deref(), Some("fans"));
+        assert_eq!(point(r#"{"series_id":"a","ts":1,"value":1}"#).model, None);
+        match one(
+            RecordKind::Bag,
+            r#"{"bag_id":"b","instances":[[1]],"model":"molecules"}"#,
+        ) {
+            Ok(Record::Bag(b)) => assert_eq!(b.model.as_deref(), Some("molecules")),
+            other => panic!("{other:?}"),
+        }
+        for (payload, model) in [
+            (
+                r#"{"series_id":"a","start":1,"end":2,"label":"x","model":"fans"}"#,
+                Some("fans"),
+            ),
+            (r#"{"bag_id":"b","label":"x","model":"molecules"}"#, Some("molecules")),
+            (r#"{"bag_id":"b","label":"x","model":null}"#, None),
+        ] {
+            match one(RecordKind::Label, payload) {
+                Ok(Record::Label(l)) => assert_eq!(l.model(), model, "{payload}"),
+                other => panic!("{payload}: {other:?}"),
+            }
+        }
+        for (kind, payload) in [
+            (RecordKind::Point, r#"{"series_id":"a","ts":1,"value":1,"model":""}"#),
+            (RecordKind::Bag, r#"{"bag_id":"b","instances":[[1]],"model":""}"#),
+            (RecordKind::Label, r#"{"bag_id":"b","label":"x","model":""}"#),
+        ] {
+            rejected(kind, payload, DeadReason::Schema, "`model` must not be empty");
+        }
+        rejected(
+            RecordKind::Point,
+            r#"{"series_id":"a","ts":1,"value":1,"model":["x"]}"#,
+            DeadReason::Schema,
+            "`model` must be a model's name (a string), found an array",
+        );
     }
 
     /// The single outcome of a one-record message.

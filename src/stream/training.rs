@@ -411,4 +411,34 @@ mod tests {
         assert_eq!(ds.len(), 3);
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// A store file from before examples named their model (no `model` column) loads, its
+    /// rows attributed to no model (the trainer then goes by the id routes).
+    #[test]
+    fn store_files_without_the_model_column_still_load() {
+        let dir = std::env::temp_dir().join(format!("milstream-store-old-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = Store::Local(dir.clone());
+        let rows = vec![ex("s1", 0, "x", 100, 1)];
+        let batch = example_batch(&rows);
+        let old_columns: Vec<usize> = (0..batch.num_columns() - 1).collect();
+        let old = batch.project(&old_columns).unwrap();
+        assert!(old.column_by_name("model").is_none());
+        crate::stream::sink::parquet::write_parquet(&store, "0/old.parquet", &old, &[]).unwrap();
+        let loaded = read_examples(&store, "0/old.parquet").unwrap();
+        assert_eq!(loaded.len(), 1);
+        assert_eq!(loaded[0].model, None);
+        assert_eq!(
+            Example {
+                model: Some("m".into()),
+                ..loaded[0].clone()
+            },
+            rows[0]
+        );
+        // Only the rows a model takes count against its max_examples.
+        let mine = |e: &Example| e.model.is_none();
+        assert_eq!(load_store_where(&store, 10, None, &mine).unwrap().len(), 1);
+        assert_eq!(load_store_where(&store, 10, None, &|e| !mine(e)).unwrap().len(), 0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -381,6 +381,43 @@ mod tests {
         out
     }
 
+    /// A series whose points name another model starts over: the first model's points are
+    /// never in a window of the second, and the second's first window is its own points.
+    #[test]
+    fn a_change_of_model_starts_the_series_over() {
+        let model = model();
+        let params = WindowParams {
+            points: 118,
+            duration_ms: 0,
+            hop_ms: 1_000,
+            lateness_ms: 0,
+            idle_timeout_ms: 60_000,
+            max_series: 10,
+        };
+        let a: Vec<Point> = stream().into_iter().filter(|p| p.series_id == "a").collect();
+        let mut w = PartitionWindows::new(params);
+        let mut out = Vec::new();
+        let half = a.len() / 2;
+        for (off, p) in a.iter().enumerate().take(half) {
+            w.on_point(p, off as i64, ("first", &model), true, &mut out);
+        }
+        let before = out.len();
+        assert!(before > 0, "the first model scored windows");
+        assert_eq!(w.events.restarted, 0);
+        for (off, p) in a.iter().enumerate().skip(half) {
+            w.on_point(p, off as i64, ("second", &model), true, &mut out);
+        }
+        assert_eq!(w.events.restarted, 1);
+        assert!(out.len() > before, "the second model scored windows");
+        for sw in &out[before..] {
+            assert!(
+                sw.first_offset >= half as i64,
+                "a window of the second model holds a point of the first: {}",
+                sw.first_offset
+            );
+        }
+    }
+
     #[test]
     fn duration_windows_equal_the_offline_prediction_of_their_points() {
         let model = model();
