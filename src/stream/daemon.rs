@@ -260,6 +260,13 @@ pub async fn run(
             }
         })
         .collect();
+    // Bag predictions are rows of the same files, told apart by `kind`.
+    let bag_predictions = (!cfg.kafka.bags_topic.is_empty()).then(|| {
+        format!(
+            "{}/predictions/date=*/*.parquet, rows with kind = 'bag'",
+            out.display()
+        )
+    });
     if opts.json_logs {
         info!(
             models = ?served,
@@ -268,6 +275,7 @@ pub async fn run(
             points_topic = cfg.kafka.points_topic,
             bags_topic = cfg.kafka.bags_topic,
             predictions = format!("{}/predictions", out.display()),
+            bag_predictions,
             metrics = ?http_addr.map(|a| format!("http://{a}/metrics")),
             "milstream started"
         );
@@ -285,7 +293,7 @@ pub async fn run(
             }
         );
         eprintln!(
-            "  points topic:     {}  (JSON {{\"series_id\":..,\"ts\":..,\"value\":..}}, or \"values\":[..] per channel)",
+            "  points topic:     {}  (JSON {{\"series_id\":..,\"ts\":..,\"value\":..}}, or \"values\":[..] per channel; \"model\":\"<name>\" picks a model)",
             cfg.kafka.points_topic
         );
         if !cfg.kafka.bags_topic.is_empty() {
@@ -298,6 +306,9 @@ pub async fn run(
             "  predictions:      {}/predictions/date=*/*.parquet  (series windows and bags alike; model_name says which model)",
             out.display()
         );
+        if let Some(b) = &bag_predictions {
+            eprintln!("  bag predictions:  {b}");
+        }
         eprintln!(
             "  read them:        python3 -c \"import pyarrow.dataset as d; print(d.dataset('{}/predictions', format='parquet', partitioning='hive').to_table().to_pandas())\"",
             out.display()
