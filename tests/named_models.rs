@@ -248,6 +248,18 @@ fn the_readme_example_of_several_models_parses() {
     let names: Vec<&str> = cfg.models.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(names, ["pumps", "fans", "molecules"]);
     assert_eq!(cfg.models[1].training.holdout, Some(0.3));
+    // Its fit parameters: the kind's defaults with the table's keys over them.
+    let fans = cfg.models[1].fit_params(cfg.model.kind).unwrap().unwrap();
+    assert_eq!(fans.kind, milstream::mil::model::ModelKind::Miordm);
+    assert_eq!((fans.seed, fans.miordm.lambda), (7, 0.5));
+    assert_eq!(fans.lengths.len(), 2);
+    assert!(cfg.models[0].fit_params(cfg.model.kind).unwrap().is_none());
+    // An unknown key fails when the config loads, naming it.
+    let bad = toml.replace("lengths = [", "lenghts = [");
+    let e = milstream::config::Config::parse("README", &bad)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("models.params") && e.contains("`lenghts`"), "{e}");
     assert_eq!(cfg.models[2].input, milstream::config::ModelInput::Bags);
 }
 
