@@ -272,7 +272,11 @@ points_per_second = 4000
         examples.len()
     );
     for r in &rows {
-        assert_eq!((r.kind.as_str(), r.model_name.as_str()), ("bag", "bags"), "{r:?}");
+        assert_eq!(
+            (r.kind.as_str(), r.model_name.as_str()),
+            ("bag", "bags"),
+            "{r:?}"
+        );
     }
     for e in &examples {
         assert!(e.key.starts_with("musk1-"), "{e:?}");

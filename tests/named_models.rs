@@ -201,7 +201,10 @@ seed = 11
     // Each retrained with its own parameters, not the champion's (the shared artifact's).
     let params_of = |registry: &Path, version: &str| {
         let text = std::fs::read_to_string(registry.join(version).join("model.json")).unwrap();
-        let p = milstream::mil::Model::from_json(&text).unwrap().params().clone();
+        let p = milstream::mil::Model::from_json(&text)
+            .unwrap()
+            .params()
+            .clone();
         (p.nu, p.seed)
     };
     let start = milstream::mil::Model::from_json(&std::fs::read_to_string(&model_path).unwrap())
@@ -259,7 +262,10 @@ fn the_readme_example_of_several_models_parses() {
     let e = milstream::config::Config::parse("README", &bad)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("models.params") && e.contains("`lenghts`"), "{e}");
+    assert!(
+        e.contains("models.params") && e.contains("`lenghts`"),
+        "{e}"
+    );
     assert_eq!(cfg.models[2].input, milstream::config::ModelInput::Bags);
 }
 
@@ -384,9 +390,10 @@ ids = "mol-*"
     let t_last = T0 + (r as i64 - 1) * HOP_MS;
     let scored = wait_until(Duration::from_secs(60), || {
         let rows = read_predictions(&out);
-        ["a-0", "b-0", "b-1"]
-            .iter()
-            .all(|id| rows.iter().any(|row| row.key == *id && row.start == Some(t_last)))
+        ["a-0", "b-0", "b-1"].iter().all(|id| {
+            rows.iter()
+                .any(|row| row.key == *id && row.start == Some(t_last))
+        })
     });
     std::thread::sleep(Duration::from_secs(2));
     let text = scrape(port);
@@ -410,7 +417,10 @@ ids = "mol-*"
     assert_eq!(names["a-0"], one("A"));
     assert_eq!(names["b-0"], one("A"));
     assert_eq!(names["b-1"], one("B"));
-    assert!(!names.contains_key("c-0") && !names.contains_key("d-0"), "{names:?}");
+    assert!(
+        !names.contains_key("c-0") && !names.contains_key("d-0"),
+        "{names:?}"
+    );
 
     // A name that is no model's, or a model of bags, is a no_model dead letter naming it,
     // for points and labels alike.
@@ -441,7 +451,10 @@ ids = "mol-*"
 
     // Every stored example is A's, b-0's among them: B's training data holds none of them.
     let store = milstream::stream::training::load_store(&training, usize::MAX, None).unwrap();
-    assert!(store.iter().any(|e| e.key == "b-0"), "b-0's labels were stored");
+    assert!(
+        store.iter().any(|e| e.key == "b-0"),
+        "b-0's labels were stored"
+    );
     let models: BTreeSet<Option<&str>> = store.iter().map(|e| e.model.as_deref()).collect();
     assert_eq!(models, BTreeSet::from([Some("A")]), "{store:?}");
 }

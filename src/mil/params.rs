@@ -349,7 +349,10 @@ impl FitParams {
     /// These parameters with `overrides` (an object of the same keys as the serialized
     /// params, as in a model artifact's `params`) written over them; nested objects merge
     /// key by key. An unknown key or a value of the wrong type is an error naming it.
-    pub fn overlaid(&self, overrides: &serde_json::Value) -> std::result::Result<FitParams, String> {
+    pub fn overlaid(
+        &self,
+        overrides: &serde_json::Value,
+    ) -> std::result::Result<FitParams, String> {
         fn merge(
             base: &mut serde_json::Value,
             over: &serde_json::Value,

@@ -184,7 +184,9 @@ impl Models {
         named: Option<&str>,
     ) -> Result<&ServedModel, String> {
         let Some(name) = named else {
-            return self.route(input, id).ok_or_else(|| self.no_model(input, id));
+            return self
+                .route(input, id)
+                .ok_or_else(|| self.no_model(input, id));
         };
         match self.all.iter().find(|m| m.spec.name == name) {
             Some(m) if m.spec.input == input => Ok(m),
@@ -301,19 +303,34 @@ mod tests {
         assert_eq!(name(ModelInput::Bags, "pump-1"), None);
         // The `model` field wins over the routes; a name that is no model's, or a model of
         // the other input, has none.
-        let named = |input, id, m| models.route_record(input, id, m).map(|m| m.spec.name.as_str());
+        let named = |input, id, m| {
+            models
+                .route_record(input, id, m)
+                .map(|m| m.spec.name.as_str())
+        };
         assert_eq!(
             named(ModelInput::Series, "pump-1", Some("all-series")),
             Ok("all-series")
         );
         assert_eq!(named(ModelInput::Series, "fan-1", None), Ok("all-series"));
         let unknown = named(ModelInput::Series, "pump-1", Some("nope")).unwrap_err();
-        assert!(unknown.contains("'nope'") && unknown.contains("'pump-1'"), "{unknown}");
+        assert!(
+            unknown.contains("'nope'") && unknown.contains("'pump-1'"),
+            "{unknown}"
+        );
         let other = named(ModelInput::Series, "pump-1", Some("molecules")).unwrap_err();
-        assert!(other.contains("'molecules'") && other.contains("bag records"), "{other}");
+        assert!(
+            other.contains("'molecules'") && other.contains("bag records"),
+            "{other}"
+        );
         assert!(named(ModelInput::Bags, "pump-1", None).is_err());
         // Stored examples: their model if they name one, else the id routes.
-        assert!(models.owns_example("all-series", ModelInput::Series, "pump-1", Some("all-series")));
+        assert!(models.owns_example(
+            "all-series",
+            ModelInput::Series,
+            "pump-1",
+            Some("all-series")
+        ));
         assert!(!models.owns_example("pumps", ModelInput::Series, "pump-1", Some("all-series")));
         assert!(models.owns_example("pumps", ModelInput::Series, "pump-1", None));
         let why = models.no_model(ModelInput::Bags, "pump-1");

@@ -88,9 +88,7 @@ impl LabelRecord {
     /// The model the label names, if it names one.
     pub fn model(&self) -> Option<&str> {
         match self {
-            LabelRecord::Segment { model, .. } | LabelRecord::Bag { model, .. } => {
-                model.as_deref()
-            }
+            LabelRecord::Segment { model, .. } | LabelRecord::Bag { model, .. } => model.as_deref(),
         }
     }
 }
@@ -904,7 +902,10 @@ mod tests {
                 r#"{"series_id":"a","start":1,"end":2,"label":"x","model":"fans"}"#,
                 Some("fans"),
             ),
-            (r#"{"bag_id":"b","label":"x","model":"molecules"}"#, Some("molecules")),
+            (
+                r#"{"bag_id":"b","label":"x","model":"molecules"}"#,
+                Some("molecules"),
+            ),
             (r#"{"bag_id":"b","label":"x","model":null}"#, None),
         ] {
             match one(RecordKind::Label, payload) {
@@ -913,11 +914,25 @@ mod tests {
             }
         }
         for (kind, payload) in [
-            (RecordKind::Point, r#"{"series_id":"a","ts":1,"value":1,"model":""}"#),
-            (RecordKind::Bag, r#"{"bag_id":"b","instances":[[1]],"model":""}"#),
-            (RecordKind::Label, r#"{"bag_id":"b","label":"x","model":""}"#),
+            (
+                RecordKind::Point,
+                r#"{"series_id":"a","ts":1,"value":1,"model":""}"#,
+            ),
+            (
+                RecordKind::Bag,
+                r#"{"bag_id":"b","instances":[[1]],"model":""}"#,
+            ),
+            (
+                RecordKind::Label,
+                r#"{"bag_id":"b","label":"x","model":""}"#,
+            ),
         ] {
-            rejected(kind, payload, DeadReason::Schema, "`model` must not be empty");
+            rejected(
+                kind,
+                payload,
+                DeadReason::Schema,
+                "`model` must not be empty",
+            );
         }
         rejected(
             RecordKind::Point,

@@ -230,11 +230,10 @@ pub fn run_once(env: &TrainerEnv, trained: &ServedModel) -> RunOutcome {
         env.models
             .owns_example(&trained.spec.name, input, &e.key, e.model.as_deref())
     };
-    let examples =
-        match training::load_store_where(&t.store, cfg.max_examples, not_before, &own) {
-            Ok(e) => e,
-            Err(e) => return failed("store", format!("reading the training store: {e}")),
-        };
+    let examples = match training::load_store_where(&t.store, cfg.max_examples, not_before, &own) {
+        Ok(e) => e,
+        Err(e) => return failed("store", format!("reading the training store: {e}")),
+    };
     // Retention by count: files holding only this model's examples, all older than the
     // oldest kept one, go.
     if examples.len() >= cfg.max_examples {
@@ -493,8 +492,8 @@ mod tests {
             },
         )
         .unwrap();
-        let c =
-            train_candidate(&examples(30, false), 0.2, 10, Some(&miordm), None, None).expect("trains");
+        let c = train_candidate(&examples(30, false), 0.2, 10, Some(&miordm), None, None)
+            .expect("trains");
         assert_eq!(c.model.kind_name(), "miordm");
         assert_eq!(c.model.params(), miordm.params());
     }
@@ -524,8 +523,15 @@ mod tests {
 
     #[test]
     fn a_searched_candidate_reports_its_cross_validated_accuracy() {
-        let c = train_candidate(&examples(30, false), 0.2, 10, None, None, Some(Duration::ZERO))
-            .expect("trains");
+        let c = train_candidate(
+            &examples(30, false),
+            0.2,
+            10,
+            None,
+            None,
+            Some(Duration::ZERO),
+        )
+        .expect("trains");
         assert_eq!(c.n_holdout, 6);
         assert_eq!(c.per_class.values().sum::<usize>(), 24);
         let cv = c.cv_accuracy.expect("searched");

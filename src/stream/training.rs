@@ -63,6 +63,10 @@ impl DurableCounts {
     }
 }
 
+/// What makes an example one: its key, its segment (None: a bag) and its model (a relabel
+/// of the same segment for another model is that model's example).
+type ExampleId = (String, Option<(i64, i64)>, Option<String>);
+
 /// One labeled example.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Example {
@@ -87,7 +91,7 @@ pub struct Example {
 
 impl Example {
     /// One example per key: a relabel of the same segment or bag replaces the old one.
-    fn identity(&self) -> (String, Option<(i64, i64)>, Option<String>) {
+    fn identity(&self) -> ExampleId {
         (self.key.clone(), self.segment, self.model.clone())
     }
 
@@ -284,8 +288,7 @@ pub fn load_store_where(
     not_before_ms: Option<i64>,
     keep: &dyn Fn(&Example) -> bool,
 ) -> anyhow::Result<Vec<Example>> {
-    let mut by_key: HashMap<(String, Option<(i64, i64)>, Option<String>), Example> =
-        HashMap::new();
+    let mut by_key: HashMap<ExampleId, Example> = HashMap::new();
     for f in store_files(store) {
         let rows = read_examples(store, &f).map_err(|e| anyhow::anyhow!("{f}: {e}"))?;
         for e in rows {
@@ -438,7 +441,12 @@ mod tests {
         // Only the rows a model takes count against its max_examples.
         let mine = |e: &Example| e.model.is_none();
         assert_eq!(load_store_where(&store, 10, None, &mine).unwrap().len(), 1);
-        assert_eq!(load_store_where(&store, 10, None, &|e| !mine(e)).unwrap().len(), 0);
+        assert_eq!(
+            load_store_where(&store, 10, None, &|e| !mine(e))
+                .unwrap()
+                .len(),
+            0
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

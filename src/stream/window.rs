@@ -394,7 +394,10 @@ mod tests {
             idle_timeout_ms: 60_000,
             max_series: 10,
         };
-        let a: Vec<Point> = stream().into_iter().filter(|p| p.series_id == "a").collect();
+        let a: Vec<Point> = stream()
+            .into_iter()
+            .filter(|p| p.series_id == "a")
+            .collect();
         let mut w = PartitionWindows::new(params);
         let mut out = Vec::new();
         let half = a.len() / 2;

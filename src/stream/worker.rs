@@ -420,53 +420,60 @@ impl Worker {
                         l.keep_bag(&b, model, (topic, partition, offset), ts, &mut examples);
                     }
                 }
-                Ok(Record::Bag(b)) => match env.models.route_record(
-                    ModelInput::Bags,
-                    &b.bag_id,
-                    b.model.as_deref(),
-                ) {
-                    Ok(served) => {
-                        let serving = &served.serving;
-                        let m = serving.load();
-                        if let Some(l) = &env.labels {
-                            let model = Some(served.spec.name.as_str());
-                            l.keep_bag(&b, model, (topic, partition, offset), ts, &mut examples);
-                        }
-                        let started = Instant::now();
-                        let res = Bag::new(b.dim, b.instances)
-                            .map_err(|e| e.to_string())
-                            .and_then(|bag| {
-                                m.model
-                                    .explain(&Sample::Bag(bag))
-                                    .map_err(|e| e.to_string())
-                            });
-                        match res {
-                            Ok(e) => {
-                                metrics
-                                    .scoring_seconds
-                                    .observe(started.elapsed().as_secs_f64());
-                                metrics.bags_scored.inc();
-                                preds.push(env.to_prediction(
-                                    b.bag_id,
-                                    "bag",
-                                    None,
-                                    &e,
-                                    (&serving.name, &m),
+                Ok(Record::Bag(b)) => {
+                    match env
+                        .models
+                        .route_record(ModelInput::Bags, &b.bag_id, b.model.as_deref())
+                    {
+                        Ok(served) => {
+                            let serving = &served.serving;
+                            let m = serving.load();
+                            if let Some(l) = &env.labels {
+                                let model = Some(served.spec.name.as_str());
+                                l.keep_bag(
+                                    &b,
+                                    model,
                                     (topic, partition, offset),
-                                    offset,
-                                ));
+                                    ts,
+                                    &mut examples,
+                                );
                             }
-                            Err(detail) => dead.push(dead_letter(&Rejected {
-                                reason: DeadReason::Dimension,
-                                detail,
-                            })),
+                            let started = Instant::now();
+                            let res = Bag::new(b.dim, b.instances)
+                                .map_err(|e| e.to_string())
+                                .and_then(|bag| {
+                                    m.model
+                                        .explain(&Sample::Bag(bag))
+                                        .map_err(|e| e.to_string())
+                                });
+                            match res {
+                                Ok(e) => {
+                                    metrics
+                                        .scoring_seconds
+                                        .observe(started.elapsed().as_secs_f64());
+                                    metrics.bags_scored.inc();
+                                    preds.push(env.to_prediction(
+                                        b.bag_id,
+                                        "bag",
+                                        None,
+                                        &e,
+                                        (&serving.name, &m),
+                                        (topic, partition, offset),
+                                        offset,
+                                    ));
+                                }
+                                Err(detail) => dead.push(dead_letter(&Rejected {
+                                    reason: DeadReason::Dimension,
+                                    detail,
+                                })),
+                            }
                         }
+                        Err(detail) => dead.push(dead_letter(&Rejected {
+                            reason: DeadReason::NoModel,
+                            detail,
+                        })),
                     }
-                    Err(detail) => dead.push(dead_letter(&Rejected {
-                        reason: DeadReason::NoModel,
-                        detail,
-                    })),
-                },
+                }
                 // Labels join their segment (or bag) into a training example; one whose
                 // points are still on their way waits, holding the replay point back.
                 Ok(Record::Label(l)) => {
