@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+mod named;
+pub use named::{ModelInput, NamedModelConfig, NamedTrainingConfig};
+
 /// The whole configuration.
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
@@ -245,57 +248,6 @@ impl Default for ModelConfig {
             registry_poll_ms: 10_000,
         }
     }
-}
-
-/// What a model scores.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum ModelInput {
-    /// Windows of series (points).
-    #[default]
-    Series,
-    /// Bag records.
-    Bags,
-}
-
-/// One named model (`[[models]]`).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NamedModelConfig {
-    /// Its name: the `model_name` of its rows, the `model` label of its metrics, its key on
-    /// the models topic and its registry folder `<registry>/named/<name>/`.
-    pub name: String,
-    /// `series` (default) or `bags`.
-    #[serde(default)]
-    pub input: ModelInput,
-    /// The series ids (or bag ids) it scores and learns from: a glob where `*` matches any
-    /// run and `?` one character (`"pump-*"` is the prefix `pump-`). The first model whose
-    /// route matches an id takes it; an id no model takes is a `no_model` dead letter.
-    pub ids: String,
-    /// Its artifact. Unset: trained at start from the bundled data (GunPoint for series,
-    /// MUSK1 for bags), unless its registry has a `current` version.
-    #[serde(default)]
-    pub path: Option<PathBuf>,
-    /// The kind trained when there is no model yet (default: `model.kind`).
-    #[serde(default)]
-    pub kind: Option<crate::mil::model::ModelKind>,
-    /// Its registry folder (default: `<registry>/named/<name>/`).
-    #[serde(default)]
-    pub registry_dir: Option<PathBuf>,
-    /// Its own training settings over `[training]`'s.
-    #[serde(default)]
-    pub training: NamedTrainingConfig,
-}
-
-/// A named model's training settings; unset keys take `[training]`'s.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NamedTrainingConfig {
-    /// false: this model is never retrained (its labels are still stored).
-    pub enabled: Option<bool>,
-    pub holdout: Option<f64>,
-    pub tolerance: Option<f64>,
-    pub min_examples: Option<usize>,
 }
 
 /// Retraining from labels on the stream.
@@ -747,6 +699,9 @@ impl Config {
             }
             if m.ids.is_empty() {
                 return Err(("models.ids", format!("model {:?} routes no ids", m.name)));
+            }
+            if let Err(e) = m.fit_params(self.model.kind) {
+                return Err(("models.params", format!("model {:?}: {e}", m.name)));
             }
             if m.training.holdout.is_some_and(|h| !(0.0..1.0).contains(&h))
                 || m.training.tolerance.is_some_and(|t| t.is_nan() || t < 0.0)

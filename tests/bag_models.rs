@@ -219,3 +219,69 @@ fn bag_labels_lead_to_a_promoted_bag_model_version() {
     // The champion scores about 0.1 here (the classes swapped); the candidate learned them.
     assert!(acc >= 0.75, "accuracy {acc}");
 }
+
+/// The embedded default's demo feed sends MUSK1 bags and their labels besides the GunPoint
+/// series: the bags are scored by the default bag model (rows of kind `bag`, no dead
+/// letters) and their labels become bag examples of that model in the training store.
+#[test]
+fn the_embedded_demo_feed_sends_bags_and_their_labels() {
+    let dir = scratch("demo-bags");
+    let out = dir.join("out");
+    let training = dir.join("training");
+    let text = format!(
+        r#"
+[kafka]
+bootstrap_servers = "embedded"
+[output]
+dir = "{}"
+roll_age_ms = 300
+[http]
+listen = ""
+[training]
+dir = "{}"
+every = ""
+after_examples = 0
+[demo]
+sensors = 2
+points_per_second = 4000
+"#,
+        out.display(),
+        training.display()
+    );
+    let cfg = milstream::config::Config::parse("demo-bags.toml", &text).unwrap();
+    assert!(cfg.demo.feed && cfg.model.bags_path.is_none());
+    let (daemon, stop) = spawn_daemon(cfg);
+    let bag_examples = || {
+        milstream::stream::training::load_store(&training, usize::MAX, None)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| e.segment.is_none())
+            .collect::<Vec<_>>()
+    };
+    let done = wait_until(Duration::from_secs(90), || {
+        bag_rows(&out, "musk1-").len() >= 3 && bag_examples().len() >= 2
+    });
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    let rows = bag_rows(&out, "musk1-");
+    let examples = bag_examples();
+    assert!(
+        done,
+        "{} demo bags scored, {} bag examples stored",
+        rows.len(),
+        examples.len()
+    );
+    for r in &rows {
+        assert_eq!(
+            (r.kind.as_str(), r.model_name.as_str()),
+            ("bag", "bags"),
+            "{r:?}"
+        );
+    }
+    for e in &examples {
+        assert!(e.key.starts_with("musk1-"), "{e:?}");
+        assert_eq!(e.model.as_deref(), Some("bags"));
+        assert_eq!(e.dim, 166, "MUSK1's features");
+    }
+    assert_eq!(read_dead_letters(&out), vec![], "no dead letters");
+}

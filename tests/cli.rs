@@ -262,6 +262,20 @@ fn json_logs_from_the_embedded_daemon() {
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(status.success(), "{status:?}\n{text}");
     assert!(text.contains("milstream started"), "{text}");
+    // The banner says where bag predictions go (rows of kind 'bag' beside the windows).
+    let banner: serde_json::Value = serde_json::from_str(
+        text.lines()
+            .find(|l| l.contains("milstream started"))
+            .expect("the banner line"),
+    )
+    .unwrap();
+    let bags = banner["fields"]["bag_predictions"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no bag_predictions in the banner: {banner}"));
+    assert!(
+        bags.contains("/predictions/") && bags.contains("kind = 'bag'"),
+        "{bags}"
+    );
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let v: serde_json::Value =
             serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));

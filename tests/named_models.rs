@@ -1,7 +1,10 @@
 //! Several named models in one daemon (`[[models]]`), against the mock cluster: two series
 //! models with different routes each score only their series, learn only from their own
 //! labels and retrain independently into versions of their own registries; a series (or a
-//! label) no route matches is a `no_model` dead letter naming its id.
+//! label) no route matches is a `no_model` dead letter naming its id. Each model retrains
+//! with its own fit parameters (`[models.params]`). A record's `model` field routes it over
+//! the id globs; a label for one model never reaches another's training data, nor triggers
+//! its trainer.
 
 mod common;
 
@@ -102,6 +105,9 @@ min_examples = 8
 name = "pumps"
 ids = "pump-*"
 path = "{model}"
+[models.params]
+nu = 0.25
+seed = 7
 
 [[models]]
 name = "fans"
@@ -109,6 +115,9 @@ ids = "fan-?"
 path = "{model}"
 [models.training]
 holdout = 0.2
+[models.params]
+nu = 0.3
+seed = 11
 "#,
         training = dir.join("training").display(),
         model = model_path.display(),
@@ -189,6 +198,22 @@ holdout = 0.2
     assert!(fv.as_str() >= "v000002", "fans promoted a version: {fv}");
     assert_eq!(classes_of(&pumps_registry, &pv), ["1", "2"]);
     assert_eq!(classes_of(&fans_registry, &fv), ["ok", "worn"]);
+    // Each retrained with its own parameters, not the champion's (the shared artifact's).
+    let params_of = |registry: &Path, version: &str| {
+        let text = std::fs::read_to_string(registry.join(version).join("model.json")).unwrap();
+        let p = milstream::mil::Model::from_json(&text)
+            .unwrap()
+            .params()
+            .clone();
+        (p.nu, p.seed)
+    };
+    let start = milstream::mil::Model::from_json(&std::fs::read_to_string(&model_path).unwrap())
+        .unwrap()
+        .params()
+        .clone();
+    assert_ne!((start.nu, start.seed), (0.25, 7));
+    assert_eq!(params_of(&pumps_registry, &pv), (0.25, 7));
+    assert_eq!(params_of(&fans_registry, &fv), (0.3, 11));
 
     // The rows after the promotions carry each model's own promoted version.
     for row in rows.iter().filter(|r| r.start == Some(t_after)) {
@@ -226,5 +251,210 @@ fn the_readme_example_of_several_models_parses() {
     let names: Vec<&str> = cfg.models.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(names, ["pumps", "fans", "molecules"]);
     assert_eq!(cfg.models[1].training.holdout, Some(0.3));
+    // Its fit parameters: the kind's defaults with the table's keys over them.
+    let fans = cfg.models[1].fit_params(cfg.model.kind).unwrap().unwrap();
+    assert_eq!(fans.kind, milstream::mil::model::ModelKind::Miordm);
+    assert_eq!((fans.seed, fans.miordm.lambda), (7, 0.5));
+    assert_eq!(fans.lengths.len(), 2);
+    assert!(cfg.models[0].fit_params(cfg.model.kind).unwrap().is_none());
+    // An unknown key fails when the config loads, naming it.
+    let bad = toml.replace("lengths = [", "lenghts = [");
+    let e = milstream::config::Config::parse("README", &bad)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("models.params") && e.contains("`lenghts`"),
+        "{e}"
+    );
     assert_eq!(cfg.models[2].input, milstream::config::ModelInput::Bags);
+}
+
+/// The sum over outcomes of a model's training runs.
+fn runs(text: &str, model: &str) -> f64 {
+    ["promoted", "rejected", "failed"]
+        .iter()
+        .map(|o| {
+            let v = sample(
+                text,
+                &format!("milstream_training_runs_total{{model=\"{model}\",outcome=\"{o}\"}}"),
+            );
+            if v.is_nan() {
+                0.0
+            } else {
+                v
+            }
+        })
+        .sum()
+}
+
+/// Round `r` of the routing test: series `a-0` (routed to A by its id), `b-0` (its id is B's,
+/// its points and labels name A), `b-1` (B's, by its id, never labeled), `c-0` (names a
+/// model there is none of) and `d-0` (names the bag model); labels for `a-0` and `b-0` (both
+/// A's), and one for `c-0` naming no model.
+fn field_round(test: &Dataset, r: usize) -> Messages {
+    let t = T0 + r as i64 * HOP_MS;
+    let series: [(&str, Option<&str>); 5] = [
+        ("a-0", None),
+        ("b-0", Some("A")),
+        ("b-1", None),
+        ("c-0", Some("nope")),
+        ("d-0", Some("mols")),
+    ];
+    let field = |m: Option<&str>| m.map_or(String::new(), |m| format!(r#","model":"{m}""#));
+    let mut msgs = Vec::new();
+    let picks: Vec<usize> = (0..series.len())
+        .map(|s| (s * 37 + r * 11) % test.len())
+        .collect();
+    for j in 0..W {
+        for (s, &i) in picks.iter().enumerate() {
+            let Sample::Series(v) = &test.samples[i] else {
+                unreachable!()
+            };
+            let (id, m) = series[s];
+            let rec = format!(
+                r#"{{"series_id":"{id}","ts":{},"value":{}{}}}"#,
+                t + j as i64 * SPACING_MS,
+                v[j],
+                field(m)
+            );
+            msgs.push((POINTS.to_string(), id.to_string(), rec.into_bytes()));
+        }
+    }
+    let end = t + (W as i64 - 1) * SPACING_MS;
+    for s in [0, 1, 3] {
+        let (id, m) = series[s];
+        let l = label_of(id, &test.labels[picks[s]]);
+        let rec = format!(
+            r#"{{"series_id":"{id}","start":{t},"end":{end},"label":"{l}"{}}}"#,
+            field(m)
+        );
+        msgs.push((LABELS.to_string(), id.to_string(), rec.into_bytes()));
+    }
+    msgs
+}
+
+#[test]
+fn the_model_field_routes_records_and_a_models_labels_stay_its_own() {
+    let dir = scratch("named-field");
+    let out = dir.join("out");
+    let training = dir.join("training");
+    let bootstrap = cluster(1);
+    let (model_path, _) = model_file(&dir);
+    let test = load("GunPoint_TEST.csv");
+    let port = free_port();
+    let extra = format!(
+        r#"
+[training]
+dir = "{training}"
+label_wait_ms = 20000
+every = ""
+after_examples = 4
+holdout = 0.25
+tolerance = 1.0
+min_examples = 4
+
+[[models]]
+name = "A"
+ids = "a-*"
+path = "{model}"
+
+[[models]]
+name = "B"
+ids = "b-*"
+path = "{model}"
+
+[[models]]
+name = "mols"
+input = "bags"
+ids = "mol-*"
+"#,
+        training = training.display(),
+        model = model_path.display(),
+    );
+    let mut cfg = config(&bootstrap, &out, &model_path, "named-field", &extra);
+    cfg.kafka.bags_topic = BAGS.into();
+    cfg.http.listen = format!("127.0.0.1:{port}");
+    let (daemon, stop) = spawn_daemon(cfg);
+
+    // Rounds until A has run a few times (each run after 4 of its new examples); B's
+    // ids-routed series b-1 is never labeled, and b-0's labels name A.
+    let p = producer(&bootstrap);
+    let mut r = 0;
+    while r < 30 && runs(&scrape(port), "A") < 2.0 {
+        produce_all(&p, &field_round(&test, r));
+        std::thread::sleep(Duration::from_millis(400));
+        r += 1;
+    }
+    // The last round's windows close, then B has had time to be (wrongly) triggered.
+    produce_all(&p, &field_round(&test, r));
+    let t_last = T0 + (r as i64 - 1) * HOP_MS;
+    let scored = wait_until(Duration::from_secs(60), || {
+        let rows = read_predictions(&out);
+        ["a-0", "b-0", "b-1"].iter().all(|id| {
+            rows.iter()
+                .any(|row| row.key == *id && row.start == Some(t_last))
+        })
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let text = scrape(port);
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    assert!(runs(&text, "A") >= 2.0, "A retrained: {text}");
+    assert!(scored, "the last windows were scored");
+    // B's trainer never ran: it has no examples of its own, and A's do not count for it.
+    assert_eq!(runs(&text, "B"), 0.0, "B was triggered: {text}");
+
+    // The field routes over the globs: b-0 (B's id) was scored by A, b-1 by B.
+    let rows = read_predictions(&out);
+    let mut names: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for row in &rows {
+        names
+            .entry(row.key.clone())
+            .or_default()
+            .insert(row.model_name.clone());
+    }
+    let one = |s: &str| BTreeSet::from([s.to_string()]);
+    assert_eq!(names["a-0"], one("A"));
+    assert_eq!(names["b-0"], one("A"));
+    assert_eq!(names["b-1"], one("B"));
+    assert!(
+        !names.contains_key("c-0") && !names.contains_key("d-0"),
+        "{names:?}"
+    );
+
+    // A name that is no model's, or a model of bags, is a no_model dead letter naming it,
+    // for points and labels alike.
+    let dead = read_dead_letters(&out);
+    let no_model: Vec<_> = dead.iter().filter(|d| d.3 == "no_model").collect();
+    assert!(
+        no_model
+            .iter()
+            .any(|d| d.0 == POINTS && d.4.contains("'c-0'") && d.4.contains("'nope'")),
+        "{no_model:?}"
+    );
+    assert!(
+        no_model
+            .iter()
+            .any(|d| d.0 == POINTS && d.4.contains("'mols'") && d.4.contains("bag records")),
+        "{no_model:?}"
+    );
+    assert!(
+        no_model
+            .iter()
+            .any(|d| d.0 == LABELS && d.4.contains("'c-0'") && d.4.contains("'nope'")),
+        "{no_model:?}"
+    );
+    assert!(
+        dead.iter().all(|d| d.3 == "no_model"),
+        "only the misnamed records are dead letters: {dead:?}"
+    );
+
+    // Every stored example is A's, b-0's among them: B's training data holds none of them.
+    let store = milstream::stream::training::load_store(&training, usize::MAX, None).unwrap();
+    assert!(
+        store.iter().any(|e| e.key == "b-0"),
+        "b-0's labels were stored"
+    );
+    let models: BTreeSet<Option<&str>> = store.iter().map(|e| e.model.as_deref()).collect();
+    assert_eq!(models, BTreeSet::from([Some("A")]), "{store:?}");
 }

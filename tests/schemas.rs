@@ -51,6 +51,9 @@ fn points() {
             // One number per channel; the count is checked against the model downstream.
             json!({"series_id": "p", "ts": 1, "values": [1.0, 2.0]}),
             json!({"series_id": "p", "ts": 5, "value": 1.0, "site": "north"}),
+            // A model named by the record; null names none.
+            json!({"series_id": "p", "ts": 5, "value": 1.0, "model": "fans"}),
+            json!({"series_id": "p", "ts": 5, "value": 1.0, "model": null}),
         ],
         &[
             json!({"ts": 1, "value": 0.5}),
@@ -62,6 +65,8 @@ fn points() {
             json!({"series_id": "p", "ts": 1}),
             json!({"series_id": "p", "ts": 1, "value": 0.5, "values": [0.5]}),
             json!({"series_id": "p", "ts": 1, "values": []}),
+            json!({"series_id": "p", "ts": 1, "value": 0.5, "model": ""}),
+            json!({"series_id": "p", "ts": 1, "value": 0.5, "model": 7}),
             json!(7),
         ],
     );
@@ -75,6 +80,7 @@ fn bags() {
         &[
             json!({"bag_id": "mol-12", "instances": [[0.1, 0.4], [0.3, 0.0]], "label": "active"}),
             json!({"bag_id": "b", "instances": [[1]]}),
+            json!({"bag_id": "b", "instances": [[1]], "model": "molecules"}),
         ],
         &[
             json!({"instances": [[1.0]]}),
@@ -85,6 +91,8 @@ fn bags() {
             json!({"bag_id": "b", "instances": [["x"]]}),
             json!({"bag_id": "b", "instances": [1.0, 2.0]}),
             json!({"bag_id": "b", "instances": [[1.0]], "label": 3}),
+            json!({"bag_id": "b", "instances": [[1.0]], "model": ""}),
+            json!({"bag_id": "b", "instances": [[1.0]], "model": ["m"]}),
         ],
     );
 }
@@ -98,6 +106,8 @@ fn labels() {
             json!({"series_id": "pump-7", "start": 1, "end": 2, "label": "walking"}),
             json!({"series_id": "p", "start": "2024-11-25T16:00:00Z", "end": "2024-11-25T16:01:00Z", "label": "x"}),
             json!({"bag_id": "mol-12", "label": "active"}),
+            json!({"series_id": "p", "start": 1, "end": 2, "label": "x", "model": "fans"}),
+            json!({"bag_id": "mol-12", "label": "active", "model": "molecules"}),
         ],
         &[
             json!({"series_id": "p", "start": 1, "end": 2}),
@@ -106,6 +116,8 @@ fn labels() {
             json!({"label": "x"}),
             json!({"bag_id": "b", "label": ""}),
             json!({"bag_id": "b", "label": 1}),
+            json!({"bag_id": "b", "label": "x", "model": ""}),
+            json!({"bag_id": "b", "label": "x", "model": 1}),
         ],
     );
 }

@@ -560,6 +560,7 @@ fn the_replay_point_is_read_from_the_footer_of_the_newest_object_by_ranged_gets(
             source_partition: 2,
             source_offset: first,
             labeled_at_ms: 1_732_550_400_000,
+            model: None,
         };
         let bytes = encode_parquet(&example_batch(&[ex]), &seg.file_metadata()).unwrap();
         let rel = format!("predictions/date=2024-11-25/{}.parquet", seg.file_stem());

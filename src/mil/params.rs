@@ -346,6 +346,44 @@ impl Default for FitParams {
 }
 
 impl FitParams {
+    /// These parameters with `overrides` (an object of the same keys as the serialized
+    /// params, as in a model artifact's `params`) written over them; nested objects merge
+    /// key by key. An unknown key or a value of the wrong type is an error naming it.
+    pub fn overlaid(
+        &self,
+        overrides: &serde_json::Value,
+    ) -> std::result::Result<FitParams, String> {
+        fn merge(
+            base: &mut serde_json::Value,
+            over: &serde_json::Value,
+            path: &str,
+        ) -> std::result::Result<(), String> {
+            let (Some(b), Some(o)) = (base.as_object_mut(), over.as_object()) else {
+                *base = over.clone();
+                return Ok(());
+            };
+            for (k, v) in o {
+                let key = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                match b.get_mut(k) {
+                    Some(slot) => merge(slot, v, &key)?,
+                    // Fields absent when default (skip_serializing_if) may still be set.
+                    None if path == "spaces" && k == "channels" => {
+                        b.insert(k.clone(), v.clone());
+                    }
+                    None => return Err(format!("unknown fit parameter `{key}`")),
+                }
+            }
+            Ok(())
+        }
+        let mut base = serde_json::to_value(self).map_err(|e| e.to_string())?;
+        merge(&mut base, overrides, "")?;
+        serde_json::from_value(base).map_err(|e| format!("fit parameters: {e}"))
+    }
+
     /// The defaults for bag data: a softer margin (nu 0.2, chosen on MUSK1; the series'
     /// 0.1 measured 0.87 there).
     pub fn for_bags() -> Self {

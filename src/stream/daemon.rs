@@ -63,14 +63,21 @@ fn resolve_models(cfg: &Config) -> anyhow::Result<Vec<(models::ModelSpec, Arc<Sc
                 spec.path.as_deref(),
                 &cfg.object_store.0,
                 cfg.demo.dataset.name(),
-                || embedded::train_demo_model(cfg.demo.dataset, spec.kind),
+                || match &spec.params {
+                    // A model's own parameters (`[models.params]`) from its first fit on.
+                    Some(p) => Ok(Model::fit(&embedded::demo_train(cfg.demo.dataset), p)?),
+                    None => embedded::train_demo_model(cfg.demo.dataset, spec.kind),
+                },
             )?,
             ModelInput::Bags => resolve_model(
                 spec.registry_dir.as_deref(),
                 spec.path.as_deref(),
                 &cfg.object_store.0,
                 "musk1",
-                || embedded::train_embedded_bag_model(spec.kind),
+                || match &spec.params {
+                    Some(p) => Ok(Model::fit(&embedded::musk1(), p)?),
+                    None => embedded::train_embedded_bag_model(spec.kind),
+                },
             )?,
         };
         match spec.input {
@@ -266,6 +273,13 @@ pub async fn run(
             }
         })
         .collect();
+    // Bag predictions are rows of the same files, told apart by `kind`.
+    let bag_predictions = (!cfg.kafka.bags_topic.is_empty()).then(|| {
+        format!(
+            "{}/predictions/date=*/*.parquet, rows with kind = 'bag'",
+            out.display()
+        )
+    });
     if opts.json_logs {
         info!(
             models = ?served,
@@ -274,6 +288,7 @@ pub async fn run(
             points_topic = cfg.kafka.points_topic,
             bags_topic = cfg.kafka.bags_topic,
             predictions = format!("{}/predictions", out.display()),
+            bag_predictions,
             metrics = ?http_addr.map(|a| format!("http://{a}/metrics")),
             "milstream started"
         );
@@ -291,7 +306,7 @@ pub async fn run(
             }
         );
         eprintln!(
-            "  points topic:     {}  (JSON {{\"series_id\":..,\"ts\":..,\"value\":..}}, or \"values\":[..] per channel)",
+            "  points topic:     {}  (JSON {{\"series_id\":..,\"ts\":..,\"value\":..}}, or \"values\":[..] per channel; \"model\":\"<name>\" picks a model)",
             cfg.kafka.points_topic
         );
         if !cfg.kafka.bags_topic.is_empty() {
@@ -304,6 +319,9 @@ pub async fn run(
             "  predictions:      {}/predictions/date=*/*.parquet  (series windows and bags alike; model_name says which model)",
             out.display()
         );
+        if let Some(b) = &bag_predictions {
+            eprintln!("  bag predictions:  {b}");
+        }
         eprintln!(
             "  read them:        python3 -c \"import pyarrow.dataset as d; print(d.dataset('{}/predictions', format='parquet', partitioning='hive').to_table().to_pandas())\"",
             out.display()

@@ -97,16 +97,18 @@ impl LabelJoiner {
             .record_parts(&pt.series_id, pt.ts_ms, pt.value, &pt.rest);
     }
 
-    /// Keeps a bag for labels that name it, and its inline label as an example.
+    /// Keeps a bag for labels that name it, and its inline label as an example of `model`
+    /// (the bag's model; None: it has none, and its inline label no model to teach).
     pub fn keep_bag(
         &self,
         b: &BagRecord,
+        model: Option<&str>,
         src: (&str, i32, i64),
         labeled_at_ms: i64,
         examples: &mut Vec<Example>,
     ) {
         self.training.bags.insert(&b.bag_id, b.dim, &b.instances);
-        if let Some(label) = &b.label {
+        if let (Some(label), Some(model)) = (&b.label, model) {
             examples.push(Example {
                 key: b.bag_id.clone(),
                 segment: None,
@@ -117,6 +119,7 @@ impl LabelJoiner {
                 source_partition: src.1,
                 source_offset: src.2,
                 labeled_at_ms,
+                model: Some(model.to_string()),
             });
         }
     }
@@ -191,20 +194,25 @@ impl LabelJoiner {
                 start_ms,
                 end_ms,
                 label,
+                ..
             } => (series_id, label, Some((*start_ms, *end_ms))),
-            LabelRecord::Bag { bag_id, label } => (bag_id, label, None),
+            LabelRecord::Bag { bag_id, label, .. } => (bag_id, label, None),
         };
-        // A label goes to the model that scores its id, and only there: the trainer of
-        // another model never reads it (it selects its examples by the same routing).
+        // A label goes to the model its `model` field names, else to the one that scores its
+        // id, and only there: its example carries that model's name, and another model's
+        // trainer never reads it.
         let input = match segment {
             Some(_) => ModelInput::Series,
             None => ModelInput::Bags,
         };
-        let Some(served) = self.models.route(input, key) else {
-            return LabelJoin::Dead(Rejected {
-                reason: DeadReason::NoModel,
-                detail: self.models.no_model(input, key),
-            });
+        let served = match self.models.route_record(input, key, l.label.model()) {
+            Ok(m) => m,
+            Err(detail) => {
+                return LabelJoin::Dead(Rejected {
+                    reason: DeadReason::NoModel,
+                    detail,
+                })
+            }
         };
         if self.cfg.freeze_classes {
             let m = served.serving.load_full();
@@ -246,6 +254,7 @@ impl LabelJoiner {
             source_partition: 0,
             source_offset: l.offset,
             labeled_at_ms: l.labeled_at_ms,
+            model: Some(served.spec.name.clone()),
         })
     }
 }

@@ -5,6 +5,10 @@
 //!
 //! Without `[[models]]` the `[model]` table is two unnamed entries that take every id: the
 //! series model (`model.name`) and the bag model (`model.bags_name`).
+//!
+//! A record's `model` field names its model outright and takes precedence over the routes;
+//! a name that is no model's, or a model of the other input, makes the record a `no_model`
+//! dead letter naming it.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -14,6 +18,7 @@ use super::window::ScoringModel;
 use crate::config::{Config, ModelInput, NamedModelConfig, TrainingConfig};
 use crate::metrics::Metrics;
 use crate::mil::model::ModelKind;
+use crate::mil::FitParams;
 
 /// Which ids a model takes.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,6 +75,9 @@ pub struct ModelSpec {
     pub registry_dir: Option<PathBuf>,
     /// `[training]` with the model's own settings over it.
     pub training: TrainingConfig,
+    /// Its configured fit parameters (`[models.params]`): every fit of it uses them. None:
+    /// the kind's defaults at start, the champion's parameters on a retrain.
+    pub params: Option<FitParams>,
 }
 
 /// The models the config names, in routing order.
@@ -83,6 +91,7 @@ pub fn specs(cfg: &Config) -> Vec<ModelSpec> {
             kind: cfg.model.kind,
             registry_dir: cfg.registry_dir(),
             training: cfg.training.clone(),
+            params: None,
         }];
         if !cfg.kafka.bags_topic.is_empty() {
             v.push(ModelSpec {
@@ -93,6 +102,7 @@ pub fn specs(cfg: &Config) -> Vec<ModelSpec> {
                 kind: cfg.model.kind,
                 registry_dir: cfg.bag_registry_dir(),
                 training: cfg.training.clone(),
+                params: None,
             });
         }
         return v;
@@ -119,6 +129,16 @@ fn named_spec(cfg: &Config, m: &NamedModelConfig) -> ModelSpec {
         kind: m.kind.unwrap_or(cfg.model.kind),
         registry_dir: cfg.named_registry_dir(m),
         training,
+        params: m
+            .fit_params(cfg.model.kind)
+            .expect("[models.params] is checked when the config loads"),
+    }
+}
+
+fn input_name(input: ModelInput) -> &'static str {
+    match input {
+        ModelInput::Series => "series",
+        ModelInput::Bags => "bag",
     }
 }
 
@@ -154,13 +174,59 @@ impl Models {
             .find(|m| m.spec.input == input && m.spec.route.matches(id))
     }
 
+    /// The model that takes a record of `input` with id `id` whose `model` field is `named`:
+    /// the model of that name, else the first whose route matches. Err: why it has none,
+    /// for its `no_model` dead letter.
+    pub fn route_record(
+        &self,
+        input: ModelInput,
+        id: &str,
+        named: Option<&str>,
+    ) -> Result<&ServedModel, String> {
+        let Some(name) = named else {
+            return self
+                .route(input, id)
+                .ok_or_else(|| self.no_model(input, id));
+        };
+        match self.all.iter().find(|m| m.spec.name == name) {
+            Some(m) if m.spec.input == input => Ok(m),
+            Some(m) => Err(format!(
+                "{} '{id}' names model '{name}', which takes {} records",
+                input_name(input),
+                input_name(m.spec.input)
+            )),
+            None => Err(format!(
+                "{} '{id}' names model '{name}', which is no model of this daemon (models: {})",
+                input_name(input),
+                self.all
+                    .iter()
+                    .map(|m| m.spec.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+
+    /// Whether the stored example of `input` with id `id`, attributed to model `named`,
+    /// belongs to `model`'s training data. Examples of stores from before the attribution
+    /// (no `model` column) go by the id routes, as they were routed then.
+    pub fn owns_example(
+        &self,
+        model: &str,
+        input: ModelInput,
+        id: &str,
+        named: Option<&str>,
+    ) -> bool {
+        match named {
+            Some(n) => n == model,
+            None => self.route(input, id).is_some_and(|m| m.spec.name == model),
+        }
+    }
+
     /// Why `id` has no model, for its dead letter.
     pub fn no_model(&self, input: ModelInput, id: &str) -> String {
         let (what, routes): (&str, Vec<String>) = (
-            match input {
-                ModelInput::Series => "series",
-                ModelInput::Bags => "bag",
-            },
+            input_name(input),
             self.all
                 .iter()
                 .filter(|m| m.spec.input == input)
@@ -235,6 +301,38 @@ mod tests {
         assert_eq!(name(ModelInput::Series, "fan-1"), Some("all-series"));
         assert_eq!(name(ModelInput::Bags, "mol-1"), Some("molecules"));
         assert_eq!(name(ModelInput::Bags, "pump-1"), None);
+        // The `model` field wins over the routes; a name that is no model's, or a model of
+        // the other input, has none.
+        let named = |input, id, m| {
+            models
+                .route_record(input, id, m)
+                .map(|m| m.spec.name.as_str())
+        };
+        assert_eq!(
+            named(ModelInput::Series, "pump-1", Some("all-series")),
+            Ok("all-series")
+        );
+        assert_eq!(named(ModelInput::Series, "fan-1", None), Ok("all-series"));
+        let unknown = named(ModelInput::Series, "pump-1", Some("nope")).unwrap_err();
+        assert!(
+            unknown.contains("'nope'") && unknown.contains("'pump-1'"),
+            "{unknown}"
+        );
+        let other = named(ModelInput::Series, "pump-1", Some("molecules")).unwrap_err();
+        assert!(
+            other.contains("'molecules'") && other.contains("bag records"),
+            "{other}"
+        );
+        assert!(named(ModelInput::Bags, "pump-1", None).is_err());
+        // Stored examples: their model if they name one, else the id routes.
+        assert!(models.owns_example(
+            "all-series",
+            ModelInput::Series,
+            "pump-1",
+            Some("all-series")
+        ));
+        assert!(!models.owns_example("pumps", ModelInput::Series, "pump-1", Some("all-series")));
+        assert!(models.owns_example("pumps", ModelInput::Series, "pump-1", None));
         let why = models.no_model(ModelInput::Bags, "pump-1");
         assert!(
             why.contains("'pump-1'") && why.contains("molecules (mol-*)"),

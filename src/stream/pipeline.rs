@@ -90,7 +90,7 @@ fn training_runtime(cfg: &Config) -> anyhow::Result<Option<Arc<TrainingRuntime>>
         history: SeriesHistory::new(cfg.training.history_ms, cfg.training.history_points),
         bags: BagCache::new(cfg.training.bag_cache),
         store: Arc::new(store),
-        examples_durable: std::sync::atomic::AtomicU64::new(0),
+        examples_durable: Default::default(),
     })))
 }
 

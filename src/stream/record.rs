@@ -22,6 +22,9 @@ use thiserror::Error;
 
 pub use super::contribution::TopContribution;
 
+mod lenient;
+use lenient::{replace_non_finite, NON_FINITE_KEY};
+
 /// Which topic a message came from decides what it must hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecordKind {
@@ -41,6 +44,8 @@ pub struct Point {
     /// The other channels' values, in order: empty for a univariate series (no allocation
     /// on the hot path). Always finite.
     pub rest: Vec<f64>,
+    /// The `model` field: the named model that scores this point (over the id routes).
+    pub model: Option<String>,
 }
 
 impl Point {
@@ -59,6 +64,8 @@ pub struct BagRecord {
     /// Row-major, `instances.len() == n * dim` with `n >= 1`; all finite.
     pub instances: Vec<f64>,
     pub label: Option<String>,
+    /// The `model` field: the named model that scores this bag (over the id routes).
+    pub model: Option<String>,
 }
 
 /// A training label for a series segment or for a bag.
@@ -70,11 +77,23 @@ pub enum LabelRecord {
         start_ms: i64,
         end_ms: i64,
         label: String,
+        /// The `model` field: the named model whose example this is (over the id routes).
+        model: Option<String>,
     },
     Bag {
         bag_id: String,
         label: String,
+        model: Option<String>,
     },
+}
+
+impl LabelRecord {
+    /// The model the label names, if it names one.
+    pub fn model(&self) -> Option<&str> {
+        match self {
+            LabelRecord::Segment { model, .. } | LabelRecord::Bag { model, .. } => model.as_deref(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -276,6 +295,10 @@ struct PlainPoint<'a> {
     /// Present means "both value and values", which the hand-written path rejects.
     #[serde(default)]
     values: Option<serde::de::IgnoredAny>,
+    /// A string or absent/null here; anything else takes the hand-written path (which
+    /// rejects it).
+    #[serde(default, borrow)]
+    model: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// The fast path for point messages: Some only if the payload is one plain point or an array
@@ -290,98 +313,19 @@ fn decode_plain_points(payload: &[u8]) -> Option<Vec<Point>> {
     plain
         .into_iter()
         .map(|p| {
-            (!p.series_id.is_empty() && p.values.is_none() && p.value.is_finite()).then(|| Point {
+            let plain = !p.series_id.is_empty()
+                && p.values.is_none()
+                && p.value.is_finite()
+                && p.model.as_ref().is_none_or(|m| !m.is_empty());
+            plain.then(|| Point {
                 series_id: p.series_id.into_owned(),
                 ts_ms: p.ts,
                 value: p.value,
                 rest: Vec::new(),
+                model: p.model.map(std::borrow::Cow::into_owned),
             })
         })
         .collect()
-}
-
-/// The key of the one-entry object that stands in for a non-finite token in a leniently
-/// parsed payload. Only looked for when the payload needed that rewrite (`Decoder::lenient`),
-/// so ordinary data can never be mistaken for it.
-const NON_FINITE_KEY: &str = "$milstream_non_finite";
-
-/// Rewrites the tokens `NaN`, `Infinity`, `-Infinity` and numbers that overflow `f64`
-/// (outside strings) into `{"$milstream_non_finite":"<token>"}`, so the payload can be
-/// parsed and the record that holds them rejected alone. `None` if there were none.
-fn replace_non_finite(payload: &[u8]) -> Option<Vec<u8>> {
-    fn push_marker(out: &mut Vec<u8>, token: &[u8]) {
-        out.extend_from_slice(b"{\"");
-        out.extend_from_slice(NON_FINITE_KEY.as_bytes());
-        out.extend_from_slice(b"\":\"");
-        out.extend_from_slice(token);
-        out.extend_from_slice(b"\"}");
-    }
-
-    let mut out = Vec::with_capacity(payload.len() + 64);
-    let mut replaced = false;
-    let mut i = 0;
-    while i < payload.len() {
-        let rest = &payload[i..];
-        let token_len = if rest.starts_with(b"NaN") {
-            3
-        } else if rest.starts_with(b"Infinity") {
-            8
-        } else if rest.starts_with(b"-Infinity") {
-            9
-        } else {
-            0
-        };
-        if token_len > 0 {
-            push_marker(&mut out, &rest[..token_len]);
-            replaced = true;
-            i += token_len;
-            continue;
-        }
-        match rest[0] {
-            b'"' => {
-                // Copy a string through its closing quote; escapes never end it.
-                let mut j = 1;
-                while j < rest.len() {
-                    match rest[j] {
-                        b'\\' => j += 2,
-                        b'"' => {
-                            j += 1;
-                            break;
-                        }
-                        _ => j += 1,
-                    }
-                }
-                let j = j.min(rest.len());
-                out.extend_from_slice(&rest[..j]);
-                i += j;
-            }
-            b'-' | b'0'..=b'9' => {
-                let len = rest
-                    .iter()
-                    .position(|b| !matches!(b, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-'))
-                    .unwrap_or(rest.len());
-                let token = &rest[..len];
-                // Rust's float parser saturates to infinity where serde_json reports
-                // "number out of range".
-                let overflows = std::str::from_utf8(token)
-                    .ok()
-                    .and_then(|s| s.parse::<f64>().ok())
-                    .is_some_and(f64::is_infinite);
-                if overflows {
-                    push_marker(&mut out, token);
-                    replaced = true;
-                } else {
-                    out.extend_from_slice(token);
-                }
-                i += len;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    replaced.then_some(out)
 }
 
 /// Why a JSON value is not a usable number.
@@ -431,11 +375,13 @@ impl Decoder<'_> {
             }
             (None, None) => return Err(Rejected::schema("missing field `value` (or `values`)")),
         };
+        let model = self.model_name(map)?;
         Ok(Point {
             series_id,
             ts_ms,
             value,
             rest,
+            model,
         })
     }
 
@@ -535,11 +481,13 @@ impl Decoder<'_> {
                 instances.push(x);
             }
         }
+        let model = self.model_name(map)?;
         Ok(BagRecord {
             bag_id,
             dim,
             instances,
             label,
+            model,
         })
     }
 
@@ -557,17 +505,24 @@ impl Decoder<'_> {
                     )));
                 }
                 let label = self.required_label(map)?;
+                let model = self.model_name(map)?;
                 Ok(LabelRecord::Segment {
                     series_id,
                     start_ms,
                     end_ms,
                     label,
+                    model,
                 })
             }
             (false, true) => {
                 let bag_id = self.take_id(map, "bag_id")?;
                 let label = self.required_label(map)?;
-                Ok(LabelRecord::Bag { bag_id, label })
+                let model = self.model_name(map)?;
+                Ok(LabelRecord::Bag {
+                    bag_id,
+                    label,
+                    model,
+                })
             }
             (true, true) => Err(Rejected::schema(
                 "a label has either `series_id` (a segment) or `bag_id` (a bag), not both",
@@ -586,6 +541,20 @@ impl Decoder<'_> {
                 self.type_name(&other)
             ))),
             None => Err(Rejected::schema(format!("missing field `{field}`"))),
+        }
+    }
+
+    /// The optional `model` field: a non-empty string naming a model (null: absent). Whether
+    /// the daemon has such a model is decided where the models are known (`no_model`).
+    fn model_name(&self, map: &mut Map<String, Value>) -> Result<Option<String>, Rejected> {
+        match map.remove("model") {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) if !s.is_empty() => Ok(Some(s)),
+            Some(Value::String(_)) => Err(Rejected::schema("`model` must not be empty")),
+            Some(other) => Err(Rejected::schema(format!(
+                "`model` must be a model's name (a string), found {}",
+                self.type_name(&other)
+            ))),
         }
     }
 
@@ -801,6 +770,8 @@ mod tests {
             r#"{"series_id":"a","ts":0,"value":-0.0}"#,
             r#"[{"series_id":"a","ts":1,"value":1},{"series_id":"b","ts":2,"value":2.5}]"#,
             r#"[]"#,
+            r#"{"series_id":"a","ts":1,"value":0.5,"model":"pumps"}"#,
+            r#"{"series_id":"a","ts":1,"value":0.5,"model":null}"#,
         ];
         for p in taken {
             let fast = decode_plain_points(p.as_bytes()).unwrap_or_else(|| panic!("{p}"));
@@ -823,10 +794,71 @@ mod tests {
             r#"[{"series_id":"a","ts":1,"value":1},7]"#,
             r#"7"#,
             r#"{"series_id":"a","ts":1,"value":0.5"#,
+            r#"{"series_id":"a","ts":1,"value":0.5,"model":""}"#,
+            r#"{"series_id":"a","ts":1,"value":0.5,"model":7}"#,
         ];
         for p in left {
             assert!(decode_plain_points(p.as_bytes()).is_none(), "{p}");
         }
+    }
+
+    /// Points, bags and labels may name their model; an empty or non-string name is a
+    /// schema error, null is no name.
+    #[test]
+    fn the_model_field_names_a_records_model() {
+        let named = point(r#"{"series_id":"a","ts":1,"values":[1,2],"model":"fans"}"#);
+        assert_eq!(named.model.as_deref(), Some("fans"));
+        assert_eq!(point(r#"{"series_id":"a","ts":1,"value":1}"#).model, None);
+        match one(
+            RecordKind::Bag,
+            r#"{"bag_id":"b","instances":[[1]],"model":"molecules"}"#,
+        ) {
+            Ok(Record::Bag(b)) => assert_eq!(b.model.as_deref(), Some("molecules")),
+            other => panic!("{other:?}"),
+        }
+        for (payload, model) in [
+            (
+                r#"{"series_id":"a","start":1,"end":2,"label":"x","model":"fans"}"#,
+                Some("fans"),
+            ),
+            (
+                r#"{"bag_id":"b","label":"x","model":"molecules"}"#,
+                Some("molecules"),
+            ),
+            (r#"{"bag_id":"b","label":"x","model":null}"#, None),
+        ] {
+            match one(RecordKind::Label, payload) {
+                Ok(Record::Label(l)) => assert_eq!(l.model(), model, "{payload}"),
+                other => panic!("{payload}: {other:?}"),
+            }
+        }
+        for (kind, payload) in [
+            (
+                RecordKind::Point,
+                r#"{"series_id":"a","ts":1,"value":1,"model":""}"#,
+            ),
+            (
+                RecordKind::Bag,
+                r#"{"bag_id":"b","instances":[[1]],"model":""}"#,
+            ),
+            (
+                RecordKind::Label,
+                r#"{"bag_id":"b","label":"x","model":""}"#,
+            ),
+        ] {
+            rejected(
+                kind,
+                payload,
+                DeadReason::Schema,
+                "`model` must not be empty",
+            );
+        }
+        rejected(
+            RecordKind::Point,
+            r#"{"series_id":"a","ts":1,"value":1,"model":["x"]}"#,
+            DeadReason::Schema,
+            "`model` must be a model's name (a string), found an array",
+        );
     }
 
     /// The single outcome of a one-record message.
@@ -864,6 +896,7 @@ mod tests {
             ts_ms,
             value,
             rest: Vec::new(),
+            model: None,
         }
     }
 
@@ -1199,18 +1232,21 @@ mod tests {
                     dim: 3,
                     instances: vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
                     label: Some("active".into()),
+                    model: None,
                 })),
                 Ok(Record::Bag(BagRecord {
                     bag_id: "mol-13".into(),
                     dim: 1,
                     instances: vec![0.5],
-                    label: None
+                    label: None,
+                    model: None,
                 })),
                 Ok(Record::Bag(BagRecord {
                     bag_id: "mol-14".into(),
                     dim: 1,
                     instances: vec![1.0, 2.0, 3.0, 4.0],
                     label: None,
+                    model: None,
                 })),
             ]
         );
@@ -1304,16 +1340,19 @@ mod tests {
                     start_ms: 1000,
                     end_ms: 1_732_550_400_000,
                     label: "walking".into(),
+                    model: None,
                 })),
                 Ok(Record::Label(LabelRecord::Bag {
                     bag_id: "mol-12".into(),
-                    label: "active".into()
+                    label: "active".into(),
+                    model: None,
                 })),
                 Ok(Record::Label(LabelRecord::Segment {
                     series_id: "pump-7".into(),
                     start_ms: 5,
                     end_ms: 5,
                     label: "idle".into(),
+                    model: None,
                 })),
             ]
         );

@@ -104,8 +104,8 @@ pub fn spawn(env: TrainerEnv) -> anyhow::Result<Option<TrainerHandle>> {
     }))
 }
 
-/// When one model is due: every `every`, and/or after `after` new durable examples (of any
-/// model: the store counts them all).
+/// When one model is due: every `every`, and/or after `after` new durable examples of its
+/// own (another model's never count).
 struct Schedule {
     every: Option<Duration>,
     after: u64,
@@ -115,14 +115,13 @@ struct Schedule {
 
 fn trainer_loop(env: &TrainerEnv, mut schedules: Vec<Schedule>, stop: Arc<AtomicBool>) {
     let t = &env.store;
-    let start = t.examples_durable.load(Ordering::Relaxed);
-    for s in &mut schedules {
-        s.seen = start;
+    for (m, s) in env.models.all.iter().zip(&mut schedules) {
+        s.seen = t.examples_durable.of(&m.spec.name);
     }
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(100));
-        let durable = t.examples_durable.load(Ordering::Relaxed);
         for (m, s) in env.models.all.iter().zip(&mut schedules) {
+            let durable = t.examples_durable.of(&m.spec.name);
             let due = s.every.is_some_and(|e| s.last_run.elapsed() >= e)
                 || (s.after > 0 && durable.saturating_sub(s.seen) >= s.after);
             if !due || stop.load(Ordering::SeqCst) {
@@ -220,31 +219,28 @@ pub fn run_once(env: &TrainerEnv, trained: &ServedModel) -> RunOutcome {
             );
         }
     }
-    let examples = match training::load_store_in(&t.store, cfg.max_examples, not_before) {
+    // A model learns from its own examples only: those the label joins attributed to it
+    // (older rows without a model go by the id routes). Another model's labels share the
+    // store's files but never its training set.
+    let own = |e: &Example| {
+        let input = match e.segment {
+            Some(_) => ModelInput::Series,
+            None => ModelInput::Bags,
+        };
+        env.models
+            .owns_example(&trained.spec.name, input, &e.key, e.model.as_deref())
+    };
+    let examples = match training::load_store_where(&t.store, cfg.max_examples, not_before, &own) {
         Ok(e) => e,
         Err(e) => return failed("store", format!("reading the training store: {e}")),
     };
-    // Retention by count over the whole store: files holding only examples older than the
-    // oldest kept one go.
+    // Retention by count: files holding only this model's examples, all older than the
+    // oldest kept one, go.
     if examples.len() >= cfg.max_examples {
         if let Some(oldest) = examples.first() {
-            training::apply_retention(&t.store, oldest.labeled_at_ms);
+            training::apply_retention_where(&t.store, oldest.labeled_at_ms, &own);
         }
     }
-    // A model learns from the examples whose id routes to it: segments of its series, or
-    // its bags. Another model's labels share the store's files but never its training set.
-    let examples: Vec<Example> = examples
-        .into_iter()
-        .filter(|e| {
-            let input = match e.segment {
-                Some(_) => ModelInput::Series,
-                None => ModelInput::Bags,
-            };
-            env.models
-                .route(input, &e.key)
-                .is_some_and(|m| m.spec.name == trained.spec.name)
-        })
-        .collect();
     let name = trained.serving.name.as_str();
     env.metrics
         .training_examples
@@ -262,6 +258,7 @@ pub fn run_once(env: &TrainerEnv, trained: &ServedModel) -> RunOutcome {
         cfg.holdout,
         cfg.min_examples,
         Some(&champion.model),
+        trained.spec.params.as_ref(),
         search,
     ) {
         Err((reason, detail)) => failed(reason, detail),
@@ -339,13 +336,15 @@ pub struct Candidate {
 }
 
 /// Fits a candidate on all but the newest `holdout` fraction of `examples` (oldest first),
-/// with the champion's hyperparameters when there is one (or the best of the default grid by
-/// cross-validation within `search`'s budget), and scores both on the newest.
+/// with the model's configured parameters (`[models.params]`), else the champion's when there
+/// is one (or the best of the default grid around them by cross-validation within `search`'s
+/// budget), and scores both on the newest.
 pub fn train_candidate(
     examples: &[Example],
     holdout: f64,
     min_examples: usize,
     champion: Option<&Model>,
+    configured: Option<&FitParams>,
     search: Option<Duration>,
 ) -> Result<Candidate, (&'static str, String)> {
     let n = examples.len();
@@ -375,9 +374,10 @@ pub fn train_candidate(
     let mut ds = training::to_dataset(train);
     // A retrain keeps the champion's channel names (the stream carries none).
     ds.channels = champion.map_or_else(Vec::new, |m| m.channel_names().to_vec());
-    let mut params = match champion {
-        Some(m) => m.params().clone(),
-        None => FitParams::default(),
+    let mut params = match (configured, champion) {
+        (Some(p), _) => p.clone(),
+        (None, Some(m)) => m.params().clone(),
+        (None, None) => FitParams::default(),
     };
     let mut cv_accuracy = None;
     if let Some(budget) = search {
@@ -465,6 +465,7 @@ mod tests {
                     source_partition: 0,
                     source_offset: i as i64,
                     labeled_at_ms: i as i64,
+                    model: Some("series".into()),
                 }
             })
             .collect()
@@ -472,15 +473,15 @@ mod tests {
 
     #[test]
     fn runs_fail_on_too_few_examples_or_one_class() {
-        let few = train_candidate(&examples(5, false), 0.2, 10, None, None);
+        let few = train_candidate(&examples(5, false), 0.2, 10, None, None, None);
         assert_eq!(few.err().unwrap().0, "too_few_examples");
-        let one = train_candidate(&examples(20, true), 0.2, 10, None, None);
+        let one = train_candidate(&examples(20, true), 0.2, 10, None, None, None);
         assert_eq!(one.err().unwrap().0, "one_class");
     }
 
     #[test]
     fn a_retrain_keeps_the_champions_kind() {
-        let champion = train_candidate(&examples(30, false), 0.2, 10, None, None)
+        let champion = train_candidate(&examples(30, false), 0.2, 10, None, None, None)
             .expect("trains")
             .model;
         let miordm = Model::fit(
@@ -491,16 +492,46 @@ mod tests {
             },
         )
         .unwrap();
-        let c =
-            train_candidate(&examples(30, false), 0.2, 10, Some(&miordm), None).expect("trains");
+        let c = train_candidate(&examples(30, false), 0.2, 10, Some(&miordm), None, None)
+            .expect("trains");
         assert_eq!(c.model.kind_name(), "miordm");
         assert_eq!(c.model.params(), miordm.params());
     }
 
     #[test]
+    fn configured_params_win_over_the_champions() {
+        let champion = train_candidate(&examples(30, false), 0.2, 10, None, None, None)
+            .expect("trains")
+            .model;
+        let own = champion
+            .params()
+            .overlaid(&serde_json::json!({"nu": 0.37, "seed": 99}))
+            .unwrap();
+        assert_ne!(champion.params(), &own);
+        let c = train_candidate(
+            &examples(30, false),
+            0.2,
+            10,
+            Some(&champion),
+            Some(&own),
+            None,
+        )
+        .expect("trains");
+        assert_eq!(c.model.params(), &own);
+        assert_eq!((c.model.params().nu, c.model.params().seed), (0.37, 99));
+    }
+
+    #[test]
     fn a_searched_candidate_reports_its_cross_validated_accuracy() {
-        let c = train_candidate(&examples(30, false), 0.2, 10, None, Some(Duration::ZERO))
-            .expect("trains");
+        let c = train_candidate(
+            &examples(30, false),
+            0.2,
+            10,
+            None,
+            None,
+            Some(Duration::ZERO),
+        )
+        .expect("trains");
         assert_eq!(c.n_holdout, 6);
         assert_eq!(c.per_class.values().sum::<usize>(), 24);
         let cv = c.cv_accuracy.expect("searched");

@@ -4,11 +4,14 @@
 //! topic, partition, offset range), so they are durable before the label's offset is
 //! committed. A replay can write an example twice (and a label that waited for its points
 //! lands in a later file); readers keep one row per example key, the newest.
+//!
+//! Each row names the model whose example it is (`model`), so a model's trainer reads its
+//! own examples only, whatever routed the label; files from before the column load with no
+//! model, and are attributed by the id routes.
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use arrow_array::builder::{
     Float64Builder, Int32Builder, Int64Builder, ListBuilder, StringBuilder,
@@ -33,9 +36,36 @@ pub struct TrainingRuntime {
     pub bags: BagCache,
     /// The store's location: `training.dir`, a folder or an object-store prefix.
     pub store: Arc<Store>,
-    /// Examples made durable in the store (the trainer's "after N examples" trigger).
-    pub examples_durable: AtomicU64,
+    /// Examples made durable in the store, per model (the trainer's "after N examples"
+    /// trigger counts its model's only).
+    pub examples_durable: DurableCounts,
 }
+
+/// Examples made durable, per model name.
+#[derive(Default)]
+pub struct DurableCounts(Mutex<HashMap<String, u64>>);
+
+impl DurableCounts {
+    /// Counts `examples` (as the writer makes them durable) under their models.
+    pub fn add(&self, examples: &[Example]) {
+        let mut counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        for e in examples {
+            *counts
+                .entry(e.model.clone().unwrap_or_default())
+                .or_default() += 1;
+        }
+    }
+
+    /// How many examples of `model` were made durable since start.
+    pub fn of(&self, model: &str) -> u64 {
+        let counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        counts.get(model).copied().unwrap_or(0)
+    }
+}
+
+/// What makes an example one: its key, its segment (None: a bag) and its model (a relabel
+/// of the same segment for another model is that model's example).
+type ExampleId = (String, Option<(i64, i64)>, Option<String>);
 
 /// One labeled example.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,12 +85,14 @@ pub struct Example {
     pub source_offset: i64,
     /// When the label arrived (Kafka timestamp of its message).
     pub labeled_at_ms: i64,
+    /// The model whose example it is (None: a row of a store from before the column).
+    pub model: Option<String>,
 }
 
 impl Example {
     /// One example per key: a relabel of the same segment or bag replaces the old one.
-    fn identity(&self) -> (String, Option<(i64, i64)>) {
-        (self.key.clone(), self.segment)
+    fn identity(&self) -> ExampleId {
+        (self.key.clone(), self.segment, self.model.clone())
     }
 
     pub fn sample(&self) -> Option<Sample> {
@@ -115,6 +147,7 @@ pub static EXAMPLE_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
         Field::new("source_partition", DataType::Int32, false),
         Field::new("source_offset", DataType::Int64, false),
         Field::new("labeled_at", ts, false),
+        Field::new("model", DataType::Utf8, true),
     ]))
 });
 
@@ -130,6 +163,7 @@ pub fn example_batch(rows: &[Example]) -> RecordBatch {
     let mut partition = Int32Builder::new();
     let mut offset = Int64Builder::new();
     let mut at = TimestampMicrosecondBuilder::new().with_timezone("UTC");
+    let mut model = StringBuilder::new();
     for e in rows {
         key.append_value(&e.key);
         kind.append_value(if e.segment.is_some() {
@@ -147,6 +181,7 @@ pub fn example_batch(rows: &[Example]) -> RecordBatch {
         partition.append_value(e.source_partition);
         offset.append_value(e.source_offset);
         at.append_value(ms_to_us(e.labeled_at_ms));
+        model.append_option(e.model.as_deref());
     }
     let cols: Vec<ArrayRef> = vec![
         Arc::new(key.finish()),
@@ -160,6 +195,7 @@ pub fn example_batch(rows: &[Example]) -> RecordBatch {
         Arc::new(partition.finish()),
         Arc::new(offset.finish()),
         Arc::new(at.finish()),
+        Arc::new(model.finish()),
     ];
     RecordBatch::try_new(EXAMPLE_SCHEMA.clone(), cols).expect("builders match EXAMPLE_SCHEMA")
 }
@@ -209,6 +245,11 @@ pub fn read_examples(store: &Store, rel: &str) -> anyhow::Result<Vec<Example>> {
         let partition: &Int32Array = column(&b, "source_partition")?;
         let offset: &Int64Array = column(&b, "source_offset")?;
         let at = timestamps_ms(&b, "labeled_at")?;
+        // Absent in files written before examples named their model.
+        let model: Option<&StringArray> = match b.column_by_name("model") {
+            Some(_) => Some(column(&b, "model")?),
+            None => None,
+        };
         for i in 0..b.num_rows() {
             let v = values.value(i);
             let v = v
@@ -225,6 +266,9 @@ pub fn read_examples(store: &Store, rel: &str) -> anyhow::Result<Vec<Example>> {
                 source_partition: partition.value(i),
                 source_offset: offset.value(i),
                 labeled_at_ms: at[i].ok_or_else(|| anyhow::anyhow!("`labeled_at` is null"))?,
+                model: model
+                    .filter(|m| !m.is_null(i))
+                    .map(|m| m.value(i).to_string()),
             });
         }
     }
@@ -265,11 +309,22 @@ pub fn load_store_in(
     max_examples: usize,
     not_before_ms: Option<i64>,
 ) -> anyhow::Result<Vec<Example>> {
-    let mut by_key: HashMap<(String, Option<(i64, i64)>), Example> = HashMap::new();
+    load_store_where(store, max_examples, not_before_ms, &|_| true)
+}
+
+/// [`load_store_in`] of the examples `keep` takes (one model's), so that another model's
+/// examples never count against `max_examples`.
+pub fn load_store_where(
+    store: &Store,
+    max_examples: usize,
+    not_before_ms: Option<i64>,
+    keep: &dyn Fn(&Example) -> bool,
+) -> anyhow::Result<Vec<Example>> {
+    let mut by_key: HashMap<ExampleId, Example> = HashMap::new();
     for f in store_files(store) {
         let rows = read_examples(store, &f).map_err(|e| anyhow::anyhow!("{f}: {e}"))?;
         for e in rows {
-            if not_before_ms.is_some_and(|t| e.labeled_at_ms < t) {
+            if not_before_ms.is_some_and(|t| e.labeled_at_ms < t) || !keep(&e) {
                 continue;
             }
             let newer = by_key.get(&e.identity()).is_none_or(|old| {
@@ -303,10 +358,21 @@ pub fn load_store_in(
 /// Deletes store files whose every example is older than `not_before_ms` (by the date folder
 /// of the file and its newest label). Returns how many went.
 pub fn apply_retention(store: &Store, not_before_ms: i64) -> usize {
+    apply_retention_where(store, not_before_ms, &|_| true)
+}
+
+/// [`apply_retention`] of the files whose every example `keep` takes (one model's: its
+/// retention by count never removes another model's examples).
+pub fn apply_retention_where(
+    store: &Store,
+    not_before_ms: i64,
+    keep: &dyn Fn(&Example) -> bool,
+) -> usize {
     let mut removed = 0;
     for f in store_files(store) {
         let newest = read_examples(store, &f)
             .ok()
+            .filter(|rows| rows.iter().all(keep))
             .and_then(|rows| rows.iter().map(|e| e.labeled_at_ms).max());
         if newest.is_some_and(|n| n < not_before_ms) && store.delete(&f).is_ok() {
             removed += 1;
@@ -348,6 +414,7 @@ mod tests {
             source_partition: 0,
             source_offset: off,
             labeled_at_ms: at,
+            model: Some("m".into()),
         }
     }
 
@@ -419,5 +486,40 @@ mod tests {
             .unwrap();
         assert_eq!(read_examples(&store, "new.parquet").unwrap(), rows);
         assert_eq!(read_examples(&store, "old.parquet").unwrap(), rows);
+    }
+
+    /// A store file from before examples named their model (no `model` column) loads, its
+    /// rows attributed to no model (the trainer then goes by the id routes).
+    #[test]
+    fn store_files_without_the_model_column_still_load() {
+        let dir = std::env::temp_dir().join(format!("milstream-store-old-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = Store::Local(dir.clone());
+        let rows = vec![ex("s1", 0, "x", 100, 1)];
+        let batch = example_batch(&rows);
+        let old_columns: Vec<usize> = (0..batch.num_columns() - 1).collect();
+        let old = batch.project(&old_columns).unwrap();
+        assert!(old.column_by_name("model").is_none());
+        crate::stream::sink::parquet::write_parquet(&store, "0/old.parquet", &old, &[]).unwrap();
+        let loaded = read_examples(&store, "0/old.parquet").unwrap();
+        assert_eq!(loaded.len(), 1);
+        assert_eq!(loaded[0].model, None);
+        assert_eq!(
+            Example {
+                model: Some("m".into()),
+                ..loaded[0].clone()
+            },
+            rows[0]
+        );
+        // Only the rows a model takes count against its max_examples.
+        let mine = |e: &Example| e.model.is_none();
+        assert_eq!(load_store_where(&store, 10, None, &mine).unwrap().len(), 1);
+        assert_eq!(
+            load_store_where(&store, 10, None, &|e| !mine(e))
+                .unwrap()
+                .len(),
+            0
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

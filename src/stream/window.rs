@@ -80,6 +80,9 @@ struct SeriesWindow {
     scorer: Option<WindowScorer>,
     generation: u64,
     last_seen: u64,
+    /// The model its points named (or their id routed to): a point of another model starts
+    /// the series over, so no window mixes two models' points.
+    model: String,
 }
 
 /// All live series of one partition.
@@ -108,18 +111,29 @@ impl PartitionWindows {
         self.series.len()
     }
 
-    /// Takes one point (from the message at `offset`); windows it completes are pushed to
-    /// `out` when `emit` (a replay rebuilds state with `emit = false`).
+    /// Takes one point (from the message at `offset`) for the model named `model_name`;
+    /// windows it completes are pushed to `out` when `emit` (a replay rebuilds state with
+    /// `emit = false`). A point for another model than its series' earlier points drops
+    /// what the series kept (window and reorder buffer) and starts it over under the new
+    /// model (counted as a restart); its earlier points are never scored by the new model.
     pub fn on_point(
         &mut self,
         p: &Point,
         offset: i64,
-        model: &Arc<ScoringModel>,
+        (model_name, model): (&str, &Arc<ScoringModel>),
         emit: bool,
         out: &mut Vec<ScoredWindow>,
     ) -> PointOutcome {
         self.clock += 1;
         let clock = self.clock;
+        if self
+            .series
+            .get(&p.series_id)
+            .is_some_and(|s| s.model != model_name)
+        {
+            self.series.remove(&p.series_id);
+            self.events.restarted += 1;
+        }
         if !self.series.contains_key(&p.series_id) {
             if self.series.len() >= self.params.max_series {
                 // Least recently seen goes; O(series), only when full and a new one arrives.
@@ -143,6 +157,7 @@ impl PartitionWindows {
                     scorer: None,
                     generation: u64::MAX,
                     last_seen: clock,
+                    model: model_name.to_string(),
                 },
             );
         }
@@ -357,12 +372,53 @@ mod tests {
                         ts_ms: ts,
                         value: x,
                         rest: Vec::new(),
+                        model: None,
                     });
                 }
             }
         }
         out.sort_by_key(|p| (p.ts_ms, p.series_id.clone()));
         out
+    }
+
+    /// A series whose points name another model starts over: the first model's points are
+    /// never in a window of the second, and the second's first window is its own points.
+    #[test]
+    fn a_change_of_model_starts_the_series_over() {
+        let model = model();
+        let params = WindowParams {
+            points: 118,
+            duration_ms: 0,
+            hop_ms: 1_000,
+            lateness_ms: 0,
+            idle_timeout_ms: 60_000,
+            max_series: 10,
+        };
+        let a: Vec<Point> = stream()
+            .into_iter()
+            .filter(|p| p.series_id == "a")
+            .collect();
+        let mut w = PartitionWindows::new(params);
+        let mut out = Vec::new();
+        let half = a.len() / 2;
+        for (off, p) in a.iter().enumerate().take(half) {
+            w.on_point(p, off as i64, ("first", &model), true, &mut out);
+        }
+        let before = out.len();
+        assert!(before > 0, "the first model scored windows");
+        assert_eq!(w.events.restarted, 0);
+        for (off, p) in a.iter().enumerate().skip(half) {
+            w.on_point(p, off as i64, ("second", &model), true, &mut out);
+        }
+        assert_eq!(w.events.restarted, 1);
+        assert!(out.len() > before, "the second model scored windows");
+        for sw in &out[before..] {
+            assert!(
+                sw.first_offset >= half as i64,
+                "a window of the second model holds a point of the first: {}",
+                sw.first_offset
+            );
+        }
     }
 
     #[test]
@@ -381,7 +437,7 @@ mod tests {
         let mut out = Vec::new();
         for (off, p) in points.iter().enumerate() {
             assert_eq!(
-                w.on_point(p, off as i64, &model, true, &mut out),
+                w.on_point(p, off as i64, ("m", &model), true, &mut out),
                 PointOutcome::Accepted
             );
         }

@@ -372,12 +372,19 @@ impl Worker {
                     }
                 }
                 Ok(Record::Point(pt)) => {
-                    let Some(served) = env.models.route(ModelInput::Series, &pt.series_id) else {
-                        dead.push(dead_letter(&Rejected {
-                            reason: DeadReason::NoModel,
-                            detail: env.models.no_model(ModelInput::Series, &pt.series_id),
-                        }));
-                        continue;
+                    let served = match env.models.route_record(
+                        ModelInput::Series,
+                        &pt.series_id,
+                        pt.model.as_deref(),
+                    ) {
+                        Ok(m) => m,
+                        Err(detail) => {
+                            dead.push(dead_letter(&Rejected {
+                                reason: DeadReason::NoModel,
+                                detail,
+                            }));
+                            continue;
+                        }
                     };
                     let series_model = served.serving.load_full();
                     // A series has the channel count of the model that scores it.
@@ -395,7 +402,13 @@ impl Worker {
                         continue;
                     }
                     let w = p.windows.as_mut().expect("checked above");
-                    let outcome = w.on_point(&pt, offset, &series_model, emit, &mut scored);
+                    let outcome = w.on_point(
+                        &pt,
+                        offset,
+                        (&served.serving.name, &series_model),
+                        emit,
+                        &mut scored,
+                    );
                     // The windows of this point's series, scored by its model.
                     windows_out.extend(
                         scored
@@ -420,51 +433,68 @@ impl Worker {
                 }
                 Ok(Record::Bag(b)) if env.cfg.pipeline.role == Role::Trainer => {
                     if let Some(l) = &env.labels {
-                        l.keep_bag(&b, (topic, partition, offset), ts, &mut examples);
+                        let model = env
+                            .models
+                            .route_record(ModelInput::Bags, &b.bag_id, b.model.as_deref())
+                            .ok()
+                            .map(|m| m.spec.name.as_str());
+                        l.keep_bag(&b, model, (topic, partition, offset), ts, &mut examples);
                     }
                 }
-                Ok(Record::Bag(b)) => match env.models.route(ModelInput::Bags, &b.bag_id) {
-                    Some(served) => {
-                        let serving = &served.serving;
-                        let m = serving.load();
-                        if let Some(l) = &env.labels {
-                            l.keep_bag(&b, (topic, partition, offset), ts, &mut examples);
-                        }
-                        let started = Instant::now();
-                        let res = Bag::new(b.dim, b.instances)
-                            .map_err(|e| e.to_string())
-                            .and_then(|bag| {
-                                m.model
-                                    .explain(&Sample::Bag(bag))
-                                    .map_err(|e| e.to_string())
-                            });
-                        match res {
-                            Ok(e) => {
-                                metrics
-                                    .scoring_seconds
-                                    .observe(started.elapsed().as_secs_f64());
-                                metrics.bags_scored.inc();
-                                preds.push(env.to_prediction(
-                                    b.bag_id,
-                                    "bag",
-                                    None,
-                                    &e,
-                                    (&serving.name, &m),
+                Ok(Record::Bag(b)) => {
+                    match env
+                        .models
+                        .route_record(ModelInput::Bags, &b.bag_id, b.model.as_deref())
+                    {
+                        Ok(served) => {
+                            let serving = &served.serving;
+                            let m = serving.load();
+                            if let Some(l) = &env.labels {
+                                let model = Some(served.spec.name.as_str());
+                                l.keep_bag(
+                                    &b,
+                                    model,
                                     (topic, partition, offset),
-                                    offset,
-                                ));
+                                    ts,
+                                    &mut examples,
+                                );
                             }
-                            Err(detail) => dead.push(dead_letter(&Rejected {
-                                reason: DeadReason::Dimension,
-                                detail,
-                            })),
+                            let started = Instant::now();
+                            let res = Bag::new(b.dim, b.instances)
+                                .map_err(|e| e.to_string())
+                                .and_then(|bag| {
+                                    m.model
+                                        .explain(&Sample::Bag(bag))
+                                        .map_err(|e| e.to_string())
+                                });
+                            match res {
+                                Ok(e) => {
+                                    metrics
+                                        .scoring_seconds
+                                        .observe(started.elapsed().as_secs_f64());
+                                    metrics.bags_scored.inc();
+                                    preds.push(env.to_prediction(
+                                        b.bag_id,
+                                        "bag",
+                                        None,
+                                        &e,
+                                        (&serving.name, &m),
+                                        (topic, partition, offset),
+                                        offset,
+                                    ));
+                                }
+                                Err(detail) => dead.push(dead_letter(&Rejected {
+                                    reason: DeadReason::Dimension,
+                                    detail,
+                                })),
+                            }
                         }
+                        Err(detail) => dead.push(dead_letter(&Rejected {
+                            reason: DeadReason::NoModel,
+                            detail,
+                        })),
                     }
-                    None => dead.push(dead_letter(&Rejected {
-                        reason: DeadReason::NoModel,
-                        detail: env.models.no_model(ModelInput::Bags, &b.bag_id),
-                    })),
-                },
+                }
                 // Labels join their segment (or bag) into a training example; one whose
                 // points are still on their way waits, holding the replay point back.
                 Ok(Record::Label(l)) => {

@@ -238,9 +238,6 @@ fn count_durable(env: &WriterEnv, seg: &Segment) {
             .observe(t.elapsed().as_secs_f64());
     }
     if let Some(t) = &env.training {
-        t.examples_durable.fetch_add(
-            seg.examples.len() as u64,
-            std::sync::atomic::Ordering::Relaxed,
-        );
+        t.examples_durable.add(&seg.examples);
     }
 }
