@@ -348,6 +348,7 @@ impl WindowScorer {
                         (window_start, v)
                     }
                 };
+                let v = h.output(v);
                 ge += h.weight * v;
                 let sp = &m.spaces[h.space];
                 contributions.push(Contribution {

@@ -17,6 +17,11 @@ pub struct BoostParams {
     /// small (10 of 100 bags on ACSF1): with the paper's common cap 1 / (nu m) the LP may
     /// give up on every positive bag and still report a positive margin.
     pub balanced: bool,
+    /// Caps every hypothesis weight at this (beyond the paper): the margin must then be
+    /// carried by at least 1 / cap hypotheses. Threshold hypotheses give +-1, so one that
+    /// splits the training set alone reaches the largest margin there is and boosting would
+    /// stop with it; the cap makes the ensemble a vote of several. None: the paper's LP.
+    pub max_weight: Option<f64>,
 }
 
 /// The caps on d_i and the starting weights: the paper's 1 / (nu m) and 1 / m, or per class
@@ -50,27 +55,41 @@ pub struct MasterSolution {
 /// `outputs[j][i]` is h_j(B_i). w_j is the multiplier of row j (the paper: "w <- Lagrangian
 /// multipliers of the last solution"); rho is the negated multiplier of sum d = 1.
 pub fn solve_master(y: &[f64], outputs: &[Vec<f64>], nu: f64) -> Result<MasterSolution> {
-    solve_master_capped(y, outputs, &vec![1.0 / (nu * y.len() as f64); y.len()])
+    solve_master_capped(y, outputs, &vec![1.0 / (nu * y.len() as f64); y.len()], None)
 }
 
-/// [`solve_master`] with a cap of its own on each d_i.
+/// [`solve_master`] with a cap of its own on each d_i, and optionally a cap c on each w_j
+/// ([`BoostParams::max_weight`]): the primal gains w_j <= c (and sum w <= 1, feasible in
+/// every round), the dual gamma >= 0 and a slack beta_j >= 0 per row at cost c:
+/// min gamma + c sum beta  s.t.  sum_i y_i d_i h_j(B_i) <= gamma + beta_j.
 pub fn solve_master_capped(
     y: &[f64],
     outputs: &[Vec<f64>],
     caps: &[f64],
+    max_weight: Option<f64>,
 ) -> Result<MasterSolution> {
     let m = y.len();
     let t = outputs.len();
-    let gamma = m; // index of gamma among the variables
-    let mut p = ConicProgram::new(m + 1);
-    let mut q = vec![0.0; m + 1];
+    let gamma = m; // index of gamma among the variables; the betas follow
+    let n = if max_weight.is_some() { m + 1 + t } else { m + 1 };
+    let mut p = ConicProgram::new(n);
+    let mut q = vec![max_weight.unwrap_or(0.0); n];
+    q[..m].iter_mut().for_each(|v| *v = 0.0);
     q[gamma] = 1.0;
     p.set_objective(q);
     p.add_eq((0..m).map(|i| (i, 1.0)).collect(), 1.0);
-    for h in outputs {
+    for (j, h) in outputs.iter().enumerate() {
         let mut row: Vec<(usize, f64)> = (0..m).map(|i| (i, y[i] * h[i])).collect();
         row.push((gamma, -1.0));
+        if max_weight.is_some() {
+            row.push((gamma + 1 + j, -1.0));
+        }
         p.add_le(row, 0.0);
+    }
+    if max_weight.is_some() {
+        for v in gamma..n {
+            p.add_le(vec![(v, -1.0)], 0.0);
+        }
     }
     for (i, &cap) in caps.iter().enumerate() {
         p.add_le(vec![(i, -1.0)], 0.0);
@@ -86,7 +105,9 @@ pub fn solve_master_capped(
     let d = d.iter().map(|v| v / dsum).collect();
     let mut w: Vec<f64> = sol.le_duals[..t].iter().map(|v| v.max(0.0)).collect();
     let wsum: f64 = w.iter().sum();
-    if wsum > 0.0 {
+    // Capped, sum w <= 1 holds with equality once the margin is positive; the multipliers
+    // are kept as they are, so the rows' solver noise does not rescale one class's g.
+    if wsum > 0.0 && max_weight.is_none() {
         w.iter_mut().for_each(|v| *v /= wsum);
     }
     Ok(MasterSolution {
@@ -147,7 +168,7 @@ pub fn lpboost<H>(
         }
         hyps.push((h, out));
         let outs: Vec<Vec<f64>> = hyps.iter().map(|(_, o)| o.clone()).collect();
-        match solve_master_capped(y, &outs, &caps) {
+        match solve_master_capped(y, &outs, &caps, params.max_weight) {
             Ok(ms) => {
                 d.clone_from(&ms.d);
                 gamma = ms.gamma;
@@ -216,6 +237,7 @@ mod tests {
                 epsilon: 1e-6,
                 max_rounds: 10,
                 balanced: false,
+                max_weight: None,
             },
             |_d| Ok(((), vec![0.0, 0.0, 0.0])),
         );

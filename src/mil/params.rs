@@ -191,6 +191,16 @@ pub struct FitParams {
     /// pattern's occurrences (beyond the paper, whose hypotheses take the max).
     #[serde(default)]
     pub mean_hypotheses: bool,
+    /// Threshold hypotheses join the class: +1 when a max or mean hypothesis's value is at
+    /// least a threshold, else -1 (beyond the paper: decision stumps on shapelet features, as
+    /// in classical LPBoost; they let g weigh "this pattern occurs at least this much"
+    /// without assuming the evidence grows linearly with the similarity).
+    #[serde(default)]
+    pub threshold_hypotheses: bool,
+    /// Cap on each hypothesis weight w_j (see `lpboost::BoostParams::max_weight`); None is
+    /// the paper's LP (and older artifacts).
+    #[serde(default)]
+    pub max_weight: Option<f64>,
     /// Class-balanced soft margin (see `lpboost::BoostParams::balanced`); the paper's
     /// common cap when false.
     #[serde(default)]
@@ -340,6 +350,8 @@ impl Default for FitParams {
             spaces: SpaceParams::default(),
             bias: true,
             mean_hypotheses: true,
+            threshold_hypotheses: true,
+            max_weight: Some(0.1),
             balanced: true,
         }
     }
@@ -366,6 +378,8 @@ impl FitParams {
             spaces: SpaceParams::paper(),
             bias: false,
             mean_hypotheses: false,
+            threshold_hypotheses: false,
+            max_weight: None,
             balanced: false,
             ..Self::default()
         }
@@ -375,6 +389,11 @@ impl FitParams {
         let bad = |m: String| Err(MilError::InvalidParameter(m));
         if !(self.nu > 0.0 && self.nu <= 1.0) {
             return bad(format!("nu must be in (0, 1], got {}", self.nu));
+        }
+        if let Some(c) = self.max_weight {
+            if !(c > 0.0 && c <= 1.0) {
+                return bad(format!("max_weight must be in (0, 1], got {c}"));
+            }
         }
         if !(self.epsilon >= 0.0 && self.epsilon.is_finite()) {
             return bad(format!("epsilon must be >= 0, got {}", self.epsilon));
