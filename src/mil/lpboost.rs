@@ -18,9 +18,9 @@ pub struct BoostParams {
     /// give up on every positive bag and still report a positive margin.
     pub balanced: bool,
     /// Caps every hypothesis weight at this (beyond the paper): the margin must then be
-    /// carried by at least 1 / cap hypotheses. Threshold hypotheses give +-1, so one that
-    /// splits the training set alone reaches the largest margin there is and boosting would
-    /// stop with it; the cap makes the ensemble a vote of several. None: the paper's LP.
+    /// carried by at least 1 / cap hypotheses. A threshold hypothesis that splits the
+    /// training set alone reaches the largest margin there is, and boosting would stop with
+    /// it; the cap makes the ensemble a vote of several. None: the paper's LP.
     pub max_weight: Option<f64>,
 }
 

@@ -191,10 +191,10 @@ pub struct FitParams {
     /// pattern's occurrences (beyond the paper, whose hypotheses take the max).
     #[serde(default)]
     pub mean_hypotheses: bool,
-    /// Threshold hypotheses join the class: +1 when a max or mean hypothesis's value is at
-    /// least a threshold, else -1 (beyond the paper: decision stumps on shapelet features, as
-    /// in classical LPBoost; they let g weigh "this pattern occurs at least this much"
-    /// without assuming the evidence grows linearly with the similarity).
+    /// Threshold hypotheses join the class: 1 when a one-hot max or mean hypothesis's value
+    /// is on one side of a threshold, else 0 (beyond the paper: decision stumps on shapelet
+    /// features, as in classical LPBoost; they let g weigh "this pattern occurs at least
+    /// this much" without assuming the evidence grows linearly with the similarity).
     #[serde(default)]
     pub threshold_hypotheses: bool,
     /// Cap on each hypothesis weight w_j (see `lpboost::BoostParams::max_weight`); None is
@@ -351,7 +351,7 @@ impl Default for FitParams {
             bias: true,
             mean_hypotheses: true,
             threshold_hypotheses: true,
-            max_weight: Some(0.1),
+            max_weight: Some(0.05),
             balanced: true,
         }
     }

@@ -81,7 +81,7 @@ pub struct WeightedHypothesis {
     /// paper; see [`super::weak::best_mean`]). False in older artifacts.
     #[serde(default)]
     pub mean: bool,
-    /// A threshold hypothesis: +-1 by which side of a threshold the (max or mean) value
+    /// A threshold hypothesis: 1 or 0 by which side of a threshold the (max or mean) value
     /// falls (see [`super::stump`]). Absent in older artifacts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threshold: Option<Threshold>,
