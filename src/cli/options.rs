@@ -81,6 +81,9 @@ pub struct FitOptions {
     /// hypotheses), or `none` for the paper's LP. Default: the library's.
     #[arg(long)]
     pub max_weight: Option<String>,
+    /// The most of the vote threshold hypotheses may hold (0..1]. Default: the library's.
+    #[arg(long)]
+    pub threshold_share: Option<f64>,
     /// Most training subsequences per space (a larger training stride beyond), or `all`.
     #[arg(long)]
     pub max_instances: Option<String>,
@@ -306,6 +309,7 @@ impl FitOptions {
             bias: base.bias && !self.no_bias,
             mean_hypotheses: base.mean_hypotheses && !self.no_mean,
             threshold_hypotheses: base.threshold_hypotheses && !self.no_threshold,
+            threshold_share: self.threshold_share.unwrap_or(base.threshold_share),
             max_weight: match self.max_weight.as_deref() {
                 None => base.max_weight,
                 Some("none") => None,

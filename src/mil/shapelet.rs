@@ -247,6 +247,9 @@ impl ShapeletModel {
             max_rounds: params.max_rounds,
             balanced: params.balanced,
             max_weight: params.max_weight,
+            group_share: params
+                .threshold_hypotheses
+                .then_some(params.threshold_share),
         };
         let weak = WeakParams {
             kind: params.weak,
@@ -267,7 +270,7 @@ impl ShapeletModel {
                 let mut failures = 0usize;
                 let mut last_failure: Option<String> = None;
                 let mut warm: Vec<WorkingSet> = vec![WorkingSet::default(); tables.len()];
-                let boosted = match lpboost(&y, boost, |d| {
+                let boosted = match lpboost(&y, boost, |d, eta| {
                     // The hypothesis class is the union over spaces: take the largest edge.
                     // Every space is priced by its one-hot start; the DC loop runs in the
                     // `dc_spaces` best (all of them in the paper's form).
@@ -281,21 +284,25 @@ impl ShapeletModel {
                         .collect();
                     type Best = (usize, bool, Option<Threshold>, super::weak::WeakHypothesis);
                     let mut best: Option<Best> = None;
+                    // A threshold hypothesis's edge counts less the price of their share cap.
+                    let gain = |b: &Best| b.3.edge - if b.2.is_some() { eta } else { 0.0 };
                     if params.mean_hypotheses {
                         let means: Vec<_> =
                             tables.par_iter().map(|t| best_mean(t, &y, d)).collect();
                         for (s, h) in means.into_iter().enumerate() {
-                            if best.as_ref().is_none_or(|b| h.edge > b.3.edge) {
+                            if best.as_ref().is_none_or(|b| h.edge > gain(b)) {
                                 best = Some((s, true, None, h));
                             }
                         }
                     }
                     if let Some(stumps) = &stumps {
-                        let found: Vec<_> =
-                            stumps.par_iter().map(|t| best_threshold(t, &y, d)).collect();
+                        let found: Vec<_> = stumps
+                            .par_iter()
+                            .map(|t| best_threshold(t, &y, d))
+                            .collect();
                         for (s, f) in found.into_iter().enumerate() {
                             if let Some((h, mean, t)) = f {
-                                if best.as_ref().is_none_or(|b| h.edge > b.3.edge) {
+                                if best.as_ref().is_none_or(|b| h.edge - eta > gain(b)) {
                                     best = Some((s, mean, Some(t), h));
                                 }
                             }
@@ -307,7 +314,7 @@ impl ShapeletModel {
                         // can have a positive edge.
                         let e: f64 = y.iter().zip(d).map(|(y, d)| y * d).sum();
                         let sign = if e >= 0.0 { 1.0 } else { -1.0 };
-                        if best.as_ref().is_none_or(|b| e.abs() > b.3.edge) {
+                        if best.as_ref().is_none_or(|b| e.abs() > gain(b)) {
                             best = Some((
                                 CONSTANT,
                                 false,
@@ -326,7 +333,7 @@ impl ShapeletModel {
                                     failures += 1;
                                     last_failure = Some(f.clone());
                                 }
-                                if best.as_ref().is_none_or(|b| h.edge > b.3.edge) {
+                                if best.as_ref().is_none_or(|b| h.edge > gain(b)) {
                                     best = Some((s, false, None, h));
                                 }
                             }
@@ -334,7 +341,9 @@ impl ShapeletModel {
                         }
                     }
                     match best {
-                        Some((s, mean, t, h)) => Ok(((s, mean, t, h.alpha), h.outputs)),
+                        Some((s, mean, t, h)) => {
+                            Ok(((s, mean, t, h.alpha), h.outputs, t.is_some()))
+                        }
                         None => Err(last_err.expect("no candidate means some space failed")),
                     }
                 }) {
@@ -367,13 +376,15 @@ impl ShapeletModel {
                     .into_iter()
                     .zip(&boosted.weights)
                     .filter(|(((space, ..), _), &w)| *space != CONSTANT && w > LEAN_WEIGHT)
-                    .map(|(((space, mean, threshold, alpha), _), &w)| WeightedHypothesis {
-                        space,
-                        weight: w,
-                        alpha: alpha.into_iter().map(|(z, a)| (z as u32, a)).collect(),
-                        mean,
-                        threshold,
-                    })
+                    .map(
+                        |(((space, mean, threshold, alpha), _), &w)| WeightedHypothesis {
+                            space,
+                            weight: w,
+                            alpha: alpha.into_iter().map(|(z, a)| (z as u32, a)).collect(),
+                            mean,
+                            threshold,
+                        },
+                    )
                     .collect();
                 Ok((
                     Ensemble {
