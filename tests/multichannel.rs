@@ -22,14 +22,14 @@ fn the_ts_and_long_csv_files_hold_the_same_series() {
 
 #[test]
 fn basicmotions_with_the_defaults() {
-    // Measured 1.000 with independent spaces (96 spaces, 1.10 s single-threaded); dependent
-    // spaces 0.975 in 0.36 s. RDST and MiniRocket reach 1.000.
+    // Measured 0.975 with independent spaces at seed 0 (seed 1: 1.000; without threshold
+    // hypotheses 1.000); dependent spaces 0.975. RDST and MiniRocket reach 1.000.
     let train = load("BasicMotions_TRAIN.csv");
     let test = load("BasicMotions_TEST.csv");
     let model = Model::fit(&train, &FitParams::default()).unwrap();
     let acc = test_accuracy(&model, &test);
     eprintln!("BasicMotions test accuracy with the defaults: {acc}");
-    assert!(acc >= 0.97, "BasicMotions default accuracy {acc}");
+    assert!(acc >= 0.95, "BasicMotions default accuracy {acc}");
     let Model::LpboostShapelet(m) = &model else {
         panic!("an LPBoost model")
     };

@@ -73,6 +73,17 @@ pub struct FitOptions {
     /// No mean hypotheses (sum_z alpha_z mean_x K(z, x)) in the class, as in the paper.
     #[arg(long)]
     pub no_mean: bool,
+    /// No threshold hypotheses (+-1 by a max or mean hypothesis's side of a threshold:
+    /// decision stumps on shapelet features) in the class, as in the paper.
+    #[arg(long)]
+    pub no_threshold: bool,
+    /// Cap on each hypothesis weight (the margin then rests on at least 1 / cap
+    /// hypotheses), or `none` for the paper's LP. Default: the library's.
+    #[arg(long)]
+    pub max_weight: Option<String>,
+    /// The most of the vote threshold hypotheses may hold (0..1]. Default: the library's.
+    #[arg(long)]
+    pub threshold_share: Option<f64>,
     /// Most training subsequences per space (a larger training stride beyond), or `all`.
     #[arg(long)]
     pub max_instances: Option<String>,
@@ -297,6 +308,15 @@ impl FitOptions {
             spaces,
             bias: base.bias && !self.no_bias,
             mean_hypotheses: base.mean_hypotheses && !self.no_mean,
+            threshold_hypotheses: base.threshold_hypotheses && !self.no_threshold,
+            threshold_share: self.threshold_share.unwrap_or(base.threshold_share),
+            max_weight: match self.max_weight.as_deref() {
+                None => base.max_weight,
+                Some("none") => None,
+                Some(c) => Some(c.parse::<f64>().with_context(|| {
+                    format!("--max-weight '{c}' is neither `none` nor a number")
+                })?),
+            },
             balanced: base.balanced && !self.no_balance,
             stride: self.stride,
             k,

@@ -348,6 +348,7 @@ impl WindowScorer {
                         (window_start, v)
                     }
                 };
+                let v = h.output(v);
                 ge += h.weight * v;
                 let sp = &m.spaces[h.space];
                 contributions.push(Contribution {
@@ -465,6 +466,8 @@ mod tests {
             .iter()
             .flat_map(|e| &e.hypotheses)
             .any(|h| h.mean));
+        // Threshold hypotheses of both aggregates, over the spaces below.
+        let (mut max_thresholds, mut mean_thresholds) = (0, 0);
         let mut ds = Dataset::default();
         for i in 0..16 {
             let up = i % 2 == 0;
@@ -506,6 +509,15 @@ mod tests {
                 };
                 assert!(m.spaces.iter().all(|s| s.view == view && s.znorm == znorm));
                 assert!(m.spaces.iter().any(|s| s.dilation == 4), "{:?}", m.spaces);
+                for h in m.ensembles.iter().flat_map(|e| &e.hypotheses) {
+                    if h.threshold.is_some() {
+                        *if h.mean {
+                            &mut mean_thresholds
+                        } else {
+                            &mut max_thresholds
+                        } += 1;
+                    }
+                }
                 // Windows of 12 points: shorter than the d = 4 footprint (21 or 22 points).
                 for w in [12, 30] {
                     let mut sc = WindowScorer::new(&model, w).unwrap();
@@ -522,6 +534,10 @@ mod tests {
                 }
             }
         }
+        assert!(
+            max_thresholds > 0 && mean_thresholds > 0,
+            "threshold hypotheses: {max_thresholds} on the max, {mean_thresholds} on the mean"
+        );
     }
 
     /// Three channels, dependent and independent spaces (each view, normalisation and

@@ -17,6 +17,15 @@ pub struct BoostParams {
     /// small (10 of 100 bags on ACSF1): with the paper's common cap 1 / (nu m) the LP may
     /// give up on every positive bag and still report a positive margin.
     pub balanced: bool,
+    /// Caps every hypothesis weight at this (beyond the paper): the margin must then be
+    /// carried by at least 1 / cap hypotheses. A threshold hypothesis that splits the
+    /// training set alone reaches the largest margin there is, and boosting would stop with
+    /// it; the cap makes the ensemble a vote of several. None: the paper's LP.
+    pub max_weight: Option<f64>,
+    /// Caps the summed weight of the grouped hypotheses (the threshold hypotheses) at this
+    /// share of the vote (beyond the paper): the rest must come from the kernel
+    /// hypotheses, whose margin grows with the similarity. None: no group cap.
+    pub group_share: Option<f64>,
 }
 
 /// The caps on d_i and the starting weights: the paper's 1 / (nu m) and 1 / m, or per class
@@ -43,6 +52,9 @@ pub struct MasterSolution {
     pub gamma: f64,
     pub w: Vec<f64>,
     pub rho: f64,
+    /// The dual price eta of the group cap (0 without one): a grouped hypothesis enters
+    /// only with an edge above gamma + eta.
+    pub eta: f64,
 }
 
 /// Solves the master LP of Algorithm 1:
@@ -50,27 +62,61 @@ pub struct MasterSolution {
 /// `outputs[j][i]` is h_j(B_i). w_j is the multiplier of row j (the paper: "w <- Lagrangian
 /// multipliers of the last solution"); rho is the negated multiplier of sum d = 1.
 pub fn solve_master(y: &[f64], outputs: &[Vec<f64>], nu: f64) -> Result<MasterSolution> {
-    solve_master_capped(y, outputs, &vec![1.0 / (nu * y.len() as f64); y.len()])
+    solve_master_capped(
+        y,
+        outputs,
+        &vec![1.0 / (nu * y.len() as f64); y.len()],
+        None,
+        None,
+    )
 }
 
-/// [`solve_master`] with a cap of its own on each d_i.
+/// [`solve_master`] with a cap of its own on each d_i, and optionally a cap c on each w_j
+/// ([`BoostParams::max_weight`]): the primal gains w_j <= c (and sum w <= 1, feasible in
+/// every round), the dual gamma >= 0 and a slack beta_j >= 0 per row at cost c:
+/// min gamma + c sum beta  s.t.  sum_i y_i d_i h_j(B_i) <= gamma + beta_j.
+/// With a group cap s on the summed weight of the rows flagged in `group`
+/// ([`BoostParams::group_share`]), a price eta >= 0 at cost s joins those rows' right sides.
 pub fn solve_master_capped(
     y: &[f64],
     outputs: &[Vec<f64>],
     caps: &[f64],
+    max_weight: Option<f64>,
+    group: Option<(&[bool], f64)>,
 ) -> Result<MasterSolution> {
     let m = y.len();
     let t = outputs.len();
-    let gamma = m; // index of gamma among the variables
-    let mut p = ConicProgram::new(m + 1);
-    let mut q = vec![0.0; m + 1];
+    let gamma = m; // index of gamma among the variables; the betas follow, then eta
+    let betas = if max_weight.is_some() { t } else { 0 };
+    let eta = gamma + 1 + betas;
+    let n = eta + usize::from(group.is_some());
+    let mut p = ConicProgram::new(n);
+    let mut q = vec![0.0; n];
     q[gamma] = 1.0;
+    q[gamma + 1..gamma + 1 + betas]
+        .iter_mut()
+        .for_each(|v| *v = max_weight.unwrap_or(0.0));
+    if let Some((_, share)) = group {
+        q[eta] = share;
+    }
     p.set_objective(q);
     p.add_eq((0..m).map(|i| (i, 1.0)).collect(), 1.0);
-    for h in outputs {
+    for (j, h) in outputs.iter().enumerate() {
         let mut row: Vec<(usize, f64)> = (0..m).map(|i| (i, y[i] * h[i])).collect();
         row.push((gamma, -1.0));
+        if betas > 0 {
+            row.push((gamma + 1 + j, -1.0));
+        }
+        if group.is_some_and(|(g, _)| g[j]) {
+            row.push((eta, -1.0));
+        }
         p.add_le(row, 0.0);
+    }
+    if max_weight.is_some() || group.is_some() {
+        // gamma >= 0 (sum w <= 1), betas >= 0, eta >= 0.
+        for v in gamma..n {
+            p.add_le(vec![(v, -1.0)], 0.0);
+        }
     }
     for (i, &cap) in caps.iter().enumerate() {
         p.add_le(vec![(i, -1.0)], 0.0);
@@ -86,7 +132,9 @@ pub fn solve_master_capped(
     let d = d.iter().map(|v| v / dsum).collect();
     let mut w: Vec<f64> = sol.le_duals[..t].iter().map(|v| v.max(0.0)).collect();
     let wsum: f64 = w.iter().sum();
-    if wsum > 0.0 {
+    // Capped, sum w <= 1 holds with equality once the margin is positive; the multipliers
+    // are kept as they are, so the rows' solver noise does not rescale one class's g.
+    if wsum > 0.0 && max_weight.is_none() && group.is_none() {
         w.iter_mut().for_each(|v| *v /= wsum);
     }
     Ok(MasterSolution {
@@ -94,6 +142,7 @@ pub fn solve_master_capped(
         gamma: sol.x[gamma],
         w,
         rho: -sol.eq_duals[0],
+        eta: if group.is_some() { sol.x[eta] } else { 0.0 },
     })
 }
 
@@ -108,13 +157,15 @@ pub struct Boosted<H> {
     pub stop_reason: String,
 }
 
-/// Algorithm 1. `weak(d)` returns a hypothesis and its outputs on the training bags. A weak
-/// learner or master LP that fails after the first round ends boosting with the ensemble
-/// built so far (the reason is kept); failing in the first round is an error.
+/// Algorithm 1. `weak(d, eta)` returns a hypothesis, its outputs on the training bags and
+/// whether it belongs to the capped group (whose edges count less eta, the group's price;
+/// 0 without a group cap). A weak learner or master LP that fails after the first round
+/// ends boosting with the ensemble built so far (the reason is kept); failing in the first
+/// round is an error.
 pub fn lpboost<H>(
     y: &[f64],
     params: BoostParams,
-    mut weak: impl FnMut(&[f64]) -> Result<(H, Vec<f64>)>,
+    mut weak: impl FnMut(&[f64], f64) -> Result<(H, Vec<f64>, bool)>,
 ) -> Result<Boosted<H>> {
     let m = y.len();
     if !(params.nu > 0.0 && params.nu <= 1.0) {
@@ -125,11 +176,13 @@ pub fn lpboost<H>(
     }
     let (caps, mut d) = caps_and_start(y, params.nu, params.balanced);
     let mut gamma = 0.0;
+    let mut eta = 0.0;
+    let mut grouped: Vec<bool> = Vec::new();
     let mut hyps: Vec<(H, Vec<f64>)> = Vec::new();
     let mut master: Option<MasterSolution> = None;
     let mut stop_reason = format!("reached the round limit ({})", params.max_rounds);
     for round in 0..params.max_rounds {
-        let (h, out) = match weak(&d) {
+        let (h, out, in_group) = match weak(&d, eta) {
             Ok(x) => x,
             Err(e) if round > 0 => {
                 stop_reason = format!("weak learner failed in round {}: {e}", round + 1);
@@ -137,7 +190,10 @@ pub fn lpboost<H>(
             }
             Err(e) => return Err(e),
         };
-        let edge: f64 = (0..m).map(|i| y[i] * d[i] * out[i]).sum();
+        let mut edge: f64 = (0..m).map(|i| y[i] * d[i] * out[i]).sum();
+        if in_group {
+            edge -= eta;
+        }
         if edge <= gamma + params.epsilon {
             stop_reason = format!(
                 "edge {edge:.6} of round {} is not above gamma {gamma:.6} + epsilon",
@@ -146,15 +202,19 @@ pub fn lpboost<H>(
             break;
         }
         hyps.push((h, out));
+        grouped.push(in_group);
         let outs: Vec<Vec<f64>> = hyps.iter().map(|(_, o)| o.clone()).collect();
-        match solve_master_capped(y, &outs, &caps) {
+        let group = params.group_share.map(|s| (grouped.as_slice(), s));
+        match solve_master_capped(y, &outs, &caps, params.max_weight, group) {
             Ok(ms) => {
                 d.clone_from(&ms.d);
                 gamma = ms.gamma;
+                eta = ms.eta;
                 master = Some(ms);
             }
             Err(e) if master.is_some() => {
                 hyps.pop();
+                grouped.pop();
                 stop_reason = format!("master LP failed in round {}: {e}", round + 1);
                 break;
             }
@@ -216,8 +276,10 @@ mod tests {
                 epsilon: 1e-6,
                 max_rounds: 10,
                 balanced: false,
+                max_weight: None,
+                group_share: None,
             },
-            |_d| Ok(((), vec![0.0, 0.0, 0.0])),
+            |_d, _| Ok(((), vec![0.0, 0.0, 0.0], false)),
         );
         assert!(matches!(r, Err(MilError::Training(_))));
     }

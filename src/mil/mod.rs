@@ -23,6 +23,7 @@ pub mod series;
 pub mod shapelet;
 pub mod solver;
 pub mod space;
+pub mod stump;
 pub mod svm;
 pub mod weak;
 

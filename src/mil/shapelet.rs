@@ -18,6 +18,8 @@ pub use super::prepare::{
 };
 use super::series::instance_set;
 use super::space::{is_zero, Extraction, View};
+pub use super::stump::Threshold;
+use super::stump::{best_threshold, ThresholdTable};
 use super::weak::{best_mean, one_hot_price, weak_learn, KernelTable, WeakParams, WorkingSet};
 
 /// One shapelet space: instances of one dimension (for series: subsequences of one length,
@@ -79,6 +81,20 @@ pub struct WeightedHypothesis {
     /// paper; see [`super::weak::best_mean`]). False in older artifacts.
     #[serde(default)]
     pub mean: bool,
+    /// A threshold hypothesis: 1 or 0 by which side of a threshold the (max or mean) value
+    /// falls (see [`super::stump`]). Absent in older artifacts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<Threshold>,
+}
+
+impl WeightedHypothesis {
+    /// h(B) from the aggregated value sum_z alpha_z K(z, x) (max or mean over the bag).
+    pub fn output(&self, value: f64) -> f64 {
+        match self.threshold {
+            Some(t) => t.output(value),
+            None => value,
+        }
+    }
 }
 
 /// One binary problem: `positive_class` against the rest.
@@ -215,6 +231,9 @@ impl ShapeletModel {
             .zip(&kernels)
             .map(|(s, k)| KernelTable::new(&s.instances, &s.reps, k, params.weak, s.row_stride))
             .collect::<Result<_>>()?;
+        let stumps: Option<Vec<ThresholdTable>> = params
+            .threshold_hypotheses
+            .then(|| tables.iter().map(ThresholdTable::new).collect());
         // One-vs-rest (footnote 3); two classes in the paper's single form pose one problem
         // with classes[1] positive.
         let positives: Vec<usize> = if classes.len() == 2 && params.binary == BinaryMode::Single {
@@ -227,6 +246,10 @@ impl ShapeletModel {
             epsilon: params.epsilon,
             max_rounds: params.max_rounds,
             balanced: params.balanced,
+            max_weight: params.max_weight,
+            group_share: params
+                .threshold_hypotheses
+                .then_some(params.threshold_share),
         };
         let weak = WeakParams {
             kind: params.weak,
@@ -247,7 +270,7 @@ impl ShapeletModel {
                 let mut failures = 0usize;
                 let mut last_failure: Option<String> = None;
                 let mut warm: Vec<WorkingSet> = vec![WorkingSet::default(); tables.len()];
-                let boosted = match lpboost(&y, boost, |d| {
+                let boosted = match lpboost(&y, boost, |d, eta| {
                     // The hypothesis class is the union over spaces: take the largest edge.
                     // Every space is priced by its one-hot start; the DC loop runs in the
                     // `dc_spaces` best (all of them in the paper's form).
@@ -259,13 +282,29 @@ impl ShapeletModel {
                         .filter(|(s, _)| chosen.contains(s))
                         .map(|(s, (t, w))| (s, weak_learn(t, &y, d, &weak, w)))
                         .collect();
-                    let mut best: Option<(usize, bool, super::weak::WeakHypothesis)> = None;
+                    type Best = (usize, bool, Option<Threshold>, super::weak::WeakHypothesis);
+                    let mut best: Option<Best> = None;
+                    // A threshold hypothesis's edge counts less the price of their share cap.
+                    let gain = |b: &Best| b.3.edge - if b.2.is_some() { eta } else { 0.0 };
                     if params.mean_hypotheses {
                         let means: Vec<_> =
                             tables.par_iter().map(|t| best_mean(t, &y, d)).collect();
                         for (s, h) in means.into_iter().enumerate() {
-                            if best.as_ref().is_none_or(|(_, _, b)| h.edge > b.edge) {
-                                best = Some((s, true, h));
+                            if best.as_ref().is_none_or(|b| h.edge > gain(b)) {
+                                best = Some((s, true, None, h));
+                            }
+                        }
+                    }
+                    if let Some(stumps) = &stumps {
+                        let found: Vec<_> = stumps
+                            .par_iter()
+                            .map(|t| best_threshold(t, &y, d))
+                            .collect();
+                        for (s, f) in found.into_iter().enumerate() {
+                            if let Some((h, mean, t)) = f {
+                                if best.as_ref().is_none_or(|b| h.edge - eta > gain(b)) {
+                                    best = Some((s, mean, Some(t), h));
+                                }
                             }
                         }
                     }
@@ -275,10 +314,11 @@ impl ShapeletModel {
                         // can have a positive edge.
                         let e: f64 = y.iter().zip(d).map(|(y, d)| y * d).sum();
                         let sign = if e >= 0.0 { 1.0 } else { -1.0 };
-                        if best.as_ref().is_none_or(|(_, _, b)| e.abs() > b.edge) {
+                        if best.as_ref().is_none_or(|b| e.abs() > gain(b)) {
                             best = Some((
                                 CONSTANT,
                                 false,
+                                None,
                                 super::weak::WeakHypothesis::constant(sign, e.abs(), y.len()),
                             ));
                         }
@@ -293,15 +333,17 @@ impl ShapeletModel {
                                     failures += 1;
                                     last_failure = Some(f.clone());
                                 }
-                                if best.as_ref().is_none_or(|(_, _, b)| h.edge > b.edge) {
-                                    best = Some((s, false, h));
+                                if best.as_ref().is_none_or(|b| h.edge > gain(b)) {
+                                    best = Some((s, false, None, h));
                                 }
                             }
                             Err(e) => last_err = Some(e),
                         }
                     }
                     match best {
-                        Some((s, mean, h)) => Ok(((s, mean, h.alpha), h.outputs)),
+                        Some((s, mean, t, h)) => {
+                            Ok(((s, mean, t, h.alpha), h.outputs, t.is_some()))
+                        }
                         None => Err(last_err.expect("no candidate means some space failed")),
                     }
                 }) {
@@ -326,20 +368,23 @@ impl ShapeletModel {
                     .hypotheses
                     .iter()
                     .zip(&boosted.weights)
-                    .filter(|(((space, _, _), _), &w)| *space == CONSTANT && w > LEAN_WEIGHT)
-                    .map(|(((_, _, alpha), _), &w)| w * alpha[0].1)
+                    .filter(|(((space, ..), _), &w)| *space == CONSTANT && w > LEAN_WEIGHT)
+                    .map(|(((.., alpha), _), &w)| w * alpha[0].1)
                     .sum();
                 let hypotheses = boosted
                     .hypotheses
                     .into_iter()
                     .zip(&boosted.weights)
-                    .filter(|(((space, _, _), _), &w)| *space != CONSTANT && w > LEAN_WEIGHT)
-                    .map(|(((space, mean, alpha), _), &w)| WeightedHypothesis {
-                        space,
-                        weight: w,
-                        alpha: alpha.into_iter().map(|(z, a)| (z as u32, a)).collect(),
-                        mean,
-                    })
+                    .filter(|(((space, ..), _), &w)| *space != CONSTANT && w > LEAN_WEIGHT)
+                    .map(
+                        |(((space, mean, threshold, alpha), _), &w)| WeightedHypothesis {
+                            space,
+                            weight: w,
+                            alpha: alpha.into_iter().map(|(z, a)| (z as u32, a)).collect(),
+                            mean,
+                            threshold,
+                        },
+                    )
                     .collect();
                 Ok((
                     Ensemble {
@@ -548,6 +593,7 @@ impl ShapeletModel {
                     if h.mean {
                         best.0 = fixed_mean(sum, n);
                     }
+                    best.0 = h.output(best.0);
                     out[e][j] = best;
                 }
             }
@@ -742,6 +788,7 @@ mod tests {
             weight: 1.0,
             alpha: vec![(0, a)],
             mean: false,
+            threshold: None,
         };
         let ens = |c: usize, a: f64| Ensemble {
             positive_class: c,

@@ -171,6 +171,11 @@ impl<'a> KernelTable<'a> {
         self.offsets.len() - 1
     }
 
+    /// Per bag (row-major bags x k): max, min and mean over its instances of each K(z, .).
+    pub fn bag_stats(&self) -> (&[f64], &[f64], &[f64]) {
+        (&self.bag_max, &self.bag_min, &self.bag_mean)
+    }
+
     /// Kernel rows kept (memory: 8 k bytes each).
     pub fn n_rows(&self) -> usize {
         self.rows.len() / self.k.max(1)
@@ -272,7 +277,7 @@ fn edge_of(y: &[f64], d: &[f64], outputs: &[f64]) -> f64 {
 }
 
 /// Bags with d_i = 0 do not enter objective (6); leaving them out is exact.
-fn active_bags(m: usize, d: &[f64]) -> Vec<usize> {
+pub(crate) fn active_bags(m: usize, d: &[f64]) -> Vec<usize> {
     (0..m).filter(|&i| d[i] > 1e-12).collect()
 }
 
