@@ -291,20 +291,27 @@ fn one_hot_edges(
     kind: WeakKind,
 ) -> Vec<(f64, usize, f64)> {
     let k = table.k;
+    // Bags outer, representatives inner: each bag's row of the tables is read in order.
+    let (mut plus, mut minus) = (vec![0.0; k], vec![0.0; k]);
+    for &i in active {
+        let yd = y[i] * d[i];
+        let (max, min) = (
+            &table.bag_max[i * k..(i + 1) * k],
+            &table.bag_min[i * k..(i + 1) * k],
+        );
+        for z in 0..k {
+            plus[z] += yd * max[z];
+            minus[z] -= yd * min[z];
+        }
+    }
     let mut one_hot: Vec<(f64, usize, f64)> = Vec::with_capacity(2 * k);
     for z in 0..k {
         let scale = match kind {
             WeakKind::Op2 => 1.0,
             WeakKind::Op1 => 1.0 / table.diag[z].max(1e-300).sqrt(),
         };
-        let mut plus = 0.0;
-        let mut minus = 0.0;
-        for &i in active {
-            plus += y[i] * d[i] * table.bag_max[i * k + z];
-            minus -= y[i] * d[i] * table.bag_min[i * k + z];
-        }
-        one_hot.push((plus * scale, z, scale));
-        one_hot.push((minus * scale, z, -scale));
+        one_hot.push((plus[z] * scale, z, scale));
+        one_hot.push((minus[z] * scale, z, -scale));
     }
     one_hot
 }
@@ -325,12 +332,15 @@ pub fn one_hot_price(table: &KernelTable, y: &[f64], d: &[f64], kind: WeakKind) 
 pub fn best_mean(table: &KernelTable, y: &[f64], d: &[f64]) -> WeakHypothesis {
     let k = table.k;
     let active = active_bags(table.n_bags(), d);
+    let mut edges = vec![0.0; k];
+    for &i in &active {
+        let yd = y[i] * d[i];
+        for (e, &v) in edges.iter_mut().zip(&table.bag_mean[i * k..(i + 1) * k]) {
+            *e += yd * v;
+        }
+    }
     let mut best = (f64::NEG_INFINITY, 0, 1.0);
-    for z in 0..k {
-        let e: f64 = active
-            .iter()
-            .map(|&i| y[i] * d[i] * table.bag_mean[i * k + z])
-            .sum();
+    for (z, &e) in edges.iter().enumerate() {
         let (e, sign) = if e >= 0.0 { (e, 1.0) } else { (-e, -1.0) };
         if e > best.0 {
             best = (e, z, sign);
