@@ -107,6 +107,10 @@ fn shapelet_card(m: &ShapeletModel, v: &mut Value) {
         "epsilon": m.params.epsilon,
         "max_rounds": m.params.max_rounds,
         "standardize": m.standardizer.is_some(),
+        "mean_hypotheses": m.params.mean_hypotheses,
+        "threshold_hypotheses": m.params.threshold_hypotheses,
+        "threshold_share": m.params.threshold_share,
+        "max_weight": m.params.max_weight,
     });
     v["ensembles"] = json!(m
         .ensembles
@@ -114,6 +118,13 @@ fn shapelet_card(m: &ShapeletModel, v: &mut Value) {
         .map(|e| json!({
             "positive_class": m.classes[e.positive_class],
             "hypotheses": e.hypotheses.len(),
+            "thresholds": e.hypotheses.iter().filter(|h| h.threshold.is_some()).count(),
+            "threshold_weight": e
+                .hypotheses
+                .iter()
+                .filter(|h| h.threshold.is_some())
+                .map(|h| h.weight)
+                .sum::<f64>(),
             "weights": e.hypotheses.iter().map(|h| h.weight).collect::<Vec<_>>(),
             "rounds": e.rounds,
             "rho": e.rho,
@@ -275,12 +286,30 @@ fn shapelet_text(m: &ShapeletModel, s: &mut String) {
         "margin      rho {:.6} (smallest over problems)",
         m.summary.rho
     );
-    for e in &m.ensembles {
+    if m.params.threshold_hypotheses {
         let _ = writeln!(
             s,
-            "  class {}: {} hypotheses, {} rounds, rho {:.6}, gamma {:.6}, stopped: {}",
+            "thresholds  at most {} of each class's vote; every weight at most {}",
+            m.params.threshold_share,
+            m.params
+                .max_weight
+                .map_or("uncapped".to_string(), |c| c.to_string())
+        );
+    }
+    for e in &m.ensembles {
+        let thresholds: Vec<f64> = e
+            .hypotheses
+            .iter()
+            .filter(|h| h.threshold.is_some())
+            .map(|h| h.weight)
+            .collect();
+        let _ = writeln!(
+            s,
+            "  class {}: {} hypotheses ({} thresholds, weight {:.3}), {} rounds, rho {:.6}, gamma {:.6}, stopped: {}",
             m.classes[e.positive_class],
             e.hypotheses.len(),
+            thresholds.len(),
+            thresholds.iter().sum::<f64>(),
             e.rounds,
             e.rho,
             e.gamma,

@@ -247,5 +247,19 @@ fn the_model_card_lists_the_spaces_the_hypotheses_use() {
         "{text}"
     );
     assert!(listed.iter().any(|l| l.contains(" d=")), "{text}");
+    // The threshold caps, and each class's threshold count and weight (within the share).
+    assert!(
+        text.contains("thresholds  at most 0.5 of each class's vote; every weight at most 0.05"),
+        "{text}"
+    );
+    for line in text.lines().filter(|l| l.starts_with("  class ")) {
+        let weight: f64 = line
+            .split(" thresholds, weight ")
+            .nth(1)
+            .and_then(|r| r.split(')').next())
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_else(|| panic!("no threshold weight in {line}"));
+        assert!(weight <= 0.5 + 1e-3, "{line}");
+    }
     let _ = std::fs::remove_file(out);
 }
