@@ -82,6 +82,18 @@ fn classes_of(registry: &Path, version: &str) -> Vec<String> {
     serde_json::from_value(card["classes"].clone()).unwrap()
 }
 
+/// The model names that scored each key.
+fn models_by_key(rows: &[Row]) -> BTreeMap<String, BTreeSet<String>> {
+    let mut names: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for row in rows {
+        names
+            .entry(row.key.clone())
+            .or_default()
+            .insert(row.model_name.clone());
+    }
+    names
+}
+
 #[test]
 fn two_named_series_models_score_and_retrain_only_their_own_series() {
     let dir = scratch("named");
@@ -165,13 +177,7 @@ seed = 11
 
     // Each model scored only its own series; the conveyor has no model.
     let rows = read_predictions(&out);
-    let mut names: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for row in &rows {
-        names
-            .entry(row.key.clone())
-            .or_default()
-            .insert(row.model_name.clone());
-    }
+    let names = models_by_key(&rows);
     let one = |s: &str| BTreeSet::from([s.to_string()]);
     assert_eq!(names["pump-0"], one("pumps"));
     assert_eq!(names["pump-1"], one("pumps"));
@@ -406,13 +412,7 @@ ids = "mol-*"
 
     // The field routes over the globs: b-0 (B's id) was scored by A, b-1 by B.
     let rows = read_predictions(&out);
-    let mut names: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for row in &rows {
-        names
-            .entry(row.key.clone())
-            .or_default()
-            .insert(row.model_name.clone());
-    }
+    let names = models_by_key(&rows);
     let one = |s: &str| BTreeSet::from([s.to_string()]);
     assert_eq!(names["a-0"], one("A"));
     assert_eq!(names["b-0"], one("A"));
