@@ -111,10 +111,14 @@ impl<'a> KernelTable<'a> {
                         &mut scratch
                     };
                     kernel.row(instances.instance(j), reps, r);
-                    for (z, &v) in r.iter().enumerate() {
-                        part.max[z] = part.max[z].max(v);
-                        part.min[z] = part.min[z].min(v);
-                        part.mean[z] += v;
+                    // Compare-and-select rather than f64::max/min (their NaN rule keeps the
+                    // loop scalar); kernel values are never NaN.
+                    for (((mx, mn), sum), &v) in
+                        part.max.iter_mut().zip(&mut part.min).zip(&mut part.mean).zip(r.iter())
+                    {
+                        *mx = if v > *mx { v } else { *mx };
+                        *mn = if v < *mn { v } else { *mn };
+                        *sum += v;
                     }
                 }
                 let nf = n.max(1) as f64;
@@ -217,15 +221,18 @@ impl<'a> KernelTable<'a> {
         (0..self.n_bags())
             .into_par_iter()
             .map(|i| {
-                set.bag_range(i)
-                    .map(|j| {
-                        let x = set.instance(j);
-                        alpha
-                            .iter()
-                            .map(|&(z, a)| a * kernel.eval(x, &reps[z * dim..(z + 1) * dim]))
-                            .sum::<f64>()
-                    })
-                    .fold(f64::NEG_INFINITY, f64::max)
+                // K(x, z) for every instance x of the bag in one vectorised kernel row (the
+                // Gaussian is symmetric bit for bit: (a - b)^2 == (b - a)^2), summed over
+                // alpha in order.
+                let range = set.bag_range(i);
+                let bag = &set.data[range.start * dim..range.end * dim];
+                let mut sums = vec![0.0; range.len()];
+                let mut k_col = vec![0.0; range.len()];
+                for &(z, a) in alpha {
+                    kernel.row(&reps[z * dim..(z + 1) * dim], bag, &mut k_col);
+                    sums.iter_mut().zip(&k_col).for_each(|(s, &v)| *s += a * v);
+                }
+                sums.into_iter().fold(f64::NEG_INFINITY, f64::max)
             })
             .collect()
     }
