@@ -157,15 +157,24 @@ pub struct Boosted<H> {
     pub stop_reason: String,
 }
 
-/// Algorithm 1. `weak(d, eta)` returns a hypothesis, its outputs on the training bags and
-/// whether it belongs to the capped group (whose edges count less eta, the group's price;
-/// 0 without a group cap). A weak learner or master LP that fails after the first round
+/// Solves a column may sit at weight 0 before it leaves the master LP.
+const IDLE_ROUNDS: usize = 5;
+
+/// Keeps the entries of `v` whose flag in `keep` is set.
+fn retain_flagged<T>(v: &mut Vec<T>, keep: &[bool]) {
+    let mut k = keep.iter();
+    v.retain(|_| *k.next().expect("one flag per entry"));
+}
+
+/// Algorithm 1. `weak(d, eta)` returns hypotheses, best first, each with its outputs on the
+/// training bags and whether it belongs to the capped group (whose edges count less eta, the
+/// group's price; 0 without a group cap). Those with an edge above gamma join in one round. A weak learner or master LP that fails after the first round
 /// ends boosting with the ensemble built so far (the reason is kept); failing in the first
 /// round is an error.
 pub fn lpboost<H>(
     y: &[f64],
     params: BoostParams,
-    mut weak: impl FnMut(&[f64], f64) -> Result<(H, Vec<f64>, bool)>,
+    mut weak: impl FnMut(&[f64], f64) -> Result<Vec<(H, Vec<f64>, bool)>>,
 ) -> Result<Boosted<H>> {
     let m = y.len();
     if !(params.nu > 0.0 && params.nu <= 1.0) {
@@ -181,8 +190,10 @@ pub fn lpboost<H>(
     let mut hyps: Vec<(H, Vec<f64>)> = Vec::new();
     let mut master: Option<MasterSolution> = None;
     let mut stop_reason = format!("reached the round limit ({})", params.max_rounds);
+    let mut rounds = 0;
+    let mut idle: Vec<usize> = Vec::new();
     for round in 0..params.max_rounds {
-        let (h, out, in_group) = match weak(&d, eta) {
+        let found = match weak(&d, eta) {
             Ok(x) => x,
             Err(e) if round > 0 => {
                 stop_reason = format!("weak learner failed in round {}: {e}", round + 1);
@@ -190,31 +201,58 @@ pub fn lpboost<H>(
             }
             Err(e) => return Err(e),
         };
-        let mut edge: f64 = (0..m).map(|i| y[i] * d[i] * out[i]).sum();
-        if in_group {
-            edge -= eta;
+        // Column generation may add every violated column at once; the master's optimum
+        // is the same, it is reached in fewer solves. The first is the weak learner's best
+        // and decides when boosting stops.
+        let before = hyps.len();
+        for (k, (h, out, in_group)) in found.into_iter().enumerate() {
+            let mut edge: f64 = (0..m).map(|i| y[i] * d[i] * out[i]).sum();
+            if in_group {
+                edge -= eta;
+            }
+            if edge <= gamma + params.epsilon {
+                if k == 0 {
+                    stop_reason = format!(
+                        "edge {edge:.6} of round {} is not above gamma {gamma:.6} + epsilon",
+                        round + 1
+                    );
+                }
+                continue;
+            }
+            hyps.push((h, out));
+            grouped.push(in_group);
         }
-        if edge <= gamma + params.epsilon {
-            stop_reason = format!(
-                "edge {edge:.6} of round {} is not above gamma {gamma:.6} + epsilon",
-                round + 1
-            );
+        if hyps.len() == before {
             break;
         }
-        hyps.push((h, out));
-        grouped.push(in_group);
+        rounds += 1;
         let outs: Vec<Vec<f64>> = hyps.iter().map(|(_, o)| o.clone()).collect();
         let group = params.group_share.map(|s| (grouped.as_slice(), s));
         match solve_master_capped(y, &outs, &caps, params.max_weight, group) {
-            Ok(ms) => {
+            Ok(mut ms) => {
                 d.clone_from(&ms.d);
                 gamma = ms.gamma;
                 eta = ms.eta;
+                // Column deletion: a column with no weight for IDLE_ROUNDS solves in a row
+                // leaves the master. Its row is not binding in the dual, so the optimum is
+                // unchanged; if it is violated again the weak learner finds it again. Keeps
+                // the LP, whose solves dominate long fits, at the size of the live ensemble.
+                idle.resize(hyps.len(), 0);
+                for (n, &w) in idle.iter_mut().zip(&ms.w) {
+                    *n = if w > 1e-9 { 0 } else { *n + 1 };
+                }
+                let keep: Vec<bool> = idle.iter().map(|&n| n < IDLE_ROUNDS).collect();
+                if keep.iter().any(|k| !k) {
+                    retain_flagged(&mut hyps, &keep);
+                    retain_flagged(&mut grouped, &keep);
+                    retain_flagged(&mut idle, &keep);
+                    retain_flagged(&mut ms.w, &keep);
+                }
                 master = Some(ms);
             }
             Err(e) if master.is_some() => {
-                hyps.pop();
-                grouped.pop();
+                hyps.truncate(before);
+                grouped.truncate(before);
                 stop_reason = format!("master LP failed in round {}: {e}", round + 1);
                 break;
             }
@@ -227,7 +265,6 @@ pub fn lpboost<H>(
              check that the classes differ, or try another kernel width or shapelet length"
         ))
     })?;
-    let rounds = hyps.len();
     Ok(Boosted {
         hypotheses: hyps,
         weights: master.w,
@@ -279,7 +316,7 @@ mod tests {
                 max_weight: None,
                 group_share: None,
             },
-            |_d, _| Ok(((), vec![0.0, 0.0, 0.0], false)),
+            |_d, _| Ok(vec![((), vec![0.0, 0.0, 0.0], false)]),
         );
         assert!(matches!(r, Err(MilError::Training(_))));
     }

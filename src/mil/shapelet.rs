@@ -295,6 +295,10 @@ impl ShapeletModel {
                             }
                         }
                     }
+                    // The best threshold is kept apart: when a kernel hypothesis wins the
+                    // round, the threshold joins it if its edge is above gamma too (two
+                    // columns per master solve; fewer solves, the same optimum).
+                    let mut best_stump: Option<Best> = None;
                     if let Some(stumps) = &stumps {
                         let found: Vec<_> = stumps
                             .par_iter()
@@ -302,8 +306,8 @@ impl ShapeletModel {
                             .collect();
                         for (s, f) in found.into_iter().enumerate() {
                             if let Some((h, mean, t)) = f {
-                                if best.as_ref().is_none_or(|b| h.edge - eta > gain(b)) {
-                                    best = Some((s, mean, Some(t), h));
+                                if best_stump.as_ref().is_none_or(|b| h.edge - eta > gain(b)) {
+                                    best_stump = Some((s, mean, Some(t), h));
                                 }
                             }
                         }
@@ -340,12 +344,13 @@ impl ShapeletModel {
                             Err(e) => last_err = Some(e),
                         }
                     }
-                    match best {
-                        Some((s, mean, t, h)) => {
-                            Ok(((s, mean, t, h.alpha), h.outputs, t.is_some()))
-                        }
-                        None => Err(last_err.expect("no candidate means some space failed")),
+                    let column = |(s, mean, t, h): Best| ((s, mean, t, h.alpha), h.outputs, t.is_some());
+                    let mut found: Vec<Best> = best.into_iter().chain(best_stump).collect();
+                    found.sort_by(|a, b| gain(b).total_cmp(&gain(a)));
+                    if found.is_empty() {
+                        return Err(last_err.expect("no candidate means some space failed"));
                     }
+                    Ok(found.into_iter().map(column).collect())
                 }) {
                     Ok(b) => b,
                     // One-vs-rest: a class with no evidence of its own (no max-similarity
