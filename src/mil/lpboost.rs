@@ -55,6 +55,9 @@ pub struct MasterSolution {
     /// The dual price eta of the group cap (0 without one): a grouped hypothesis enters
     /// only with an edge above gamma + eta.
     pub eta: f64,
+    /// The LP's optimal value: gamma, plus the caps' penalties when capped (unique where
+    /// gamma, trading against the slacks, need not be).
+    pub objective: f64,
 }
 
 /// Solves the master LP of Algorithm 1:
@@ -143,6 +146,7 @@ pub fn solve_master_capped(
         w,
         rho: -sol.eq_duals[0],
         eta: if group.is_some() { sol.x[eta] } else { 0.0 },
+        objective: sol.objective,
     })
 }
 
@@ -168,13 +172,15 @@ fn retain_flagged<T>(v: &mut Vec<T>, keep: &[bool]) {
 
 /// Algorithm 1. `weak(d, eta)` returns hypotheses, best first, each with its outputs on the
 /// training bags and whether it belongs to the capped group (whose edges count less eta, the
-/// group's price; 0 without a group cap). Those with an edge above gamma join in one round. A weak learner or master LP that fails after the first round
+/// group's price; 0 without a group cap). Those with an edge above gamma join in one round.
+/// `weak` also sees the master's columns: with `max_weight` it must not offer one of them
+/// again, since a copy would carry a cap of its own. A weak learner or master LP that fails after the first round
 /// ends boosting with the ensemble built so far (the reason is kept); failing in the first
 /// round is an error.
 pub fn lpboost<H>(
     y: &[f64],
     params: BoostParams,
-    mut weak: impl FnMut(&[f64], f64) -> Result<Vec<(H, Vec<f64>, bool)>>,
+    mut weak: impl FnMut(&[f64], f64, &[(H, Vec<f64>)]) -> Result<Vec<(H, Vec<f64>, bool)>>,
 ) -> Result<Boosted<H>> {
     let m = y.len();
     if !(params.nu > 0.0 && params.nu <= 1.0) {
@@ -193,7 +199,7 @@ pub fn lpboost<H>(
     let mut rounds = 0;
     let mut idle: Vec<usize> = Vec::new();
     for round in 0..params.max_rounds {
-        let found = match weak(&d, eta) {
+        let found = match weak(&d, eta, &hyps) {
             Ok(x) => x,
             Err(e) if round > 0 => {
                 stop_reason = format!("weak learner failed in round {}: {e}", round + 1);
@@ -303,6 +309,77 @@ mod tests {
         assert!((s.gamma - 0.5).abs() < 1e-6);
     }
 
+    /// Column generation over a finite pool, two columns a round and idle columns deleted,
+    /// reaches the optimum of the master LP over the whole pool: deletion and batching
+    /// change the path, not the margin.
+    #[test]
+    fn batched_columns_with_deletion_reach_the_full_pool_optimum() {
+        use rand::{Rng, SeedableRng};
+        for seed in 0..8u64 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let m = 14;
+            let y: Vec<f64> = (0..m).map(|i| if i % 3 == 0 { 1.0 } else { -1.0 }).collect();
+            let pool: Vec<Vec<f64>> = (0..40)
+                .map(|_| (0..m).map(|_| rng.random_range(-1.0..1.0)).collect())
+                .collect();
+            let grouped: Vec<bool> = (0..pool.len()).map(|j| j % 2 == 0).collect();
+            for (max_weight, group) in [(None, None), (Some(0.2), Some(0.5))] {
+                let params = BoostParams {
+                    nu: 0.3,
+                    epsilon: 1e-9,
+                    max_rounds: 500,
+                    balanced: true,
+                    max_weight,
+                    group_share: group,
+                };
+                let boosted = lpboost(&y, params, |d, eta, cols: &[(usize, Vec<f64>)]| {
+                    let gain = |j: usize| {
+                        let e: f64 = (0..m).map(|i| y[i] * d[i] * pool[j][i]).sum();
+                        e - if group.is_some() && grouped[j] { eta } else { 0.0 }
+                    };
+                    // A capped column is never offered twice (its copy would double its cap).
+                    let mut order: Vec<usize> =
+                        (0..pool.len()).filter(|j| !cols.iter().any(|(c, _)| c == j)).collect();
+                    order.sort_by(|&a, &b| gain(b).total_cmp(&gain(a)));
+                    Ok(order
+                        .iter()
+                        .take(2)
+                        .map(|&j| (j, pool[j].clone(), group.is_some() && grouped[j]))
+                        .collect())
+                })
+                .unwrap();
+                let (caps, _) = caps_and_start(&y, 0.3, true);
+                let full = solve_master_capped(
+                    &y,
+                    &pool,
+                    &caps,
+                    max_weight,
+                    group.map(|s| (grouped.as_slice(), s)),
+                )
+                .unwrap();
+                let found: Vec<Vec<f64>> =
+                    boosted.hypotheses.iter().map(|(_, o)| o.clone()).collect();
+                let kept: Vec<bool> = boosted.hypotheses.iter().map(|(j, _)| grouped[*j]).collect();
+                let restricted = solve_master_capped(
+                    &y,
+                    &found,
+                    &caps,
+                    max_weight,
+                    group.map(|s| (kept.as_slice(), s)),
+                )
+                .unwrap();
+                assert!(
+                    (restricted.objective - full.objective).abs() < 1e-6,
+                    "seed {seed}, caps {max_weight:?}: optimum {} against the full pool's {}",
+                    restricted.objective,
+                    full.objective
+                );
+                assert!(boosted.hypotheses.len() < pool.len(), "seed {seed}: no column left out");
+                assert_eq!(boosted.hypotheses.len(), boosted.weights.len());
+            }
+        }
+    }
+
     #[test]
     fn lpboost_stops_when_no_edge() {
         let y = [1.0, -1.0, 1.0];
@@ -316,7 +393,7 @@ mod tests {
                 max_weight: None,
                 group_share: None,
             },
-            |_d, _| Ok(vec![((), vec![0.0, 0.0, 0.0], false)]),
+            |_d, _, _| Ok(vec![((), vec![0.0, 0.0, 0.0], false)]),
         );
         assert!(matches!(r, Err(MilError::Training(_))));
     }

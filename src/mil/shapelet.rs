@@ -2,6 +2,8 @@
 //! combined as g(B) = sum_j w_j h_j(B) (eq. 2), trained by LPBoost (Algorithm 1) with the DC
 //! weak learner (Algorithm 2), one-vs-rest for more than two classes (footnote 3).
 
+use std::collections::HashSet;
+
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -176,6 +178,18 @@ pub(crate) fn fixed_mean(sum: i128, n: usize) -> f64 {
 /// The space index that marks a constant hypothesis (the bias) during boosting.
 const CONSTANT: usize = usize::MAX;
 
+/// A master LP column's identity: space, mean aggregate, threshold and alpha, bit for bit.
+type ColumnKey = (usize, bool, Option<(u64, bool)>, Vec<(usize, u64)>);
+
+fn column_key(s: usize, mean: bool, t: Option<Threshold>, alpha: &[(usize, f64)]) -> ColumnKey {
+    (
+        s,
+        mean,
+        t.map(|t| (t.at.to_bits(), t.above)),
+        alpha.iter().map(|&(z, a)| (z, a.to_bits())).collect(),
+    )
+}
+
 /// The spaces whose DC weak learner runs this round: the `dc_spaces` best by their one-hot
 /// edge (every space when it is 0 or there are no more).
 fn dc_candidates(tables: &[KernelTable], y: &[f64], d: &[f64], params: &FitParams) -> Vec<usize> {
@@ -270,7 +284,8 @@ impl ShapeletModel {
                 let mut failures = 0usize;
                 let mut last_failure: Option<String> = None;
                 let mut warm: Vec<WorkingSet> = vec![WorkingSet::default(); tables.len()];
-                let boosted = match lpboost(&y, boost, |d, eta| {
+                type Column = (usize, bool, Option<Threshold>, Vec<(usize, f64)>);
+                let boosted = match lpboost(&y, boost, |d, eta, cols: &[(Column, Vec<f64>)]| {
                     // The hypothesis class is the union over spaces: take the largest edge.
                     // Every space is priced by its one-hot start; the DC loop runs in the
                     // `dc_spaces` best (all of them in the paper's form).
@@ -284,11 +299,26 @@ impl ShapeletModel {
                         .collect();
                     type Best = (usize, bool, Option<Threshold>, super::weak::WeakHypothesis);
                     let mut best: Option<Best> = None;
+                    // Under a weight cap a column already in the master is not offered
+                    // again: its copy would carry a cap of its own.
+                    let taken: HashSet<ColumnKey> = if params.max_weight.is_some() {
+                        cols.iter()
+                            .map(|((s, mean, t, alpha), _)| column_key(*s, *mean, *t, alpha))
+                            .collect()
+                    } else {
+                        HashSet::new()
+                    };
+                    let is_taken = |s: usize, mean: bool, t: Option<Threshold>, alpha: &[(usize, f64)]| {
+                        !taken.is_empty() && taken.contains(&column_key(s, mean, t, alpha))
+                    };
                     // A threshold hypothesis's edge counts less the price of their share cap.
                     let gain = |b: &Best| b.3.edge - if b.2.is_some() { eta } else { 0.0 };
                     if params.mean_hypotheses {
-                        let means: Vec<_> =
-                            tables.par_iter().map(|t| best_mean(t, &y, d)).collect();
+                        let means: Vec<_> = tables
+                            .par_iter()
+                            .enumerate()
+                            .map(|(s, t)| best_mean(t, &y, d, |z, sign| is_taken(s, true, None, &[(z, sign)])))
+                            .collect();
                         for (s, h) in means.into_iter().enumerate() {
                             if best.as_ref().is_none_or(|b| h.edge > gain(b)) {
                                 best = Some((s, true, None, h));
@@ -302,7 +332,12 @@ impl ShapeletModel {
                     if let Some(stumps) = &stumps {
                         let found: Vec<_> = stumps
                             .par_iter()
-                            .map(|t| best_threshold(t, &y, d))
+                            .enumerate()
+                            .map(|(s, t)| {
+                                best_threshold(t, &y, d, |z, mean, th| {
+                                    is_taken(s, mean, Some(th), &[(z, 1.0)])
+                                })
+                            })
                             .collect();
                         for (s, f) in found.into_iter().enumerate() {
                             if let Some((h, mean, t)) = f {
@@ -318,7 +353,9 @@ impl ShapeletModel {
                         // can have a positive edge.
                         let e: f64 = y.iter().zip(d).map(|(y, d)| y * d).sum();
                         let sign = if e >= 0.0 { 1.0 } else { -1.0 };
-                        if best.as_ref().is_none_or(|b| e.abs() > gain(b)) {
+                        if best.as_ref().is_none_or(|b| e.abs() > gain(b))
+                            && !is_taken(CONSTANT, false, None, &[(0, sign)])
+                        {
                             best = Some((
                                 CONSTANT,
                                 false,
@@ -337,7 +374,9 @@ impl ShapeletModel {
                                     failures += 1;
                                     last_failure = Some(f.clone());
                                 }
-                                if best.as_ref().is_none_or(|b| h.edge > gain(b)) {
+                                if best.as_ref().is_none_or(|b| h.edge > gain(b))
+                                    && !is_taken(s, false, None, &h.alpha)
+                                {
                                     best = Some((s, false, None, h));
                                 }
                             }

@@ -104,6 +104,7 @@ pub fn best_threshold(
     table: &ThresholdTable,
     y: &[f64],
     d: &[f64],
+    skip: impl Fn(usize, bool, Threshold) -> bool,
 ) -> Option<(WeakHypothesis, bool, Threshold)> {
     let active = active_bags(y.len(), d);
     let total: f64 = active.iter().map(|&i| y[i] * d[i]).sum();
@@ -124,7 +125,11 @@ pub fn best_threshold(
         for c in (0..n).rev() {
             above += hist[c + 1];
             for (edge, up) in [(above, true), (total - above, false)] {
-                if best.is_none_or(|(e, ..)| edge > e) {
+                let taken = || {
+                    let mean = FEATURES[j % FEATURES.len()] == Feature::Mean;
+                    skip(j / FEATURES.len(), mean, Threshold { at: b.cuts[c], above: up })
+                };
+                if best.is_none_or(|(e, ..)| edge > e) && !taken() {
                     best = Some((edge, j, c, up));
                 }
             }
@@ -199,7 +204,7 @@ mod tests {
             features: vec![binned(&values)],
         };
         let d = vec![1.0 / m as f64; m];
-        let (h, mean, t) = best_threshold(&table, &y, &d).unwrap();
+        let (h, mean, t) = best_threshold(&table, &y, &d, |_, _, _| false).unwrap();
         assert!(!mean);
         assert!(!t.above, "positives are the small values");
         assert!(t.at > 0.2 && t.at < 0.3, "{t:?}");

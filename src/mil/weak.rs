@@ -335,8 +335,14 @@ pub fn one_hot_price(table: &KernelTable, y: &[f64], d: &[f64], kind: WeakKind) 
 
 /// The best mean hypothesis h(B) = sum_z alpha_z mean_{x in B} K(z, x) (beyond the paper:
 /// the collective assumption, a soft count of a pattern's occurrences). Linear in alpha, so
-/// over the l1 ball its best is a signed one-hot vector: exact, with no DC loop.
-pub fn best_mean(table: &KernelTable, y: &[f64], d: &[f64]) -> WeakHypothesis {
+/// over the l1 ball its best is a signed one-hot vector: exact, with no DC loop. `skip(z,
+/// sign)` leaves out the columns already in a capped master LP.
+pub fn best_mean(
+    table: &KernelTable,
+    y: &[f64],
+    d: &[f64],
+    skip: impl Fn(usize, f64) -> bool,
+) -> WeakHypothesis {
     let k = table.k;
     let active = active_bags(table.n_bags(), d);
     let mut edges = vec![0.0; k];
@@ -349,7 +355,7 @@ pub fn best_mean(table: &KernelTable, y: &[f64], d: &[f64]) -> WeakHypothesis {
     let mut best = (f64::NEG_INFINITY, 0, 1.0);
     for (z, &e) in edges.iter().enumerate() {
         let (e, sign) = if e >= 0.0 { (e, 1.0) } else { (-e, -1.0) };
-        if e > best.0 {
+        if e > best.0 && !skip(z, sign) {
             best = (e, z, sign);
         }
     }
