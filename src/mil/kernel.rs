@@ -135,8 +135,9 @@ fn lanes(x: &[f64], z: &[f64], f: impl Fn(f64, f64) -> f64) -> f64 {
 /// of libm's exp (tested); below e^-708 the kernel value is 0.
 #[inline(always)]
 pub fn exp_nonpositive(x: f64) -> f64 {
-    const LN2_HI: f64 = 6.931_471_803_691_238_164_9e-1; // trailing zeros: n * LN2_HI is exact
-    const LN2_LO: f64 = 1.908_214_929_270_587_700_0e-10;
+    // ln 2 split as fdlibm's exp does: the high part's trailing zeros make n * LN2_HI exact.
+    const LN2_HI: f64 = f64::from_bits(0x3FE6_2E42_FEE0_0000);
+    const LN2_LO: f64 = f64::from_bits(0x3DEA_39EF_3579_3C76);
     const SHIFT: f64 = 6_755_399_441_055_744.0; // 1.5 * 2^52: adding it rounds to an integer
     const FLOOR: f64 = -708.0;
     let xc = if x > FLOOR { x } else { FLOOR };
@@ -165,7 +166,11 @@ pub fn exp_nonpositive(x: f64) -> f64 {
     let n_int = (t.to_bits() as i64).wrapping_sub(SHIFT.to_bits() as i64);
     let scale = f64::from_bits(((n_int + 1023) as u64) << 52);
     let v = p * scale;
-    if x > FLOOR { v } else { 0.0 }
+    if x > FLOOR {
+        v
+    } else {
+        0.0
+    }
 }
 
 /// Squared Euclidean distance.
@@ -206,7 +211,10 @@ mod tests {
             worst = worst.max(((a - b) / b).abs());
             x -= if x > -2.0 { 1.0e-4 } else { 3.7e-3 };
         }
-        assert!(worst <= 2.0 * f64::EPSILON, "worst relative error {worst:e}");
+        assert!(
+            worst <= 2.0 * f64::EPSILON,
+            "worst relative error {worst:e}"
+        );
         assert_eq!(exp_nonpositive(0.0), 1.0);
         assert_eq!(exp_nonpositive(-709.0), 0.0);
         assert_eq!(exp_nonpositive(f64::NEG_INFINITY), 0.0);

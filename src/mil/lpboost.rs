@@ -318,7 +318,9 @@ mod tests {
         for seed in 0..8u64 {
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
             let m = 14;
-            let y: Vec<f64> = (0..m).map(|i| if i % 3 == 0 { 1.0 } else { -1.0 }).collect();
+            let y: Vec<f64> = (0..m)
+                .map(|i| if i % 3 == 0 { 1.0 } else { -1.0 })
+                .collect();
             let pool: Vec<Vec<f64>> = (0..40)
                 .map(|_| (0..m).map(|_| rng.random_range(-1.0..1.0)).collect())
                 .collect();
@@ -335,11 +337,16 @@ mod tests {
                 let boosted = lpboost(&y, params, |d, eta, cols: &[(usize, Vec<f64>)]| {
                     let gain = |j: usize| {
                         let e: f64 = (0..m).map(|i| y[i] * d[i] * pool[j][i]).sum();
-                        e - if group.is_some() && grouped[j] { eta } else { 0.0 }
+                        e - if group.is_some() && grouped[j] {
+                            eta
+                        } else {
+                            0.0
+                        }
                     };
                     // A capped column is never offered twice (its copy would double its cap).
-                    let mut order: Vec<usize> =
-                        (0..pool.len()).filter(|j| !cols.iter().any(|(c, _)| c == j)).collect();
+                    let mut order: Vec<usize> = (0..pool.len())
+                        .filter(|j| !cols.iter().any(|(c, _)| c == j))
+                        .collect();
                     order.sort_by(|&a, &b| gain(b).total_cmp(&gain(a)));
                     Ok(order
                         .iter()
@@ -359,7 +366,11 @@ mod tests {
                 .unwrap();
                 let found: Vec<Vec<f64>> =
                     boosted.hypotheses.iter().map(|(_, o)| o.clone()).collect();
-                let kept: Vec<bool> = boosted.hypotheses.iter().map(|(j, _)| grouped[*j]).collect();
+                let kept: Vec<bool> = boosted
+                    .hypotheses
+                    .iter()
+                    .map(|(j, _)| grouped[*j])
+                    .collect();
                 let restricted = solve_master_capped(
                     &y,
                     &found,
@@ -374,7 +385,10 @@ mod tests {
                     restricted.objective,
                     full.objective
                 );
-                assert!(boosted.hypotheses.len() < pool.len(), "seed {seed}: no column left out");
+                assert!(
+                    boosted.hypotheses.len() < pool.len(),
+                    "seed {seed}: no column left out"
+                );
                 assert_eq!(boosted.hypotheses.len(), boosted.weights.len());
             }
         }

@@ -308,16 +308,19 @@ impl ShapeletModel {
                     } else {
                         HashSet::new()
                     };
-                    let is_taken = |s: usize, mean: bool, t: Option<Threshold>, alpha: &[(usize, f64)]| {
-                        !taken.is_empty() && taken.contains(&column_key(s, mean, t, alpha))
-                    };
+                    let is_taken =
+                        |s: usize, mean: bool, t: Option<Threshold>, alpha: &[(usize, f64)]| {
+                            !taken.is_empty() && taken.contains(&column_key(s, mean, t, alpha))
+                        };
                     // A threshold hypothesis's edge counts less the price of their share cap.
                     let gain = |b: &Best| b.3.edge - if b.2.is_some() { eta } else { 0.0 };
                     if params.mean_hypotheses {
                         let means: Vec<_> = tables
                             .par_iter()
                             .enumerate()
-                            .map(|(s, t)| best_mean(t, &y, d, |z, sign| is_taken(s, true, None, &[(z, sign)])))
+                            .map(|(s, t)| {
+                                best_mean(t, &y, d, |z, sign| is_taken(s, true, None, &[(z, sign)]))
+                            })
                             .collect();
                         for (s, h) in means.into_iter().enumerate() {
                             if best.as_ref().is_none_or(|b| h.edge > gain(b)) {
@@ -383,7 +386,8 @@ impl ShapeletModel {
                             Err(e) => last_err = Some(e),
                         }
                     }
-                    let column = |(s, mean, t, h): Best| ((s, mean, t, h.alpha), h.outputs, t.is_some());
+                    let column =
+                        |(s, mean, t, h): Best| ((s, mean, t, h.alpha), h.outputs, t.is_some());
                     let mut found: Vec<Best> = best.into_iter().chain(best_stump).collect();
                     found.sort_by(|a, b| gain(b).total_cmp(&gain(a)));
                     if found.is_empty() {

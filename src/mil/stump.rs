@@ -127,7 +127,14 @@ pub fn best_threshold(
             for (edge, up) in [(above, true), (total - above, false)] {
                 let taken = || {
                     let mean = FEATURES[j % FEATURES.len()] == Feature::Mean;
-                    skip(j / FEATURES.len(), mean, Threshold { at: b.cuts[c], above: up })
+                    skip(
+                        j / FEATURES.len(),
+                        mean,
+                        Threshold {
+                            at: b.cuts[c],
+                            above: up,
+                        },
+                    )
                 };
                 if best.is_none_or(|(e, ..)| edge > e) && !taken() {
                     best = Some((edge, j, c, up));

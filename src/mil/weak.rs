@@ -113,8 +113,12 @@ impl<'a> KernelTable<'a> {
                     kernel.row(instances.instance(j), reps, r);
                     // Compare-and-select rather than f64::max/min (their NaN rule keeps the
                     // loop scalar); kernel values are never NaN.
-                    for (((mx, mn), sum), &v) in
-                        part.max.iter_mut().zip(&mut part.min).zip(&mut part.mean).zip(r.iter())
+                    for (((mx, mn), sum), &v) in part
+                        .max
+                        .iter_mut()
+                        .zip(&mut part.min)
+                        .zip(&mut part.mean)
+                        .zip(r.iter())
                     {
                         *mx = if v > *mx { v } else { *mx };
                         *mn = if v < *mn { v } else { *mn };
