@@ -21,8 +21,8 @@ pub use super::prepare::{
 use super::series::instance_set;
 use super::space::{is_zero, Extraction, View};
 pub use super::stump::Threshold;
-use super::stump::{best_threshold, ThresholdTable};
-use super::weak::{best_mean, one_hot_price, weak_learn, KernelTable, WeakParams, WorkingSet};
+use super::stump::{best_threshold, column_key, ColumnKey, ThresholdTable};
+use super::weak::{best_mean, dc_candidates, weak_learn, KernelTable, WeakParams, WorkingSet};
 
 /// One shapelet space: instances of one dimension (for series: subsequences of one length,
 /// view, dilation and normalisation), its kernel, and the representatives \hat P_S that
@@ -178,35 +178,6 @@ pub(crate) fn fixed_mean(sum: i128, n: usize) -> f64 {
 /// The space index that marks a constant hypothesis (the bias) during boosting.
 const CONSTANT: usize = usize::MAX;
 
-/// A master LP column's identity: space, mean aggregate, threshold and alpha, bit for bit.
-type ColumnKey = (usize, bool, Option<(u64, bool)>, Vec<(usize, u64)>);
-
-fn column_key(s: usize, mean: bool, t: Option<Threshold>, alpha: &[(usize, f64)]) -> ColumnKey {
-    (
-        s,
-        mean,
-        t.map(|t| (t.at.to_bits(), t.above)),
-        alpha.iter().map(|&(z, a)| (z, a.to_bits())).collect(),
-    )
-}
-
-/// The spaces whose DC weak learner runs this round: the `dc_spaces` best by their one-hot
-/// edge (every space when it is 0 or there are no more).
-fn dc_candidates(tables: &[KernelTable], y: &[f64], d: &[f64], params: &FitParams) -> Vec<usize> {
-    let n = params.spaces.dc_spaces;
-    if n == 0 || n >= tables.len() {
-        return (0..tables.len()).collect();
-    }
-    let prices: Vec<f64> = tables
-        .par_iter()
-        .map(|t| one_hot_price(t, y, d, params.weak))
-        .collect();
-    let mut order: Vec<usize> = (0..tables.len()).collect();
-    order.sort_by(|&a, &b| prices[b].total_cmp(&prices[a]));
-    order.truncate(n);
-    order
-}
-
 impl ShapeletModel {
     /// Fits on `ds` with `params`.
     pub fn fit(ds: &Dataset, params: &FitParams) -> Result<Self> {
@@ -289,7 +260,8 @@ impl ShapeletModel {
                     // The hypothesis class is the union over spaces: take the largest edge.
                     // Every space is priced by its one-hot start; the DC loop runs in the
                     // `dc_spaces` best (all of them in the paper's form).
-                    let chosen = dc_candidates(&tables, &y, d, params);
+                    let chosen =
+                        dc_candidates(&tables, &y, d, params.spaces.dc_spaces, params.weak);
                     let cands: Vec<(usize, Result<_>)> = tables
                         .par_iter()
                         .zip(warm.par_iter_mut())

@@ -168,6 +168,23 @@ pub fn best_threshold(
     ))
 }
 
+/// A master LP column's identity: space, mean aggregate, threshold and alpha, bit for bit.
+pub(crate) type ColumnKey = (usize, bool, Option<(u64, bool)>, Vec<(usize, u64)>);
+
+pub(crate) fn column_key(
+    s: usize,
+    mean: bool,
+    t: Option<Threshold>,
+    alpha: &[(usize, f64)],
+) -> ColumnKey {
+    (
+        s,
+        mean,
+        t.map(|t| (t.at.to_bits(), t.above)),
+        alpha.iter().map(|&(z, a)| (z, a.to_bits())).collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

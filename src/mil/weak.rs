@@ -702,6 +702,28 @@ fn cholesky(a: &[f64], n: usize, jitter: f64) -> Option<Vec<f64>> {
     Some(l)
 }
 
+/// The spaces whose DC weak learner runs this round: the `n` best by their one-hot
+/// edge (every space when it is 0 or there are no more).
+pub(crate) fn dc_candidates(
+    tables: &[KernelTable],
+    y: &[f64],
+    d: &[f64],
+    n: usize,
+    kind: WeakKind,
+) -> Vec<usize> {
+    if n == 0 || n >= tables.len() {
+        return (0..tables.len()).collect();
+    }
+    let prices: Vec<f64> = tables
+        .par_iter()
+        .map(|t| one_hot_price(t, y, d, kind))
+        .collect();
+    let mut order: Vec<usize> = (0..tables.len()).collect();
+    order.sort_by(|&a, &b| prices[b].total_cmp(&prices[a]));
+    order.truncate(n);
+    order
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
