@@ -161,6 +161,82 @@ pub struct Boosted<H> {
     pub stop_reason: String,
 }
 
+/// The master LP over a working set of bags (constraint generation in the primal, whose
+/// rows are the bags' margins). A bag left out has d_i = 0; the restricted optimum is the
+/// full one when every bag left out has a margin of at least rho under the restricted w
+/// (then its xi_i = 0 and both objectives agree); bags below join and the LP is solved again.
+/// `start` flags the first working set. Returns the solution over all bags and the final set.
+pub fn solve_master_on_bags(
+    y: &[f64],
+    outputs: &[Vec<f64>],
+    caps: &[f64],
+    max_weight: Option<f64>,
+    group: Option<(&[bool], f64)>,
+    start: &[bool],
+) -> Result<(MasterSolution, Vec<bool>)> {
+    let m = y.len();
+    let mut work = start.to_vec();
+    // sum d = 1 with d_i <= cap_i needs caps summing to 1 at least: fill up in bag order.
+    let mut room: f64 = (0..m).filter(|&i| work[i]).map(|i| caps[i]).sum();
+    for i in 0..m {
+        if room >= 1.0 + 1e-9 {
+            break;
+        }
+        if !work[i] {
+            work[i] = true;
+            room += caps[i];
+        }
+    }
+    loop {
+        let idx: Vec<usize> = (0..m).filter(|&i| work[i]).collect();
+        if idx.len() == m {
+            return Ok((
+                solve_master_capped(y, outputs, caps, max_weight, group)?,
+                work,
+            ));
+        }
+        let pick = |v: &[f64]| -> Vec<f64> { idx.iter().map(|&i| v[i]).collect() };
+        let outs: Vec<Vec<f64>> = outputs.iter().map(|h| pick(h)).collect();
+        let sub = solve_master_capped(&pick(y), &outs, &pick(caps), max_weight, group)?;
+        let mut joined = false;
+        for (i, w) in work.iter_mut().enumerate().filter(|(_, w)| !**w) {
+            let margin: f64 = y[i]
+                * sub
+                    .w
+                    .iter()
+                    .zip(outputs)
+                    .map(|(w, h)| w * h[i])
+                    .sum::<f64>();
+            if margin < sub.rho - 1e-9 {
+                *w = true;
+                joined = true;
+            }
+        }
+        if !joined {
+            let mut d = vec![0.0; m];
+            idx.iter().zip(&sub.d).for_each(|(&i, &v)| d[i] = v);
+            return Ok((MasterSolution { d, ..sub }, work));
+        }
+    }
+}
+
+/// The next round's working set: the bags with weight and the quarter of the bags of
+/// smallest margin (the new columns move margins; those near rho are the likely to bind).
+fn next_working_set(y: &[f64], outputs: &[Vec<f64>], ms: &MasterSolution) -> Vec<bool> {
+    let m = y.len();
+    let margins: Vec<f64> = (0..m)
+        .map(|i| y[i] * ms.w.iter().zip(outputs).map(|(w, h)| w * h[i]).sum::<f64>())
+        .collect();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| margins[a].total_cmp(&margins[b]));
+    let mut work: Vec<bool> = ms.d.iter().map(|&v| v > 1e-12).collect();
+    order
+        .iter()
+        .take(m.div_ceil(4))
+        .for_each(|&i| work[i] = true);
+    work
+}
+
 /// Solves a column may sit at weight 0 before it leaves the master LP.
 const IDLE_ROUNDS: usize = 5;
 
@@ -198,6 +274,8 @@ pub fn lpboost<H>(
     let mut stop_reason = format!("reached the round limit ({})", params.max_rounds);
     let mut rounds = 0;
     let mut idle: Vec<usize> = Vec::new();
+    // Bags in the master LP's first working set (all, until a solution says which bind).
+    let mut work = vec![true; m];
     for round in 0..params.max_rounds {
         let found = match weak(&d, eta, &hyps) {
             Ok(x) => x,
@@ -234,8 +312,8 @@ pub fn lpboost<H>(
         rounds += 1;
         let outs: Vec<Vec<f64>> = hyps.iter().map(|(_, o)| o.clone()).collect();
         let group = params.group_share.map(|s| (grouped.as_slice(), s));
-        match solve_master_capped(y, &outs, &caps, params.max_weight, group) {
-            Ok(mut ms) => {
+        match solve_master_on_bags(y, &outs, &caps, params.max_weight, group, &work) {
+            Ok((mut ms, _)) => {
                 d.clone_from(&ms.d);
                 gamma = ms.gamma;
                 eta = ms.eta;
@@ -254,6 +332,8 @@ pub fn lpboost<H>(
                     retain_flagged(&mut idle, &keep);
                     retain_flagged(&mut ms.w, &keep);
                 }
+                let outs: Vec<Vec<f64>> = hyps.iter().map(|(_, o)| o.clone()).collect();
+                work = next_working_set(y, &outs, &ms);
                 master = Some(ms);
             }
             Err(e) if master.is_some() => {
@@ -392,6 +472,48 @@ mod tests {
                 assert_eq!(boosted.hypotheses.len(), boosted.weights.len());
             }
         }
+    }
+
+    /// The master over a working set of bags reaches the optimum over all bags, from any
+    /// first set, and its d leaves every bag outside the final set at 0.
+    #[test]
+    fn the_master_over_a_working_set_of_bags_reaches_the_full_optimum() {
+        use rand::{Rng, SeedableRng};
+        let mut left_out = 0;
+        for seed in 0..6u64 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let m = 120;
+            let y: Vec<f64> = (0..m)
+                .map(|i| if i % 4 == 0 { 1.0 } else { -1.0 })
+                .collect();
+            let outs: Vec<Vec<f64>> = (0..12)
+                .map(|_| (0..m).map(|_| rng.random_range(0.0..1.0)).collect())
+                .collect();
+            let grouped: Vec<bool> = (0..outs.len()).map(|j| j % 3 == 0).collect();
+            let (caps, _) = caps_and_start(&y, 0.2, true);
+            let start: Vec<bool> = (0..m).map(|_| rng.random_bool(0.15)).collect();
+            for (max_weight, group) in [(None, None), (Some(0.2), Some(0.5))] {
+                let group = group.map(|s| (grouped.as_slice(), s));
+                let full = solve_master_capped(&y, &outs, &caps, max_weight, group).unwrap();
+                let (ws, work) =
+                    solve_master_on_bags(&y, &outs, &caps, max_weight, group, &start).unwrap();
+                assert!(
+                    (ws.objective - full.objective).abs() < 1e-6,
+                    "seed {seed}, caps {max_weight:?}: {} against {}",
+                    ws.objective,
+                    full.objective
+                );
+                if work.iter().any(|w| !w) {
+                    left_out += 1;
+                }
+                assert!((0..m).all(|i| work[i] || ws.d[i] == 0.0));
+                assert!((ws.d.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+            }
+        }
+        assert!(
+            left_out >= 6,
+            "the working set kept out bags in only {left_out} of 12 cases"
+        );
     }
 
     #[test]
