@@ -201,6 +201,54 @@ mod tests {
         assert!(Kernel::Gaussian { sigma: -1.0 }.validate().is_err());
     }
 
+    /// Every build of a kernel row this CPU can run gives the bits of `eval`: the daemon's
+    /// scorer and the offline predict may take different builds on different machines.
+    #[test]
+    fn every_build_of_a_kernel_row_gives_the_bits_of_eval() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for dim in [1, 7, 8, 13, 64, 150] {
+            let x: Vec<f64> = (0..dim).map(|_| rng.random_range(-3.0..3.0)).collect();
+            let reps: Vec<f64> = (0..dim * 37).map(|_| rng.random_range(-3.0..3.0)).collect();
+            for kernel in [
+                Kernel::Gaussian { sigma: 0.37 },
+                Kernel::Gaussian { sigma: 1e-3 },
+                Kernel::Linear,
+                Kernel::Polynomial {
+                    degree: 3,
+                    coef0: 1.0,
+                },
+            ] {
+                let want: Vec<u64> = reps
+                    .chunks_exact(dim)
+                    .map(|z| kernel.eval(&x, z).to_bits())
+                    .collect();
+                let mut out = vec![0.0; 37];
+                let check = |name: &str, out: &[f64]| {
+                    let got: Vec<u64> = out.iter().map(|v| v.to_bits()).collect();
+                    assert_eq!(got, want, "{name}, dim {dim}, {kernel:?}");
+                };
+                kernel.row_portable(&x, &reps, &mut out);
+                check("baseline", &out);
+                #[cfg(target_arch = "x86_64")]
+                {
+                    if std::arch::is_x86_feature_detected!("avx2") {
+                        // SAFETY: AVX2 is present, checked on the line above.
+                        unsafe { kernel.row_avx2(&x, &reps, &mut out) };
+                        check("avx2", &out);
+                    }
+                    if std::arch::is_x86_feature_detected!("avx512f") {
+                        // SAFETY: AVX-512F is present, checked on the line above.
+                        unsafe { kernel.row_avx512(&x, &reps, &mut out) };
+                        check("avx512", &out);
+                    }
+                }
+                kernel.row(&x, &reps, &mut out);
+                check("dispatched", &out);
+            }
+        }
+    }
+
     #[test]
     fn exp_nonpositive_is_within_two_ulp_of_libm() {
         let mut worst = 0.0f64;
