@@ -161,6 +161,11 @@ pub struct Boosted<H> {
     pub stop_reason: String,
 }
 
+/// Bag i's margin y_i sum_j w_j h_j(B_i) under the master's weights.
+fn margin(y: &[f64], w: &[f64], outputs: &[Vec<f64>], i: usize) -> f64 {
+    y[i] * w.iter().zip(outputs).map(|(w, h)| w * h[i]).sum::<f64>()
+}
+
 /// The master LP over a working set of bags (constraint generation in the primal, whose
 /// rows are the bags' margins). A bag left out has d_i = 0; the restricted optimum is the
 /// full one when every bag left out has a margin of at least rho under the restricted w
@@ -200,14 +205,7 @@ pub fn solve_master_on_bags(
         let sub = solve_master_capped(&pick(y), &outs, &pick(caps), max_weight, group)?;
         let mut joined = false;
         for (i, w) in work.iter_mut().enumerate().filter(|(_, w)| !**w) {
-            let margin: f64 = y[i]
-                * sub
-                    .w
-                    .iter()
-                    .zip(outputs)
-                    .map(|(w, h)| w * h[i])
-                    .sum::<f64>();
-            if margin < sub.rho - 1e-9 {
+            if margin(y, &sub.w, outputs, i) < sub.rho - 1e-9 {
                 *w = true;
                 joined = true;
             }
@@ -224,9 +222,7 @@ pub fn solve_master_on_bags(
 /// smallest margin (the new columns move margins; those near rho are the likely to bind).
 fn next_working_set(y: &[f64], outputs: &[Vec<f64>], ms: &MasterSolution) -> Vec<bool> {
     let m = y.len();
-    let margins: Vec<f64> = (0..m)
-        .map(|i| y[i] * ms.w.iter().zip(outputs).map(|(w, h)| w * h[i]).sum::<f64>())
-        .collect();
+    let margins: Vec<f64> = (0..m).map(|i| margin(y, &ms.w, outputs, i)).collect();
     let mut order: Vec<usize> = (0..m).collect();
     order.sort_by(|&a, &b| margins[a].total_cmp(&margins[b]));
     let mut work: Vec<bool> = ms.d.iter().map(|&v| v > 1e-12).collect();
@@ -250,9 +246,9 @@ fn retain_flagged<T>(v: &mut Vec<T>, keep: &[bool]) {
 /// training bags and whether it belongs to the capped group (whose edges count less eta, the
 /// group's price; 0 without a group cap). Those with an edge above gamma join in one round.
 /// `weak` also sees the master's columns: with `max_weight` it must not offer one of them
-/// again, since a copy would carry a cap of its own. A weak learner or master LP that fails after the first round
-/// ends boosting with the ensemble built so far (the reason is kept); failing in the first
-/// round is an error.
+/// again, since a copy would carry a cap of its own. A weak learner or master LP that fails
+/// after the first round ends boosting with the ensemble built so far (the reason is kept);
+/// failing in the first round is an error.
 pub fn lpboost<H>(
     y: &[f64],
     params: BoostParams,
@@ -310,7 +306,7 @@ pub fn lpboost<H>(
             break;
         }
         rounds += 1;
-        let outs: Vec<Vec<f64>> = hyps.iter().map(|(_, o)| o.clone()).collect();
+        let mut outs: Vec<Vec<f64>> = hyps.iter().map(|(_, o)| o.clone()).collect();
         let group = params.group_share.map(|s| (grouped.as_slice(), s));
         match solve_master_on_bags(y, &outs, &caps, params.max_weight, group, &work) {
             Ok((mut ms, _)) => {
@@ -331,8 +327,8 @@ pub fn lpboost<H>(
                     retain_flagged(&mut grouped, &keep);
                     retain_flagged(&mut idle, &keep);
                     retain_flagged(&mut ms.w, &keep);
+                    retain_flagged(&mut outs, &keep);
                 }
-                let outs: Vec<Vec<f64>> = hyps.iter().map(|(_, o)| o.clone()).collect();
                 work = next_working_set(y, &outs, &ms);
                 master = Some(ms);
             }
@@ -389,22 +385,37 @@ mod tests {
         assert!((s.gamma - 0.5).abs() < 1e-6);
     }
 
+    /// A random master problem: m bags, every `pos_every`-th positive; `cols` columns of
+    /// outputs uniform in [low, 1); every `group_every`-th column in the capped group.
+    fn random_master(
+        rng: &mut rand_chacha::ChaCha8Rng,
+        m: usize,
+        pos_every: usize,
+        cols: usize,
+        low: f64,
+        group_every: usize,
+    ) -> (Vec<f64>, Vec<Vec<f64>>, Vec<bool>) {
+        use rand::Rng;
+        let y = (0..m)
+            .map(|i| if i % pos_every == 0 { 1.0 } else { -1.0 })
+            .collect();
+        let outs = (0..cols)
+            .map(|_| (0..m).map(|_| rng.random_range(low..1.0)).collect())
+            .collect();
+        let grouped = (0..cols).map(|j| j % group_every == 0).collect();
+        (y, outs, grouped)
+    }
+
     /// Column generation over a finite pool, two columns a round and idle columns deleted,
     /// reaches the optimum of the master LP over the whole pool: deletion and batching
     /// change the path, not the margin.
     #[test]
     fn batched_columns_with_deletion_reach_the_full_pool_optimum() {
-        use rand::{Rng, SeedableRng};
+        use rand::SeedableRng;
         for seed in 0..8u64 {
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
             let m = 14;
-            let y: Vec<f64> = (0..m)
-                .map(|i| if i % 3 == 0 { 1.0 } else { -1.0 })
-                .collect();
-            let pool: Vec<Vec<f64>> = (0..40)
-                .map(|_| (0..m).map(|_| rng.random_range(-1.0..1.0)).collect())
-                .collect();
-            let grouped: Vec<bool> = (0..pool.len()).map(|j| j % 2 == 0).collect();
+            let (y, pool, grouped) = random_master(&mut rng, m, 3, 40, -1.0, 2);
             for (max_weight, group) in [(None, None), (Some(0.2), Some(0.5))] {
                 let params = BoostParams {
                     nu: 0.3,
@@ -483,13 +494,7 @@ mod tests {
         for seed in 0..6u64 {
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
             let m = 120;
-            let y: Vec<f64> = (0..m)
-                .map(|i| if i % 4 == 0 { 1.0 } else { -1.0 })
-                .collect();
-            let outs: Vec<Vec<f64>> = (0..12)
-                .map(|_| (0..m).map(|_| rng.random_range(0.0..1.0)).collect())
-                .collect();
-            let grouped: Vec<bool> = (0..outs.len()).map(|j| j % 3 == 0).collect();
+            let (y, outs, grouped) = random_master(&mut rng, m, 4, 12, 0.0, 3);
             let (caps, _) = caps_and_start(&y, 0.2, true);
             let start: Vec<bool> = (0..m).map(|_| rng.random_bool(0.15)).collect();
             for (max_weight, group) in [(None, None), (Some(0.2), Some(0.5))] {
