@@ -77,6 +77,10 @@ pub struct FitOptions {
     /// decision stumps on shapelet features) in the class, as in the paper.
     #[arg(long)]
     pub no_threshold: bool,
+    /// No position thresholds (where a pattern's best match lies, as a share of the
+    /// series) among the threshold hypotheses.
+    #[arg(long)]
+    pub no_position: bool,
     /// Cap on each hypothesis weight (the margin then rests on at least 1 / cap
     /// hypotheses), or `none` for the paper's LP. Default: the library's.
     #[arg(long)]
@@ -309,6 +313,7 @@ impl FitOptions {
             bias: base.bias && !self.no_bias,
             mean_hypotheses: base.mean_hypotheses && !self.no_mean,
             threshold_hypotheses: base.threshold_hypotheses && !self.no_threshold,
+            position_thresholds: base.position_thresholds && !self.no_position,
             threshold_share: self.threshold_share.unwrap_or(base.threshold_share),
             max_weight: match self.max_weight.as_deref() {
                 None => base.max_weight,

@@ -14,6 +14,7 @@ use std::collections::VecDeque;
 use super::error::{MilError, Result};
 use super::model::{Contribution, Explanation, Model};
 use super::shapelet::{fixed_mean, to_fixed, ShapeletModel};
+use super::weak::position;
 
 /// Sliding-window state of one series under one model. Holds no reference to the model, so
 /// it can live in a map next to the model handle; every call takes the model it was built for.
@@ -230,7 +231,7 @@ impl WindowScorer {
             let sub = &mut self.sub[..e.dim()];
             e.extract_channels(&all, live - f, sub);
             let krow = &mut self.scratch[..space.count];
-            space.kernel.row(sub, &space.representatives, krow);
+            space.kernel_row(sub, krow);
             let mut q = 0;
             for e in &m.ensembles {
                 for h in &e.hypotheses {
@@ -348,9 +349,12 @@ impl WindowScorer {
                         (window_start, v)
                     }
                 };
-                let v = h.output(v);
-                ge += h.weight * v;
                 let sp = &m.spaces[h.space];
+                // The window's subsequences in this space (one, read padded, when shorter
+                // than the footprint), as the offline scorer counts them.
+                let count = (len + 1).saturating_sub(sp.extraction().footprint()).max(1);
+                let v = h.output(v, position((start - window_start) as usize, count));
+                ge += h.weight * v;
                 contributions.push(Contribution {
                     class: m.classes[e.positive_class].clone(),
                     hypothesis: j,
@@ -387,7 +391,7 @@ fn padded_value(
     let mut sub = vec![0.0; e.dim()];
     e.extract_channels(points, 0, &mut sub);
     let mut krow = vec![0.0; space.count];
-    space.kernel.row(&sub, &space.representatives, &mut krow);
+    space.kernel_row(&sub, &mut krow);
     h.alpha.iter().map(|&(z, a)| a * krow[z as usize]).sum()
 }
 
@@ -466,8 +470,8 @@ mod tests {
             .iter()
             .flat_map(|e| &e.hypotheses)
             .any(|h| h.mean));
-        // Threshold hypotheses of both aggregates, over the spaces below.
-        let (mut max_thresholds, mut mean_thresholds) = (0, 0);
+        // Threshold hypotheses of both aggregates and of position, over the spaces below.
+        let (mut max_thresholds, mut mean_thresholds, mut positions) = (0, 0, 0);
         let mut ds = Dataset::default();
         for i in 0..16 {
             let up = i % 2 == 0;
@@ -510,7 +514,9 @@ mod tests {
                 assert!(m.spaces.iter().all(|s| s.view == view && s.znorm == znorm));
                 assert!(m.spaces.iter().any(|s| s.dilation == 4), "{:?}", m.spaces);
                 for h in m.ensembles.iter().flat_map(|e| &e.hypotheses) {
-                    if h.threshold.is_some() {
+                    if h.threshold.is_some_and(|t| t.position) {
+                        positions += 1;
+                    } else if h.threshold.is_some() {
                         *if h.mean {
                             &mut mean_thresholds
                         } else {
@@ -535,8 +541,8 @@ mod tests {
             }
         }
         assert!(
-            max_thresholds > 0 && mean_thresholds > 0,
-            "threshold hypotheses: {max_thresholds} on the max, {mean_thresholds} on the mean"
+            max_thresholds > 0 && mean_thresholds > 0 && positions > 0,
+            "threshold hypotheses: {max_thresholds} on the max, {mean_thresholds} on the mean, {positions} on the position"
         );
     }
 

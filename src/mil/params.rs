@@ -197,6 +197,11 @@ pub struct FitParams {
     /// this much" without assuming the evidence grows linearly with the similarity).
     #[serde(default)]
     pub threshold_hypotheses: bool,
+    /// Threshold hypotheses may also read where a representative's best match lies (the
+    /// maximising subsequence's relative position; RDST's argmin feature), not only how
+    /// close it is. Only with `threshold_hypotheses`; false in older artifacts.
+    #[serde(default)]
+    pub position_thresholds: bool,
     /// The most of the vote (summed weight) threshold hypotheses may hold; the rest comes
     /// from the kernel hypotheses (see `lpboost::BoostParams::group_share`).
     #[serde(default = "full_share")]
@@ -355,6 +360,7 @@ impl Default for FitParams {
             bias: true,
             mean_hypotheses: true,
             threshold_hypotheses: true,
+            position_thresholds: true,
             threshold_share: 0.5,
             max_weight: Some(0.05),
             balanced: true,
@@ -429,6 +435,7 @@ impl FitParams {
             bias: false,
             mean_hypotheses: false,
             threshold_hypotheses: false,
+            position_thresholds: false,
             threshold_share: 1.0,
             max_weight: None,
             balanced: false,

@@ -3,6 +3,7 @@
 //! weak learner (Algorithm 2), one-vs-rest for more than two classes (footnote 3).
 
 use std::collections::HashSet;
+use std::sync::OnceLock;
 
 use std::time::Instant;
 
@@ -11,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bag::{Dataset, InputKind, Sample, Standardizer};
 use super::error::{MilError, Result};
-use super::kernel::Kernel;
+use super::kernel::{Kernel, RepBlocks};
 use super::lpboost::{lpboost, BoostParams, Boosted};
 use super::params::{BinaryMode, FitParams};
 use super::prediction::{Contribution, Prediction};
@@ -22,7 +23,9 @@ use super::series::instance_set;
 use super::space::{is_zero, Extraction, View};
 pub use super::stump::Threshold;
 use super::stump::{best_threshold, column_key, ColumnKey, ThresholdTable};
-use super::weak::{best_mean, dc_candidates, weak_learn, KernelTable, WeakParams, WorkingSet};
+use super::weak::{
+    best_mean, dc_candidates, position, weak_learn, KernelTable, WeakParams, WorkingSet,
+};
 
 /// One shapelet space: instances of one dimension (for series: subsequences of one length,
 /// view, dilation and normalisation), its kernel, and the representatives \hat P_S that
@@ -50,6 +53,21 @@ pub struct ShapeletSpace {
     /// channel).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub block: usize,
+    /// The representatives laid out for [`Kernel::row_blocked`], made on first use (the
+    /// representatives do not change after a fit).
+    #[serde(skip)]
+    pub blocked: BlockedReps,
+}
+
+/// A space's representatives in [`RepBlocks`] layout: derived data, so two spaces compare
+/// equal whatever their caches hold.
+#[derive(Debug, Clone, Default)]
+pub struct BlockedReps(OnceLock<RepBlocks>);
+
+impl PartialEq for BlockedReps {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 fn one() -> usize {
@@ -57,6 +75,18 @@ fn one() -> usize {
 }
 
 impl ShapeletSpace {
+    /// The representatives laid out for [`Kernel::row_blocked`].
+    pub fn blocks(&self) -> &RepBlocks {
+        self.blocked
+            .0
+            .get_or_init(|| RepBlocks::new(&self.representatives, self.extraction().dim()))
+    }
+
+    /// K(z, x) for every representative z into `out`.
+    pub fn kernel_row(&self, x: &[f64], out: &mut [f64]) {
+        self.kernel.row_blocked(x, self.blocks(), out)
+    }
+
     /// How this space reads a series.
     pub fn extraction(&self) -> Extraction {
         Extraction {
@@ -90,10 +120,11 @@ pub struct WeightedHypothesis {
 }
 
 impl WeightedHypothesis {
-    /// h(B) from the aggregated value sum_z alpha_z K(z, x) (max or mean over the bag).
-    pub fn output(&self, value: f64) -> f64 {
+    /// h(B) from the aggregated value sum_z alpha_z K(z, x) (max or mean over the bag) and
+    /// the relative position of its maximiser (see [`super::weak::position`]).
+    pub fn output(&self, value: f64, position: f64) -> f64 {
         match self.threshold {
-            Some(t) => t.output(value),
+            Some(t) => t.output(value, position),
             None => value,
         }
     }
@@ -218,7 +249,12 @@ impl ShapeletModel {
             .collect::<Result<_>>()?;
         let stumps: Option<Vec<ThresholdTable>> = params
             .threshold_hypotheses
-            .then(|| tables.iter().map(ThresholdTable::new).collect());
+            .then(|| {
+                tables
+                    .iter()
+                    .map(|t| ThresholdTable::new(t, params.position_thresholds))
+                    .collect()
+            });
         // One-vs-rest (footnote 3); two classes in the paper's single form pose one problem
         // with classes[1] positive.
         let positives: Vec<usize> = if classes.len() == 2 && params.binary == BinaryMode::Single {
@@ -482,6 +518,7 @@ impl ShapeletModel {
                 znorm: e.znorm,
                 channel: e.channel,
                 block: e.block,
+                blocked: BlockedReps::default(),
             });
         }
         let summary = TrainingSummary {
@@ -592,7 +629,7 @@ impl ShapeletModel {
             let n = set.n_instances();
             let mut krow = vec![0.0; n * space.count];
             for (j, r) in krow.chunks_exact_mut(space.count).enumerate() {
-                space.kernel.row(set.instance(j), &space.representatives, r);
+                space.kernel_row(set.instance(j), r);
             }
             for (e, ens) in self.ensembles.iter().enumerate() {
                 for (j, h) in ens
@@ -613,7 +650,7 @@ impl ShapeletModel {
                     if h.mean {
                         best.0 = fixed_mean(sum, n);
                     }
-                    best.0 = h.output(best.0);
+                    best.0 = h.output(best.0, position(best.1, n));
                     out[e][j] = best;
                 }
             }
@@ -833,6 +870,7 @@ mod tests {
                 znorm: false,
                 channel: 0,
                 block: 0,
+                blocked: BlockedReps::default(),
             }],
             ensembles: vec![ens(0, 1.0), ens(1, -1.0), ens(2, 0.5)],
             params: FitParams::default(),

@@ -21,11 +21,19 @@ pub struct Threshold {
     pub at: f64,
     /// 1 for values at or above `at` (true), or below it (false).
     pub above: bool,
+    /// Thresholds where the best match lies rather than how close it is: the maximising
+    /// subsequence's offset as a share of the bag's subsequences, in [0, 1) (RDST's argmin
+    /// feature, relative so series of unequal length compare). False in older artifacts.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub position: bool,
 }
 
 impl Threshold {
-    pub fn output(&self, value: f64) -> f64 {
-        if (value >= self.at) == self.above {
+    /// 1 or 0 for a bag whose aggregated value is `value` and whose maximising subsequence
+    /// lies at relative position `position`.
+    pub fn output(&self, value: f64, position: f64) -> f64 {
+        let v = if self.position { position } else { value };
+        if (v >= self.at) == self.above {
             1.0
         } else {
             0.0
@@ -40,9 +48,10 @@ enum Feature {
     Max,
     /// mean_x K(z, x), the mean hypothesis with one-hot alpha.
     Mean,
+    /// argmax_x K(z, x) / |B|: where in the bag the best match lies.
+    Position,
 }
 
-const FEATURES: [Feature; 2] = [Feature::Max, Feature::Mean];
 
 /// One feature's cut points and each bag's bin (the number of cuts at or below its value).
 struct Binned {
@@ -52,26 +61,56 @@ struct Binned {
 
 /// Every (representative, feature) of one space, binned once per fit.
 pub struct ThresholdTable {
-    /// Index z * FEATURES.len() + feature.
-    features: Vec<Binned>,
+    /// The features of every representative, in this order.
+    kinds: Vec<Feature>,
+    /// Per feature (index z * kinds.len() + kind), its cut points.
+    cuts: Vec<Vec<f64>>,
+    /// Bag-major (bags x features): each bag's bin of every feature. A bag's row is read in
+    /// one sweep that adds to a different histogram per feature, so the adds do not wait
+    /// on each other as they would filling one feature's histogram bag after bag.
+    bins: Vec<u8>,
 }
 
 impl ThresholdTable {
-    pub fn new(table: &KernelTable) -> Self {
+    /// The max and mean features of every representative, and its best match's position
+    /// with `position`.
+    pub fn new(table: &KernelTable, position: bool) -> Self {
+        let kinds = if position {
+            vec![Feature::Max, Feature::Mean, Feature::Position]
+        } else {
+            vec![Feature::Max, Feature::Mean]
+        };
         let (max, _, mean) = table.bag_stats();
+        let position = table.bag_positions();
         let (k, m) = (table.k, table.n_bags());
-        let mut features = Vec::with_capacity(k * FEATURES.len());
+        let n_features = k * kinds.len();
+        let mut cuts = Vec::with_capacity(n_features);
+        let mut bins = vec![0u8; m * n_features];
         for z in 0..k {
-            for f in FEATURES {
+            for &f in &kinds {
                 let source = match f {
                     Feature::Max => max,
                     Feature::Mean => mean,
+                    Feature::Position => position,
                 };
                 let values: Vec<f64> = (0..m).map(|i| source[i * k + z]).collect();
-                features.push(binned(&values));
+                let b = binned(&values);
+                let j = cuts.len();
+                for (i, &bin) in b.bins.iter().enumerate() {
+                    bins[i * n_features + j] = bin;
+                }
+                cuts.push(b.cuts);
             }
         }
-        Self { features }
+        Self { kinds, cuts, bins }
+    }
+
+    fn n_features(&self) -> usize {
+        self.cuts.len()
+    }
+
+    fn bin(&self, bag: usize, feature: usize) -> usize {
+        self.bins[bag * self.n_features() + feature] as usize
     }
 }
 
@@ -98,6 +137,9 @@ fn binned(values: &[f64]) -> Binned {
     Binned { cuts, bins }
 }
 
+/// Histogram slots per feature: bins 0..=MAX_CUTS.
+const SLOTS: usize = MAX_CUTS + 1;
+
 /// The threshold hypothesis of largest edge sum_i d_i y_i h(B_i) in a space, as (hypothesis
 /// with one-hot alpha, mean aggregate?, threshold), or None when no feature has a cut.
 pub fn best_threshold(
@@ -106,33 +148,52 @@ pub fn best_threshold(
     d: &[f64],
     skip: impl Fn(usize, bool, Threshold) -> bool,
 ) -> Option<(WeakHypothesis, bool, Threshold)> {
-    let active = active_bags(y.len(), d);
-    let total: f64 = active.iter().map(|&i| y[i] * d[i]).sum();
+    let nf = table.n_features();
+    let total: f64 = active_bags(y.len(), d).iter().map(|&i| y[i] * d[i]).sum();
+    // Every feature's histogram of y_i d_i over its bins, from one sweep of the active bags.
+    let mut hist = vec![0.0f64; nf * SLOTS];
+    for i in active_bags(y.len(), d) {
+        let yd = y[i] * d[i];
+        let row = &table.bins[i * nf..(i + 1) * nf];
+        for (j, &bin) in row.iter().enumerate() {
+            hist[j * SLOTS + bin as usize] += yd;
+        }
+    }
     // (edge, feature index, cut, above)
     let mut best: Option<(f64, usize, usize, bool)> = None;
-    let mut hist = [0.0f64; MAX_CUTS + 1];
-    for (j, b) in table.features.iter().enumerate() {
-        let n = b.cuts.len();
+    for (j, cuts) in table.cuts.iter().enumerate() {
+        let n = cuts.len();
         if n == 0 {
             continue;
         }
-        hist[..=n].iter_mut().for_each(|h| *h = 0.0);
-        for &i in &active {
-            hist[b.bins[i] as usize] += y[i] * d[i];
+        let hist = &hist[j * SLOTS..j * SLOTS + n + 1];
+        // Bags at or above cut c are those in bins c+1..=n, summed from the top: edge
+        // `above` for "1 at or above", `total - above` for "1 below". First the feature's
+        // best edge regardless of the skip rule, a bound on its best allowed one: most
+        // features cannot beat the best so far and are never checked against the rule.
+        let mut above = 0.0;
+        let mut bound = f64::NEG_INFINITY;
+        for h in hist[1..].iter().rev() {
+            above += h;
+            let e = if above > total - above { above } else { total - above };
+            bound = if e > bound { e } else { bound };
         }
-        // Bags at or above cut c are those in bins c+1..=n; summed from the top.
+        if best.is_some_and(|(e, ..)| bound <= e) {
+            continue;
+        }
         let mut above = 0.0;
         for c in (0..n).rev() {
             above += hist[c + 1];
             for (edge, up) in [(above, true), (total - above, false)] {
                 let taken = || {
-                    let mean = FEATURES[j % FEATURES.len()] == Feature::Mean;
+                    let f = table.kinds[j % table.kinds.len()];
                     skip(
-                        j / FEATURES.len(),
-                        mean,
+                        j / table.kinds.len(),
+                        f == Feature::Mean,
                         Threshold {
-                            at: b.cuts[c],
+                            at: cuts[c],
                             above: up,
+                            position: f == Feature::Position,
                         },
                     )
                 };
@@ -143,19 +204,18 @@ pub fn best_threshold(
         }
     }
     let (edge, j, c, up) = best?;
-    let b = &table.features[j];
+    let f = table.kinds[j % table.kinds.len()];
     let threshold = Threshold {
-        at: b.cuts[c],
+        at: table.cuts[j][c],
         above: up,
+        position: f == Feature::Position,
     };
-    let outputs = b
-        .bins
-        .iter()
-        .map(|&bin| if (bin as usize > c) == up { 1.0 } else { 0.0 })
+    let outputs = (0..y.len())
+        .map(|i| if (table.bin(i, j) > c) == up { 1.0 } else { 0.0 })
         .collect();
     Some((
         WeakHypothesis {
-            alpha: vec![(j / FEATURES.len(), 1.0)],
+            alpha: vec![(j / table.kinds.len(), 1.0)],
             edge,
             outputs,
             dc_iterations: 0,
@@ -163,13 +223,13 @@ pub fn best_threshold(
             rows_generated: 0,
             failure: None,
         },
-        FEATURES[j % FEATURES.len()] == Feature::Mean,
+        f == Feature::Mean,
         threshold,
     ))
 }
 
 /// A master LP column's identity: space, mean aggregate, threshold and alpha, bit for bit.
-pub(crate) type ColumnKey = (usize, bool, Option<(u64, bool)>, Vec<(usize, u64)>);
+pub(crate) type ColumnKey = (usize, bool, Option<(u64, bool, bool)>, Vec<(usize, u64)>);
 
 pub(crate) fn column_key(
     s: usize,
@@ -180,7 +240,7 @@ pub(crate) fn column_key(
     (
         s,
         mean,
-        t.map(|t| (t.at.to_bits(), t.above)),
+        t.map(|t| (t.at.to_bits(), t.above, t.position)),
         alpha.iter().map(|&(z, a)| (z, a.to_bits())).collect(),
     )
 }
@@ -208,13 +268,20 @@ mod tests {
         let up = Threshold {
             at: 0.5,
             above: true,
+            position: false,
         };
         let down = Threshold {
-            at: 0.5,
             above: false,
+            ..up
         };
-        assert_eq!((up.output(0.5), up.output(0.49)), (1.0, 0.0));
-        assert_eq!((down.output(0.5), down.output(0.49)), (0.0, 1.0));
+        assert_eq!((up.output(0.5, 0.0), up.output(0.49, 0.9)), (1.0, 0.0));
+        assert_eq!((down.output(0.5, 0.0), down.output(0.49, 0.9)), (0.0, 1.0));
+        // A position threshold reads the position and ignores the value.
+        let early = Threshold {
+            position: true,
+            ..down
+        };
+        assert_eq!((early.output(0.9, 0.2), early.output(0.1, 0.5)), (1.0, 0.0));
     }
 
     /// A feature that separates the classes at a gap gives the largest edge there, with
@@ -224,8 +291,11 @@ mod tests {
         let m = 8;
         let values: Vec<f64> = (0..m).map(|i| i as f64 / 10.0).collect();
         let y: Vec<f64> = (0..m).map(|i| if i < 3 { 1.0 } else { -1.0 }).collect();
+        let b = binned(&values);
         let table = ThresholdTable {
-            features: vec![binned(&values)],
+            kinds: vec![Feature::Max],
+            cuts: vec![b.cuts],
+            bins: b.bins,
         };
         let d = vec![1.0 / m as f64; m];
         let (h, mean, t) = best_threshold(&table, &y, &d, |_, _, _| false).unwrap();
@@ -233,7 +303,7 @@ mod tests {
         assert!(!t.above, "positives are the small values");
         assert!(t.at > 0.2 && t.at < 0.3, "{t:?}");
         assert!((h.edge - 3.0 / 8.0).abs() < 1e-12, "{}", h.edge);
-        let applied: Vec<f64> = values.iter().map(|&v| t.output(v)).collect();
+        let applied: Vec<f64> = values.iter().map(|&v| t.output(v, 0.0)).collect();
         assert_eq!(h.outputs, applied);
         let edge: f64 = (0..m).map(|i| y[i] * d[i] * h.outputs[i]).sum();
         assert!((edge - h.edge).abs() < 1e-12);

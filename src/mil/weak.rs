@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bag::InstanceSet;
 use super::error::{MilError, Result};
-use super::kernel::Kernel;
+use super::kernel::{Kernel, RepBlocks};
 use super::solver::ConicProgram;
 
 /// Which constraint bounds the shapelet u = sum_z alpha_z Phi(z).
@@ -61,6 +61,9 @@ pub struct KernelTable<'a> {
     bag_min: Vec<f64>,
     /// Per bag the mean over its instances of each K(z, .): the mean hypotheses' outputs.
     bag_mean: Vec<f64>,
+    /// Per bag where its first maximiser of each K(z, .) lies: the instance's index over the
+    /// bag's instance count, in [0, 1) (the position thresholds' feature).
+    bag_position: Vec<f64>,
     /// K(z, z), to put one-hot starts on the RKHS unit sphere for OP1.
     diag: Vec<f64>,
     /// Lower Cholesky factor L of the representatives' Gram matrix (OP1 only): alpha'K alpha = |L'alpha|^2.
@@ -75,6 +78,7 @@ struct BagPart {
     max: Vec<f64>,
     min: Vec<f64>,
     mean: Vec<f64>,
+    position: Vec<f64>,
     rows: Vec<f64>,
 }
 
@@ -90,6 +94,7 @@ impl<'a> KernelTable<'a> {
         let k = reps.len() / dim;
         let m = instances.n_bags();
         let stride = row_stride.max(1);
+        let blocks = RepBlocks::new(reps, dim);
         let parts: Vec<BagPart> = (0..m)
             .into_par_iter()
             .map(|i| {
@@ -100,8 +105,10 @@ impl<'a> KernelTable<'a> {
                     max: vec![f64::NEG_INFINITY; k],
                     min: vec![f64::INFINITY; k],
                     mean: vec![0.0; k],
+                    position: vec![0.0; k],
                     rows: vec![0.0; kept * k],
                 };
+                let mut arg = vec![0u32; k];
                 let mut scratch = vec![0.0; k];
                 for (t, j) in range.enumerate() {
                     let r: &mut [f64] = if t % stride == 0 {
@@ -110,16 +117,20 @@ impl<'a> KernelTable<'a> {
                     } else {
                         &mut scratch
                     };
-                    kernel.row(instances.instance(j), reps, r);
+                    kernel.row_blocked(instances.instance(j), &blocks, r);
                     // Compare-and-select rather than f64::max/min (their NaN rule keeps the
                     // loop scalar); kernel values are never NaN.
-                    for (((mx, mn), sum), &v) in part
+                    let tu = t as u32;
+                    for ((((mx, mn), sum), a), &v) in part
                         .max
                         .iter_mut()
                         .zip(&mut part.min)
                         .zip(&mut part.mean)
+                        .zip(&mut arg)
                         .zip(r.iter())
                     {
+                        // Strict >: the first maximiser, as prediction's argmax keeps it.
+                        *a = if v > *mx { tu } else { *a };
                         *mx = if v > *mx { v } else { *mx };
                         *mn = if v < *mn { v } else { *mn };
                         *sum += v;
@@ -127,6 +138,7 @@ impl<'a> KernelTable<'a> {
                 }
                 let nf = n.max(1) as f64;
                 part.mean.iter_mut().for_each(|v| *v /= nf);
+                part.position = arg.iter().map(|&a| position(a as usize, n)).collect();
                 part
             })
             .collect();
@@ -134,7 +146,8 @@ impl<'a> KernelTable<'a> {
         offsets.push(0);
         let total: usize = parts.iter().map(|p| p.rows.len() / k.max(1)).sum();
         let mut rows = Vec::with_capacity(total * k);
-        let (mut bag_max, mut bag_min, mut bag_mean) = (
+        let (mut bag_max, mut bag_min, mut bag_mean, mut bag_position) = (
+            Vec::with_capacity(m * k),
             Vec::with_capacity(m * k),
             Vec::with_capacity(m * k),
             Vec::with_capacity(m * k),
@@ -145,6 +158,7 @@ impl<'a> KernelTable<'a> {
             bag_max.extend_from_slice(&p.max);
             bag_min.extend_from_slice(&p.min);
             bag_mean.extend_from_slice(&p.mean);
+            bag_position.extend_from_slice(&p.position);
         }
         let zs: Vec<&[f64]> = reps.chunks_exact(dim).collect();
         let diag: Vec<f64> = zs.iter().map(|z| kernel.eval(z, z)).collect();
@@ -169,6 +183,7 @@ impl<'a> KernelTable<'a> {
             bag_max,
             bag_min,
             bag_mean,
+            bag_position,
             diag,
             chol,
             exact: (stride > 1).then_some((instances, reps, *kernel)),
@@ -182,6 +197,11 @@ impl<'a> KernelTable<'a> {
     /// Per bag (row-major bags x k): max, min and mean over its instances of each K(z, .).
     pub fn bag_stats(&self) -> (&[f64], &[f64], &[f64]) {
         (&self.bag_max, &self.bag_min, &self.bag_mean)
+    }
+
+    /// Per bag (row-major bags x k): where the first maximiser of each K(z, .) lies.
+    pub fn bag_positions(&self) -> &[f64] {
+        &self.bag_position
     }
 
     /// Kernel rows kept (memory: 8 k bytes each).
@@ -216,6 +236,15 @@ impl<'a> KernelTable<'a> {
 
     /// h_alpha(B_i) for every training bag, over every instance.
     pub fn outputs(&self, alpha: &[(usize, f64)]) -> Vec<f64> {
+        // One-hot alpha: max_x a K(z, x) is a times the bag's max (a > 0) or min (a < 0) of
+        // K(z, .), both exact over every instance; rounding is monotone, so the bits are
+        // those of the sums below.
+        if let [(z, a)] = *alpha {
+            let stat = if a >= 0.0 { &self.bag_max } else { &self.bag_min };
+            return (0..self.n_bags())
+                .map(|i| 0.0 + a * stat[i * self.k + z])
+                .collect();
+        }
         let Some((set, reps, kernel)) = &self.exact else {
             return (0..self.n_bags())
                 .map(|i| self.bag_score(i, alpha).0)
@@ -240,6 +269,13 @@ impl<'a> KernelTable<'a> {
             })
             .collect()
     }
+}
+
+/// The relative position of instance `index` of a bag of `count` instances: index / count,
+/// in [0, 1). Training, prediction and the incremental scorer all compute it here.
+#[inline]
+pub fn position(index: usize, count: usize) -> f64 {
+    index as f64 / count.max(1) as f64
 }
 
 /// Rows (negative-bag instances) and columns (representatives) that were binding in the
