@@ -109,6 +109,7 @@ fn shapelet_card(m: &ShapeletModel, v: &mut Value) {
         "standardize": m.standardizer.is_some(),
         "mean_hypotheses": m.params.mean_hypotheses,
         "threshold_hypotheses": m.params.threshold_hypotheses,
+        "position_thresholds": m.params.position_thresholds,
         "threshold_share": m.params.threshold_share,
         "max_weight": m.params.max_weight,
     });
@@ -119,6 +120,11 @@ fn shapelet_card(m: &ShapeletModel, v: &mut Value) {
             "positive_class": m.classes[e.positive_class],
             "hypotheses": e.hypotheses.len(),
             "thresholds": e.hypotheses.iter().filter(|h| h.threshold.is_some()).count(),
+            "position_thresholds": e
+                .hypotheses
+                .iter()
+                .filter(|h| h.threshold.is_some_and(|t| t.position))
+                .count(),
             "threshold_weight": e
                 .hypotheses
                 .iter()

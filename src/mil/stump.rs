@@ -81,7 +81,11 @@ impl ThresholdTable {
             vec![Feature::Max, Feature::Mean]
         };
         let (max, _, mean) = table.bag_stats();
-        let position = table.bag_positions();
+        let position = if kinds.contains(&Feature::Position) {
+            table.bag_positions()
+        } else {
+            Vec::new()
+        };
         let (k, m) = (table.k, table.n_bags());
         let n_features = k * kinds.len();
         let mut cuts = Vec::with_capacity(n_features);
@@ -91,7 +95,7 @@ impl ThresholdTable {
                 let source = match f {
                     Feature::Max => max,
                     Feature::Mean => mean,
-                    Feature::Position => position,
+                    Feature::Position => &position,
                 };
                 let values: Vec<f64> = (0..m).map(|i| source[i * k + z]).collect();
                 let b = binned(&values);
@@ -307,5 +311,48 @@ mod tests {
         assert_eq!(h.outputs, applied);
         let edge: f64 = (0..m).map(|i| y[i] * d[i] * h.outputs[i]).sum();
         assert!((edge - h.edge).abs() < 1e-12);
+    }
+
+    /// Bags whose best match lies early are positive; the similarity says nothing. The
+    /// position feature wins, its threshold is marked as one on the position, and the
+    /// outputs are the threshold applied to the positions; with the value feature alone
+    /// no cut reaches that edge. A position cut is skipped like any other.
+    #[test]
+    fn a_separating_position_is_a_position_threshold() {
+        let m = 10;
+        let value: Vec<f64> = (0..m).map(|i| 0.5 + 0.01 * ((i * 7) % m) as f64).collect();
+        let position: Vec<f64> = (0..m).map(|i| i as f64 / m as f64).collect();
+        let y: Vec<f64> = (0..m).map(|i| if i < 4 { 1.0 } else { -1.0 }).collect();
+        let d = vec![1.0 / m as f64; m];
+        let table = |kinds: Vec<Feature>| {
+            let binned: Vec<Binned> = kinds
+                .iter()
+                .map(|k| binned(if *k == Feature::Position { &position } else { &value }))
+                .collect();
+            let nf = binned.len();
+            let mut bins = vec![0u8; m * nf];
+            for (j, b) in binned.iter().enumerate() {
+                for i in 0..m {
+                    bins[i * nf + j] = b.bins[i];
+                }
+            }
+            ThresholdTable {
+                kinds,
+                cuts: binned.into_iter().map(|b| b.cuts).collect(),
+                bins,
+            }
+        };
+        let both = table(vec![Feature::Max, Feature::Position]);
+        let (h, mean, t) = best_threshold(&both, &y, &d, |_, _, _| false).unwrap();
+        assert!(t.position && !t.above && !mean, "{t:?}");
+        assert!((h.edge - 0.4).abs() < 1e-12, "{}", h.edge);
+        let applied: Vec<f64> = (0..m).map(|i| t.output(value[i], position[i])).collect();
+        assert_eq!(h.outputs, applied);
+        let (alone, ..) = best_threshold(&table(vec![Feature::Max]), &y, &d, |_, _, _| false)
+            .unwrap();
+        assert!(alone.edge < h.edge - 1e-9, "{} {}", alone.edge, h.edge);
+        // The same cut refused: another one is taken.
+        let (_, _, next) = best_threshold(&both, &y, &d, |_, _, th| th == t).unwrap();
+        assert_ne!(next, t);
     }
 }

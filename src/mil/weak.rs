@@ -61,9 +61,11 @@ pub struct KernelTable<'a> {
     bag_min: Vec<f64>,
     /// Per bag the mean over its instances of each K(z, .): the mean hypotheses' outputs.
     bag_mean: Vec<f64>,
-    /// Per bag where its first maximiser of each K(z, .) lies: the instance's index over the
-    /// bag's instance count, in [0, 1) (the position thresholds' feature).
-    bag_position: Vec<f64>,
+    /// Per bag the index of its first maximiser of each K(z, .) (the position thresholds'
+    /// feature; 4 bytes, as 5,000 windows x 32 spaces x k = 100 of them are 64 MB).
+    bag_argmax: Vec<u32>,
+    /// Instances per bag.
+    bag_len: Vec<usize>,
     /// K(z, z), to put one-hot starts on the RKHS unit sphere for OP1.
     diag: Vec<f64>,
     /// Lower Cholesky factor L of the representatives' Gram matrix (OP1 only): alpha'K alpha = |L'alpha|^2.
@@ -78,7 +80,7 @@ struct BagPart {
     max: Vec<f64>,
     min: Vec<f64>,
     mean: Vec<f64>,
-    position: Vec<f64>,
+    argmax: Vec<u32>,
     rows: Vec<f64>,
 }
 
@@ -105,10 +107,9 @@ impl<'a> KernelTable<'a> {
                     max: vec![f64::NEG_INFINITY; k],
                     min: vec![f64::INFINITY; k],
                     mean: vec![0.0; k],
-                    position: vec![0.0; k],
+                    argmax: vec![0; k],
                     rows: vec![0.0; kept * k],
                 };
-                let mut arg = vec![0u32; k];
                 let mut scratch = vec![0.0; k];
                 for (t, j) in range.enumerate() {
                     let r: &mut [f64] = if t % stride == 0 {
@@ -126,7 +127,7 @@ impl<'a> KernelTable<'a> {
                         .iter_mut()
                         .zip(&mut part.min)
                         .zip(&mut part.mean)
-                        .zip(&mut arg)
+                        .zip(&mut part.argmax)
                         .zip(r.iter())
                     {
                         // Strict >: the first maximiser, as prediction's argmax keeps it.
@@ -138,7 +139,6 @@ impl<'a> KernelTable<'a> {
                 }
                 let nf = n.max(1) as f64;
                 part.mean.iter_mut().for_each(|v| *v /= nf);
-                part.position = arg.iter().map(|&a| position(a as usize, n)).collect();
                 part
             })
             .collect();
@@ -146,7 +146,8 @@ impl<'a> KernelTable<'a> {
         offsets.push(0);
         let total: usize = parts.iter().map(|p| p.rows.len() / k.max(1)).sum();
         let mut rows = Vec::with_capacity(total * k);
-        let (mut bag_max, mut bag_min, mut bag_mean, mut bag_position) = (
+        let bag_len: Vec<usize> = (0..m).map(|i| instances.bag_range(i).len()).collect();
+        let (mut bag_max, mut bag_min, mut bag_mean, mut bag_argmax) = (
             Vec::with_capacity(m * k),
             Vec::with_capacity(m * k),
             Vec::with_capacity(m * k),
@@ -158,7 +159,7 @@ impl<'a> KernelTable<'a> {
             bag_max.extend_from_slice(&p.max);
             bag_min.extend_from_slice(&p.min);
             bag_mean.extend_from_slice(&p.mean);
-            bag_position.extend_from_slice(&p.position);
+            bag_argmax.extend_from_slice(&p.argmax);
         }
         let zs: Vec<&[f64]> = reps.chunks_exact(dim).collect();
         let diag: Vec<f64> = zs.iter().map(|z| kernel.eval(z, z)).collect();
@@ -183,7 +184,8 @@ impl<'a> KernelTable<'a> {
             bag_max,
             bag_min,
             bag_mean,
-            bag_position,
+            bag_argmax,
+            bag_len,
             diag,
             chol,
             exact: (stride > 1).then_some((instances, reps, *kernel)),
@@ -200,8 +202,12 @@ impl<'a> KernelTable<'a> {
     }
 
     /// Per bag (row-major bags x k): where the first maximiser of each K(z, .) lies.
-    pub fn bag_positions(&self) -> &[f64] {
-        &self.bag_position
+    pub fn bag_positions(&self) -> Vec<f64> {
+        self.bag_argmax
+            .chunks_exact(self.k.max(1))
+            .zip(&self.bag_len)
+            .flat_map(|(args, &n)| args.iter().map(move |&a| position(a as usize, n)))
+            .collect()
     }
 
     /// Kernel rows kept (memory: 8 k bytes each).
