@@ -3,7 +3,6 @@
 //! weak learner (Algorithm 2), one-vs-rest for more than two classes (footnote 3).
 
 use std::collections::HashSet;
-use std::sync::OnceLock;
 
 use std::time::Instant;
 
@@ -12,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bag::{Dataset, InputKind, Sample, Standardizer};
 use super::error::{MilError, Result};
-use super::kernel::{Kernel, RepBlocks};
+use super::kernel::Kernel;
 use super::lpboost::{lpboost, BoostParams, Boosted};
 use super::params::{BinaryMode, FitParams};
 use super::prediction::{Contribution, Prediction};
@@ -20,85 +19,13 @@ pub use super::prepare::{
     median_heuristic_sigma, prepare, resolve_kernel, resolve_lengths, Prepared, PreparedSpace,
 };
 use super::series::instance_set;
-use super::space::{is_zero, Extraction, View};
 pub use super::stump::Threshold;
 use super::stump::{best_threshold, column_key, ColumnKey, ThresholdTable};
 use super::weak::{
     best_mean, dc_candidates, position, weak_learn, KernelTable, WeakParams, WorkingSet,
 };
 
-/// One shapelet space: instances of one dimension (for series: subsequences of one length,
-/// view, dilation and normalisation), its kernel, and the representatives \hat P_S that
-/// hypotheses are expanded over.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ShapeletSpace {
-    /// Instance dimension: the subsequence length l for series.
-    pub length: usize,
-    pub kernel: Kernel,
-    /// Number of representatives (rows of `representatives`).
-    pub count: usize,
-    /// Row-major count x length.
-    pub representatives: Vec<f64>,
-    /// How a series is read (absent in artifacts from before: the paper's raw form).
-    #[serde(default)]
-    pub view: View,
-    #[serde(default = "one")]
-    pub dilation: usize,
-    #[serde(default)]
-    pub znorm: bool,
-    /// The channel an independent space reads (0 for univariate series; absent before).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub channel: usize,
-    /// A dependent space's channel count: representatives are `block` x `length` (0: one
-    /// channel).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub block: usize,
-    /// The representatives laid out for [`Kernel::row_blocked`], made on first use (the
-    /// representatives do not change after a fit).
-    #[serde(skip)]
-    pub blocked: BlockedReps,
-}
-
-/// A space's representatives in [`RepBlocks`] layout: derived data, so two spaces compare
-/// equal whatever their caches hold.
-#[derive(Debug, Clone, Default)]
-pub struct BlockedReps(OnceLock<RepBlocks>);
-
-impl PartialEq for BlockedReps {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-fn one() -> usize {
-    1
-}
-
-impl ShapeletSpace {
-    /// The representatives laid out for [`Kernel::row_blocked`].
-    pub fn blocks(&self) -> &RepBlocks {
-        self.blocked
-            .0
-            .get_or_init(|| RepBlocks::new(&self.representatives, self.extraction().dim()))
-    }
-
-    /// K(z, x) for every representative z into `out`.
-    pub fn kernel_row(&self, x: &[f64], out: &mut [f64]) {
-        self.kernel.row_blocked(x, self.blocks(), out)
-    }
-
-    /// How this space reads a series.
-    pub fn extraction(&self) -> Extraction {
-        Extraction {
-            view: self.view,
-            length: self.length,
-            dilation: self.dilation,
-            znorm: self.znorm,
-            channel: self.channel,
-            block: self.block,
-        }
-    }
-}
+pub use super::space::{BlockedReps, ShapeletSpace};
 
 /// One weighted hypothesis of an ensemble.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -836,6 +763,7 @@ impl ShapeletModel {
 mod tests {
     use super::*;
     use crate::mil::bag::Bag;
+    use crate::mil::space::View;
 
     /// Three classes over 1-d bags, linear kernel, one representative z = 1 and one
     /// hypothesis per class with alpha = 1, -1, 0.5: h_c(B) = max_x alpha_c x.

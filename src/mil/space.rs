@@ -12,8 +12,11 @@
 //! with its last point repeated, so no space depends on the shortest training series.
 
 use std::fmt;
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
+
+use super::kernel::{Kernel, RepBlocks};
 
 /// The series a space reads from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -241,6 +244,79 @@ pub fn dilations(length: usize, n: usize, max_count: usize) -> Vec<usize> {
         d *= 2;
     }
     out
+}
+
+/// One shapelet space: instances of one dimension (for series: subsequences of one length,
+/// view, dilation and normalisation), its kernel, and the representatives \hat P_S that
+/// hypotheses are expanded over.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShapeletSpace {
+    /// Instance dimension: the subsequence length l for series.
+    pub length: usize,
+    pub kernel: Kernel,
+    /// Number of representatives (rows of `representatives`).
+    pub count: usize,
+    /// Row-major count x length.
+    pub representatives: Vec<f64>,
+    /// How a series is read (absent in artifacts from before: the paper's raw form).
+    #[serde(default)]
+    pub view: View,
+    #[serde(default = "one")]
+    pub dilation: usize,
+    #[serde(default)]
+    pub znorm: bool,
+    /// The channel an independent space reads (0 for univariate series; absent before).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub channel: usize,
+    /// A dependent space's channel count: representatives are `block` x `length` (0: one
+    /// channel).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub block: usize,
+    /// The representatives laid out for [`Kernel::row_blocked`], made on first use (the
+    /// representatives do not change after a fit).
+    #[serde(skip)]
+    pub blocked: BlockedReps,
+}
+
+/// A space's representatives in [`RepBlocks`] layout: derived data, so two spaces compare
+/// equal whatever their caches hold.
+#[derive(Debug, Clone, Default)]
+pub struct BlockedReps(OnceLock<RepBlocks>);
+
+impl PartialEq for BlockedReps {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+fn one() -> usize {
+    1
+}
+
+impl ShapeletSpace {
+    /// The representatives laid out for [`Kernel::row_blocked`].
+    pub fn blocks(&self) -> &RepBlocks {
+        self.blocked
+            .0
+            .get_or_init(|| RepBlocks::new(&self.representatives, self.extraction().dim()))
+    }
+
+    /// K(z, x) for every representative z into `out`.
+    pub fn kernel_row(&self, x: &[f64], out: &mut [f64]) {
+        self.kernel.row_blocked(x, self.blocks(), out)
+    }
+
+    /// How this space reads a series.
+    pub fn extraction(&self) -> Extraction {
+        Extraction {
+            view: self.view,
+            length: self.length,
+            dilation: self.dilation,
+            znorm: self.znorm,
+            channel: self.channel,
+            block: self.block,
+        }
+    }
 }
 
 #[cfg(test)]
