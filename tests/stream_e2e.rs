@@ -766,7 +766,10 @@ fn files_roll_near_roll_bytes_by_their_measured_size() {
     let out = dir.join("out");
     let bootstrap = cluster(1);
     let (model_path, _) = model_file(&dir);
-    let stream = known_stream(4, 8, 1_700_000_001_500);
+    // 12 series of 150 points each per sensor: the second half (3,600 rows) spans at
+    // least three closed files of about 600 rows whatever the model's rows compress to
+    // (with 8, where the file boundaries fell decided whether two or three closed).
+    let stream = known_stream(4, 12, 1_700_000_001_500);
     let msgs = point_messages(&stream);
     let half = msgs.len() / 2;
     let mut cfg = config(&bootstrap, &out, &model_path, "e2e-roll-bytes", "");
