@@ -309,9 +309,14 @@ fn shapelet_text(m: &ShapeletModel, s: &mut String) {
             .filter(|h| h.threshold.is_some())
             .map(|h| h.weight)
             .collect();
+        let positions = e
+            .hypotheses
+            .iter()
+            .filter(|h| h.threshold.is_some_and(|t| t.position))
+            .count();
         let _ = writeln!(
             s,
-            "  class {}: {} hypotheses ({} thresholds, weight {:.3}), {} rounds, rho {:.6}, gamma {:.6}, stopped: {}",
+            "  class {}: {} hypotheses ({} thresholds, {positions} on a position, weight {:.3}), {} rounds, rho {:.6}, gamma {:.6}, stopped: {}",
             m.classes[e.positive_class],
             e.hypotheses.len(),
             thresholds.len(),

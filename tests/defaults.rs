@@ -260,14 +260,21 @@ fn the_model_card_lists_the_spaces_the_hypotheses_use() {
         "{text}"
     );
     assert!(listed.iter().any(|l| l.contains(" d=")), "{text}");
-    // The threshold caps, and each class's threshold count and weight (within the share).
+    // The threshold caps, and each class's threshold count, how many read a position and
+    // their weight (within the share).
     assert!(
         text.contains("thresholds  at most 0.5 of each class's vote; every weight at most 0.05"),
         "{text}"
     );
     for line in text.lines().filter(|l| l.starts_with("  class ")) {
+        let positions: Option<usize> = line
+            .split(" thresholds, ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|n| n.parse().ok());
+        assert!(positions.is_some(), "no position count in {line}");
         let weight: f64 = line
-            .split(" thresholds, weight ")
+            .split(" on a position, weight ")
             .nth(1)
             .and_then(|r| r.split(')').next())
             .and_then(|w| w.parse().ok())
