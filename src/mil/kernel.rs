@@ -170,15 +170,6 @@ impl RepBlocks {
             rows: reps[..k * dim].to_vec(),
         }
     }
-
-    /// Representatives held.
-    pub fn len(&self) -> usize {
-        self.k
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.k == 0
-    }
 }
 
 /// |x - z|^2 for every representative z into `out`, each summed as [`sq_dist`] sums it:

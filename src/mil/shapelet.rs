@@ -174,14 +174,12 @@ impl ShapeletModel {
             .zip(&kernels)
             .map(|(s, k)| KernelTable::new(&s.instances, &s.reps, k, params.weak, s.row_stride))
             .collect::<Result<_>>()?;
-        let stumps: Option<Vec<ThresholdTable>> = params
-            .threshold_hypotheses
-            .then(|| {
-                tables
-                    .iter()
-                    .map(|t| ThresholdTable::new(t, params.position_thresholds))
-                    .collect()
-            });
+        let stumps: Option<Vec<ThresholdTable>> = params.threshold_hypotheses.then(|| {
+            tables
+                .iter()
+                .map(|t| ThresholdTable::new(t, params.position_thresholds))
+                .collect()
+        });
         // One-vs-rest (footnote 3); two classes in the paper's single form pose one problem
         // with classes[1] positive.
         let positives: Vec<usize> = if classes.len() == 2 && params.binary == BinaryMode::Single {

@@ -52,7 +52,6 @@ enum Feature {
     Position,
 }
 
-
 /// One feature's cut points and each bag's bin (the number of cuts at or below its value).
 struct Binned {
     cuts: Vec<f64>,
@@ -153,10 +152,11 @@ pub fn best_threshold(
     skip: impl Fn(usize, bool, Threshold) -> bool,
 ) -> Option<(WeakHypothesis, bool, Threshold)> {
     let nf = table.n_features();
-    let total: f64 = active_bags(y.len(), d).iter().map(|&i| y[i] * d[i]).sum();
+    let active = active_bags(y.len(), d);
+    let total: f64 = active.iter().map(|&i| y[i] * d[i]).sum();
     // Every feature's histogram of y_i d_i over its bins, from one sweep of the active bags.
     let mut hist = vec![0.0f64; nf * SLOTS];
-    for i in active_bags(y.len(), d) {
+    for i in active {
         let yd = y[i] * d[i];
         let row = &table.bins[i * nf..(i + 1) * nf];
         for (j, &bin) in row.iter().enumerate() {
@@ -179,7 +179,11 @@ pub fn best_threshold(
         let mut bound = f64::NEG_INFINITY;
         for h in hist[1..].iter().rev() {
             above += h;
-            let e = if above > total - above { above } else { total - above };
+            let e = if above > total - above {
+                above
+            } else {
+                total - above
+            };
             bound = if e > bound { e } else { bound };
         }
         if best.is_some_and(|(e, ..)| bound <= e) {
@@ -215,7 +219,13 @@ pub fn best_threshold(
         position: f == Feature::Position,
     };
     let outputs = (0..y.len())
-        .map(|i| if (table.bin(i, j) > c) == up { 1.0 } else { 0.0 })
+        .map(|i| {
+            if (table.bin(i, j) > c) == up {
+                1.0
+            } else {
+                0.0
+            }
+        })
         .collect();
     Some((
         WeakHypothesis {
@@ -274,10 +284,7 @@ mod tests {
             above: true,
             position: false,
         };
-        let down = Threshold {
-            above: false,
-            ..up
-        };
+        let down = Threshold { above: false, ..up };
         assert_eq!((up.output(0.5, 0.0), up.output(0.49, 0.9)), (1.0, 0.0));
         assert_eq!((down.output(0.5, 0.0), down.output(0.49, 0.9)), (0.0, 1.0));
         // A position threshold reads the position and ignores the value.
@@ -327,7 +334,13 @@ mod tests {
         let table = |kinds: Vec<Feature>| {
             let binned: Vec<Binned> = kinds
                 .iter()
-                .map(|k| binned(if *k == Feature::Position { &position } else { &value }))
+                .map(|k| {
+                    binned(if *k == Feature::Position {
+                        &position
+                    } else {
+                        &value
+                    })
+                })
                 .collect();
             let nf = binned.len();
             let mut bins = vec![0u8; m * nf];
@@ -348,8 +361,8 @@ mod tests {
         assert!((h.edge - 0.4).abs() < 1e-12, "{}", h.edge);
         let applied: Vec<f64> = (0..m).map(|i| t.output(value[i], position[i])).collect();
         assert_eq!(h.outputs, applied);
-        let (alone, ..) = best_threshold(&table(vec![Feature::Max]), &y, &d, |_, _, _| false)
-            .unwrap();
+        let (alone, ..) =
+            best_threshold(&table(vec![Feature::Max]), &y, &d, |_, _, _| false).unwrap();
         assert!(alone.edge < h.edge - 1e-9, "{} {}", alone.edge, h.edge);
         // The same cut refused: another one is taken.
         let (_, _, next) = best_threshold(&both, &y, &d, |_, _, th| th == t).unwrap();

@@ -246,7 +246,11 @@ impl<'a> KernelTable<'a> {
         // K(z, .), both exact over every instance; rounding is monotone, so the bits are
         // those of the sums below.
         if let [(z, a)] = *alpha {
-            let stat = if a >= 0.0 { &self.bag_max } else { &self.bag_min };
+            let stat = if a >= 0.0 {
+                &self.bag_max
+            } else {
+                &self.bag_min
+            };
             return (0..self.n_bags())
                 .map(|i| 0.0 + a * stat[i * self.k + z])
                 .collect();
