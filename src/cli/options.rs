@@ -81,6 +81,10 @@ pub struct FitOptions {
     /// series) among the threshold hypotheses.
     #[arg(long)]
     pub no_position: bool,
+    /// With more than two classes, keep each one-vs-rest ensemble's own score rather than
+    /// refitting the class scores over every class's hypotheses (the pooled ridge head).
+    #[arg(long)]
+    pub no_head: bool,
     /// Cap on each hypothesis weight (the margin then rests on at least 1 / cap
     /// hypotheses), or `none` for the paper's LP. Default: the library's.
     #[arg(long)]
@@ -314,6 +318,7 @@ impl FitOptions {
             mean_hypotheses: base.mean_hypotheses && !self.no_mean,
             threshold_hypotheses: base.threshold_hypotheses && !self.no_threshold,
             position_thresholds: base.position_thresholds && !self.no_position,
+            pooled_head: base.pooled_head && !self.no_head,
             threshold_share: self.threshold_share.unwrap_or(base.threshold_share),
             max_weight: match self.max_weight.as_deref() {
                 None => base.max_weight,

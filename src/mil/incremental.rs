@@ -318,8 +318,9 @@ impl WindowScorer {
     /// after `window_start` (the first point of the window).
     fn explain_from(&self, model: &Model, window_start: u64) -> Result<Option<Explanation>> {
         let m = shapelet(model)?;
-        let mut g = Vec::with_capacity(m.ensembles.len());
-        let mut contributions = Vec::new();
+        // Each hypothesis's value and maximising offset, ensemble by ensemble.
+        let mut values: Vec<Vec<f64>> = Vec::with_capacity(m.ensembles.len());
+        let mut offsets: Vec<Vec<usize>> = Vec::with_capacity(m.ensembles.len());
         // Only a window shorter than a footprint reads its points here; `recent` then holds
         // them (it keeps the longest footprint).
         let len = (self.n - window_start) as usize;
@@ -327,8 +328,8 @@ impl WindowScorer {
             || -> Vec<&[f64]> { self.recent.iter().map(|r| &r[r.len() - len..]).collect() };
         let mut q = 0;
         for e in &m.ensembles {
-            let mut ge = 0.0;
-            for (j, h) in e.hypotheses.iter().enumerate() {
+            let (mut ve, mut oe) = (Vec::new(), Vec::new());
+            for h in &e.hypotheses {
                 let (start, v) = match self.deques[q].front() {
                     Some(&(start, max)) => (
                         start,
@@ -354,28 +355,41 @@ impl WindowScorer {
                 // than the footprint), as the offline scorer counts them.
                 let count = (len + 1).saturating_sub(sp.extraction().footprint()).max(1);
                 let v = h.output(v, position((start - window_start) as usize, count));
-                ge += h.weight * v;
+                ve.push(v);
+                oe.push((start - window_start) as usize);
+                q += 1;
+            }
+            values.push(ve);
+            offsets.push(oe);
+        }
+        let prediction = m.decide(&m.scores(&values));
+        let mut contributions = Vec::new();
+        let mut flat = 0;
+        for (e, ens) in m.ensembles.iter().enumerate() {
+            for (j, h) in ens.hypotheses.iter().enumerate() {
+                let (class, weight) = m.contribution_weight(e, j, flat, prediction.class_index);
+                flat += 1;
+                let (v, offset) = (values[e][j], offsets[e][j]);
+                let sp = &m.spaces[h.space];
                 contributions.push(Contribution {
-                    class: m.classes[e.positive_class].clone(),
+                    class: m.classes[class].clone(),
                     hypothesis: j,
                     length: sp.length,
-                    offset: (start - window_start) as usize,
+                    offset,
                     dilation: sp.dilation,
                     view: sp.view,
                     znorm: sp.znorm,
                     channel: sp.channel,
                     block: sp.block,
                     similarity: v,
-                    weight: h.weight,
-                    contribution: h.weight * v,
+                    weight,
+                    contribution: weight * v,
                 });
-                q += 1;
             }
-            g.push(ge + e.bias);
         }
         contributions.sort_by(|a, b| b.contribution.abs().total_cmp(&a.contribution.abs()));
         Ok(Some(Explanation {
-            prediction: m.decide(&g),
+            prediction,
             contributions,
         }))
     }
@@ -454,6 +468,63 @@ mod tests {
                 "window ending at {t}"
             );
         }
+    }
+
+    /// Three classes: the pooled head scores the window, and every incremental prediction
+    /// and explanation equals the offline one, bit for bit.
+    #[test]
+    fn a_pooled_head_scores_exactly() {
+        let mut ds = Dataset::default();
+        for i in 0..24 {
+            let class = i % 3;
+            let v: Vec<f64> = (0..40)
+                .map(|t| {
+                    let x = (t + i) as f64;
+                    let signal = match class {
+                        0 => (x * 0.7).sin(),
+                        1 => f64::from(u8::from((t + i) % 13 < 2)) * 2.0,
+                        _ => 0.0,
+                    };
+                    signal + ((t * 7 + i * 3) % 5) as f64 * 0.2
+                })
+                .collect();
+            ds.ids.push(format!("s{i}"));
+            ds.labels.push(["wave", "spike", "noise"][class].into());
+            ds.samples.push(Sample::Series(v));
+        }
+        let params = FitParams {
+            lengths: vec![ShapeletLength::Absolute(6)],
+            k: Some(10),
+            max_rounds: 10,
+            ..FitParams::default()
+        };
+        let model = Model::fit(&ds, &params).unwrap();
+        let Model::LpboostShapelet(m) = &model else {
+            unreachable!()
+        };
+        assert!(m.head.is_some());
+        let stream: Vec<f64> = (0..150)
+            .map(|t| match t / 50 {
+                0 => (t as f64 * 0.7).sin(),
+                1 => f64::from(u8::from(t % 13 < 2)) * 2.0,
+                _ => 0.0,
+            } + (t % 5) as f64 * 0.2)
+            .collect();
+        let w = 30;
+        let mut sc = WindowScorer::new(&model, w).unwrap();
+        let mut labels = std::collections::BTreeSet::new();
+        for (t, &x) in stream.iter().enumerate() {
+            sc.push(&model, x).unwrap();
+            let Some(inc) = sc.explain(&model).unwrap() else {
+                continue;
+            };
+            let scratch = model
+                .explain(&Sample::Series(stream[t + 1 - w..=t].to_vec()))
+                .unwrap();
+            assert_eq!(inc, scratch, "window ending at {t}");
+            labels.insert(inc.prediction.label);
+        }
+        assert!(labels.len() >= 2, "{labels:?}");
     }
 
     /// Each space on its own (a view, a normalisation, dilations, max and mean hypotheses):

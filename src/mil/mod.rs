@@ -11,6 +11,7 @@ pub mod boxsvm;
 pub mod error;
 pub mod incremental;
 pub mod kernel;
+pub mod head;
 pub mod kmeans;
 pub mod lpboost;
 pub mod miordm;

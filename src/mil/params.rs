@@ -202,6 +202,11 @@ pub struct FitParams {
     /// close it is. Only with `threshold_hypotheses`; false in older artifacts.
     #[serde(default)]
     pub position_thresholds: bool,
+    /// With more than two classes, the class scores are refit over every class's
+    /// hypotheses by ridge regression (see `head::PooledHead`) rather than taken from each
+    /// one-vs-rest ensemble alone. False in older artifacts and the paper's form.
+    #[serde(default)]
+    pub pooled_head: bool,
     /// The most of the vote (summed weight) threshold hypotheses may hold; the rest comes
     /// from the kernel hypotheses (see `lpboost::BoostParams::group_share`).
     #[serde(default = "full_share")]
@@ -361,6 +366,7 @@ impl Default for FitParams {
             mean_hypotheses: true,
             threshold_hypotheses: true,
             position_thresholds: true,
+            pooled_head: true,
             threshold_share: 0.5,
             max_weight: Some(0.05),
             balanced: true,
@@ -436,6 +442,7 @@ impl FitParams {
             mean_hypotheses: false,
             threshold_hypotheses: false,
             position_thresholds: false,
+            pooled_head: false,
             threshold_share: 1.0,
             max_weight: None,
             balanced: false,

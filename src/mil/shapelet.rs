@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bag::{Dataset, InputKind, Sample, Standardizer};
 use super::error::{MilError, Result};
+use super::head::PooledHead;
 use super::kernel::Kernel;
 use super::lpboost::{lpboost, BoostParams, Boosted};
 use super::params::{BinaryMode, FitParams};
@@ -112,6 +113,10 @@ pub struct ShapeletModel {
     /// unnamed or univariate; not written then).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub channel_names: Vec<String>,
+    /// Class scores refit over every class's hypotheses (more than two classes, with
+    /// `FitParams::pooled_head`); None: each ensemble's own g. Absent in older artifacts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<PooledHead>,
 }
 
 /// Hypothesis weights at or below this (relative to their sum of 1) are dropped after
@@ -204,7 +209,9 @@ impl ShapeletModel {
             starts: params.starts,
         };
         type Stats = (usize, usize, usize, Option<String>);
-        let results: Vec<(Ensemble, Stats)> = positives
+        // Per class: its ensemble, the solver's figures, and each kept hypothesis's outputs
+        // on the training bags (the pooled head's features).
+        let results: Vec<(Ensemble, Stats, Vec<Vec<f64>>)> = positives
             .par_iter()
             .map(|&pos| {
                 let y: Vec<f64> = labels
@@ -352,21 +359,22 @@ impl ShapeletModel {
                     .filter(|(((space, ..), _), &w)| *space == CONSTANT && w > LEAN_WEIGHT)
                     .map(|(((.., alpha), _), &w)| w * alpha[0].1)
                     .sum();
-                let hypotheses = boosted
+                let (hypotheses, outputs) = boosted
                     .hypotheses
                     .into_iter()
                     .zip(&boosted.weights)
                     .filter(|(((space, ..), _), &w)| *space != CONSTANT && w > LEAN_WEIGHT)
-                    .map(
-                        |(((space, mean, threshold, alpha), _), &w)| WeightedHypothesis {
+                    .map(|(((space, mean, threshold, alpha), out), &w)| {
+                        let h = WeightedHypothesis {
                             space,
                             weight: w,
                             alpha: alpha.into_iter().map(|(z, a)| (z as u32, a)).collect(),
                             mean,
                             threshold,
-                        },
-                    )
-                    .collect();
+                        };
+                        (h, out)
+                    })
+                    .unzip();
                 Ok((
                     Ensemble {
                         positive_class: pos,
@@ -378,11 +386,12 @@ impl ShapeletModel {
                         stop_reason: boosted.stop_reason,
                     },
                     (solves, max_rows, failures, last_failure),
+                    outputs,
                 ))
             })
             .collect::<Result<_>>()?;
 
-        let mut ensembles: Vec<Ensemble> = results.iter().map(|(e, _)| e.clone()).collect();
+        let mut ensembles: Vec<Ensemble> = results.iter().map(|(e, ..)| e.clone()).collect();
         if ensembles.iter().all(|e| e.hypotheses.is_empty()) {
             return Err(MilError::Training(format!(
                 "no class has a hypothesis with a positive edge ({}); check that the classes differ, \
@@ -460,16 +469,35 @@ impl ShapeletModel {
             } else {
                 nnz as f64 / n_alpha as f64
             },
-            lp_solves: results.iter().map(|(_, s)| s.0).sum(),
-            max_generated_rows: results.iter().map(|(_, s)| s.1).max().unwrap_or(0),
+            lp_solves: results.iter().map(|(_, s, _)| s.0).sum(),
+            max_generated_rows: results.iter().map(|(_, s, _)| s.1).max().unwrap_or(0),
             instances_per_space: prepared
                 .spaces
                 .iter()
                 .map(|s| s.instances.n_instances())
                 .collect(),
-            weak_failures: results.iter().map(|(_, s)| s.2).sum(),
-            last_weak_failure: results.iter().rev().find_map(|(_, s)| s.3.clone()),
+            weak_failures: results.iter().map(|(_, s, _)| s.2).sum(),
+            last_weak_failure: results.iter().rev().find_map(|(_, s, _)| s.3.clone()),
         };
+        // The pooled head (more than two classes): one row per training bag, every kept
+        // hypothesis's output in model order.
+        let head = (params.pooled_head && ensembles.len() > 2)
+            .then(|| {
+                let rows: Vec<Vec<f64>> = (0..labels.len())
+                    .map(|i| {
+                        results
+                            .iter()
+                            .flat_map(|(.., outs)| outs.iter().map(move |o| o[i]))
+                            .collect()
+                    })
+                    .collect();
+                let y: Vec<usize> = labels
+                    .iter()
+                    .map(|l| classes.binary_search(l).expect("classes come from the labels"))
+                    .collect();
+                PooledHead::fit(&rows, &y, classes.len())
+            })
+            .flatten();
         Ok(Self {
             input: prepared.input,
             classes,
@@ -479,6 +507,7 @@ impl ShapeletModel {
             params: params.clone(),
             summary,
             channel_names: prepared.channel_names.clone(),
+            head,
         })
     }
 
@@ -597,37 +626,74 @@ impl ShapeletModel {
         }
     }
 
+    /// Every ensemble's score from its hypotheses' outputs `values[e][j]` = h_j(B): the
+    /// pooled head's class scores when the model has one, else sum_j w_j h_j(B) + bias.
+    pub(crate) fn scores(&self, values: &[Vec<f64>]) -> Vec<f64> {
+        match &self.head {
+            Some(head) => head.scores(&values.concat()),
+            None => self
+                .ensembles
+                .iter()
+                .zip(values)
+                .map(|(e, v)| {
+                    e.hypotheses
+                        .iter()
+                        .zip(v)
+                        .map(|(h, v)| h.weight * v)
+                        .sum::<f64>()
+                        + e.bias
+                })
+                .collect(),
+        }
+    }
+
+    /// Whose score hypothesis j of ensemble e is reported against, and its weight there:
+    /// its own class's with weight w_j, or with the pooled head the predicted class's
+    /// (`flat` is its index in model order), so contributions add up to that score.
+    pub(crate) fn contribution_weight(
+        &self,
+        e: usize,
+        j: usize,
+        flat: usize,
+        predicted: usize,
+    ) -> (usize, f64) {
+        match &self.head {
+            Some(head) => (predicted, head.weights[predicted][flat]),
+            None => (
+                self.ensembles[e].positive_class,
+                self.ensembles[e].hypotheses[j].weight,
+            ),
+        }
+    }
+
     pub fn predict(&self, sample: &Sample) -> Result<Prediction> {
         let outs = self.hypothesis_outputs(sample)?;
-        let g: Vec<f64> = self
-            .ensembles
+        let values: Vec<Vec<f64>> = outs
             .iter()
-            .zip(&outs)
-            .map(|(e, o)| {
-                e.hypotheses
-                    .iter()
-                    .zip(o)
-                    .map(|(h, (v, _))| h.weight * v)
-                    .sum::<f64>()
-                    + e.bias
-            })
+            .map(|o| o.iter().map(|&(v, _)| v).collect())
             .collect();
-        Ok(self.decide(&g))
+        Ok(self.decide(&self.scores(&values)))
     }
 
     /// The prediction and, for every hypothesis, its maximising instance and w_j h_j(B):
     /// the data of the paper's Figure 1(a). Sorted by |contribution|, largest first.
     pub fn explain(&self, sample: &Sample) -> Result<(Prediction, Vec<Contribution>)> {
         let outs = self.hypothesis_outputs(sample)?;
-        let mut g = Vec::with_capacity(self.ensembles.len());
+        let values: Vec<Vec<f64>> = outs
+            .iter()
+            .map(|o| o.iter().map(|&(v, _)| v).collect())
+            .collect();
+        let prediction = self.decide(&self.scores(&values));
         let mut contributions = Vec::new();
-        for (e, o) in self.ensembles.iter().zip(&outs) {
-            let mut ge = 0.0;
-            for (j, (h, &(v, x))) in e.hypotheses.iter().zip(o).enumerate() {
-                ge += h.weight * v;
+        let mut flat = 0;
+        for (e, (ens, o)) in self.ensembles.iter().zip(&outs).enumerate() {
+            for (j, (h, &(v, x))) in ens.hypotheses.iter().zip(o).enumerate() {
+                let (class, weight) =
+                    self.contribution_weight(e, j, flat, prediction.class_index);
+                flat += 1;
                 let sp = &self.spaces[h.space];
                 contributions.push(Contribution {
-                    class: self.classes[e.positive_class].clone(),
+                    class: self.classes[class].clone(),
                     hypothesis: j,
                     length: sp.length,
                     offset: x,
@@ -637,14 +703,13 @@ impl ShapeletModel {
                     channel: sp.channel,
                     block: sp.block,
                     similarity: v,
-                    weight: h.weight,
-                    contribution: h.weight * v,
+                    weight,
+                    contribution: weight * v,
                 });
             }
-            g.push(ge + e.bias);
         }
         contributions.sort_by(|a, b| b.contribution.abs().total_cmp(&a.contribution.abs()));
-        Ok((self.decide(&g), contributions))
+        Ok((prediction, contributions))
     }
 
     /// Checks the shapes of a loaded model; the message says what is wrong.
@@ -753,6 +818,25 @@ impl ShapeletModel {
                 }
             }
         }
+        if let Some(head) = &self.head {
+            let hyps: usize = self.ensembles.iter().map(|e| e.hypotheses.len()).sum();
+            if n < 3 || head.weights.len() != n || head.bias.len() != n {
+                return bad(format!(
+                    "the pooled head scores {} classes with {} biases; the model has {n} ensembles",
+                    head.weights.len(),
+                    head.bias.len()
+                ));
+            }
+            if let Some((c, w)) = head.weights.iter().enumerate().find(|(_, w)| w.len() != hyps) {
+                return bad(format!(
+                    "the pooled head has {} weights for class {c}; the model has {hyps} hypotheses",
+                    w.len()
+                ));
+            }
+            if head.weights.iter().flatten().chain(&head.bias).any(|v| !v.is_finite()) {
+                return bad("the pooled head has a non-finite weight or bias".to_string());
+            }
+        }
         Ok(())
     }
 }
@@ -813,6 +897,7 @@ mod tests {
                 last_weak_failure: None,
             },
             channel_names: Vec::new(),
+            head: None,
         }
     }
 
@@ -833,6 +918,41 @@ mod tests {
         assert_eq!(contrib[0].class, "b");
         assert_eq!(contrib[0].offset, 0);
         assert_eq!(contrib[0].contribution, 3.0);
+    }
+
+    /// With a pooled head the class scores are the head's, and the explanation's
+    /// contributions are the predicted class's weights times the outputs.
+    #[test]
+    fn a_pooled_head_decides_and_explains() {
+        let mut m = three_class_model();
+        // Hypothesis outputs (h_a, h_b, h_c); the head scores a = -h_a, b = h_b + h_c,
+        // c = 0.5 + 2 h_a.
+        m.head = Some(PooledHead {
+            weights: vec![
+                vec![-1.0, 0.0, 0.0],
+                vec![0.0, 1.0, 1.0],
+                vec![2.0, 0.0, 0.0],
+            ],
+            bias: vec![0.0, 0.0, 0.5],
+            alpha: 1.0,
+        });
+        m.validate().unwrap();
+        let bag = |xs: &[f64]| Sample::Bag(Bag::new(1, xs.to_vec()).unwrap());
+        // Instances {2, -1}: (h_a, h_b, h_c) = (2, 1, 1): scores (-2, 2, 4.5)  ->  "c",
+        // where the ensembles alone would say "a".
+        let p = m.predict(&bag(&[2.0, -1.0])).unwrap();
+        assert_eq!(p.scores, vec![-2.0, 2.0, 4.5]);
+        assert_eq!(p.label, "c");
+        let (e, contrib) = m.explain(&bag(&[2.0, -1.0])).unwrap();
+        assert_eq!(e, p);
+        assert_eq!(contrib[0].class, "c");
+        assert_eq!((contrib[0].weight, contrib[0].contribution), (2.0, 4.0));
+        let total: f64 = contrib.iter().map(|c| c.contribution).sum();
+        assert_eq!(total + 0.5, p.scores[2]);
+        // A head of the wrong shape is named.
+        m.head.as_mut().unwrap().weights[1].pop();
+        let err = m.validate().unwrap_err().to_string();
+        assert!(err.contains("2 weights for class 1"), "{err}");
     }
 
     #[test]
