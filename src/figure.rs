@@ -59,7 +59,8 @@ type Result<T> = std::result::Result<T, FigureError>;
 pub struct Segment {
     /// The class of the hypothesis's ensemble (its positive class).
     pub class: String,
-    /// Index of the hypothesis within that ensemble (as in `explain` and prediction rows).
+    /// Index of the hypothesis within that ensemble (as in `explain` and prediction rows);
+    /// with a pooled head, its index in model order (every ensemble's, one after another).
     pub hypothesis: usize,
     /// Figure 1(b): the representative's index within its space.
     pub representative: Option<u32>,
@@ -173,9 +174,32 @@ pub fn figure(
         Sample::Multi(c) => c.iter().map(Vec::as_slice).collect(),
         Sample::Bag(_) => Vec::new(),
     };
+    // A hypothesis's weight in `score`: with the pooled head the difference of its weights
+    // in the two classes' scores (`flat`: its index in model order); else its own
+    // ensemble's weight, signed by that ensemble's class (None: neither class's).
+    let weight_in_score = |class: &str, flat: usize, w: f64| -> Option<f64> {
+        match &model.head {
+            Some(h) => Some(h.weights[pos][flat] - h.weights[neg][flat]),
+            None => sign(class).map(|s| s * w),
+        }
+    };
+    // The class of the ensemble whose hypothesis has index `flat` in model order.
+    let owner = |flat: usize| -> &str {
+        let mut rest = flat;
+        for e in &model.ensembles {
+            if rest < e.hypotheses.len() {
+                return &classes[e.positive_class];
+            }
+            rest -= e.hypotheses.len();
+        }
+        unreachable!("a pooled head's hypothesis index is below the hypothesis count")
+    };
     let mut maximizers = Vec::new();
     for c in &contributions {
-        let Some(s) = sign(&c.class) else { continue };
+        // A head model's contribution names the hypothesis by its index in model order.
+        let Some(w) = weight_in_score(&c.class, c.hypothesis, c.weight) else {
+            continue;
+        };
         let e = Extraction {
             view: c.view,
             length: c.length,
@@ -184,8 +208,13 @@ pub fn figure(
             channel: 0,
             block: 0,
         };
+        let class = if model.head.is_some() {
+            owner(c.hypothesis)
+        } else {
+            &c.class
+        };
         let segment = |channel: usize, positions: Vec<usize>, values: Vec<f64>| Segment {
-            class: c.class.clone(),
+            class: class.to_string(),
             hypothesis: c.hypothesis,
             representative: None,
             offset: c.offset,
@@ -193,7 +222,7 @@ pub fn figure(
             length: c.length,
             positions,
             values,
-            value: s * c.contribution,
+            value: w * c.similarity,
         };
         if channels.is_empty() {
             maximizers.push(segment(0, Vec::new(), Vec::new()));
@@ -210,10 +239,14 @@ pub fn figure(
     }
     let mut patterns = Vec::new();
     if !channels.is_empty() {
+        let mut flat = 0;
         for e in &model.ensembles {
             let class = &classes[e.positive_class];
-            let Some(s) = sign(class) else { continue };
             for (j, h) in e.hypotheses.iter().enumerate() {
+                flat += 1;
+                let Some(w) = weight_in_score(class, flat - 1, h.weight) else {
+                    continue;
+                };
                 let space = &model.spaces[h.space];
                 let ex = space.extraction();
                 let dim = ex.dim();
@@ -229,14 +262,14 @@ pub fn figure(
                     for (channel, positions, values) in per_channel {
                         patterns.push(Segment {
                             class: class.clone(),
-                            hypothesis: j,
+                            hypothesis: if model.head.is_some() { flat - 1 } else { j },
                             representative: Some(z),
                             offset,
                             channel,
                             length: space.length,
                             positions,
                             values,
-                            value: s * h.weight * a,
+                            value: w * a,
                         });
                     }
                 }
@@ -260,10 +293,10 @@ pub fn figure(
                     .find(|e| e.positive_class == c)
                     .map_or(0.0, |e| e.bias)
             };
-            if single {
-                b(1)
-            } else {
-                b(pos) - b(neg)
+            match &model.head {
+                Some(h) => h.bias[pos] - h.bias[neg],
+                None if single => b(1),
+                None => b(pos) - b(neg),
             }
         },
         input: match sample {

@@ -356,25 +356,37 @@ fn single_binary_and_multiclass_figures_sum_to_their_scores() {
         assert_sums_to_score(&fig);
     }
 
-    // Three classes: the predicted class (warm) against the runner-up (cool).
+    // Three classes: the predicted class (warm) against the runner-up (cool). With the
+    // pooled head (the default) every hypothesis weighs in both classes' scores; without
+    // it only the two classes' own ensembles do.
     let ds = three_patterns(6, 1);
-    let params = FitParams {
-        lengths: vec![ShapeletLength::Absolute(12)],
-        k: Some(20),
-        ..FitParams::default()
-    };
-    let model = Model::fit(&ds, &params).unwrap();
-    let m = figure::shapelet_model(&model).unwrap();
-    for (i, s) in ds.samples.iter().enumerate() {
-        let fig = figure::figure(m, s, &ds.ids[i], None).unwrap();
-        assert_eq!(fig.positive, fig.label);
-        assert!(fig.score >= 0.0);
-        let sum: f64 = fig.maximizers.iter().map(|s| s.value).sum::<f64>() + fig.bias;
-        assert!((sum - fig.score).abs() < 1e-9, "{sum} vs {}", fig.score);
-        assert!(fig
-            .maximizers
-            .iter()
-            .all(|s| s.class == fig.positive || s.class == fig.negative));
+    for pooled_head in [true, false] {
+        let params = FitParams {
+            lengths: vec![ShapeletLength::Absolute(12)],
+            k: Some(20),
+            pooled_head,
+            ..FitParams::default()
+        };
+        let model = Model::fit(&ds, &params).unwrap();
+        let m = figure::shapelet_model(&model).unwrap();
+        assert_eq!(m.head.is_some(), pooled_head);
+        let hypotheses: usize = m.ensembles.iter().map(|e| e.hypotheses.len()).sum();
+        for (i, s) in ds.samples.iter().enumerate() {
+            let fig = figure::figure(m, s, &ds.ids[i], None).unwrap();
+            assert_eq!(fig.positive, fig.label);
+            assert!(fig.score >= 0.0);
+            let sum: f64 = fig.maximizers.iter().map(|s| s.value).sum::<f64>() + fig.bias;
+            assert!((sum - fig.score).abs() < 1e-9, "{sum} vs {}", fig.score);
+            if pooled_head {
+                assert_eq!(fig.maximizers.len(), hypotheses);
+                assert!(fig.maximizers.iter().all(|s| m.classes.contains(&s.class)));
+            } else {
+                assert!(fig
+                    .maximizers
+                    .iter()
+                    .all(|s| s.class == fig.positive || s.class == fig.negative));
+            }
+        }
     }
 }
 

@@ -367,13 +367,14 @@ impl WindowScorer {
         let mut flat = 0;
         for (e, ens) in m.ensembles.iter().enumerate() {
             for (j, h) in ens.hypotheses.iter().enumerate() {
-                let (class, weight) = m.contribution_weight(e, j, flat, prediction.class_index);
+                let (class, hypothesis, weight) =
+                    m.contribution_weight(e, j, flat, prediction.class_index);
                 flat += 1;
                 let (v, offset) = (values[e][j], offsets[e][j]);
                 let sp = &m.spaces[h.space];
                 contributions.push(Contribution {
                     class: m.classes[class].clone(),
-                    hypothesis: j,
+                    hypothesis,
                     length: sp.length,
                     offset,
                     dilation: sp.dilation,

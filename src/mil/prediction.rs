@@ -21,8 +21,11 @@ pub struct Prediction {
 /// One hypothesis's share of a prediction (the paper's Figure 1(a)).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Contribution {
-    /// The class this hypothesis votes for when its contribution is positive.
+    /// The class this hypothesis votes for when its contribution is positive (with a pooled
+    /// head: the predicted class, whose score every hypothesis adds to).
     pub class: String,
+    /// Its index in its class's ensemble (with a pooled head: in model order, every
+    /// class's hypotheses ensemble by ensemble).
     pub hypothesis: usize,
     /// Shapelet (subsequence) length of its space.
     pub length: usize,

@@ -647,20 +647,22 @@ impl ShapeletModel {
         }
     }
 
-    /// Whose score hypothesis j of ensemble e is reported against, and its weight there:
-    /// its own class's with weight w_j, or with the pooled head the predicted class's
-    /// (`flat` is its index in model order), so contributions add up to that score.
+    /// How hypothesis j of ensemble e (index `flat` in model order) is reported in an
+    /// explanation: (class, hypothesis index, weight). Its own class, j and w_j; or, with
+    /// the pooled head, the predicted class, `flat` and its weight in that class's score,
+    /// so the contributions add up to that score (less its bias).
     pub(crate) fn contribution_weight(
         &self,
         e: usize,
         j: usize,
         flat: usize,
         predicted: usize,
-    ) -> (usize, f64) {
+    ) -> (usize, usize, f64) {
         match &self.head {
-            Some(head) => (predicted, head.weights[predicted][flat]),
+            Some(head) => (predicted, flat, head.weights[predicted][flat]),
             None => (
                 self.ensembles[e].positive_class,
+                j,
                 self.ensembles[e].hypotheses[j].weight,
             ),
         }
@@ -688,13 +690,13 @@ impl ShapeletModel {
         let mut flat = 0;
         for (e, (ens, o)) in self.ensembles.iter().zip(&outs).enumerate() {
             for (j, (h, &(v, x))) in ens.hypotheses.iter().zip(o).enumerate() {
-                let (class, weight) =
+                let (class, hypothesis, weight) =
                     self.contribution_weight(e, j, flat, prediction.class_index);
                 flat += 1;
                 let sp = &self.spaces[h.space];
                 contributions.push(Contribution {
                     class: self.classes[class].clone(),
-                    hypothesis: j,
+                    hypothesis,
                     length: sp.length,
                     offset: x,
                     dilation: sp.dilation,
