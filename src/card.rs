@@ -112,7 +112,18 @@ fn shapelet_card(m: &ShapeletModel, v: &mut Value) {
         "position_thresholds": m.params.position_thresholds,
         "threshold_share": m.params.threshold_share,
         "max_weight": m.params.max_weight,
+        "pooled_head": m.params.pooled_head,
     });
+    // The class scores' last step: the pooled ridge head, or each ensemble's own sum.
+    v["head"] = match &m.head {
+        Some(h) => json!({
+            "kind": "pooled_ridge",
+            "alpha": h.alpha,
+            "bias": h.bias,
+            "nonzero_weights": h.weights.iter().flatten().filter(|w| **w != 0.0).count(),
+        }),
+        None => json!(null),
+    };
     v["ensembles"] = json!(m
         .ensembles
         .iter()
@@ -292,6 +303,13 @@ fn shapelet_text(m: &ShapeletModel, s: &mut String) {
         "margin      rho {:.6} (smallest over problems)",
         m.summary.rho
     );
+    if let Some(h) = &m.head {
+        let _ = writeln!(
+            s,
+            "scores      pooled ridge head over all {hyps} hypotheses (alpha {}), not each class's ensemble alone",
+            h.alpha
+        );
+    }
     if m.params.threshold_hypotheses {
         let _ = writeln!(
             s,
