@@ -179,7 +179,9 @@ mod tests {
     fn table(n: usize, p: usize, seed: u64) -> DMatrix<f64> {
         let mut s = seed;
         DMatrix::from_fn(n, p, |_, _| {
-            s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            s = s
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
             (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
         })
     }
@@ -257,7 +259,11 @@ mod tests {
             })
             .collect();
         let head = PooledHead::fit(&rows, &labels, 3).unwrap();
-        assert!(head.weights.iter().all(|w| w[3] == 0.0), "{:?}", head.weights);
+        assert!(
+            head.weights.iter().all(|w| w[3] == 0.0),
+            "{:?}",
+            head.weights
+        );
         for (r, &l) in rows.iter().zip(&labels) {
             let s = head.scores(r);
             let best = (0..3).max_by(|&a, &b| s[a].total_cmp(&s[b])).unwrap();

@@ -493,7 +493,11 @@ impl ShapeletModel {
                     .collect();
                 let y: Vec<usize> = labels
                     .iter()
-                    .map(|l| classes.binary_search(l).expect("classes come from the labels"))
+                    .map(|l| {
+                        classes
+                            .binary_search(l)
+                            .expect("classes come from the labels")
+                    })
                     .collect();
                 PooledHead::fit(&rows, &y, classes.len())
             })
@@ -829,13 +833,24 @@ impl ShapeletModel {
                     head.bias.len()
                 ));
             }
-            if let Some((c, w)) = head.weights.iter().enumerate().find(|(_, w)| w.len() != hyps) {
+            if let Some((c, w)) = head
+                .weights
+                .iter()
+                .enumerate()
+                .find(|(_, w)| w.len() != hyps)
+            {
                 return bad(format!(
                     "the pooled head has {} weights for class {c}; the model has {hyps} hypotheses",
                     w.len()
                 ));
             }
-            if head.weights.iter().flatten().chain(&head.bias).any(|v| !v.is_finite()) {
+            if head
+                .weights
+                .iter()
+                .flatten()
+                .chain(&head.bias)
+                .any(|v| !v.is_finite())
+            {
                 return bad("the pooled head has a non-finite weight or bias".to_string());
             }
         }
