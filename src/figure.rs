@@ -57,7 +57,8 @@ type Result<T> = std::result::Result<T, FigureError>;
 /// or a bar segment (bags).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Segment {
-    /// The class of the hypothesis's ensemble (its positive class).
+    /// The class of the hypothesis's ensemble (its positive class); with a pooled head, the
+    /// predicted class, whose score every hypothesis adds to (as in `explain`).
     pub class: String,
     /// Index of the hypothesis within that ensemble (as in `explain` and prediction rows);
     /// with a pooled head, its index in model order (every ensemble's, one after another).
@@ -183,17 +184,6 @@ pub fn figure(
             None => sign(class).map(|s| s * w),
         }
     };
-    // The class of the ensemble whose hypothesis has index `flat` in model order.
-    let owner = |flat: usize| -> &str {
-        let mut rest = flat;
-        for e in &model.ensembles {
-            if rest < e.hypotheses.len() {
-                return &classes[e.positive_class];
-            }
-            rest -= e.hypotheses.len();
-        }
-        unreachable!("a pooled head's hypothesis index is below the hypothesis count")
-    };
     let mut maximizers = Vec::new();
     for c in &contributions {
         // A head model's contribution names the hypothesis by its index in model order.
@@ -208,13 +198,8 @@ pub fn figure(
             channel: 0,
             block: 0,
         };
-        let class = if model.head.is_some() {
-            owner(c.hypothesis)
-        } else {
-            &c.class
-        };
         let segment = |channel: usize, positions: Vec<usize>, values: Vec<f64>| Segment {
-            class: class.to_string(),
+            class: c.class.clone(),
             hypothesis: c.hypothesis,
             representative: None,
             offset: c.offset,
@@ -241,10 +226,16 @@ pub fn figure(
     if !channels.is_empty() {
         let mut flat = 0;
         for e in &model.ensembles {
-            let class = &classes[e.positive_class];
+            let own = &classes[e.positive_class];
+            // As in the maximizers: a head model's segments carry the predicted class.
+            let class = if model.head.is_some() {
+                &classes[pos]
+            } else {
+                own
+            };
             for (j, h) in e.hypotheses.iter().enumerate() {
                 flat += 1;
-                let Some(w) = weight_in_score(class, flat - 1, h.weight) else {
+                let Some(w) = weight_in_score(own, flat - 1, h.weight) else {
                     continue;
                 };
                 let space = &model.spaces[h.space];

@@ -19,6 +19,7 @@ pub mod model;
 pub mod params;
 pub mod prediction;
 pub mod prepare;
+pub mod score;
 pub mod select;
 pub mod series;
 pub mod shapelet;

@@ -1,0 +1,217 @@
+//! Offline scoring of a shapelet model: every hypothesis's output on a sample (Theorem 1's
+//! h(B) = max_x sum_z alpha_z K(z, x), or its mean, threshold or position), the class
+//! scores (eq. 2's g(B) = sum_j w_j h_j(B) per class, or the pooled head's), the decision
+//! and its explanation. The daemon's scorer (`incremental.rs`) computes the same outputs
+//! window by window and shares the class scores and the decision.
+
+use super::bag::{InputKind, Sample};
+use super::error::{MilError, Result};
+use super::prediction::{Contribution, Prediction};
+use super::series::instance_set;
+use super::shapelet::{fixed_mean, to_fixed, ShapeletModel};
+use super::weak::position;
+
+impl ShapeletModel {
+    /// One channel: long enough for the longest footprint-free length, finite.
+    fn check_series(&self, v: &[f64]) -> Result<()> {
+        let need = self.spaces.iter().map(|s| s.length).max().unwrap_or(1);
+        if v.len() < need {
+            return Err(MilError::InvalidData(format!(
+                "series of length {} is shorter than the model's longest shapelet ({need})",
+                v.len()
+            )));
+        }
+        if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+            return Err(MilError::InvalidData(format!(
+                "series value {i} is not finite"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks that a sample fits the model's input.
+    fn check_sample(&self, sample: &Sample) -> Result<()> {
+        match (self.input, sample) {
+            (InputKind::Multi { channels }, Sample::Multi(c)) => {
+                if c.len() != channels {
+                    return Err(MilError::InvalidData(format!(
+                        "series has {} channels, the model takes {channels}",
+                        c.len()
+                    )));
+                }
+                if let Some(k) = c.iter().position(|v| v.len() != c[0].len()) {
+                    return Err(MilError::InvalidData(format!(
+                        "channel {k} has {} values, channel 0 has {}",
+                        c[k].len(),
+                        c[0].len()
+                    )));
+                }
+                c.iter().try_for_each(|v| self.check_series(v))
+            }
+            (InputKind::Series, Sample::Series(v)) => self.check_series(v),
+            (InputKind::Bag { dim }, Sample::Bag(b)) if b.dim() == dim => Ok(()),
+            (InputKind::Bag { dim }, Sample::Bag(b)) => Err(MilError::InvalidData(format!(
+                "bag instances have dimension {}, the model expects {dim}",
+                b.dim()
+            ))),
+            (want, _) => Err(MilError::InvalidData(format!(
+                "the model takes {want:?} input"
+            ))),
+        }
+    }
+
+    /// Per ensemble, per hypothesis: (h_j(B), index of the maximising instance).
+    fn hypothesis_outputs(&self, sample: &Sample) -> Result<Vec<Vec<(f64, usize)>>> {
+        self.check_sample(sample)?;
+        let mut out: Vec<Vec<(f64, usize)>> = self
+            .ensembles
+            .iter()
+            .map(|e| vec![(0.0, 0); e.hypotheses.len()])
+            .collect();
+        let is_series = self.input.is_series();
+        for (s, space) in self.spaces.iter().enumerate() {
+            if space.count == 0 {
+                continue;
+            }
+            // Prediction takes every subsequence (stride 1): the max must see them all.
+            let e = space.extraction();
+            let set = instance_set(
+                &[sample],
+                is_series.then_some(&e),
+                1,
+                self.standardizer.as_ref(),
+            )?;
+            let n = set.n_instances();
+            let mut krow = vec![0.0; n * space.count];
+            for (j, r) in krow.chunks_exact_mut(space.count).enumerate() {
+                space.kernel_row(set.instance(j), r);
+            }
+            for (e, ens) in self.ensembles.iter().enumerate() {
+                for (j, h) in ens
+                    .hypotheses
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, h)| h.space == s)
+                {
+                    let mut best = (f64::NEG_INFINITY, 0);
+                    let mut sum: i128 = 0;
+                    for (x, r) in krow.chunks_exact(space.count).enumerate() {
+                        let v: f64 = h.alpha.iter().map(|&(z, a)| a * r[z as usize]).sum();
+                        sum += i128::from(to_fixed(v));
+                        if v > best.0 {
+                            best = (v, x);
+                        }
+                    }
+                    if h.mean {
+                        best.0 = fixed_mean(sum, n);
+                    }
+                    best.0 = h.output(best.0, position(best.1, n));
+                    out[e][j] = best;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn decide(&self, g: &[f64]) -> Prediction {
+        let (scores, idx) = if self.ensembles.len() == 1 {
+            (vec![-g[0], g[0]], usize::from(g[0] > 0.0))
+        } else {
+            let idx = (0..g.len()).fold(0, |b, i| if g[i] > g[b] { i } else { b });
+            (g.to_vec(), idx)
+        };
+        Prediction {
+            label: self.classes[idx].clone(),
+            class_index: idx,
+            scores,
+        }
+    }
+
+    /// Every ensemble's score from its hypotheses' outputs `values[e][j]` = h_j(B): the
+    /// pooled head's class scores when the model has one, else sum_j w_j h_j(B) + bias.
+    pub(crate) fn scores(&self, values: &[Vec<f64>]) -> Vec<f64> {
+        match &self.head {
+            Some(head) => head.scores(&values.concat()),
+            None => self
+                .ensembles
+                .iter()
+                .zip(values)
+                .map(|(e, v)| {
+                    e.hypotheses
+                        .iter()
+                        .zip(v)
+                        .map(|(h, v)| h.weight * v)
+                        .sum::<f64>()
+                        + e.bias
+                })
+                .collect(),
+        }
+    }
+
+    /// How hypothesis j of ensemble e (index `flat` in model order) is reported in an
+    /// explanation: (class, hypothesis index, weight). Its own class, j and w_j; or, with
+    /// the pooled head, the predicted class, `flat` and its weight in that class's score,
+    /// so the contributions add up to that score (less its bias).
+    pub(crate) fn contribution_weight(
+        &self,
+        e: usize,
+        j: usize,
+        flat: usize,
+        predicted: usize,
+    ) -> (usize, usize, f64) {
+        match &self.head {
+            Some(head) => (predicted, flat, head.weights[predicted][flat]),
+            None => (
+                self.ensembles[e].positive_class,
+                j,
+                self.ensembles[e].hypotheses[j].weight,
+            ),
+        }
+    }
+
+    pub fn predict(&self, sample: &Sample) -> Result<Prediction> {
+        let outs = self.hypothesis_outputs(sample)?;
+        let values: Vec<Vec<f64>> = outs
+            .iter()
+            .map(|o| o.iter().map(|&(v, _)| v).collect())
+            .collect();
+        Ok(self.decide(&self.scores(&values)))
+    }
+
+    /// The prediction and, for every hypothesis, its maximising instance and w_j h_j(B):
+    /// the data of the paper's Figure 1(a). Sorted by |contribution|, largest first.
+    pub fn explain(&self, sample: &Sample) -> Result<(Prediction, Vec<Contribution>)> {
+        let outs = self.hypothesis_outputs(sample)?;
+        let values: Vec<Vec<f64>> = outs
+            .iter()
+            .map(|o| o.iter().map(|&(v, _)| v).collect())
+            .collect();
+        let prediction = self.decide(&self.scores(&values));
+        let mut contributions = Vec::new();
+        let mut flat = 0;
+        for (e, (ens, o)) in self.ensembles.iter().zip(&outs).enumerate() {
+            for (j, (h, &(v, x))) in ens.hypotheses.iter().zip(o).enumerate() {
+                let (class, hypothesis, weight) =
+                    self.contribution_weight(e, j, flat, prediction.class_index);
+                flat += 1;
+                let sp = &self.spaces[h.space];
+                contributions.push(Contribution {
+                    class: self.classes[class].clone(),
+                    hypothesis,
+                    length: sp.length,
+                    offset: x,
+                    dilation: sp.dilation,
+                    view: sp.view,
+                    znorm: sp.znorm,
+                    channel: sp.channel,
+                    block: sp.block,
+                    similarity: v,
+                    weight,
+                    contribution: weight * v,
+                });
+            }
+        }
+        contributions.sort_by(|a, b| b.contribution.abs().total_cmp(&a.contribution.abs()));
+        Ok((prediction, contributions))
+    }
+}
