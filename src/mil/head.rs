@@ -39,7 +39,8 @@ impl PooledHead {
     }
 
     /// Fits the head on the training bags' hypothesis outputs `rows` (one row per bag, model
-    /// order) and class indices `labels` in 0..classes. None when there is no hypothesis.
+    /// order) and class indices `labels` in 0..classes. None when there is no hypothesis or
+    /// the fit is not finite (the model then keeps its ensembles' own scores).
     pub fn fit(rows: &[Vec<f64>], labels: &[usize], classes: usize) -> Option<Self> {
         let n = rows.len();
         let p = rows.first().map_or(0, Vec::len);
@@ -72,11 +73,18 @@ impl PooledHead {
         let bias = (0..classes)
             .map(|c| y_mean[c] - (0..p).map(|j| weights[c][j] * mean[j]).sum::<f64>())
             .collect();
-        Some(Self {
+        let head = Self {
             weights,
             bias,
             alpha: coef.alpha,
-        })
+        };
+        let finite = head
+            .weights
+            .iter()
+            .flatten()
+            .chain(&head.bias)
+            .all(|v| v.is_finite());
+        finite.then_some(head)
     }
 }
 
@@ -270,6 +278,9 @@ mod tests {
             assert_eq!(best, l, "{s:?}");
         }
         assert!(PooledHead::fit(&rows[..1], &labels[..1], 3).is_none());
+        let mut broken = rows.clone();
+        broken[7][2] = f64::NAN;
+        assert!(PooledHead::fit(&broken, &labels, 3).is_none());
         assert!(PooledHead::fit(&vec![Vec::new(); 5], &[0, 1, 2, 0, 1], 3).is_none());
     }
 }
