@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 
 use super::error::{MilError, Result};
-use super::model::{Contribution, Explanation, Model};
+use super::model::{Explanation, Model};
 use super::shapelet::{fixed_mean, to_fixed, ShapeletModel};
 use super::weak::position;
 
@@ -362,33 +362,7 @@ impl WindowScorer {
             values.push(ve);
             offsets.push(oe);
         }
-        let prediction = m.decide(&m.scores(&values));
-        let mut contributions = Vec::new();
-        let mut flat = 0;
-        for (e, ens) in m.ensembles.iter().enumerate() {
-            for (j, h) in ens.hypotheses.iter().enumerate() {
-                let (class, hypothesis, weight) =
-                    m.contribution_weight(e, j, flat, prediction.class_index);
-                flat += 1;
-                let (v, offset) = (values[e][j], offsets[e][j]);
-                let sp = &m.spaces[h.space];
-                contributions.push(Contribution {
-                    class: m.classes[class].clone(),
-                    hypothesis,
-                    length: sp.length,
-                    offset,
-                    dilation: sp.dilation,
-                    view: sp.view,
-                    znorm: sp.znorm,
-                    channel: sp.channel,
-                    block: sp.block,
-                    similarity: v,
-                    weight,
-                    contribution: weight * v,
-                });
-            }
-        }
-        contributions.sort_by(|a, b| b.contribution.abs().total_cmp(&a.contribution.abs()));
+        let (prediction, contributions) = m.explanation(&values, &offsets);
         Ok(Some(Explanation {
             prediction,
             contributions,
@@ -471,6 +445,25 @@ mod tests {
         }
     }
 
+    /// Streams `stream` through a scorer of `w`-point windows and asserts that every full
+    /// window's incremental explanation equals the offline one, bit for bit; returns them.
+    fn exact_windows(model: &Model, stream: &[f64], w: usize, what: &str) -> Vec<Explanation> {
+        let mut sc = WindowScorer::new(model, w).unwrap();
+        let mut out = Vec::new();
+        for (t, &x) in stream.iter().enumerate() {
+            sc.push(model, x).unwrap();
+            let Some(inc) = sc.explain(model).unwrap() else {
+                continue;
+            };
+            let scratch = model
+                .explain(&Sample::Series(stream[t + 1 - w..=t].to_vec()))
+                .unwrap();
+            assert_eq!(inc, scratch, "{what} window ending at {t}");
+            out.push(inc);
+        }
+        out
+    }
+
     /// Three classes: the pooled head scores the window, and every incremental prediction
     /// and explanation equals the offline one, bit for bit.
     #[test]
@@ -511,20 +504,10 @@ mod tests {
                 _ => 0.0,
             } + (t % 5) as f64 * 0.2)
             .collect();
-        let w = 30;
-        let mut sc = WindowScorer::new(&model, w).unwrap();
-        let mut labels = std::collections::BTreeSet::new();
-        for (t, &x) in stream.iter().enumerate() {
-            sc.push(&model, x).unwrap();
-            let Some(inc) = sc.explain(&model).unwrap() else {
-                continue;
-            };
-            let scratch = model
-                .explain(&Sample::Series(stream[t + 1 - w..=t].to_vec()))
-                .unwrap();
-            assert_eq!(inc, scratch, "window ending at {t}");
-            labels.insert(inc.prediction.label);
-        }
+        let labels: std::collections::BTreeSet<String> = exact_windows(&model, &stream, 30, "")
+            .into_iter()
+            .map(|e| e.prediction.label)
+            .collect();
         assert!(labels.len() >= 2, "{labels:?}");
     }
 
@@ -598,17 +581,7 @@ mod tests {
                 }
                 // Windows of 12 points: shorter than the d = 4 footprint (21 or 22 points).
                 for w in [12, 30] {
-                    let mut sc = WindowScorer::new(&model, w).unwrap();
-                    for (t, &x) in stream.iter().enumerate() {
-                        sc.push(&model, x).unwrap();
-                        let Some(inc) = sc.explain(&model).unwrap() else {
-                            continue;
-                        };
-                        let scratch = model
-                            .explain(&Sample::Series(stream[t + 1 - w..=t].to_vec()))
-                            .unwrap();
-                        assert_eq!(inc, scratch, "{view:?} z={znorm} w={w} ending at {t}");
-                    }
+                    exact_windows(&model, &stream, w, &format!("{view:?} z={znorm} w={w}"));
                 }
             }
         }

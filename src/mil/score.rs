@@ -148,25 +148,48 @@ impl ShapeletModel {
         }
     }
 
-    /// How hypothesis j of ensemble e (index `flat` in model order) is reported in an
-    /// explanation: (class, hypothesis index, weight). Its own class, j and w_j; or, with
-    /// the pooled head, the predicted class, `flat` and its weight in that class's score,
-    /// so the contributions add up to that score (less its bias).
-    pub(crate) fn contribution_weight(
+    /// The decision and every hypothesis's contribution from the hypotheses' outputs
+    /// `values[e][j]` and maximising offsets `offsets[e][j]` (offline and in the daemon's
+    /// scorer alike), sorted by |contribution|, largest first. A hypothesis is reported
+    /// against its own class with w_j; with the pooled head, against the predicted class
+    /// with its weight in that score and its index in model order, so the contributions add
+    /// up to that score (less its bias).
+    pub(crate) fn explanation(
         &self,
-        e: usize,
-        j: usize,
-        flat: usize,
-        predicted: usize,
-    ) -> (usize, usize, f64) {
-        match &self.head {
-            Some(head) => (predicted, flat, head.weights[predicted][flat]),
-            None => (
-                self.ensembles[e].positive_class,
-                j,
-                self.ensembles[e].hypotheses[j].weight,
-            ),
+        values: &[Vec<f64>],
+        offsets: &[Vec<usize>],
+    ) -> (Prediction, Vec<Contribution>) {
+        let prediction = self.decide(&self.scores(values));
+        let predicted = prediction.class_index;
+        let mut contributions = Vec::new();
+        let mut flat = 0;
+        for (e, ens) in self.ensembles.iter().enumerate() {
+            for (j, h) in ens.hypotheses.iter().enumerate() {
+                let (class, hypothesis, weight) = match &self.head {
+                    Some(head) => (predicted, flat, head.weights[predicted][flat]),
+                    None => (ens.positive_class, j, h.weight),
+                };
+                flat += 1;
+                let v = values[e][j];
+                let sp = &self.spaces[h.space];
+                contributions.push(Contribution {
+                    class: self.classes[class].clone(),
+                    hypothesis,
+                    length: sp.length,
+                    offset: offsets[e][j],
+                    dilation: sp.dilation,
+                    view: sp.view,
+                    znorm: sp.znorm,
+                    channel: sp.channel,
+                    block: sp.block,
+                    similarity: v,
+                    weight,
+                    contribution: weight * v,
+                });
+            }
         }
+        contributions.sort_by(|a, b| b.contribution.abs().total_cmp(&a.contribution.abs()));
+        (prediction, contributions)
     }
 
     pub fn predict(&self, sample: &Sample) -> Result<Prediction> {
@@ -186,32 +209,10 @@ impl ShapeletModel {
             .iter()
             .map(|o| o.iter().map(|&(v, _)| v).collect())
             .collect();
-        let prediction = self.decide(&self.scores(&values));
-        let mut contributions = Vec::new();
-        let mut flat = 0;
-        for (e, (ens, o)) in self.ensembles.iter().zip(&outs).enumerate() {
-            for (j, (h, &(v, x))) in ens.hypotheses.iter().zip(o).enumerate() {
-                let (class, hypothesis, weight) =
-                    self.contribution_weight(e, j, flat, prediction.class_index);
-                flat += 1;
-                let sp = &self.spaces[h.space];
-                contributions.push(Contribution {
-                    class: self.classes[class].clone(),
-                    hypothesis,
-                    length: sp.length,
-                    offset: x,
-                    dilation: sp.dilation,
-                    view: sp.view,
-                    znorm: sp.znorm,
-                    channel: sp.channel,
-                    block: sp.block,
-                    similarity: v,
-                    weight,
-                    contribution: weight * v,
-                });
-            }
-        }
-        contributions.sort_by(|a, b| b.contribution.abs().total_cmp(&a.contribution.abs()));
-        Ok((prediction, contributions))
+        let offsets: Vec<Vec<usize>> = outs
+            .iter()
+            .map(|o| o.iter().map(|&(_, x)| x).collect())
+            .collect();
+        Ok(self.explanation(&values, &offsets))
     }
 }
