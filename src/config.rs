@@ -228,7 +228,11 @@ pub struct ModelConfig {
     /// Model registry folder (`<version>/model.json`, `card.json`, `current`). When set, the
     /// daemon scores with `current` if there is one; otherwise it takes the model from
     /// `series_path` (or trains the embedded one), publishes it as the first version and
-    /// scores with that, so a restart comes back with the same model. Unset: no registry.
+    /// scores with that, so a restart comes back with the same model. Unset: `models/` next
+    /// to `training.dir` while retraining is on (the default: `milstream-data/models`), else
+    /// no registry. Precedence at start: the registry's `current`, then `series_path`, then
+    /// the embedded model; a `current` that does not take what the demo feed sends, or that
+    /// differs in input from `series_path`'s artifact, is logged and fails `/readyz`.
     /// A path or an object-store URL (see `[object_store]`), shared by scorers and trainers.
     pub registry_dir: Option<PathBuf>,
     /// A process that does not train reads the registry's `current` this often and swaps to

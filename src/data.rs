@@ -87,13 +87,27 @@ pub fn detect_format(text: &str) -> Format {
     }
 }
 
-fn split_fields(line: &str) -> Vec<&str> {
-    if line.contains('\t') {
-        line.split('\t').collect()
+/// The fields of one line: tab- or comma-separated as CSV (the `csv` crate, so a quoted field
+/// may hold the delimiter, `"worn, left"`, and `""` is a quote), else whitespace-separated.
+/// Quotes are removed; a quoted field spanning lines is not supported (files are line-based).
+fn split_fields(line: &str) -> Vec<String> {
+    let delimiter = if line.contains('\t') {
+        b'\t'
     } else if line.contains(',') {
-        line.split(',').collect()
+        b','
     } else {
-        line.split_whitespace().collect()
+        return line.split_whitespace().map(str::to_string).collect();
+    };
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .delimiter(delimiter)
+        .from_reader(line.as_bytes());
+    let mut record = csv::StringRecord::new();
+    match reader.read_record(&mut record) {
+        Ok(true) => record.iter().map(str::to_string).collect(),
+        // Unreachable for a &str line (valid UTF-8, no I/O), but never lose the line.
+        _ => line.split(delimiter as char).map(str::to_string).collect(),
     }
 }
 
@@ -124,7 +138,7 @@ pub fn parse_ucr(file: &str, text: &str) -> Result<Dataset, DataError> {
             continue;
         }
         let fields = split_fields(line.trim_end_matches('\r'));
-        let label = fields[0].trim().trim_matches('"');
+        let label = fields[0].trim();
         if label.is_empty() {
             return Err(DataError::At {
                 file: file.into(),
@@ -212,7 +226,7 @@ pub fn parse_mil(file: &str, text: &str) -> Result<Dataset, DataError> {
             });
         }
         let id = fields[0].trim().to_string();
-        let label = fields[1].trim().trim_matches('"').to_string();
+        let label = fields[1].trim().to_string();
         let b = *index.entry(id.clone()).or_insert_with(|| {
             ds.ids.push(id.clone());
             ds.labels.push(label.clone());
@@ -297,6 +311,18 @@ pub fn cylinder_bell_funnel(n: usize, len: usize, seed: u64) -> Dataset {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_quoted_field_may_hold_the_delimiter() {
+        let ds = parse_ucr("q.csv", "\"worn, left\",1,2,3\nok,4,5,6\n").unwrap();
+        assert_eq!(ds.labels, ["worn, left", "ok"]);
+        assert_eq!(ds.samples[0], Sample::Series(vec![1.0, 2.0, 3.0]));
+        let long =
+            "series_id,label,x\n\"a,1\",\"say \"\"hi\"\"\",1\n\"a,1\",\"say \"\"hi\"\"\",2\n";
+        let ds = parse_dataset("l.csv", long, None).unwrap();
+        assert_eq!(ds.ids, ["a,1"]);
+        assert_eq!(ds.labels, ["say \"hi\""]);
+    }
 
     #[test]
     fn ucr_comma_tab_and_padding() {

@@ -40,7 +40,7 @@ use crate::mil::{Model, Sample};
 pub enum FigureError {
     #[error("{0}")]
     Model(#[from] MilError),
-    #[error("figures are drawn for lpboost_shapelet models, this one is {0}")]
+    #[error("figures are drawn for lpboost models, this one is {0}")]
     Kind(&'static str),
     #[error("drawing the figure: {0}")]
     Draw(String),

@@ -33,6 +33,9 @@ pub struct Health {
     sink_failing: AtomicBool,
     commit_failing: AtomicBool,
     brokers_down: AtomicBool,
+    /// Set once at start when a served model cannot take what is sent to it (a stale
+    /// registry, a demo feed of another channel count): not ready until restarted with a fit.
+    model_mismatch: std::sync::OnceLock<String>,
 }
 
 impl Health {
@@ -58,14 +61,22 @@ impl Health {
         self.brokers_down.store(down, Ordering::Relaxed);
     }
 
+    /// A start-up model does not take what its routes or the demo feed send (`why` names both).
+    pub fn set_model_mismatch(&self, why: String) {
+        let _ = self.model_mismatch.set(why);
+    }
+
     /// Whether `/readyz` answers 200.
     pub fn is_ready(&self) -> bool {
         self.not_ready_reason().is_none()
     }
 
     /// Why `/readyz` answers 503, if it does.
-    pub fn not_ready_reason(&self) -> Option<&'static str> {
-        if !self.ready.load(Ordering::Relaxed) {
+    pub fn not_ready_reason(&self) -> Option<std::borrow::Cow<'static, str>> {
+        if let Some(why) = self.model_mismatch.get() {
+            return Some(format!("not ready: a model does not fit its input: {why}").into());
+        }
+        let why = if !self.ready.load(Ordering::Relaxed) {
             Some("not ready: no partitions being consumed (starting, rebalancing or stopping)")
         } else if self.brokers_down.load(Ordering::Relaxed) {
             Some("not ready: no Kafka broker is reachable (consuming and committing wait)")
@@ -75,7 +86,8 @@ impl Health {
             Some("not ready: offset commits are failing (see milstream_commit_failures_total)")
         } else {
             None
-        }
+        };
+        why.map(Into::into)
     }
 }
 
@@ -129,10 +141,10 @@ async fn healthz() -> &'static str {
     "ok"
 }
 
-async fn readyz(State(ops): State<Ops>) -> (StatusCode, &'static str) {
+async fn readyz(State(ops): State<Ops>) -> (StatusCode, String) {
     match ops.health.not_ready_reason() {
-        None => (StatusCode::OK, "ready"),
-        Some(why) => (StatusCode::SERVICE_UNAVAILABLE, why),
+        None => (StatusCode::OK, "ready".into()),
+        Some(why) => (StatusCode::SERVICE_UNAVAILABLE, why.into_owned()),
     }
 }
 

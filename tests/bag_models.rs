@@ -179,7 +179,7 @@ fn bag_labels_lead_to_a_promoted_bag_model_version() {
     )
     .unwrap();
     assert_eq!(
-        card["kind"], "lpboost_shapelet",
+        card["kind"], "lpboost",
         "a retrain keeps the champion's kind: {card}"
     );
     // The series model has only the version it started with.

@@ -131,6 +131,19 @@ fn a_full_disk_pauses_output_until_space_returns() {
             "{tool} missing: apt-get install util-linux"
         );
     }
+    // A mount namespace needs root (CAP_SYS_ADMIN): say so here rather than as "the disk
+    // never filled up" a minute later.
+    let probe = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "true"])
+        .output()
+        .expect("unshare runs");
+    assert!(
+        probe.status.success(),
+        "this fault test mounts a 16 KiB tmpfs in a new mount namespace, which needs root \
+         (CAP_SYS_ADMIN): run the tests as root, as CI does (uid {}): {}",
+        unsafe { libc::geteuid() },
+        String::from_utf8_lossy(&probe.stderr).trim()
+    );
     let dir = scratch("fault-disk");
     let out = dir.join("out");
     std::fs::create_dir_all(&out).unwrap();

@@ -543,7 +543,7 @@ fn inspect_prints_the_model_card() {
     let model = gunpoint_model().to_str().unwrap();
     let text = ok_stdout(&milstream(&["inspect", model]));
     for want in [
-        "kind        lpboost_shapelet",
+        "kind        lpboost",
         "classes     1, 2",
         "shapelet lengths 30",
         "margin      rho",
@@ -554,7 +554,7 @@ fn inspect_prints_the_model_card() {
     }
     let card: Value =
         serde_json::from_str(ok_stdout(&milstream(&["inspect", model, "--json"])).trim()).unwrap();
-    assert_eq!(card["kind"], "lpboost_shapelet");
+    assert_eq!(card["kind"], "lpboost");
     assert_eq!(card["lengths"], serde_json::json!([30]));
     assert_eq!(card["ensembles"].as_array().unwrap().len(), 2);
     let nnz = card["sparsity"]["nonzero_alpha"].as_f64().unwrap();

@@ -134,7 +134,7 @@ fn output_records() {
         label: "1".into(),
         classes: vec!["1".into(), "2".into()],
         scores: vec![0.2, -0.1],
-        model_kind: "lpboost_shapelet".into(),
+        model_kind: "lpboost".into(),
         model_name: "series".into(),
         model_version: "v000001-abc".into(),
         top: vec![],

@@ -27,7 +27,8 @@ pub struct FitOptions {
     #[arg(long, default_value = "auto")]
     pub sigma: String,
     /// Multiplier on the median-heuristic sigma (ignored with an explicit --sigma).
-    /// Default: the library's (4 for series, 1 for bags and with --paper).
+    /// Default: the library's, 4 for lpboost on series and bags alike; 1 with --paper and for
+    /// the other kinds (their base is the paper's parameters).
     #[arg(long)]
     pub sigma_scale: Option<f64>,
     /// Polynomial kernel degree.

@@ -277,7 +277,7 @@ pub fn parse_long(file: &str, text: &str) -> Result<Dataset, DataError> {
     let ((header_at, header), lines) = super::header_and_rows(file, text)?;
     let names: Vec<String> = split_fields(header.trim_end_matches('\r'))
         .iter()
-        .map(|f| f.trim().trim_matches('"').to_string())
+        .map(|f| f.trim().to_string())
         .collect();
     let width = names.len();
     if width < 3 {
@@ -304,8 +304,8 @@ pub fn parse_long(file: &str, text: &str) -> Result<Dataset, DataError> {
                 format!("row has {} fields, the header has {width}", fields.len()),
             ));
         }
-        let id = fields[0].trim().trim_matches('"').to_string();
-        let label = fields[1].trim().trim_matches('"').to_string();
+        let id = fields[0].trim().to_string();
+        let label = fields[1].trim().to_string();
         if label.is_empty() {
             return Err(at(file, line_no, 2, "empty class label"));
         }

@@ -601,11 +601,10 @@ impl Model {
         }
     }
 
+    /// The kind's one name everywhere a user reads it: `--kind`, `kind =`, cards, metrics and
+    /// prediction rows (`lpboost`, `miordm`, ...). The artifact's own tag is separate.
     pub fn kind_name(&self) -> &'static str {
-        match self {
-            Model::LpboostShapelet(_) => "lpboost_shapelet",
-            other => other.kind().name(),
-        }
+        self.kind().name()
     }
 
     /// Training summary shared by every kind: examples, seconds, rounds (boosting rounds or

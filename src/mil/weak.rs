@@ -727,25 +727,18 @@ fn cholesky_with_jitter(a: &[f64], n: usize) -> Result<Vec<f64>> {
     ))
 }
 
+/// The lower factor L of `a + jitter I` (nalgebra's Cholesky), row-major, or None when the
+/// matrix is not positive definite.
 fn cholesky(a: &[f64], n: usize, jitter: f64) -> Option<Vec<f64>> {
-    let mut l = vec![0.0; n * n];
-    for i in 0..n {
-        for j in 0..=i {
-            let mut s = a[i * n + j] + if i == j { jitter } else { 0.0 };
-            for p in 0..j {
-                s -= l[i * n + p] * l[j * n + p];
-            }
-            if i == j {
-                if s <= 0.0 || !s.is_finite() {
-                    return None;
-                }
-                l[i * n + i] = s.sqrt();
-            } else {
-                l[i * n + j] = s / l[j * n + j];
-            }
-        }
+    let m = nalgebra::DMatrix::from_fn(n, n, |i, j| {
+        a[i * n + j] + if i == j { jitter } else { 0.0 }
+    });
+    let l = nalgebra::Cholesky::new(m)?.unpack();
+    if l.iter().any(|v| !v.is_finite()) {
+        return None;
     }
-    Some(l)
+    // Row-major L is column-major L', whose buffer is nalgebra's storage of L'.
+    Some(l.transpose().as_slice().to_vec())
 }
 
 /// The spaces whose DC weak learner runs this round: the `n` best by their one-hot
@@ -773,6 +766,26 @@ pub(crate) fn dc_candidates(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cholesky_factor_is_lower_and_reproduces_the_gram_matrix() {
+        let a = [4.0, 2.0, 0.4, 2.0, 5.0, 1.0, 0.4, 1.0, 3.0];
+        let l = cholesky_with_jitter(&a, 3).unwrap();
+        for i in 0..3 {
+            for j in 0..3 {
+                let llt: f64 = (0..3).map(|p| l[i * 3 + p] * l[j * 3 + p]).sum();
+                assert!((llt - a[i * 3 + j]).abs() < 1e-12, "({i},{j}): {llt}");
+                if j > i {
+                    assert_eq!(l[i * 3 + j], 0.0);
+                }
+            }
+        }
+        // Two equal representatives: singular, factored with a small ridge.
+        let singular = [1.0, 1.0, 1.0, 1.0];
+        let l = cholesky_with_jitter(&singular, 2).unwrap();
+        assert!(l.iter().all(|v| v.is_finite()) && l[3] > 0.0 && l[3] < 1e-3);
+        assert!(cholesky_with_jitter(&[-1.0], 1).is_err());
+    }
 
     /// Two 1-d bags: positive {0, 3}, negative {0}. Representatives at 0 and 3, linear
     /// kernel. The best shapelet in the l1 ball puts all weight on z = 3:

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
-use tracing::info;
+use tracing::{info, warn};
 
 use super::registry::{self, short_hash};
 use super::window::ScoringModel;
@@ -41,23 +41,27 @@ fn load_model(path: &Path) -> anyhow::Result<(Model, String)> {
 /// artifact at `model.series_path`, or the embedded GunPoint model trained now, which is then
 /// published to the registry (if configured) as its first version.
 pub fn resolve_series_model(cfg: &Config) -> anyhow::Result<(Model, String)> {
-    resolve_model(
+    let (model, version, _) = resolve_model(
         cfg.registry_dir().as_deref(),
         cfg.model.series_path.as_deref(),
         &cfg.object_store.0,
         cfg.demo.dataset.name(),
         || embedded::train_demo_model(cfg.demo.dataset, cfg.model.kind),
-    )
+    )?;
+    Ok((model, version))
 }
 
 /// Every model to start with, as the series model: its registry's `current`, else its
 /// artifact, else trained now from the bundled data (GunPoint for series, MUSK1 for bags);
 /// checked against what it must score (the window, or bags).
-fn resolve_models(cfg: &Config) -> anyhow::Result<Vec<(models::ModelSpec, Arc<ScoringModel>)>> {
+#[allow(clippy::type_complexity)]
+fn resolve_models(
+    cfg: &Config,
+) -> anyhow::Result<Vec<(models::ModelSpec, Arc<ScoringModel>, ModelSource)>> {
     let mut out = Vec::new();
     for spec in models::specs(cfg) {
         let what = format!("model {:?}", spec.name);
-        let (model, version) = match spec.input {
+        let (model, version, source) = match spec.input {
             ModelInput::Series => resolve_model(
                 spec.registry_dir.as_deref(),
                 spec.path.as_deref(),
@@ -98,20 +102,36 @@ fn resolve_models(cfg: &Config) -> anyhow::Result<Vec<(models::ModelSpec, Arc<Sc
                 version,
                 generation: 1,
             }),
+            source,
         ));
     }
     Ok(out)
 }
 
+/// Where a start-up model came from: the precedence of [`resolve_model`], highest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ModelSource {
+    /// The registry's `current`: what the last promotion (or first start) left there.
+    Registry,
+    /// The artifact at `model.series_path` / `bags_path` / a `[[models]]` entry's `path`.
+    Path,
+    /// Trained at start from the bundled data.
+    Embedded,
+}
+
 /// A registry's `current`, else the artifact at `path`, else `train_embedded()` (the data
 /// named `embedded`); a model not from the registry is published there as its first version.
+///
+/// The registry wins over `path` on purpose: it holds the versions retraining promoted from
+/// that first model, and a restart must come back with the newest of them. So a registry
+/// left by an earlier run with other data is served; [`input_mismatches`] makes that loud.
 fn resolve_model(
     registry_dir: Option<&Path>,
     path: Option<&Path>,
     options: &std::collections::BTreeMap<String, String>,
     embedded: &str,
     train_embedded: impl FnOnce() -> anyhow::Result<Model>,
-) -> anyhow::Result<(Model, String)> {
+) -> anyhow::Result<(Model, String, ModelSource)> {
     let registry = registry_dir
         .map(|dir| registry::Registry::open_with(dir, options))
         .transpose()?;
@@ -119,11 +139,17 @@ fn resolve_model(
         if let Some((m, card)) = reg.load_current()? {
             info!(
                 version = card.version,
+                registry = %reg_display(registry_dir),
                 "scoring with the registry's current model"
             );
-            return Ok((m, card.version));
+            return Ok((m, card.version, ModelSource::Registry));
         }
     }
+    let from = if path.is_some() {
+        ModelSource::Path
+    } else {
+        ModelSource::Embedded
+    };
     let (model, version, source) = match path {
         Some(p) => {
             let (m, v) = load_model(p)?;
@@ -148,7 +174,7 @@ fn resolve_model(
                     version = v,
                     "published the first model version to the registry"
                 );
-                Ok((model, v))
+                Ok((model, v, from))
             }
             // Another process starting on the same empty registry published first (its
             // `current` won the compare-and-swap): score with that.
@@ -158,12 +184,132 @@ fn resolve_model(
                         version = card.version,
                         "another process published the registry's first version: scoring with it"
                     );
-                    Ok((m, card.version))
+                    Ok((m, card.version, ModelSource::Registry))
                 }
                 None => Err(e),
             },
         },
-        None => Ok((model, version)),
+        None => Ok((model, version, from)),
+    }
+}
+
+fn reg_display(dir: Option<&Path>) -> String {
+    dir.map(|d| d.display().to_string()).unwrap_or_default()
+}
+
+/// What a model takes, in a user's words: "1-channel series", "bags of 166 features".
+fn takes(model: &Model) -> String {
+    match model.input() {
+        crate::mil::InputKind::Bag { dim } => format!("bags of {dim} features"),
+        other => format!("{}-channel series", other.channels()),
+    }
+}
+
+/// The demo feed's series ids and what each of its points carries.
+fn demo_series(cfg: &Config) -> (String, usize) {
+    let channels = match cfg.demo.dataset {
+        crate::config::DemoDataset::Gunpoint => 1,
+        crate::config::DemoDataset::Basicmotions => 6,
+    };
+    (format!("{}-sensor-0", cfg.demo.dataset.name()), channels)
+}
+
+/// Every start-up model that cannot take what is sent to it, one sentence each: a model
+/// from the registry whose input differs from the artifact its `path` names (a stale
+/// registry), and, with the demo feed on, the model the feed's series or bags route to when
+/// it does not take their channel count or features. Empty when everything fits.
+fn input_mismatches(
+    cfg: &Config,
+    demo_feed: bool,
+    start: &[(models::ModelSpec, Arc<ScoringModel>, ModelSource)],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (spec, m, source) in start {
+        if *source != ModelSource::Registry {
+            continue;
+        }
+        let Some(path) = &spec.path else { continue };
+        // Unreadable artifacts are not this check's concern: the registry's model is served.
+        if let Ok((artifact, _)) = load_model(path) {
+            if artifact.input() != m.model.input() {
+                out.push(format!(
+                    "model {:?}: the registry's current {} takes {}, but its path {} takes {} \
+                     (the registry wins; remove or move {} to serve the artifact)",
+                    spec.name,
+                    m.version,
+                    takes(&m.model),
+                    path.display(),
+                    takes(&artifact),
+                    reg_display(spec.registry_dir.as_deref()),
+                ));
+            }
+        }
+    }
+    if demo_feed {
+        let (series_id, channels) = demo_series(cfg);
+        let series = start
+            .iter()
+            .find(|(s, _, _)| s.input == ModelInput::Series && s.route.matches(&series_id));
+        if let Some((spec, m, source)) = series {
+            if m.model.input().channels() != channels {
+                out.push(format!(
+                    "model {:?} ({}{}) takes {}, but the demo feed sends {}-channel {} series{}",
+                    spec.name,
+                    m.version,
+                    origin(*source, spec),
+                    takes(&m.model),
+                    channels,
+                    cfg.demo.dataset.name(),
+                    stale_hint(*source, spec),
+                ));
+            }
+        }
+        let bags = start
+            .iter()
+            .find(|(s, _, _)| s.input == ModelInput::Bags && s.route.matches("musk1-0-0"));
+        if let (Some((spec, m, source)), false) = (bags, cfg.kafka.bags_topic.is_empty()) {
+            if bag_dim(&m.model) != embedded::MUSK1_FEATURES {
+                out.push(format!(
+                    "model {:?} ({}{}) takes {}, but the demo feed sends bags of {} features{}",
+                    spec.name,
+                    m.version,
+                    origin(*source, spec),
+                    takes(&m.model),
+                    embedded::MUSK1_FEATURES,
+                    stale_hint(*source, spec),
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn origin(source: ModelSource, spec: &models::ModelSpec) -> String {
+    match source {
+        ModelSource::Registry => {
+            format!(
+                ", the registry's current in {}",
+                reg_display(spec.registry_dir.as_deref())
+            )
+        }
+        ModelSource::Path => format!(
+            ", from {}",
+            spec.path
+                .as_deref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        ),
+        ModelSource::Embedded => ", trained at start".into(),
+    }
+}
+
+fn stale_hint(source: ModelSource, spec: &models::ModelSpec) -> String {
+    match source {
+        ModelSource::Registry => format!(
+            ": a registry left by a run with other data? Remove {} or set model.registry_dir",
+            reg_display(spec.registry_dir.as_deref())
+        ),
+        _ => String::new(),
     }
 }
 
@@ -184,6 +330,16 @@ pub async fn run(
     let metrics = Metrics::new();
     let health = Arc::new(Health::default());
     let start = resolve_models(&cfg)?;
+    let demo_feed = cfg.is_embedded() && cfg.demo.feed && !opts.no_demo_feed;
+    let mismatches = input_mismatches(&cfg, demo_feed, &start);
+    for m in &mismatches {
+        // One line each, before the banner: the first thing an operator reads.
+        warn!("model does not fit its input: {m}");
+    }
+    if !mismatches.is_empty() {
+        health.set_model_mismatch(mismatches.join("; "));
+    }
+    let start: Vec<_> = start.into_iter().map(|(spec, m, _)| (spec, m)).collect();
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     {
@@ -332,7 +488,7 @@ pub async fn run(
         }
     }
 
-    if cfg.is_embedded() && cfg.demo.feed && !opts.no_demo_feed {
+    if demo_feed {
         tokio::spawn(embedded::demo_feed(
             bootstrap.clone(),
             embedded::DemoTopics {

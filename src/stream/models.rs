@@ -26,39 +26,45 @@ pub enum Route {
     /// Every id (the `[model]` table's models).
     All,
     /// A glob: `*` matches any run of characters, `?` one character.
-    Glob(String),
+    Glob(IdGlob),
 }
 
 impl Route {
     pub fn matches(&self, id: &str) -> bool {
         match self {
             Route::All => true,
-            Route::Glob(g) => glob_match(g.as_bytes(), id.as_bytes()),
+            Route::Glob(g) => g.matcher.matches(id),
         }
     }
 }
 
-/// Glob matching with one backtrack point (the last `*`): linear in practice, no recursion.
-fn glob_match(p: &[u8], s: &[u8]) -> bool {
-    let (mut i, mut j) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while j < s.len() {
-        if i < p.len() && (p[i] == b'?' || p[i] == s[j]) {
-            i += 1;
-            j += 1;
-        } else if i < p.len() && p[i] == b'*' {
-            star = Some((i, j));
-            i += 1;
-        } else if let Some((si, sj)) = star {
-            // The last `*` takes one more character.
-            i = si + 1;
-            j = sj + 1;
-            star = Some((si, sj + 1));
-        } else {
-            return false;
+/// A `[[models]]` entry's `ids`, compiled once (wildmatch: `*` any run of characters, `/`
+/// included; `?` one character, not one byte; nothing else is special).
+#[derive(Debug, Clone)]
+pub struct IdGlob {
+    pattern: String,
+    matcher: wildmatch::WildMatch,
+}
+
+impl IdGlob {
+    pub fn new(pattern: &str) -> Self {
+        IdGlob {
+            pattern: pattern.to_string(),
+            matcher: wildmatch::WildMatch::new(pattern),
         }
     }
-    p[i..].iter().all(|&c| c == b'*')
+}
+
+impl PartialEq for IdGlob {
+    fn eq(&self, other: &Self) -> bool {
+        self.pattern == other.pattern
+    }
+}
+
+impl std::fmt::Display for IdGlob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.pattern)
+    }
 }
 
 /// What a model is before it has a version: its name, input, route, where it comes from and
@@ -124,7 +130,7 @@ fn named_spec(cfg: &Config, m: &NamedModelConfig) -> ModelSpec {
     ModelSpec {
         name: m.name.clone(),
         input: m.input,
-        route: Route::Glob(m.ids.clone()),
+        route: Route::Glob(IdGlob::new(&m.ids)),
         path: m.path.clone(),
         kind: m.kind.unwrap_or(cfg.model.kind),
         registry_dir: cfg.named_registry_dir(m),
@@ -258,7 +264,7 @@ mod tests {
 
     #[test]
     fn globs_match_prefixes_and_patterns() {
-        let g = |p: &str| Route::Glob(p.into());
+        let g = |p: &str| Route::Glob(IdGlob::new(p));
         assert!(g("pump-*").matches("pump-7"));
         assert!(g("pump-*").matches("pump-"));
         assert!(!g("pump-*").matches("fan-1"));
@@ -270,6 +276,11 @@ mod tests {
         assert!(!g("a*b*c").matches("aXXbYY"));
         assert!(g("exact").matches("exact") && !g("exact").matches("exactly"));
         assert!(Route::All.matches("anything"));
+        // `?` is one character, not one byte.
+        assert!(g("pumpe-?").matches("pumpe-\u{e9}"));
+        assert!(g("\u{fc}ber-?").matches("\u{fc}ber-7"));
+        assert!(!g("pumpe-?").matches("pumpe-\u{e9}\u{e9}"));
+        assert!(g("pump-[1]").matches("pump-[1]"), "brackets are literal");
     }
 
     #[test]

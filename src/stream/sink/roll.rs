@@ -118,11 +118,46 @@ mod tests {
 
     #[test]
     fn the_fixed_part_is_the_footer_and_magic_numbers() {
-        let batch = crate::stream::sink::parquet::dead_letter_batch(&[]);
-        let bytes = crate::stream::sink::parquet::encode_parquet(&batch, &[]).unwrap();
-        let b = ParquetBytes::of(&bytes);
-        assert_eq!(b.total, bytes.len() as u64);
-        assert!(b.fixed > 12 && b.fixed <= b.total, "{b:?}");
-        assert_eq!(&bytes[..4], b"PAR1");
+        use crate::stream::record::DeadLetterRecord;
+        let rows: Vec<DeadLetterRecord> = (0..50)
+            .map(|i| DeadLetterRecord {
+                topic: "milstream.points".into(),
+                partition: i % 3,
+                offset: i as i64,
+                reason: "parse".into(),
+                detail: format!("not JSON at byte {i}"),
+                raw_prefix: format!("{{garbage {i}"),
+                at_ms: 1_700_000_000_000 + i as i64,
+            })
+            .collect();
+        for rows in [&rows[..0], &rows[..]] {
+            let batch = crate::stream::sink::parquet::dead_letter_batch(rows);
+            let bytes = crate::stream::sink::parquet::encode_parquet(&batch, &[]).unwrap();
+            let b = ParquetBytes::of(&bytes);
+            assert_eq!(b.total, bytes.len() as u64);
+            assert_eq!(&bytes[..4], b"PAR1");
+            // The rest is the column chunks and their page indexes, as the parquet reader's
+            // metadata sizes them.
+            let meta = parquet::file::metadata::ParquetMetaDataReader::new()
+                .parse_and_finish(&bytes::Bytes::from(bytes.clone()))
+                .unwrap();
+            let data: i64 = meta.row_groups().iter().map(|g| g.compressed_size()).sum();
+            let index: i64 = meta
+                .row_groups()
+                .iter()
+                .flat_map(|g| g.columns())
+                .map(|c| {
+                    c.column_index_length().unwrap_or(0) as i64
+                        + c.offset_index_length().unwrap_or(0) as i64
+                })
+                .sum();
+            assert_eq!(
+                b.fixed as i64,
+                b.total as i64 - data - index,
+                "{} rows: {b:?}",
+                rows.len()
+            );
+            assert_eq!(data > 0, !rows.is_empty(), "{b:?}");
+        }
     }
 }
