@@ -146,7 +146,8 @@ fn eval_and_cv_print_json_summaries() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let s = last_json(&o);
-    assert!(s["accuracy"].as_f64().unwrap() > 0.5, "{s}");
+    // Measured 1.000 (2026-11-27); Coffee's two classes separate cleanly.
+    assert!(s["accuracy"].as_f64().unwrap() >= 0.9, "{s}");
     assert!(s["accuracy_std"].as_f64().unwrap() >= 0.0);
     assert_eq!(s["fold_accuracies"].as_array().unwrap().len(), 4);
 }
@@ -321,12 +322,25 @@ fn cv_compares_model_kinds() {
         .collect();
     let kinds: Vec<&str> = rows.iter().map(|r| r["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["lpboost", "miordm", "boxsvm", "misvm", "mi-svm"]);
-    for r in &rows {
+    // Floors about 0.1 under this command's figures on 2026-11-27 (accuracy / AUC):
+    // lpboost 1.000 / 1.000, miordm 1.000 / 1.000, boxsvm 0.893 / 0.949, misvm 0.537 / 1.000,
+    // mi-svm 0.815 / 0.995. MI-SVM ranks perfectly but its threshold sends every bag to one
+    // class here, so its accuracy floor is the majority's and its AUC carries the check.
+    let floors = [
+        ("lpboost", 0.9, 0.9),
+        ("miordm", 0.9, 0.9),
+        ("boxsvm", 0.78, 0.85),
+        ("misvm", 0.5, 0.9),
+        ("mi-svm", 0.7, 0.9),
+    ];
+    for (r, (kind, acc_floor, auc_floor)) in rows.iter().zip(floors) {
+        assert_eq!(r["kind"], kind);
         assert_eq!(r["fold_accuracies"].as_array().unwrap().len(), 3, "{r}");
         assert_eq!(r["fit_seconds"].as_array().unwrap().len(), 3, "{r}");
         let acc = r["accuracy"].as_f64().unwrap();
-        assert!((0.0..=1.0).contains(&acc), "{r}");
-        assert!(r["auc"].as_f64().is_some(), "two classes have an AUC: {r}");
+        assert!(acc >= acc_floor, "{kind}: accuracy under {acc_floor}: {r}");
+        let auc = r["auc"].as_f64().expect("two classes have an AUC");
+        assert!(auc >= auc_floor, "{kind}: AUC under {auc_floor}: {r}");
     }
     let o = args(false);
     let table = stdout(&o);
