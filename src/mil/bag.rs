@@ -195,6 +195,11 @@ impl Dataset {
         self.samples.iter().filter_map(Sample::series_len).min()
     }
 
+    /// Length of the longest series (None for bag data).
+    pub fn max_series_len(&self) -> Option<usize> {
+        self.samples.iter().filter_map(Sample::series_len).max()
+    }
+
     /// The examples at `idx`, in that order.
     pub fn subset(&self, idx: &[usize]) -> Dataset {
         Dataset {

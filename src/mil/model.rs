@@ -416,8 +416,10 @@ fn bag_dataset(ds: &Dataset, p: &FitParams) -> Result<(Dataset, Option<SeriesBag
         super::InputKind::Series => 0,
     };
     let min_len = ds.min_series_len().unwrap_or(0);
+    let max_len = ds.max_series_len().unwrap_or(0);
     let length =
-        super::shapelet::resolve_lengths(&p.lengths[..1.min(p.lengths.len())], min_len)?[0];
+        super::shapelet::resolve_lengths(&p.lengths[..1.min(p.lengths.len())], min_len, max_len)?
+            [0];
     let sb = SeriesBagging {
         length,
         stride: p.stride,

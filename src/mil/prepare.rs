@@ -34,8 +34,15 @@ pub struct Prepared {
     pub spaces: Vec<PreparedSpace>,
 }
 
-/// Absolute shapelet lengths for series of minimum length `min_len`.
-pub fn resolve_lengths(lengths: &[ShapeletLength], min_len: usize) -> Result<Vec<usize>> {
+/// Absolute shapelet lengths for series of `min_len` to `max_len` points. A fraction is of the
+/// shortest series (at least 2); no length exceeds the longest series, and a series shorter
+/// than a length is read with its last point repeated (space.rs), so short series never stop
+/// a fit (issue 26: a set of 7-to-29-point series with the default length 9).
+pub fn resolve_lengths(
+    lengths: &[ShapeletLength],
+    min_len: usize,
+    max_len: usize,
+) -> Result<Vec<usize>> {
     if lengths.is_empty() {
         return Err(MilError::InvalidParameter(
             "no shapelet length given".into(),
@@ -47,11 +54,12 @@ pub fn resolve_lengths(lengths: &[ShapeletLength], min_len: usize) -> Result<Vec
             ShapeletLength::Absolute(a) => a,
             ShapeletLength::Fraction(f) => ((f * min_len as f64).round() as usize).max(2),
         };
-        if abs == 0 || abs > min_len {
+        if abs == 0 {
             return Err(MilError::InvalidParameter(format!(
-                "shapelet length {l} resolves to {abs}, but the shortest training series has length {min_len}"
+                "shapelet length {l} resolves to 0"
             )));
         }
+        let abs = abs.min(max_len.max(1));
         if !out.contains(&abs) {
             out.push(abs);
         }
@@ -67,7 +75,8 @@ pub fn prepare(ds: &Dataset, params: &FitParams) -> Result<Prepared> {
     let (standardizer, extractions) = match input {
         InputKind::Series | InputKind::Multi { .. } => {
             let min_len = ds.min_series_len().unwrap_or(0);
-            let lengths = resolve_lengths(&params.lengths, min_len)?;
+            let max_len = ds.max_series_len().unwrap_or(0);
+            let lengths = resolve_lengths(&params.lengths, min_len, max_len)?;
             (
                 None,
                 params

@@ -12,14 +12,11 @@ use super::shapelet::{fixed_mean, to_fixed, ShapeletModel};
 use super::weak::position;
 
 impl ShapeletModel {
-    /// One channel: long enough for the longest footprint-free length, finite.
+    /// One channel: not empty, finite. A series shorter than a shapelet is read with its
+    /// last point repeated, as training reads one (space.rs).
     fn check_series(&self, v: &[f64]) -> Result<()> {
-        let need = self.spaces.iter().map(|s| s.length).max().unwrap_or(1);
-        if v.len() < need {
-            return Err(MilError::InvalidData(format!(
-                "series of length {} is shorter than the model's longest shapelet ({need})",
-                v.len()
-            )));
+        if v.is_empty() {
+            return Err(MilError::InvalidData("the series is empty".into()));
         }
         if let Some(i) = v.iter().position(|x| !x.is_finite()) {
             return Err(MilError::InvalidData(format!(

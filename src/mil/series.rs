@@ -14,18 +14,23 @@ pub fn n_subsequences(n: usize, l: usize, stride: usize) -> usize {
 }
 
 /// The bag of all subsequences of length `l` (stride 1 by default in the paper).
+/// A series shorter than `l` still has one subsequence, read with its last point repeated,
+/// as the shapelet spaces read one (space.rs), so a short series never fails a fit or a
+/// prediction.
 pub fn subsequence_bag(series: &[f64], l: usize, stride: usize) -> Result<Bag> {
-    let count = n_subsequences(series.len(), l, stride.max(1));
-    if count == 0 {
-        return Err(MilError::InvalidData(format!(
-            "a series of length {} has no subsequence of length {l}",
-            series.len()
-        )));
+    let Some(last) = series.len().checked_sub(1) else {
+        return Err(MilError::InvalidData(
+            "an empty series has no subsequence".into(),
+        ));
+    };
+    if l == 0 {
+        return Err(MilError::InvalidParameter("subsequence length 0".into()));
     }
+    let count = n_subsequences(series.len(), l, stride.max(1)).max(1);
     let mut data = Vec::with_capacity(count * l);
     for j in 0..count {
         let s = j * stride.max(1);
-        data.extend_from_slice(&series[s..s + l]);
+        data.extend((s..s + l).map(|i| series[i.min(last)]));
     }
     Bag::new(l, data)
 }
@@ -50,12 +55,9 @@ pub fn instance_set(
                 let e = space.ok_or_else(|| {
                     MilError::InvalidParameter("series data needs a shapelet length".into())
                 })?;
-                if v.len() < e.length.max(1) {
-                    return Err(MilError::InvalidData(format!(
-                        "series {i} has length {} < shapelet length {}",
-                        v.len(),
-                        e.length
-                    )));
+                // Shorter than the footprint: one subsequence, its last point repeated.
+                if v.is_empty() {
+                    return Err(MilError::InvalidData(format!("series {i} is empty")));
                 }
                 dim = e.length;
                 count += e.extract_all(v, stride, &mut data);
@@ -65,11 +67,10 @@ pub fn instance_set(
                     MilError::InvalidParameter("series data needs a shapelet length".into())
                 })?;
                 let n = c.first().map_or(0, Vec::len);
-                if n < e.length.max(1) || c.iter().any(|v| v.len() != n) {
+                if n == 0 || c.iter().any(|v| v.len() != n) {
                     return Err(MilError::InvalidData(format!(
-                        "series {i} has channels of lengths {:?}, not all of one length >= {}",
+                        "series {i} has channels of lengths {:?}, not all of one length >= 1",
                         c.iter().map(Vec::len).collect::<Vec<_>>(),
-                        e.length
                     )));
                 }
                 let channels: Vec<&[f64]> = c.iter().map(Vec::as_slice).collect();
@@ -113,9 +114,18 @@ mod tests {
     }
 
     #[test]
-    fn too_short_series_is_an_error() {
-        let e = subsequence_bag(&[1.0, 2.0], 3, 1).unwrap_err();
-        assert!(e.to_string().contains("length 2"), "{e}");
+    fn a_series_shorter_than_the_length_is_one_subsequence_with_its_last_point_repeated() {
+        let b = subsequence_bag(&[1.0, 2.0], 3, 1).unwrap();
+        assert_eq!(b.as_slice(), &[1.0, 2.0, 2.0]);
+        let set = instance_set(
+            &[&Sample::Series(vec![4.0, 5.0])],
+            Some(&Extraction::raw(3)),
+            1,
+            None,
+        )
+        .unwrap();
+        assert_eq!(set.data, vec![4.0, 5.0, 5.0]);
+        assert!(subsequence_bag(&[], 3, 1).is_err());
     }
 
     #[test]

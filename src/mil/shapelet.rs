@@ -334,9 +334,9 @@ impl ShapeletModel {
                     Ok(b) => b,
                     // One-vs-rest: a class with no evidence of its own (no max-similarity
                     // hypothesis has a positive edge for it) gets g = 0 and is decided by
-                    // the other classes' scores. With one problem there is nothing to fall
-                    // back on, so it stays an error.
-                    Err(MilError::Training(reason)) if positives.len() > 1 => Boosted {
+                    // the other classes' scores. When no class has any, the model is the
+                    // majority decision (below): legitimate data never stops a fit.
+                    Err(MilError::Training(reason)) => Boosted {
                         hypotheses: Vec::new(),
                         weights: Vec::new(),
                         gamma: 0.0,
@@ -389,11 +389,26 @@ impl ShapeletModel {
 
         let mut ensembles: Vec<Ensemble> = results.iter().map(|(e, ..)| e.clone()).collect();
         if ensembles.iter().all(|e| e.hypotheses.is_empty()) {
-            return Err(MilError::Training(format!(
-                "no class has a hypothesis with a positive edge ({}); check that the classes differ, \
-                 or try another kernel width or shapelet length",
-                ensembles[0].stop_reason
-            )));
+            // No shapelet hypothesis carries weight for any class: the model is its biases.
+            // A class whose master LP picked no bias either gets the majority decision's,
+            // 2 n_c / n - 1 (its sign is the binary majority; with more classes the most
+            // frequent class scores highest). The card says so in each stop reason.
+            let n = labels.len().max(1) as f64;
+            for e in &mut ensembles {
+                if e.bias == 0.0 {
+                    let n_c = labels
+                        .iter()
+                        .filter(|l| **l == classes[e.positive_class])
+                        .count() as f64;
+                    e.bias = 2.0 * n_c / n - 1.0;
+                }
+                e.stop_reason = format!(
+                    "warning: no hypothesis beyond the bias, this model gives the majority \
+                     decision; the classes may not differ, or try another kernel width or \
+                     shapelet length ({})",
+                    e.stop_reason
+                );
+            }
         }
         let n_alpha: usize = ensembles
             .iter()
@@ -459,7 +474,8 @@ impl ShapeletModel {
                 .iter()
                 .filter(|e| !e.hypotheses.is_empty())
                 .map(|e| e.rho)
-                .fold(f64::INFINITY, f64::min),
+                .reduce(f64::min)
+                .unwrap_or(0.0),
             sparsity: if n_alpha == 0 {
                 0.0
             } else {

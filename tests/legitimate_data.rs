@@ -1,0 +1,208 @@
+//! Every legitimate training set fits, for every model kind (issue 26): each class has at
+//! least one example, each series at least two points, each bag at least one instance.
+//! The edges: one example of a class, series of 2 points, 1 positive in 100, 12 channels of
+//! 7 points, all values equal, unequal lengths. `fit` returns a model, and the model
+//! predicts every test input (of any length, shorter than the training series included).
+
+mod common;
+
+use milstream::mil::bag::Bag;
+use milstream::mil::model::ModelKind;
+use milstream::mil::{Dataset, FitParams, Model, Sample};
+use proptest::prelude::*;
+
+const KINDS: [ModelKind; 5] = [
+    ModelKind::Lpboost,
+    ModelKind::Miordm,
+    ModelKind::Boxsvm,
+    ModelKind::Misvm,
+    ModelKind::MiSvm,
+];
+
+/// The parameters `milstream train --kind <kind>` starts from.
+fn params(kind: ModelKind, bags: bool) -> FitParams {
+    let base = if kind != ModelKind::Lpboost {
+        FitParams::paper()
+    } else if bags {
+        FitParams::for_bags()
+    } else {
+        FitParams::default()
+    };
+    FitParams { kind, ..base }
+}
+
+fn dataset(samples: Vec<Sample>, labels: Vec<String>) -> Dataset {
+    Dataset {
+        ids: (0..samples.len()).map(|i| format!("case-{i}")).collect(),
+        samples,
+        labels,
+        channels: Vec::new(),
+    }
+}
+
+/// Fits every kind on `train` and predicts every sample of `test`; panics naming the kind
+/// and the failure.
+fn fits_and_predicts(what: &str, train: &Dataset, test: &[Sample]) {
+    let bags = matches!(train.samples[0], Sample::Bag(_));
+    for kind in KINDS {
+        let model = Model::fit(train, &params(kind, bags))
+            .unwrap_or_else(|e| panic!("{what}: {kind} does not fit: {e}"));
+        let text = model.to_json();
+        let model = Model::from_json(&text)
+            .unwrap_or_else(|e| panic!("{what}: {kind}'s artifact does not load: {e}"));
+        let classes = train.classes();
+        for (i, s) in test.iter().enumerate() {
+            let p = model
+                .predict(s)
+                .unwrap_or_else(|e| panic!("{what}: {kind} cannot predict test case {i}: {e}"));
+            assert!(
+                classes.contains(&p.label),
+                "{what}: {kind} predicted {:?}, not a class of {classes:?}",
+                p.label
+            );
+        }
+    }
+}
+
+fn series(values: Vec<f64>, channels: usize) -> Sample {
+    if channels <= 1 {
+        Sample::Series(values)
+    } else {
+        let n = values.len() / channels;
+        Sample::Multi(values.chunks(n).map(<[f64]>::to_vec).collect())
+    }
+}
+
+#[test]
+fn gunpoint_cut_to_5_to_12_points_fits() {
+    let full = common::load("GunPoint_TRAIN.csv");
+    let cut = |ds: &Dataset, seed: usize| -> Vec<Sample> {
+        ds.samples
+            .iter()
+            .enumerate()
+            .map(|(i, s)| match s {
+                Sample::Series(v) => Sample::Series(v[..5 + (i * 7 + seed) % 8].to_vec()),
+                other => other.clone(),
+            })
+            .collect()
+    };
+    let train = dataset(cut(&full, 0), full.labels.clone());
+    let test = common::load("GunPoint_TEST.csv");
+    fits_and_predicts("GunPoint cut to 5-12 points", &train, &cut(&test, 3));
+}
+
+#[test]
+fn one_positive_bag_in_a_hundred_fits() {
+    let mut samples = Vec::new();
+    let mut labels = Vec::new();
+    for i in 0..100 {
+        let n = 1 + i % 4;
+        let data: Vec<f64> = (0..n * 9)
+            .map(|j| ((i * 31 + j * 17) % 23) as f64 / 23.0)
+            .collect();
+        samples.push(Sample::Bag(Bag::new(9, data).unwrap()));
+        labels.push(if i == 42 { "1" } else { "0" }.to_string());
+    }
+    let test = samples[..5].to_vec();
+    fits_and_predicts("1 positive bag in 100", &dataset(samples, labels), &test);
+}
+
+#[test]
+fn twelve_channels_of_seven_points_nine_classes_fits() {
+    let mut samples = Vec::new();
+    let mut labels = Vec::new();
+    for c in 0..9 {
+        for k in 0..2 {
+            let v: Vec<f64> = (0..12 * 7)
+                .map(|j| ((c * 13 + k * 5 + j * 7) % 19) as f64 + c as f64)
+                .collect();
+            samples.push(series(v, 12));
+            labels.push(format!("class-{c}"));
+        }
+    }
+    let test = vec![
+        samples[0].clone(),
+        series((0..12 * 3).map(f64::from).collect(), 12),
+    ];
+    fits_and_predicts("12 channels x 7 points", &dataset(samples, labels), &test);
+}
+
+#[test]
+fn series_of_two_points_and_equal_values_fit() {
+    let samples = vec![
+        Sample::Series(vec![1.0, 1.0]),
+        Sample::Series(vec![1.0, 1.0]),
+        Sample::Series(vec![1.0, 1.0]),
+        Sample::Series(vec![1.0, 1.0]),
+    ];
+    let labels = ["a", "b", "a", "b"].map(String::from).to_vec();
+    let test = vec![
+        Sample::Series(vec![1.0, 1.0]),
+        Sample::Series(vec![3.0; 20]),
+    ];
+    fits_and_predicts("equal values, 2 points", &dataset(samples, labels), &test);
+}
+
+/// A legitimate training set: 2 to 4 classes (the first with a single example), series of 2
+/// to 12 points (unequal lengths) on 1 or 3 channels, or bags of 1 to 4 instances of 3
+/// features; values random or all equal.
+fn legitimate() -> impl Strategy<Value = (Dataset, Vec<Sample>)> {
+    (
+        2usize..=4,
+        prop::sample::select(vec![0usize, 1, 3]),
+        prop::bool::ANY,
+        prop::collection::vec((1usize..=4, 2usize..=12, any::<u64>()), 4..10),
+    )
+        .prop_map(|(n_classes, channels, equal, cases)| {
+            let mut samples = Vec::new();
+            let mut labels = Vec::new();
+            let value = |seed: u64, j: usize| {
+                if equal {
+                    0.5
+                } else {
+                    ((seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(j as u64 * 1442695040888963407)
+                        >> 33)
+                        % 1000) as f64
+                        / 100.0
+                }
+            };
+            for (i, &(instances, len, seed)) in cases.iter().enumerate() {
+                // The first class has exactly one example; the others share the rest.
+                let class = if i == 0 { 0 } else { 1 + i % (n_classes - 1) };
+                let sample = if channels == 0 {
+                    let data: Vec<f64> = (0..instances * 3).map(|j| value(seed, j)).collect();
+                    Sample::Bag(Bag::new(3, data).unwrap())
+                } else {
+                    series(
+                        (0..len * channels).map(|j| value(seed, j)).collect(),
+                        channels,
+                    )
+                };
+                samples.push(sample);
+                labels.push(format!("c{class}"));
+            }
+            let test = match &samples[0] {
+                Sample::Bag(_) => vec![Sample::Bag(Bag::new(3, vec![0.1, 0.2, 0.3]).unwrap())],
+                _ => vec![
+                    series((0..2 * channels).map(|j| j as f64).collect(), channels),
+                    series(
+                        (0..15 * channels).map(|j| (j % 4) as f64).collect(),
+                        channels,
+                    ),
+                ],
+            };
+            (dataset(samples, labels), test)
+        })
+}
+
+proptest! {
+    // Each case fits five kinds: few cases, each at an edge by construction.
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_legitimate_training_set_fits_every_kind((train, test) in legitimate()) {
+        fits_and_predicts("generated set", &train, &test);
+    }
+}
