@@ -31,6 +31,7 @@ use plotters::style::FontStyle;
 use serde::Serialize;
 
 use crate::mil::error::MilError;
+use crate::mil::prediction::{Asserts, Contribution};
 use crate::mil::shapelet::ShapeletModel;
 use crate::mil::space::{is_zero, Extraction, View};
 use crate::mil::{Model, Sample};
@@ -120,6 +121,42 @@ pub struct Figure {
     pub maximizers: Vec<Segment>,
     /// Figure 1(b): one per non-zero w_j alpha_{j,z}, largest |value| first; empty for bags.
     pub patterns: Vec<Segment>,
+    /// What is drawn and listed: the hypotheses grouped by the positions their maximising
+    /// subsequence covers (one finding, their contributions summed), the `top` largest by
+    /// |value|, largest first.
+    pub findings: Vec<Finding>,
+    /// The rest, as one legend entry, so the entries sum to the score less the bias.
+    pub other: Option<Other>,
+    /// The share of the contributions' sum (the score less the bias) that the findings shown
+    /// carry: 1 when they are all of it.
+    pub shown_share: f64,
+}
+
+/// Hypotheses whose maximising subsequences cover the same positions: one thing the figure
+/// says about the sample.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    /// What it asserts, in words, as the legend and `explain --out` print it.
+    pub text: String,
+    /// The summed contribution, signed towards the positive class.
+    pub value: f64,
+    /// The first channel it is drawn on and how many (more than one: a dependent space).
+    pub channel: usize,
+    pub channels: usize,
+    /// Series positions covered, first and last (for a bag: the instance, twice).
+    pub start: usize,
+    pub end: usize,
+    /// Its hypotheses, as (class, hypothesis) in `maximizers` and `patterns`.
+    pub hypotheses: Vec<(String, usize)>,
+    /// The spaces they read, e.g. `raw d1 z`, `diff d4`.
+    pub spaces: Vec<String>,
+}
+
+/// The findings not shown: how many hypotheses and their summed contribution.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Other {
+    pub hypotheses: usize,
+    pub value: f64,
 }
 
 /// The model behind a figure, or why there is none: the other kinds (MIORDM, the SVMs)
@@ -139,6 +176,7 @@ pub fn figure(
     sample: &Sample,
     id: &str,
     truth: Option<&str>,
+    top: usize,
 ) -> Result<Figure> {
     let (prediction, contributions) = model.explain(sample)?;
     let classes = &model.classes;
@@ -185,6 +223,8 @@ pub fn figure(
         }
     };
     let mut maximizers = Vec::new();
+    // (key, value, class, hypothesis, asserts text, space) per hypothesis of the score.
+    let mut parts: Vec<(FindingKey, f64, &Contribution, String)> = Vec::new();
     for c in &contributions {
         // A head model's contribution names the hypothesis by its index in model order.
         let Some(w) = weight_in_score(&c.class, c.hypothesis, c.weight) else {
@@ -209,6 +249,20 @@ pub fn figure(
             values,
             value: w * c.similarity,
         };
+        let n = channels.first().map_or(0, |v| v.len());
+        let covered = if channels.is_empty() {
+            (c.offset, c.offset)
+        } else {
+            let p = e.positions(c.offset, n);
+            (p[0], *p.last().expect("a subsequence has a value"))
+        };
+        let drawn = drawn_channels(c.channel, c.block);
+        parts.push((
+            (drawn.start, drawn.len(), covered.0, covered.1),
+            w * c.similarity,
+            c,
+            space_name(c),
+        ));
         if channels.is_empty() {
             maximizers.push(segment(0, Vec::new(), Vec::new()));
             continue;
@@ -268,6 +322,14 @@ pub fn figure(
         }
         patterns.sort_by(|a: &Segment, b| b.value.abs().total_cmp(&a.value.abs()));
     }
+    let (findings, other, shown_share) =
+        findings_of(parts, top, channels.first().map_or(0, |v| v.len()));
+    let shown: std::collections::HashSet<(&str, usize)> = findings
+        .iter()
+        .flat_map(|f| f.hypotheses.iter().map(|(c, h)| (c.as_str(), *h)))
+        .collect();
+    // Figure 1(b) draws the patterns of the findings shown, not every non-zero one.
+    patterns.retain(|s| shown.contains(&(s.class.as_str(), s.hypothesis)));
     Ok(Figure {
         id: id.to_string(),
         truth: truth.map(str::to_string),
@@ -308,7 +370,133 @@ pub fn figure(
         },
         maximizers,
         patterns,
+        findings,
+        other,
+        shown_share,
     })
+}
+
+/// (first channel, channels, first position, last position): what a finding covers.
+type FindingKey = (usize, usize, usize, usize);
+
+/// `raw d1 z`: a space's view, dilation and normalisation, as findings name them.
+fn space_name(c: &Contribution) -> String {
+    let view = match c.view {
+        View::Raw => "raw",
+        View::Diff => "diff",
+    };
+    format!("{view} d{}{}", c.dilation, if c.znorm { " z" } else { "" })
+}
+
+/// Which third of a series a relative position lies in.
+fn third(at: f64) -> &'static str {
+    if at < 1.0 / 3.0 {
+        "first"
+    } else if at < 2.0 / 3.0 {
+        "middle"
+    } else {
+        "last"
+    }
+}
+
+/// What one hypothesis asserts about the sample, in words: `match` and `mean` name the
+/// positions and the space, thresholds and positions their verdict.
+fn asserts_text(c: &Contribution, key: &FindingKey, n: usize) -> String {
+    let (ch, chs, start, end) = *key;
+    let on = match (n, chs) {
+        (0, _) => format!("instance {start}"),
+        (_, 1) if ch > 0 => format!("{start}-{end} on channel {ch}"),
+        (_, 1) => format!("{start}-{end}"),
+        _ => format!("{start}-{end} on {chs} channels"),
+    };
+    let space = space_name(c);
+    let verdict = |yes: bool| if yes { "yes" } else { "no" };
+    match c.asserts {
+        Asserts::Match if n == 0 => format!("instance {start} matches"),
+        Asserts::Match => format!("matches a pattern at {on} ({space})"),
+        Asserts::Mean => format!("a pattern occurs often, best at {on} ({space})"),
+        Asserts::Threshold { above, mean, .. } => format!(
+            "{} within reach of a pattern ({space}): {}",
+            if mean {
+                "subsequences on average"
+            } else {
+                "a subsequence"
+            },
+            // The output is 1 when the assertion in its `above` form holds.
+            verdict((c.similarity > 0.5) == above)
+        ),
+        Asserts::Position { at, above } => format!(
+            "best match of a pattern {} the {} third ({space}): {}, at {start}",
+            if above { "from" } else { "before" },
+            third(at),
+            verdict(c.similarity > 0.5)
+        ),
+    }
+}
+
+/// Groups the hypotheses by what their maximising subsequence covers, orders the groups by
+/// |summed value| and keeps the `top` largest; the rest become one `Other`. Also the share
+/// of the contributions' sum the kept ones carry.
+fn findings_of(
+    parts: Vec<(FindingKey, f64, &Contribution, String)>,
+    top: usize,
+    n: usize,
+) -> (Vec<Finding>, Option<Other>, f64) {
+    let total: f64 = parts.iter().map(|p| p.1).sum();
+    let mut groups: Vec<(FindingKey, Vec<(f64, &Contribution, String)>)> = Vec::new();
+    for (key, value, c, space) in parts {
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, g)) => g.push((value, c, space)),
+            None => groups.push((key, vec![(value, c, space)])),
+        }
+    }
+    let mut findings: Vec<Finding> = groups
+        .into_iter()
+        .map(|(key, mut g)| {
+            g.sort_by(|a, b| b.0.abs().total_cmp(&a.0.abs()));
+            let value: f64 = g.iter().map(|p| p.0).sum();
+            let mut spaces: Vec<String> = Vec::new();
+            for (_, _, s) in &g {
+                if !spaces.contains(s) {
+                    spaces.push(s.clone());
+                }
+            }
+            let mut text = asserts_text(g[0].1, &key, n);
+            if g.len() > 1 {
+                text.push_str(&format!(" +{} more", g.len() - 1));
+            }
+            Finding {
+                text,
+                value,
+                channel: key.0,
+                channels: key.1,
+                start: key.2,
+                end: key.3,
+                hypotheses: g
+                    .iter()
+                    .map(|(_, c, _)| (c.class.clone(), c.hypothesis))
+                    .collect(),
+                spaces,
+            }
+        })
+        .collect();
+    findings.sort_by(|a, b| b.value.abs().total_cmp(&a.value.abs()));
+    // A finding a thousand times smaller than the largest says nothing a reader can see
+    // (its entry would print as zero): it joins the rest.
+    let largest = findings.first().map_or(0.0, |f| f.value.abs());
+    let shown = findings
+        .iter()
+        .take(top)
+        .take_while(|f| f.value != 0.0 && f.value.abs() >= 1e-3 * largest)
+        .count();
+    let rest = findings.split_off(shown);
+    let other = (!rest.is_empty()).then(|| Other {
+        hypotheses: rest.iter().map(|f| f.hypotheses.len()).sum(),
+        value: rest.iter().map(|f| f.value).sum(),
+    });
+    let kept: f64 = findings.iter().map(|f| f.value).sum();
+    let share = if total != 0.0 { kept / total } else { 1.0 };
+    (findings, other, share)
 }
 
 /// The channels a segment is drawn on: its space's channel, or all of a dependent block.
@@ -512,11 +700,91 @@ fn register_font() -> Result<()> {
 }
 
 const LEGEND_ROW: i32 = 15;
-const LEGEND_COLUMN: i32 = 92;
+const LEGEND_WIDTH: i32 = 360;
 
-fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure) -> Result<()> {
-    register_font()?;
-    root.fill(&WHITE).map_err(draw_error)?;
+/// One legend line: its text and the value its colour shows.
+type Entry = (String, f64);
+
+/// The legend of panel (a): one entry per finding shown, then the rest.
+fn finding_entries(fig: &Figure) -> Vec<Entry> {
+    let mut out: Vec<Entry> = fig
+        .findings
+        .iter()
+        .map(|f| (format!("{}: {}", f.text, legend_text(f.value)), f.value))
+        .collect();
+    if let Some(o) = &fig.other {
+        out.push((
+            format!(
+                "other ({} hypotheses): {}",
+                o.hypotheses,
+                legend_text(o.value)
+            ),
+            o.value,
+        ));
+    }
+    out
+}
+
+/// Panel (a)'s lines: each finding's first hypothesis's segments (all of them cover the
+/// finding's positions), coloured by the finding's summed value.
+fn finding_segments(fig: &Figure) -> Vec<Segment> {
+    let mut out = Vec::new();
+    for f in &fig.findings {
+        let (class, h) = &f.hypotheses[0];
+        for s in fig
+            .maximizers
+            .iter()
+            .filter(|s| s.class == *class && s.hypothesis == *h)
+        {
+            out.push(Segment {
+                value: f.value,
+                ..s.clone()
+            });
+        }
+    }
+    out
+}
+
+/// Panel (b)'s lines and legend: the patterns of the findings shown, one entry per finding
+/// (its patterns' summed w_j alpha_j,z), each line coloured by its finding's entry.
+fn pattern_view(fig: &Figure) -> (Vec<Segment>, Vec<Entry>) {
+    let mut segments = Vec::new();
+    let mut entries = Vec::new();
+    for (k, f) in fig.findings.iter().enumerate() {
+        let mine: Vec<&Segment> = fig
+            .patterns
+            .iter()
+            .filter(|s| f.hypotheses.contains(&(s.class.clone(), s.hypothesis)))
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let mut reps: Vec<(usize, Option<u32>)> = mine
+            .iter()
+            .map(|s| (s.hypothesis, s.representative))
+            .collect();
+        reps.dedup();
+        let value: f64 = mine
+            .iter()
+            .filter(|s| s.channel == mine[0].channel)
+            .map(|s| s.value)
+            .sum();
+        entries.push((
+            format!(
+                "patterns of finding {} ({} z): {}",
+                k + 1,
+                reps.len(),
+                legend_text(value)
+            ),
+            value,
+        ));
+        segments.extend(mine.into_iter().map(|s| Segment { value, ..s.clone() }));
+    }
+    (segments, entries)
+}
+
+/// The title's two lines: which case, the decision and truth; the score and its colours.
+fn title_lines(fig: &Figure) -> (String, String) {
     let truth = fig
         .truth
         .as_ref()
@@ -527,31 +795,46 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure) -> Resu
     } else {
         format!("g({}) - g({})", fig.positive, fig.negative)
     };
-    let title = format!(
-        "{}: predicted {}{truth}; {score} = {} (warm votes for {}, cool for {})",
-        fig.id,
-        fig.label,
-        legend_text(fig.score),
-        fig.positive,
-        fig.negative
-    );
-    let body = root
-        .titled(&title, ("sans-serif", 17).into_font())
+    (
+        format!("{}: predicted {}{truth}", fig.id, fig.label),
+        format!(
+            "{score} = {}; warm votes for {}, cool for {}; findings shown carry {:.0} % of it",
+            legend_text(fig.score),
+            fig.positive,
+            fig.negative,
+            fig.shown_share * 100.0
+        ),
+    )
+}
+
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure) -> Result<()> {
+    register_font()?;
+    root.fill(&WHITE).map_err(draw_error)?;
+    let (first, second) = title_lines(fig);
+    let (head, body) = root.split_vertically(48);
+    head.draw(&Text::new(first, (10, 6), ("sans-serif", 17).into_font()))
         .map_err(draw_error)?;
+    head.draw(&Text::new(second, (10, 27), ("sans-serif", 14).into_font()))
+        .map_err(draw_error)?;
+    let drawn = finding_segments(fig);
+    let entries = finding_entries(fig);
+    let (patterns, pattern_entries) = pattern_view(fig);
     match &fig.input {
         Input::Series(series) => {
             let (top, bottom) = body.split_vertically(body.dim_in_pixel().1 / 2);
             series_panel(
                 &top,
                 series,
-                &fig.maximizers,
-                "(a) matched subsequences, w_j h_j(B)",
+                &drawn,
+                &entries,
+                "(a) findings: matched subsequences, w_j h_j(B) summed",
             )?;
             series_panel(
                 &bottom,
                 series,
-                &fig.patterns,
-                "(b) important patterns z at their best match, w_j alpha_j,z",
+                &patterns,
+                &pattern_entries,
+                "(b) their patterns z at their best match, w_j alpha_j,z",
             )?;
         }
         Input::Multi { channels, names } => {
@@ -565,59 +848,86 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure) -> Resu
                         .cloned()
                         .collect()
                 };
+                // Each channel's legend lists the entries drawn on it.
+                let here = |segments: &[Segment], entries: &[Entry]| -> Vec<Entry> {
+                    entries
+                        .iter()
+                        .filter(|(_, v)| segments.iter().any(|s| s.value == *v))
+                        .cloned()
+                        .collect()
+                };
+                let a = on(&drawn);
+                let b = on(&patterns);
                 series_panel(
                     &left,
                     &channels[c],
-                    &on(&fig.maximizers),
-                    &format!("{}: (a) matched subsequences, w_j h_j(B)", names[c]),
+                    &a,
+                    &here(&a, &entries),
+                    &format!("{}: (a) findings, w_j h_j(B) summed", names[c]),
                 )?;
                 series_panel(
                     &right,
                     &channels[c],
-                    &on(&fig.patterns),
-                    &format!("{}: (b) important patterns z, w_j alpha_j,z", names[c]),
+                    &b,
+                    &here(&b, &pattern_entries),
+                    &format!("{}: (b) their patterns z, w_j alpha_j,z", names[c]),
                 )?;
             }
         }
-        Input::Bag { instances } => bag_panel(&body, *instances, &fig.maximizers)?,
+        Input::Bag { instances } => bag_panel(&body, *instances, &drawn, &entries)?,
     }
     Ok(())
 }
 
-/// Splits off the legend column(s) for `n` entries on the right of `area`.
+/// Splits off the legend column on the right of `area`: a third of it, wrapped text.
 fn legend_split<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
-    n: usize,
-) -> (DrawingArea<DB, Shift>, DrawingArea<DB, Shift>, usize) {
-    let (w, h) = area.dim_in_pixel();
-    let rows = ((h as i32 - 30) / LEGEND_ROW).max(1) as usize;
-    let cols = n.div_ceil(rows).max(1);
-    let legend_w = (cols as i32 * LEGEND_COLUMN + 10).min(w as i32 / 2);
-    let (plot, legend) = area.split_horizontally(w as i32 - legend_w);
-    (plot, legend, rows)
+) -> (DrawingArea<DB, Shift>, DrawingArea<DB, Shift>) {
+    let (w, _) = area.dim_in_pixel();
+    let legend_w = (w as i32 / 3).clamp(180, LEGEND_WIDTH);
+    area.split_horizontally(w as i32 - legend_w)
 }
 
-/// The legend: one swatch and value per segment, largest |value| first.
+/// Splits `text` into lines of at most `width` characters, at spaces.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split(' ') {
+        match lines.last_mut() {
+            Some(l) if l.chars().count() + 1 + word.chars().count() <= width => {
+                l.push(' ');
+                l.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
+/// The legend: one swatch and wrapped text per entry, in order.
 fn draw_legend<DB: DrawingBackend>(
     legend: &DrawingArea<DB, Shift>,
-    segments: &[Segment],
-    rows: usize,
+    entries: &[Entry],
     scale: f64,
 ) -> Result<()> {
     let font = ("sans-serif", 12).into_font();
-    for (i, s) in segments.iter().enumerate() {
-        let x = (i / rows) as i32 * LEGEND_COLUMN + 4;
-        let y = (i % rows) as i32 * LEGEND_ROW + 24;
-        let colour = diverging(s.value / scale);
+    let chars = ((legend.dim_in_pixel().0 as i32 - 30) / 7).max(12) as usize;
+    let mut y = 24;
+    for (text, value) in entries {
+        let x = 4;
+        let colour = diverging(value / scale);
         legend
             .draw(&Rectangle::new(
                 [(x, y + 4), (x + 18, y + 8)],
                 colour.filled(),
             ))
             .map_err(draw_error)?;
-        legend
-            .draw(&Text::new(legend_text(s.value), (x + 22, y), font.clone()))
-            .map_err(draw_error)?;
+        for line in wrap(text, chars) {
+            legend
+                .draw(&Text::new(line, (x + 22, y), font.clone()))
+                .map_err(draw_error)?;
+            y += LEGEND_ROW;
+        }
+        y += 4;
     }
     Ok(())
 }
@@ -637,9 +947,10 @@ fn series_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     series: &[f64],
     segments: &[Segment],
+    entries: &[Entry],
     caption: &str,
 ) -> Result<()> {
-    let (plot, legend, rows) = legend_split(area, segments.len());
+    let (plot, legend) = legend_split(area);
     let values = series
         .iter()
         .chain(segments.iter().flat_map(|s| &s.values))
@@ -675,7 +986,8 @@ fn series_panel<DB: DrawingBackend>(
             BLACK.stroke_width(1),
         )))
         .map_err(draw_error)?;
-    let scale = max_abs(segments);
+    // One scale for the lines and the swatches, so a line's colour is its entry's.
+    let scale = max_abs(segments).max(max_entry(entries));
     chart
         .draw_series(segments.iter().rev().map(|s| {
             PathElement::new(
@@ -688,7 +1000,11 @@ fn series_panel<DB: DrawingBackend>(
             )
         }))
         .map_err(draw_error)?;
-    draw_legend(&legend, segments, rows, scale)
+    draw_legend(&legend, entries, scale)
+}
+
+fn max_entry(entries: &[Entry]) -> f64 {
+    entries.iter().map(|e| e.1.abs()).fold(0.0, f64::max)
 }
 
 /// A bag: per instance, the contributions of the hypotheses it maximises, stacked (votes
@@ -697,8 +1013,9 @@ fn bag_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     instances: usize,
     segments: &[Segment],
+    entries: &[Entry],
 ) -> Result<()> {
-    let (plot, legend, rows) = legend_split(area, segments.len());
+    let (plot, legend) = legend_split(area);
     let (mut up, mut down) = (vec![0.0; instances], vec![0.0; instances]);
     // (instance, from, to, value) per bar segment.
     let mut bars = Vec::with_capacity(segments.len());
@@ -740,7 +1057,8 @@ fn bag_panel<DB: DrawingBackend>(
         .label_style(("sans-serif", 11).into_font())
         .draw()
         .map_err(draw_error)?;
-    let scale = max_abs(segments);
+    // One scale for the lines and the swatches, so a line's colour is its entry's.
+    let scale = max_abs(segments).max(max_entry(entries));
     chart
         .draw_series(bars.iter().map(|&(i, from, to, v)| {
             Rectangle::new(
@@ -749,7 +1067,7 @@ fn bag_panel<DB: DrawingBackend>(
             )
         }))
         .map_err(draw_error)?;
-    draw_legend(&legend, segments, rows, scale)
+    draw_legend(&legend, entries, scale)
 }
 
 #[cfg(test)]

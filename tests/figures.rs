@@ -71,8 +71,9 @@ fn gunpoint_figure(index: usize) -> Figure {
     figure::figure(
         m,
         &test.samples[index],
-        &test.ids[index],
+        &format!("GunPoint_TEST.csv #{index}"),
         Some(&test.labels[index]),
+        5,
     )
     .unwrap()
 }
@@ -92,9 +93,33 @@ fn explain_to(index: usize, name: &str) -> (PathBuf, Value) {
         &index.to_string(),
         "--out",
         out.to_str().unwrap(),
+        "--json",
     ]);
     let printed: Value = serde_json::from_str(ok_stdout(&o).trim()).unwrap();
     (out, printed)
+}
+
+/// The lines panel (a) draws: each finding's first hypothesis's segments, in the finding's
+/// value; panel (b): the patterns of the findings shown.
+fn drawn_findings(fig: &Figure) -> Vec<&figure::Segment> {
+    fig.findings
+        .iter()
+        .flat_map(|f| {
+            let (class, h) = &f.hypotheses[0];
+            fig.maximizers
+                .iter()
+                .filter(move |s| s.class == *class && s.hypothesis == *h)
+        })
+        .collect()
+}
+
+/// The legend entries of panel (a) as values: the findings, then the rest.
+fn entry_values(fig: &Figure) -> Vec<f64> {
+    fig.findings
+        .iter()
+        .map(|f| f.value)
+        .chain(fig.other.as_ref().map(|o| o.value))
+        .collect()
 }
 
 struct Polyline {
@@ -164,7 +189,7 @@ fn drawn_segments(svg: &str, series_len: usize) -> [Vec<(usize, usize, String)>;
 }
 
 #[test]
-fn svg_has_one_line_per_subsequence_and_every_legend_value() {
+fn svg_draws_the_top_findings_with_one_legend_entry_each() {
     let (out, printed) = explain_to(0, "gunpoint-0.svg");
     let fig = gunpoint_figure(0);
     assert_eq!(printed["figure"], serde_json::to_value(&fig).unwrap());
@@ -173,51 +198,104 @@ fn svg_has_one_line_per_subsequence_and_every_legend_value() {
     };
     let svg = std::fs::read_to_string(&out).unwrap();
     let [a, b] = drawn_segments(&svg, series.len());
-    assert_eq!(a.len(), fig.maximizers.len(), "one line per hypothesis");
+    // At most K findings and one "other" entry; one line per finding (univariate).
+    assert!(!fig.findings.is_empty() && fig.findings.len() <= 5);
+    assert_eq!(a.len(), fig.findings.len(), "one line per finding");
     assert_eq!(
         b.len(),
         fig.patterns.len(),
-        "one line per non-zero w_j alpha_j,z"
+        "the patterns of the findings shown"
     );
-    assert!(!a.is_empty() && !b.is_empty());
+    let shown: Vec<(String, usize)> = fig
+        .findings
+        .iter()
+        .flat_map(|f| f.hypotheses.clone())
+        .collect();
+    assert!(fig
+        .patterns
+        .iter()
+        .all(|s| shown.contains(&(s.class.clone(), s.hypothesis))));
 
     let doc = roxmltree::Document::parse(&svg).unwrap();
     let texts = texts(&doc);
-    for s in fig.maximizers.iter().chain(&fig.patterns) {
-        let v = legend_text(s.value);
-        assert!(texts.contains(&v), "legend value {v} missing");
+    // Every entry ends in its value, none of which prints as zero; they and the bias sum
+    // to the score in the title.
+    let entries = entry_values(&fig);
+    assert!(entries.len() <= 6);
+    for v in &entries {
+        let t = legend_text(*v);
+        assert_ne!(t, legend_text(0.0));
+        assert!(
+            texts.iter().any(|x| x.ends_with(&t)),
+            "legend entry {t} missing"
+        );
     }
-    let title = &texts[0];
+    let sum: f64 = entries.iter().sum::<f64>() + fig.bias;
     assert!(
-        title.contains(&format!("predicted {}", fig.label))
-            && title.contains(&legend_text(fig.score)),
-        "{title}"
+        (sum - fig.score).abs() < 1e-9,
+        "entries {sum} vs score {}",
+        fig.score
     );
+    assert_eq!(
+        texts[0],
+        format!(
+            "GunPoint_TEST.csv #0: predicted {} (truth {})",
+            fig.label,
+            fig.truth.as_deref().unwrap()
+        )
+    );
+    assert!(texts[1].contains(&legend_text(fig.score)), "{}", texts[1]);
+    for f in &fig.findings {
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.starts_with(&f.text[..f.text.len().min(20)])),
+            "{}",
+            f.text
+        );
+    }
 }
 
 #[test]
 fn drawn_offsets_equal_predict_explain() {
     let index = 3;
-    let (out, _) = explain_to(index, "gunpoint-3.svg");
+    let (out, printed) = explain_to(index, "gunpoint-3.svg");
     let fig = gunpoint_figure(index);
+    assert_eq!(printed["figure"], serde_json::to_value(&fig).unwrap());
     let Input::Series(series) = &fig.input else {
         panic!("GunPoint is series data")
     };
     let [a, b] = drawn_segments(&std::fs::read_to_string(&out).unwrap(), series.len());
 
-    // Drawn smallest |value| first: the SVG holds the figure's segments in reverse.
-    let scale = fig
-        .maximizers
+    // Each finding drawn over its positions, in its entry's colour (one scale for the
+    // lines and the swatches: the largest |entry|).
+    let scale = entry_values(&fig)
         .iter()
-        .map(|s| s.value.abs())
+        .map(|v| v.abs())
         .fold(0.0, f64::max);
-    for (drawn, s) in a.iter().zip(fig.maximizers.iter().rev()) {
-        assert_eq!((drawn.0, drawn.1), (s.offset, s.length), "{s:?}");
-        assert_eq!(drawn.2, svg_colour(figure::diverging(s.value / scale)));
-    }
+    let mut want: Vec<(usize, usize, String)> = drawn_findings(&fig)
+        .iter()
+        .zip(&fig.findings)
+        .map(|(s, f)| {
+            (
+                s.offset,
+                s.length,
+                svg_colour(figure::diverging(f.value / scale)),
+            )
+        })
+        .collect();
+    let mut got = a.clone();
+    want.sort();
+    got.sort();
+    assert_eq!(got, want);
     // (b): each pattern at its best Euclidean match.
-    for (drawn, s) in b.iter().zip(fig.patterns.iter().rev()) {
-        assert_eq!((drawn.0, drawn.1), (s.offset, s.length), "{s:?}");
+    let mut drawn_b: Vec<(usize, usize)> = b.iter().map(|d| (d.0, d.1)).collect();
+    let mut want_b: Vec<(usize, usize)> =
+        fig.patterns.iter().map(|s| (s.offset, s.length)).collect();
+    drawn_b.sort();
+    want_b.sort();
+    assert_eq!(drawn_b, want_b);
+    for s in &fig.patterns {
         let rep = &s.values;
         let d = |o: usize| -> f64 {
             series[o..o + rep.len()]
@@ -262,11 +340,6 @@ fn drawn_offsets_equal_predict_explain() {
     reported.sort();
     figured.sort();
     assert_eq!(reported, figured);
-    let mut drawn: Vec<usize> = a.iter().map(|d| d.0).collect();
-    let mut offsets: Vec<usize> = figured.iter().map(|f| f.2 as usize).collect();
-    drawn.sort_unstable();
-    offsets.sort_unstable();
-    assert_eq!(drawn, offsets);
     // The default --top is the daemon's (window.top_contributions = 3), largest first.
     let o = milstream(&[
         "predict",
@@ -322,7 +395,7 @@ fn contributions_sum_to_the_score_predict_reports() {
         .collect();
     assert_eq!(lines.len(), test.len());
     for (i, s) in test.samples.iter().enumerate() {
-        let fig = figure::figure(m, s, &test.ids[i], None).unwrap();
+        let fig = figure::figure(m, s, &test.ids[i], None, 5).unwrap();
         assert_sums_to_score(&fig);
         // Two ensembles (one per class): the score is g(2) - g(1) as predict prints them.
         let scores = &lines[i]["scores"];
@@ -350,7 +423,7 @@ fn single_binary_and_multiclass_figures_sum_to_their_scores() {
     let model = Model::fit(&train, &params).unwrap();
     let m = figure::shapelet_model(&model).unwrap();
     for (i, s) in test.samples.iter().enumerate().step_by(10) {
-        let fig = figure::figure(m, s, &test.ids[i], None).unwrap();
+        let fig = figure::figure(m, s, &test.ids[i], None, 5).unwrap();
         assert!(fig.single);
         assert_eq!(fig.score, model.predict(s).unwrap().scores[1]);
         assert_sums_to_score(&fig);
@@ -372,7 +445,7 @@ fn single_binary_and_multiclass_figures_sum_to_their_scores() {
         assert_eq!(m.head.is_some(), pooled_head);
         let hypotheses: usize = m.ensembles.iter().map(|e| e.hypotheses.len()).sum();
         for (i, s) in ds.samples.iter().enumerate() {
-            let fig = figure::figure(m, s, &ds.ids[i], None).unwrap();
+            let fig = figure::figure(m, s, &ds.ids[i], None, 5).unwrap();
             assert_eq!(fig.positive, fig.label);
             assert!(fig.score >= 0.0);
             let sum: f64 = fig.maximizers.iter().map(|s| s.value).sum::<f64>() + fig.bias;
@@ -453,7 +526,7 @@ fn bag_figure_is_a_bar_chart_of_instance_contributions() {
     };
     let model = Model::fit(&ds, &params).unwrap();
     let m = figure::shapelet_model(&model).unwrap();
-    let fig = figure::figure(m, &ds.samples[0], &ds.ids[0], Some(&ds.labels[0])).unwrap();
+    let fig = figure::figure(m, &ds.samples[0], &ds.ids[0], Some(&ds.labels[0]), 5).unwrap();
     let Input::Bag { instances } = fig.input else {
         panic!("MUSK1 is bag data")
     };
@@ -462,15 +535,18 @@ fn bag_figure_is_a_bar_chart_of_instance_contributions() {
     assert_sums_to_score(&fig);
     let svg = figure::render_svg(&fig).unwrap();
     let doc = roxmltree::Document::parse(&svg).unwrap();
-    // One bar segment and one legend swatch per hypothesis, besides the white background.
+    // One bar segment per finding and one legend swatch per entry (the findings and the
+    // rest), besides the white background.
     let coloured = doc
         .descendants()
         .filter(|n| n.has_tag_name("rect") && n.attribute("fill") != Some("#FFFFFF"))
         .count();
-    assert_eq!(coloured, 2 * fig.maximizers.len());
+    let entries = entry_values(&fig);
+    assert_eq!(coloured, drawn_findings(&fig).len() + entries.len());
+    assert!(entries.len() <= 6);
     let texts = texts(&doc);
-    for s in &fig.maximizers {
-        assert!(texts.contains(&legend_text(s.value)));
+    for v in &entries {
+        assert!(texts.iter().any(|t| t.ends_with(&legend_text(*v))));
     }
 }
 
@@ -480,7 +556,7 @@ fn gunpoint_figure_renders_well_under_a_second() {
     let test = load("GunPoint_TEST.csv");
     let m = figure::shapelet_model(&model).unwrap();
     let t = Instant::now();
-    let fig = figure::figure(m, &test.samples[0], &test.ids[0], None).unwrap();
+    let fig = figure::figure(m, &test.samples[0], &test.ids[0], None, 5).unwrap();
     let data = t.elapsed();
     let svg = figure::render_svg(&fig).unwrap();
     let svg_time = t.elapsed() - data;
@@ -584,7 +660,7 @@ fn default_spaces_draw_their_subsequences_at_their_strided_positions() {
     let m = figure::shapelet_model(&model).unwrap();
     let mut dilated = 0;
     for i in [0, 7, 42] {
-        let fig = figure::figure(m, &test.samples[i], &test.ids[i], None).unwrap();
+        let fig = figure::figure(m, &test.samples[i], &test.ids[i], None, 5).unwrap();
         let Input::Series(series) = &fig.input else {
             panic!("series")
         };
@@ -629,9 +705,13 @@ fn default_spaces_draw_their_subsequences_at_their_strided_positions() {
                     .collect()
             })
             .collect();
-        let mut want: Vec<Vec<usize>> =
-            fig.maximizers.iter().map(|s| s.positions.clone()).collect();
-        want.reverse();
+        let mut want: Vec<Vec<usize>> = drawn_findings(&fig)
+            .iter()
+            .map(|s| s.positions.clone())
+            .collect();
+        let mut drawn = drawn;
+        want.sort();
+        drawn.sort();
         assert_eq!(drawn, want);
     }
     assert!(dilated > 0, "no dilated hypothesis was drawn");

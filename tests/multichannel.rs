@@ -154,7 +154,7 @@ fn panel_lines(svg: &str, series_len: usize) -> Vec<Vec<usize>> {
 fn check_channel_figure(model: &Model, sample: &Sample, names: &[String]) {
     use milstream::figure;
     let m = figure::shapelet_model(model).unwrap();
-    let fig = figure::figure(m, sample, "bm", None).unwrap();
+    let fig = figure::figure(m, sample, "bm", None, 5).unwrap();
     let Sample::Multi(channels) = sample else {
         panic!("multichannel")
     };
@@ -199,14 +199,28 @@ fn check_channel_figure(model: &Model, sample: &Sample, names: &[String]) {
     }
     let svg = figure::render_svg(&fig).unwrap();
     for name in names {
-        for panel in ["(a) matched subsequences", "(b) important patterns"] {
+        for panel in ["(a) findings", "(b) their patterns"] {
             assert!(svg.contains(&format!("{name}: {panel}")), "{name}: {panel}");
         }
     }
     let panels = panel_lines(&svg, channels[0].len());
     assert_eq!(panels.len(), 12, "two panels per channel");
+    // Panel (a) draws the findings shown (each finding's first hypothesis, on every channel
+    // it spans), panel (b) their patterns.
+    let findings: Vec<figure::Segment> = fig
+        .findings
+        .iter()
+        .flat_map(|f| {
+            let (class, h) = f.hypotheses[0].clone();
+            fig.maximizers
+                .iter()
+                .filter(move |s| s.class == class && s.hypothesis == h)
+                .cloned()
+        })
+        .collect();
+    assert!(!findings.is_empty() && fig.findings.len() <= 5);
     for (c, pair) in panels.chunks(2).enumerate() {
-        for (lines, segments) in pair.iter().zip([&fig.maximizers, &fig.patterns]) {
+        for (lines, segments) in pair.iter().zip([&findings, &fig.patterns]) {
             let mut want: Vec<usize> = segments
                 .iter()
                 .filter(|s| s.channel == c)

@@ -199,6 +199,7 @@ macro_rules! instance_machine {
                     similarity: f,
                     weight: 1.0,
                     contribution: f,
+                    asserts: Default::default(),
                 };
                 Ok((f, vec![c]))
             }
@@ -252,6 +253,7 @@ impl BinaryMachine for BoxSvmModel {
                 },
                 weight: self.weights[j],
                 contribution: t,
+                asserts: Default::default(),
             })
             .collect();
         contributions.sort_by(|a, b| b.contribution.abs().total_cmp(&a.contribution.abs()));

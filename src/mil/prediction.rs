@@ -50,6 +50,32 @@ pub struct Contribution {
     pub weight: f64,
     /// w_j h_j(B).
     pub contribution: f64,
+    /// What the hypothesis asserts (absent: `match`, the paper's max similarity).
+    #[serde(default, skip_serializing_if = "Asserts::is_match")]
+    pub asserts: Asserts,
+}
+
+/// What a hypothesis asserts about a bag, for people reading an explanation.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Asserts {
+    /// Its best-matching subsequence is this similar to the pattern (Theorem 1's max).
+    #[default]
+    Match,
+    /// The pattern occurs this often: the mean similarity over the bag's subsequences.
+    Mean,
+    /// Some subsequence (`mean`: the average one) is at least (`above`) or below `at`
+    /// similar to the pattern; the output is 1 when it holds.
+    Threshold { at: f64, above: bool, mean: bool },
+    /// The pattern's best match lies at or after (`above`) or before the share `at` of the
+    /// bag's subsequences; the output is 1 when it holds.
+    Position { at: f64, above: bool },
+}
+
+impl Asserts {
+    pub fn is_match(&self) -> bool {
+        *self == Asserts::Match
+    }
 }
 
 /// A prediction with its contributions.

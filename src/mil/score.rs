@@ -182,6 +182,19 @@ impl ShapeletModel {
                     similarity: v,
                     weight,
                     contribution: weight * v,
+                    asserts: match h.threshold {
+                        Some(t) if t.position => super::prediction::Asserts::Position {
+                            at: t.at,
+                            above: t.above,
+                        },
+                        Some(t) => super::prediction::Asserts::Threshold {
+                            at: t.at,
+                            above: t.above,
+                            mean: h.mean,
+                        },
+                        None if h.mean => super::prediction::Asserts::Mean,
+                        None => super::prediction::Asserts::Match,
+                    },
                 });
             }
         }
