@@ -528,6 +528,98 @@ fn the_store_stopped_for_10_s_pauses_the_stream_and_loses_nothing() {
     assert_eq!(rows.len(), want.len(), "no duplicates");
 }
 
+/// SIGTERM while the store does not answer (moto stopped: requests hang): the daemon exits
+/// within `shutdown.grace_ms` (2 s here; the bound of 30 s only detects a hang, it is no
+/// speed figure), says in one line which offsets it left unwritten, and commits nothing
+/// that is not durable: a restart once the store is back writes every window exactly once.
+/// Before, the writer retried the segment forever and shutdown joined it: no exit at all.
+#[test]
+fn sigterm_while_the_store_does_not_answer_exits_within_the_grace_period() {
+    let moto = Moto::start();
+    let dir = scratch("s3-sigterm");
+    let bootstrap = cluster(2);
+    let port = free_port();
+    let (cfg, cfg_path) = s3_config(&moto, &dir, &bootstrap, "sigterm", "s3sigterm", "", "");
+    let text = std::fs::read_to_string(&cfg_path)
+        .unwrap()
+        .replace(
+            "listen = \"127.0.0.1:0\"",
+            &format!("listen = \"127.0.0.1:{port}\""),
+        )
+        .replace("grace_ms = 10000", "grace_ms = 2000");
+    assert!(text.contains("grace_ms = 2000"), "{text}");
+    std::fs::write(&cfg_path, text).unwrap();
+    let stream = known_stream(4, 8, 1_700_000_001_500);
+    let want: BTreeSet<_> = expected_windows(&stream).keys().cloned().collect();
+    let msgs = point_messages(&stream);
+    let (first, rest) = msgs.split_at(msgs.len() / 3);
+    let p = producer(&bootstrap);
+    let store = moto.store("sigterm");
+    produce_all(&p, first);
+    let log = dir.join("child.log");
+    let mut child = spawn_child(&cfg_path, &log);
+    let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    let before = wait_until(Duration::from_secs(90), || {
+        !read_store_predictions(&store).is_empty()
+            && !committed_offsets(&bootstrap, "s3sigterm", POINTS, 2).is_empty()
+    });
+    if !before {
+        let _ = child.kill();
+        panic!("no output before the outage; log:\n{}", read_log());
+    }
+
+    // The store stops answering; the rest of the stream is consumed and its segments sealed,
+    // and their writes hang.
+    moto.pause();
+    produce_all(&p, rest);
+    let consumed = wait_until(Duration::from_secs(60), || {
+        sample(
+            &scrape(port),
+            &format!("milstream_messages_consumed_total{{topic=\"{POINTS}\"}}"),
+        ) >= msgs.len() as f64
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let mut exited = None;
+    let hang = wait_until(Duration::from_secs(30), || {
+        exited = child.try_wait().unwrap();
+        exited.is_some()
+    });
+    if !hang {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    moto.resume();
+    let text = read_log();
+    assert!(consumed, "the stream was not consumed; log:\n{text}");
+    assert!(
+        hang,
+        "still running 30 s after SIGTERM with shutdown.grace_ms = 2000; log:\n{text}"
+    );
+    assert!(exited.unwrap().success(), "exit {exited:?}; log:\n{text}");
+    let line = text
+        .lines()
+        .find(|l| l.contains("shutdown grace period over"))
+        .unwrap_or_else(|| panic!("no line names what was left unwritten; log:\n{text}"));
+    assert!(line.contains(&format!("{POINTS}/")), "{line}");
+
+    // Nothing committed is missing: a restart replays from the commit and every window is
+    // written exactly once.
+    let (daemon, stop) = spawn_daemon(cfg);
+    let done = wait_until(Duration::from_secs(120), || {
+        window_keys(&read_store_predictions(&store)).is_superset(&want)
+    });
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    assert!(
+        done,
+        "windows missing after the restart: committed past the durable output"
+    );
+    let rows = read_store_predictions(&store);
+    assert_eq!(window_keys(&rows), want, "no loss");
+    assert_eq!(rows.len(), want.len(), "no duplicates");
+}
+
 /// A restart finds a partition's replay point in the newest object's footer, read with two
 /// ranged GETs (its last 8 bytes, then the footer) rather than the whole object: here a
 /// 12 MB object (uploaded in parts) costs a few KiB.
