@@ -25,7 +25,8 @@ use crate::metrics::Metrics;
 
 /// Readiness shared with the daemon: ready while partitions are assigned and consumed (the
 /// model is loaded before consuming starts), no sink is failing and the last offset commit
-/// succeeded; not ready while joining the group, while a sink's writes fail (the writer
+/// succeeded; not ready while joining the group, while an assigned partition could not be
+/// started (its output store could not be listed), while a sink's writes fail (the writer
 /// retries), while commits fail (the committer retries), and once shutdown begins.
 #[derive(Debug, Default)]
 pub struct Health {
@@ -33,6 +34,7 @@ pub struct Health {
     sink_failing: AtomicBool,
     commit_failing: AtomicBool,
     brokers_down: AtomicBool,
+    partitions_not_started: AtomicBool,
 }
 
 impl Health {
@@ -58,6 +60,13 @@ impl Health {
         self.brokers_down.store(down, Ordering::Relaxed);
     }
 
+    /// An assigned partition was not started (true: its output store could not be listed,
+    /// so its replay point and what to sweep are unknown), or every assigned one was.
+    pub fn set_partitions_not_started(&self, not_started: bool) {
+        self.partitions_not_started
+            .store(not_started, Ordering::Relaxed);
+    }
+
     /// Whether `/readyz` answers 200.
     pub fn is_ready(&self) -> bool {
         self.not_ready_reason().is_none()
@@ -67,6 +76,8 @@ impl Health {
     pub fn not_ready_reason(&self) -> Option<&'static str> {
         if !self.ready.load(Ordering::Relaxed) {
             Some("not ready: no partitions being consumed (starting, rebalancing or stopping)")
+        } else if self.partitions_not_started.load(Ordering::Relaxed) {
+            Some("not ready: an assigned partition was not started: its output store could not be listed (see the log; the next rebalance or a restart tries again)")
         } else if self.brokers_down.load(Ordering::Relaxed) {
             Some("not ready: no Kafka broker is reachable (consuming and committing wait)")
         } else if self.sink_failing.load(Ordering::Relaxed) {
