@@ -639,12 +639,16 @@ fn an_unlistable_store_at_assignment_leaves_the_partitions_unstarted_and_not_rea
     cfg.http.listen = format!("127.0.0.1:{port}");
     let (daemon, stop) = spawn_daemon(cfg.clone());
     let written = wait_until(Duration::from_secs(90), || {
-        committed_offsets(&bootstrap, "s3unlist", POINTS, 2).len() == 2
+        !committed_offsets(&bootstrap, "s3unlist", POINTS, 2).is_empty()
             && !read_store_predictions(&store).is_empty()
     });
     stop.send(true).unwrap();
     daemon.join().unwrap().expect("the daemon stops cleanly");
-    assert!(written, "both partitions committed output");
+    assert!(
+        written,
+        "output committed: {:?}",
+        committed_offsets(&bootstrap, "s3unlist", POINTS, 2)
+    );
 
     // The same group again, its store now an endpoint where nothing listens.
     let closed = free_port();
@@ -671,14 +675,14 @@ fn an_unlistable_store_at_assignment_leaves_the_partitions_unstarted_and_not_rea
             )
         })
     };
-    // Settled: both partitions either got a replay point (the old guess) or were refused
-    // (readyz says so).
+    // Settled: a committed partition got a replay point (the old guess) or the partitions
+    // were refused (readyz says so).
     let mut seen = String::new();
     let settled = wait_until(Duration::from_secs(90), || {
         let text = scrape(port);
         let guessed: f64 = replay_sources(&text).iter().filter(|v| !v.is_nan()).sum();
         seen = body(port).unwrap_or_default();
-        guessed >= 2.0 || seen.contains("could not be listed")
+        guessed >= 1.0 || seen.contains("could not be listed")
     });
     // A moment more, for anything consumed after the assignment to show.
     std::thread::sleep(Duration::from_secs(2));

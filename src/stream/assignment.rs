@@ -98,7 +98,14 @@ impl Assignments {
 
     /// Partition assigned: read its committed offset and replay point, sweep outputs the
     /// replay will rewrite, and point the fetch position at the replay point.
-    fn on_assign(&self, base: &BaseConsumer<Ctx>, tpl: &mut TopicPartitionList) {
+    ///
+    /// Returns the partitions to assign when that is not all of `tpl` (some were not
+    /// started).
+    fn on_assign(
+        &self,
+        base: &BaseConsumer<Ctx>,
+        tpl: &mut TopicPartitionList,
+    ) -> Option<TopicPartitionList> {
         // Without the committed offsets we cannot tell committed output from uncommitted:
         // then sweep nothing and replay from the reset policy (duplicates, never loss).
         let mut committed = None;
@@ -194,18 +201,19 @@ impl Assignments {
         // them is fetched, scored or committed (the group still counts them as ours).
         self.health
             .set_partitions_not_started(!not_started.is_empty());
-        if !not_started.is_empty() {
-            let mut started = TopicPartitionList::new();
-            for el in tpl.elements() {
-                if !not_started.contains(&(el.topic().to_string(), el.partition())) {
-                    let _ = started.add_partition_offset(el.topic(), el.partition(), el.offset());
-                }
-            }
-            *tpl = started;
-        }
         self.metrics
             .partitions_assigned
             .set(self.durable.owned() as i64);
+        if not_started.is_empty() {
+            return None;
+        }
+        let mut started = TopicPartitionList::new();
+        for el in tpl.elements() {
+            if !not_started.contains(&(el.topic().to_string(), el.partition())) {
+                let _ = started.add_partition_offset(el.topic(), el.partition(), el.offset());
+            }
+        }
+        Some(started)
     }
 
     /// A partition's replay point (with a commit) and the sweep of what the replay rewrites
@@ -455,9 +463,11 @@ impl ConsumerContext for Ctx {
         };
         match err {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
-                state.on_assign(base, tpl);
-                if let Err(e) = base.assign(tpl) {
-                    error!(%e, partitions = ?partition_names(tpl), "assign failed");
+                // The list is librdkafka's: a subset goes in a list of our own.
+                let subset = state.on_assign(base, tpl);
+                let assigned = subset.as_ref().unwrap_or(tpl);
+                if let Err(e) = base.assign(assigned) {
+                    error!(%e, partitions = ?partition_names(assigned), "assign failed");
                 }
                 state.health.set_ready(true);
             }
