@@ -329,11 +329,26 @@ impl Config {
 
     /// `kafka.instance_id` with every `${VAR}` (or `${VAR:-default}`) replaced from the
     /// environment; None when that leaves it empty, or when a variable is unset (which
-    /// [`Config::parse`] already reported as an error naming it).
+    /// [`Config::check_environment`] reports at start-up).
     pub fn instance_id(&self) -> Option<String> {
-        let out = expand_env(&self.kafka.instance_id).ok()?;
+        self.expanded_instance_id().ok().flatten()
+    }
+
+    /// [`Config::instance_id`], or an error naming the unset variable and the key.
+    pub fn expanded_instance_id(&self) -> Result<Option<String>, String> {
+        let out =
+            expand_env(&self.kafka.instance_id).map_err(|e| format!("kafka.instance_id: {e}"))?;
         let out = out.trim().to_string();
-        (!out.is_empty()).then_some(out)
+        Ok((!out.is_empty()).then_some(out))
+    }
+
+    /// What the config reads from the environment, checked where it runs (the daemon's
+    /// start-up): an unset `${VAR}` is an error naming it, rather than "" (which gave every
+    /// pod of `instance_id = "scorer-${POD_NAME}"` the same id). Not part of
+    /// [`Config::parse`], so a config file parses the same anywhere (a ConfigMap checked
+    /// outside its pod).
+    pub fn check_environment(&self) -> Result<(), String> {
+        self.expanded_instance_id().map(|_| ())
     }
 
     /// The model registry in use: `model.registry_dir`, or `models/` next to the training
@@ -654,9 +669,6 @@ impl Config {
                 "roll_rows and roll_bytes must be >= 1".into(),
             ));
         }
-        if let Err(e) = expand_env(&self.kafka.instance_id) {
-            return Err(("kafka.instance_id", e));
-        }
         let t = &self.training;
         if let Err(e) = parse_duration_ms(&t.every) {
             return Err(("training.every", e));
@@ -801,19 +813,23 @@ mod tests {
     }
 
     /// An unset variable used to expand to "", so `scorer-${POD_NAME}` gave every pod the
-    /// same id: now the config does not load, and the error names the variable and the key.
+    /// same id: now the start-up check fails, naming the variable and the key (the file
+    /// itself still parses: it may be checked outside the pod that sets the variable).
     #[test]
     fn an_unset_variable_in_instance_id_is_an_error_naming_it() {
-        let e = Config::parse(
+        let cfg = Config::parse(
             "x.toml",
             "[kafka]\ninstance_id = \"scorer-${MILSTREAM_SURELY_UNSET_VAR}\"\n",
         )
-        .unwrap_err()
-        .to_string();
+        .unwrap();
+        let e = cfg.check_environment().unwrap_err();
         assert!(
             e.contains("kafka.instance_id") && e.contains("MILSTREAM_SURELY_UNSET_VAR"),
             "{e}"
         );
+        assert_eq!(cfg.instance_id(), None);
+        let set = Config::parse("x.toml", "[kafka]\ninstance_id = \"scorer-${PATH}\"\n").unwrap();
+        assert!(set.check_environment().is_ok());
     }
 
     /// Durations that overflow u64 milliseconds are errors naming the key (they wrapped, or
