@@ -791,7 +791,8 @@ mod tests {
         let taken = [
             r#"{"series_id":"a","ts":1,"value":0.5}"#,
             r#"  {"value":-2,"ts":-5,"series_id":"p\u00e9-\"7\"","extra":{"x":[1]}}"#,
-            r#"{"series_id":"a","ts":9007199254740993,"value":1e308}"#,
+            r#"{"series_id":"a","ts":253402300799999,"value":1e308}"#,
+            r#"{"series_id":"a","ts":-62167219200000,"value":1}"#,
             r#"{"series_id":"a","ts":0,"value":-0.0}"#,
             r#"[{"series_id":"a","ts":1,"value":1},{"series_id":"b","ts":2,"value":2.5}]"#,
             r#"[]"#,
@@ -808,6 +809,9 @@ mod tests {
         let left = [
             r#"{"series_id":"","ts":1,"value":0.5}"#,
             r#"{"series_id":"a","ts":1.5e12,"value":0.5}"#,
+            // Outside years 0000..=9999: the checked path rejects it.
+            r#"{"series_id":"a","ts":9007199254740993,"value":1e308}"#,
+            r#"{"series_id":"a","ts":-62167219200001,"value":1}"#,
             r#"{"series_id":"a","ts":"2024-11-25T16:00:00Z","value":0.5}"#,
             r#"{"series_id":"a","ts":1,"values":[0.5]}"#,
             r#"{"series_id":"a","ts":1,"value":0.5,"values":[0.5]}"#,
