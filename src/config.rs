@@ -71,8 +71,10 @@ pub struct KafkaConfig {
     /// Static group membership (`group.instance.id`): a member that restarts with the same
     /// id takes its partitions back at once instead of after `session.timeout.ms`. Unique
     /// per live process in the group; `${VAR}` is read from the environment (in Kubernetes,
-    /// the pod name of a StatefulSet). Empty = dynamic membership. `group.instance.id` in
-    /// `properties` works too and wins.
+    /// the pod name of a StatefulSet): an unset `${VAR}` is an error at start-up (else every
+    /// pod would get the same id), `${VAR:-default}` gives `default` when VAR is unset or
+    /// empty. Empty = dynamic membership. `group.instance.id` in `properties` works too and
+    /// wins.
     pub instance_id: String,
     /// librdkafka settings passed through untouched (security.protocol, sasl.*, ssl.*,
     /// fetch sizes, session.timeout.ms, ...). `enable.auto.commit` is always false.
@@ -329,27 +331,28 @@ impl Config {
         }
     }
 
-    /// `kafka.instance_id` with every `${VAR}` replaced by that environment variable (an
-    /// unset one by nothing); None when that leaves it empty.
+    /// `kafka.instance_id` with every `${VAR}` (or `${VAR:-default}`) replaced from the
+    /// environment; None when that leaves it empty, or when a variable is unset (which
+    /// [`Config::check_environment`] reports at start-up).
     pub fn instance_id(&self) -> Option<String> {
-        let mut out = String::new();
-        let mut rest = self.kafka.instance_id.as_str();
-        while let Some(i) = rest.find("${") {
-            out.push_str(&rest[..i]);
-            match rest[i + 2..].find('}') {
-                Some(j) => {
-                    out.push_str(&std::env::var(&rest[i + 2..i + 2 + j]).unwrap_or_default());
-                    rest = &rest[i + 3 + j..];
-                }
-                None => {
-                    out.push_str(&rest[i..]);
-                    rest = "";
-                }
-            }
-        }
-        out.push_str(rest);
+        self.expanded_instance_id().ok().flatten()
+    }
+
+    /// [`Config::instance_id`], or an error naming the unset variable and the key.
+    pub fn expanded_instance_id(&self) -> Result<Option<String>, String> {
+        let out =
+            expand_env(&self.kafka.instance_id).map_err(|e| format!("kafka.instance_id: {e}"))?;
         let out = out.trim().to_string();
-        (!out.is_empty()).then_some(out)
+        Ok((!out.is_empty()).then_some(out))
+    }
+
+    /// What the config reads from the environment, checked where it runs (the daemon's
+    /// start-up): an unset `${VAR}` is an error naming it, rather than "" (which gave every
+    /// pod of `instance_id = "scorer-${POD_NAME}"` the same id). Not part of
+    /// [`Config::parse`], so a config file parses the same anywhere (a ConfigMap checked
+    /// outside its pod).
+    pub fn check_environment(&self) -> Result<(), String> {
+        self.expanded_instance_id().map(|_| ())
     }
 
     /// The model registry in use: `model.registry_dir`, or `models/` next to the training
@@ -379,28 +382,55 @@ impl Config {
     }
 }
 
-/// Parses "250ms", "30s", "15m", "1h", "7d" into milliseconds; "" is None.
+/// Replaces every `${VAR}` in `text` with that environment variable, and `${VAR:-default}`
+/// with `default` when VAR is unset or empty. An unset `${VAR}` (no default) is an error
+/// naming it: expanding it to "" would, say, give every pod the same `instance_id`. A `${`
+/// without its `}` stays as written.
+pub fn expand_env(text: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("${") {
+        let Some(j) = rest[i + 2..].find('}') else {
+            break;
+        };
+        out.push_str(&rest[..i]);
+        let inner = &rest[i + 2..i + 2 + j];
+        rest = &rest[i + 3 + j..];
+        let (name, default) = match inner.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (inner, None),
+        };
+        match (std::env::var(name), default) {
+            (Ok(v), Some(d)) if v.is_empty() => out.push_str(d),
+            (Ok(v), _) => out.push_str(&v),
+            (Err(_), Some(d)) => out.push_str(d),
+            (Err(e), None) => {
+                return Err(format!(
+                    "environment variable {name:?} in {text:?}: {e} (write ${{{name}:-default}} for a default)"
+                ))
+            }
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Parses a duration ("250ms", "30s", "15m", "1h", "7d", or humantime's other forms such
+/// as "1h 30m") into milliseconds; "" is None. One that does not fit in u64 milliseconds
+/// is an error, not a wrap.
 pub fn parse_duration_ms(s: &str) -> Result<Option<u64>, String> {
     let s = s.trim();
     if s.is_empty() {
         return Ok(None);
     }
-    let split = s
-        .find(|c: char| !c.is_ascii_digit())
-        .ok_or_else(|| format!("{s:?} has no unit (ms, s, m, h or d)"))?;
-    let (n, unit) = s.split_at(split);
-    let n: u64 = n
-        .parse()
-        .map_err(|_| format!("{s:?} does not start with a whole number"))?;
-    let scale = match unit {
-        "ms" => 1,
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => return Err(format!("{s:?}: unit {unit:?} is not one of ms, s, m, h, d")),
-    };
-    Ok(Some(n * scale))
+    let d = humantime::parse_duration(s).map_err(|e| {
+        format!(
+            "{s:?} is not a duration such as \"250ms\", \"30s\", \"15m\", \"1h\" or \"7d\": {e}"
+        )
+    })?;
+    u64::try_from(d.as_millis())
+        .map(Some)
+        .map_err(|_| format!("{s:?} is too long: at most {} ms", u64::MAX))
 }
 
 /// Where predictions go.
@@ -493,7 +523,9 @@ impl Default for HttpConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ShutdownConfig {
-    /// On SIGTERM / SIGINT: finish files, commit and exit within this time.
+    /// On SIGTERM / SIGINT: finish files, commit and exit within this time. A sink still
+    /// failing then is given up on: what it did not write is not committed (the next start
+    /// replays it), and the log names those offsets.
     pub grace_ms: u64,
     /// On partition revoke: time to finish and commit the partition's files. Keep it below
     /// the group's session timeout.
@@ -774,7 +806,71 @@ mod tests {
         assert_eq!(parse("scorer-0"), Some("scorer-0".into()));
         let path = std::env::var("PATH").unwrap();
         assert_eq!(parse("a-${PATH}-b"), Some(format!("a-{path}-b")));
-        assert_eq!(parse("${MILSTREAM_SURELY_UNSET_VAR}"), None);
+        assert_eq!(
+            parse("scorer-${MILSTREAM_SURELY_UNSET_VAR:-local}"),
+            Some("scorer-local".into())
+        );
+        assert_eq!(
+            parse("${PATH:-x}-${MILSTREAM_SURELY_UNSET_VAR:-}"),
+            Some(format!("{path}-"))
+        );
+    }
+
+    /// An unset variable used to expand to "", so `scorer-${POD_NAME}` gave every pod the
+    /// same id: now the start-up check fails, naming the variable and the key (the file
+    /// itself still parses: it may be checked outside the pod that sets the variable).
+    #[test]
+    fn an_unset_variable_in_instance_id_is_an_error_naming_it() {
+        let cfg = Config::parse(
+            "x.toml",
+            "[kafka]\ninstance_id = \"scorer-${MILSTREAM_SURELY_UNSET_VAR}\"\n",
+        )
+        .unwrap();
+        let e = cfg.check_environment().unwrap_err();
+        assert!(
+            e.contains("kafka.instance_id") && e.contains("MILSTREAM_SURELY_UNSET_VAR"),
+            "{e}"
+        );
+        assert_eq!(cfg.instance_id(), None);
+        let set = Config::parse("x.toml", "[kafka]\ninstance_id = \"scorer-${PATH}\"\n").unwrap();
+        assert!(set.check_environment().is_ok());
+    }
+
+    /// Durations that overflow u64 milliseconds are errors naming the key (they wrapped, or
+    /// panicked in a debug build); the forms accepted before still parse to the same value.
+    #[test]
+    fn durations_parse_and_overflow_is_an_error_naming_the_key() {
+        for (text, ms) in [
+            ("250ms", 250),
+            ("30s", 30_000),
+            ("15m", 900_000),
+            ("1h", 3_600_000),
+            ("7d", 604_800_000),
+            ("0s", 0),
+            (" 2m ", 120_000),
+        ] {
+            assert_eq!(parse_duration_ms(text), Ok(Some(ms)), "{text}");
+        }
+        assert_eq!(parse_duration_ms(""), Ok(None));
+        for bad in ["15", "m", "1.5x", "-1s", "soon"] {
+            assert!(parse_duration_ms(bad).is_err(), "{bad} parses");
+        }
+        for (key, table) in [
+            ("training.every", "every"),
+            ("training.max_age", "max_age"),
+            ("training.search_budget", "search_budget"),
+        ] {
+            for huge in [
+                "99999999999999999d",
+                "18446744073709551616ms",
+                "500000000000000000s",
+            ] {
+                let e = Config::parse("x.toml", &format!("[training]\n{table} = \"{huge}\"\n"))
+                    .unwrap_err()
+                    .to_string();
+                assert!(e.contains(key) && e.contains(huge), "{huge}: {e}");
+            }
+        }
     }
 
     #[test]

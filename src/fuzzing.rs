@@ -27,6 +27,83 @@ pub fn decode(kind: RecordKind, data: &[u8]) {
     }
 }
 
+/// Points through the windowing path (`stream::window`), as the worker feeds it: the
+/// first byte picks the window settings and the form of the rest. Even first byte: the rest
+/// is a points message, decoded as the daemon decodes it, and what decodes is windowed.
+/// Odd: the rest is raw points of 10 bytes each (series, value, `ts` as i64 little-endian),
+/// any i64 timestamp included, which the decoder would reject: the window arithmetic must
+/// hold for those too. Every emitted window must start no later than it ends.
+pub fn window(data: &[u8]) {
+    use crate::stream::record::{Point, Record};
+    use crate::stream::window::{PartitionWindows, ScoringModel, WindowParams};
+    use std::sync::{Arc, OnceLock};
+
+    static MODEL: OnceLock<Arc<ScoringModel>> = OnceLock::new();
+    let Some((&first, rest)) = data.split_first() else {
+        return;
+    };
+    let model = MODEL.get_or_init(|| {
+        Arc::new(ScoringModel {
+            model: crate::stream::embedded::train_embedded_model()
+                .expect("the embedded model trains"),
+            version: "fuzz".into(),
+            generation: 1,
+        })
+    });
+    let settings = [
+        (0, 1_000, 0),
+        (1_200, 700, 0),
+        (0, 3, 50),
+        (i64::MAX, 1, i64::MAX),
+    ];
+    let (duration_ms, hop_ms, lateness_ms) = settings[usize::from(first >> 1) % settings.len()];
+    let params = WindowParams {
+        points: 40,
+        duration_ms,
+        hop_ms,
+        lateness_ms,
+        idle_timeout_ms: 60_000,
+        max_series: 4,
+    };
+    let points: Vec<Point> = if first & 1 == 0 {
+        let cfg = crate::config::Config::default();
+        let limits = DecodeLimits {
+            max_message_bytes: cfg.limits.max_message_bytes,
+            max_bag_instances: cfg.limits.max_bag_instances,
+        };
+        decode_records(RecordKind::Point, rest, &limits)
+            .into_iter()
+            .filter_map(|r| match r {
+                // The worker dead-letters points of another channel count than the model's.
+                Ok(Record::Point(p)) if p.channels() == 1 => Some(p),
+                _ => None,
+            })
+            .collect()
+    } else {
+        rest.chunks_exact(10)
+            .map(|c| Point {
+                series_id: format!("s{}", c[0] % 8),
+                ts_ms: i64::from_le_bytes(c[2..10].try_into().expect("a 10-byte chunk")),
+                value: f64::from(c[1]) / 16.0,
+                rest: Vec::new(),
+                model: None,
+            })
+            .collect()
+    };
+    let mut windows = PartitionWindows::new(params);
+    let mut out = Vec::new();
+    for (offset, p) in points.iter().take(4_096).enumerate() {
+        // Now and then a point names another model: its series starts over.
+        let name = if offset % 7 == 6 { "n" } else { "m" };
+        windows.on_point(p, offset as i64, (name, model), true, &mut out);
+    }
+    windows.evict_idle();
+    let _ = windows.oldest_offset();
+    for w in &out {
+        assert!(w.start_ms <= w.end_ms, "a window ends before it starts");
+    }
+}
+
 /// A config file's text.
 pub fn config(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {

@@ -25,7 +25,8 @@ use crate::metrics::Metrics;
 
 /// Readiness shared with the daemon: ready while partitions are assigned and consumed (the
 /// model is loaded before consuming starts), no sink is failing and the last offset commit
-/// succeeded; not ready while joining the group, while a sink's writes fail (the writer
+/// succeeded; not ready while joining the group, while an assigned partition could not be
+/// started (its output store could not be listed), while a sink's writes fail (the writer
 /// retries), while commits fail (the committer retries), and once shutdown begins.
 #[derive(Debug, Default)]
 pub struct Health {
@@ -33,6 +34,7 @@ pub struct Health {
     sink_failing: AtomicBool,
     commit_failing: AtomicBool,
     brokers_down: AtomicBool,
+    partitions_not_started: AtomicBool,
     /// Set once at start when a served model cannot take what is sent to it (a stale
     /// registry, a demo feed of another channel count): not ready until restarted with a fit.
     model_mismatch: std::sync::OnceLock<String>,
@@ -61,6 +63,13 @@ impl Health {
         self.brokers_down.store(down, Ordering::Relaxed);
     }
 
+    /// An assigned partition was not started (true: its output store could not be listed,
+    /// so its replay point and what to sweep are unknown), or every assigned one was.
+    pub fn set_partitions_not_started(&self, not_started: bool) {
+        self.partitions_not_started
+            .store(not_started, Ordering::Relaxed);
+    }
+
     /// A start-up model does not take what its routes or the demo feed send (`why` names both).
     pub fn set_model_mismatch(&self, why: String) {
         let _ = self.model_mismatch.set(why);
@@ -78,6 +87,8 @@ impl Health {
         }
         let why = if !self.ready.load(Ordering::Relaxed) {
             Some("not ready: no partitions being consumed (starting, rebalancing or stopping)")
+        } else if self.partitions_not_started.load(Ordering::Relaxed) {
+            Some("not ready: an assigned partition was not started: its output store could not be listed (see the log; the next rebalance or a restart tries again)")
         } else if self.brokers_down.load(Ordering::Relaxed) {
             Some("not ready: no Kafka broker is reachable (consuming and committing wait)")
         } else if self.sink_failing.load(Ordering::Relaxed) {

@@ -212,6 +212,52 @@ fn every_yaml_file_parses_and_the_manifests_are_complete() {
     .unwrap();
 }
 
+/// The scorers' `instance_id = "scorer-${POD_NAME}"` form run where the variable is unset
+/// (outside the StatefulSet): the daemon refuses to start, naming the variable and the key,
+/// instead of joining with the id "scorer-" that every such pod would share (an unset
+/// variable expanded to ""). The same file parses anywhere (the ConfigMap test above).
+#[test]
+fn an_unset_variable_in_instance_id_stops_the_daemon_at_start_up() {
+    let dir = common::scratch("unset-var");
+    let path = dir.join("scorer.toml");
+    std::fs::write(
+        &path,
+        "[kafka]\ninstance_id = \"scorer-${MILSTREAM_TEST_UNSET_POD_NAME}\"\n[http]\nlisten = \"\"\n",
+    )
+    .unwrap();
+    let log = dir.join("stderr.log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_milstream"))
+        .args(["run", "--config", path.to_str().unwrap()])
+        .env_remove("MILSTREAM_TEST_UNSET_POD_NAME")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("milstream runs");
+    // Before, it started (with the id "scorer-") and ran: stop it after a while.
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        status.is_some_and(|s| !s.success()),
+        "started anyway ({status:?}):\n{stderr}"
+    );
+    assert!(
+        stderr.contains("MILSTREAM_TEST_UNSET_POD_NAME") && stderr.contains("kafka.instance_id"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn promtool_accepts_the_config_and_the_alert_rules() {
     for args in [

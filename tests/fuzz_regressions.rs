@@ -8,13 +8,14 @@ use std::path::{Path, PathBuf};
 use milstream::fuzzing;
 use milstream::stream::record::RecordKind;
 
-const TARGETS: [&str; 6] = [
+const TARGETS: [&str; 7] = [
     "decode_point",
     "decode_bag",
     "decode_label",
     "config",
     "artifact",
     "dataset",
+    "window",
 ];
 
 fn inputs(dir: &Path) -> Vec<PathBuf> {
@@ -38,6 +39,7 @@ fn run(target: &str, data: &[u8]) {
         "config" => fuzzing::config(data),
         "artifact" => fuzzing::artifact(data),
         "dataset" => fuzzing::dataset(data),
+        "window" => fuzzing::window(data),
         other => panic!("unknown fuzz target {other}"),
     }
 }
@@ -87,6 +89,22 @@ fn the_seeds_are_valid_inputs() {
             assert!(
                 decoded.iter().any(Result::is_ok),
                 "{} decodes: {decoded:?}",
+                p.display()
+            );
+        }
+    }
+    // The window target's seeds: a points message (first byte even) that decodes, or raw
+    // 10-byte points (odd).
+    for p in inputs(&root.join("window")) {
+        let data = std::fs::read(&p).unwrap();
+        let (first, rest) = data.split_first().expect("a window seed is not empty");
+        if first % 2 == 0 {
+            let decoded = milstream::stream::record::decode(RecordKind::Point, rest, &limits);
+            assert!(decoded.iter().all(Result::is_ok), "{} decodes", p.display());
+        } else {
+            assert!(
+                !rest.is_empty() && rest.len() % 10 == 0,
+                "{}: raw points",
                 p.display()
             );
         }

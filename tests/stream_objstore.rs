@@ -528,6 +528,196 @@ fn the_store_stopped_for_10_s_pauses_the_stream_and_loses_nothing() {
     assert_eq!(rows.len(), want.len(), "no duplicates");
 }
 
+/// SIGTERM while the store does not answer (moto stopped: requests hang): the daemon exits
+/// within `shutdown.grace_ms` (2 s here; the bound of 30 s only detects a hang, it is no
+/// speed figure), says in one line which offsets it left unwritten, and commits nothing
+/// that is not durable: a restart once the store is back writes every window exactly once.
+/// Before, the writer retried the segment forever and shutdown joined it: no exit at all.
+#[test]
+fn sigterm_while_the_store_does_not_answer_exits_within_the_grace_period() {
+    let moto = Moto::start();
+    let dir = scratch("s3-sigterm");
+    let bootstrap = cluster(2);
+    let port = free_port();
+    let (cfg, cfg_path) = s3_config(&moto, &dir, &bootstrap, "sigterm", "s3sigterm", "", "");
+    let text = std::fs::read_to_string(&cfg_path)
+        .unwrap()
+        .replace(
+            "listen = \"127.0.0.1:0\"",
+            &format!("listen = \"127.0.0.1:{port}\""),
+        )
+        .replace("grace_ms = 10000", "grace_ms = 2000");
+    assert!(text.contains("grace_ms = 2000"), "{text}");
+    std::fs::write(&cfg_path, text).unwrap();
+    let stream = known_stream(4, 8, 1_700_000_001_500);
+    let want: BTreeSet<_> = expected_windows(&stream).keys().cloned().collect();
+    let msgs = point_messages(&stream);
+    let (first, rest) = msgs.split_at(msgs.len() / 3);
+    let p = producer(&bootstrap);
+    let store = moto.store("sigterm");
+    produce_all(&p, first);
+    let log = dir.join("child.log");
+    let mut child = spawn_child(&cfg_path, &log);
+    let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    let before = wait_until(Duration::from_secs(90), || {
+        !read_store_predictions(&store).is_empty()
+            && !committed_offsets(&bootstrap, "s3sigterm", POINTS, 2).is_empty()
+    });
+    if !before {
+        let _ = child.kill();
+        panic!("no output before the outage; log:\n{}", read_log());
+    }
+
+    // The store stops answering; the rest of the stream is consumed and its segments sealed,
+    // and their writes hang.
+    moto.pause();
+    produce_all(&p, rest);
+    let consumed = wait_until(Duration::from_secs(60), || {
+        sample(
+            &scrape(port),
+            &format!("milstream_messages_consumed_total{{topic=\"{POINTS}\"}}"),
+        ) >= msgs.len() as f64
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let mut exited = None;
+    let hang = wait_until(Duration::from_secs(30), || {
+        exited = child.try_wait().unwrap();
+        exited.is_some()
+    });
+    if !hang {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    moto.resume();
+    let text = read_log();
+    assert!(consumed, "the stream was not consumed; log:\n{text}");
+    assert!(
+        hang,
+        "still running 30 s after SIGTERM with shutdown.grace_ms = 2000; log:\n{text}"
+    );
+    assert!(exited.unwrap().success(), "exit {exited:?}; log:\n{text}");
+    let line = text
+        .lines()
+        .find(|l| l.contains("shutdown grace period over"))
+        .unwrap_or_else(|| panic!("no line names what was left unwritten; log:\n{text}"));
+    assert!(line.contains(&format!("{POINTS}/")), "{line}");
+
+    // Nothing committed is missing: a restart replays from the commit and every window is
+    // written exactly once.
+    let (daemon, stop) = spawn_daemon(cfg);
+    let done = wait_until(Duration::from_secs(120), || {
+        window_keys(&read_store_predictions(&store)).is_superset(&want)
+    });
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    assert!(
+        done,
+        "windows missing after the restart: committed past the durable output"
+    );
+    let rows = read_store_predictions(&store);
+    assert_eq!(window_keys(&rows), want, "no loss");
+    assert_eq!(rows.len(), want.len(), "no duplicates");
+}
+
+/// A store that cannot be listed at assignment is not a store without output: with bare
+/// commits (the replay point only in the output files), a restart whose store refuses every
+/// connection does not start its partitions (no replay point is guessed: before, the
+/// listing error read as "no file" and both partitions replayed from offset 0, counted as
+/// source `earliest`), consumes nothing, and `/readyz` answers 503 naming the store.
+#[test]
+fn an_unlistable_store_at_assignment_leaves_the_partitions_unstarted_and_not_ready() {
+    let moto = Moto::start();
+    let dir = scratch("s3-unlistable");
+    let bootstrap = cluster(2);
+    let (mut cfg, _) = s3_config(&moto, &dir, &bootstrap, "unlistable", "s3unlist", "", "");
+    cfg.commit.metadata = false;
+    let stream = known_stream(4, 4, 1_700_000_001_500);
+    produce_all(&producer(&bootstrap), &point_messages(&stream));
+    let store = moto.store("unlistable");
+    let port = free_port();
+    cfg.http.listen = format!("127.0.0.1:{port}");
+    let (daemon, stop) = spawn_daemon(cfg.clone());
+    let written = wait_until(Duration::from_secs(90), || {
+        !committed_offsets(&bootstrap, "s3unlist", POINTS, 2).is_empty()
+            && !read_store_predictions(&store).is_empty()
+    });
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    assert!(
+        written,
+        "output committed: {:?}",
+        committed_offsets(&bootstrap, "s3unlist", POINTS, 2)
+    );
+
+    // The same group again, its store now an endpoint where nothing listens.
+    let closed = free_port();
+    cfg.object_store
+        .0
+        .insert("aws_endpoint".into(), format!("http://127.0.0.1:{closed}"));
+    let port = free_port();
+    cfg.http.listen = format!("127.0.0.1:{port}");
+    let (daemon, stop) = spawn_daemon(cfg);
+    let body = |port: u16| {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        s.write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .ok()?;
+        let mut text = String::new();
+        s.read_to_string(&mut text).ok()?;
+        Some(text)
+    };
+    let replay_sources = |text: &str| {
+        ["commit_metadata", "output_file", "earliest"].map(|s| {
+            sample(
+                text,
+                &format!("milstream_replay_point_source_total{{source=\"{s}\"}}"),
+            )
+        })
+    };
+    // Settled: a committed partition got a replay point (the old guess) or the partitions
+    // were refused (readyz says so).
+    let mut seen = String::new();
+    let settled = wait_until(Duration::from_secs(90), || {
+        let text = scrape(port);
+        let guessed: f64 = replay_sources(&text).iter().filter(|v| !v.is_nan()).sum();
+        seen = body(port).unwrap_or_default();
+        guessed >= 1.0 || seen.contains("could not be listed")
+    });
+    // A moment more, for anything consumed after the assignment to show.
+    std::thread::sleep(Duration::from_secs(2));
+    let text = scrape(port);
+    let ready = body(port).unwrap_or_default();
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    assert!(
+        settled,
+        "neither a replay point nor a refusal; readyz: {seen}"
+    );
+    let [_, _, earliest] = replay_sources(&text);
+    assert!(
+        earliest.is_nan() || earliest == 0.0,
+        "a partition replayed from offset 0 on a listing error ({earliest})"
+    );
+    assert!(
+        ready.contains(" 503 ") && ready.contains("could not be listed"),
+        "readyz: {ready}"
+    );
+    assert_eq!(
+        sample(&text, "milstream_assigned_partitions"),
+        0.0,
+        "{text}"
+    );
+    let consumed = sample(
+        &text,
+        &format!("milstream_messages_consumed_total{{topic=\"{POINTS}\"}}"),
+    );
+    assert!(
+        consumed.is_nan() || consumed == 0.0,
+        "{consumed} messages consumed"
+    );
+}
+
 /// A restart finds a partition's replay point in the newest object's footer, read with two
 /// ranged GETs (its last 8 bytes, then the footer) rather than the whole object: here a
 /// 12 MB object (uploaded in parts) costs a few KiB.
@@ -571,7 +761,9 @@ fn the_replay_point_is_read_from_the_footer_of_the_newest_object_by_ranged_gets(
     assert!(size > 10_000_000, "{size} bytes");
     // The newest file below the committed offset 200 holds the replay point 150.
     let (replay_from, next, rel) =
-        replay_point_from_files(&store, &["predictions"], "labels", 2, 200).unwrap();
+        replay_point_from_files(&store, &["predictions"], "labels", 2, 200)
+            .unwrap()
+            .unwrap();
     assert_eq!((replay_from, next), (150, 200), "{rel}");
     let (meta, fetched) = read_footer_metadata(&store, &rel).unwrap();
     assert_eq!(meta["milstream.replay_from"], "150");
@@ -581,7 +773,9 @@ fn the_replay_point_is_read_from_the_footer_of_the_newest_object_by_ranged_gets(
     );
     // Below offset 100 only the older file counts.
     let (replay_from, next, _) =
-        replay_point_from_files(&store, &["predictions"], "labels", 2, 100).unwrap();
+        replay_point_from_files(&store, &["predictions"], "labels", 2, 100)
+            .unwrap()
+            .unwrap();
     assert_eq!((replay_from, next), (60, 100));
 }
 

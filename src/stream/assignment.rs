@@ -32,6 +32,12 @@ use crate::config::{Config, Role};
 use crate::http::Health;
 use crate::metrics::Metrics;
 
+/// Attempts at listing the output store for a newly assigned partition before it is left
+/// unstarted, and the pause after the first failure (doubling after each): a blip passes,
+/// a store that stays down costs seconds (each attempt has the store client's own retries).
+const LIST_ATTEMPTS: u32 = 4;
+const LIST_BACKOFF: Duration = Duration::from_millis(250);
+
 /// `topic/partition` of each element, for logs.
 fn partition_names(tpl: &TopicPartitionList) -> Vec<String> {
     tpl.elements()
@@ -92,7 +98,14 @@ impl Assignments {
 
     /// Partition assigned: read its committed offset and replay point, sweep outputs the
     /// replay will rewrite, and point the fetch position at the replay point.
-    fn on_assign(&self, base: &BaseConsumer<Ctx>, tpl: &mut TopicPartitionList) {
+    ///
+    /// Returns the partitions to assign when that is not all of `tpl` (some were not
+    /// started).
+    fn on_assign(
+        &self,
+        base: &BaseConsumer<Ctx>,
+        tpl: &mut TopicPartitionList,
+    ) -> Option<TopicPartitionList> {
         // Without the committed offsets we cannot tell committed output from uncommitted:
         // then sweep nothing and replay from the reset policy (duplicates, never loss).
         let mut committed = None;
@@ -118,6 +131,7 @@ impl Assignments {
         self.first_commit_logged.store(false, Ordering::Relaxed);
         let workers = self.workers.lock().expect("workers lock").clone();
         let mut seeks: Vec<(String, i32, i64)> = Vec::new();
+        let mut not_started: Vec<(String, i32)> = Vec::new();
         for el in tpl.elements() {
             let (topic, partition) = (el.topic().to_string(), el.partition());
             let Some(&kind) = self.kinds.get(&topic) else {
@@ -131,10 +145,26 @@ impl Assignments {
                 Offset::Offset(o) => Some(o),
                 _ => None,
             };
-            let replay_from = commit.map(|c| self.replay_point(&topic, partition, c, &meta));
-            if may_sweep {
-                self.sweep(&topic, partition, commit.unwrap_or(0));
-            }
+            // The replay point and the sweep read the output store. If it cannot be listed,
+            // the partition is not started (not assigned to the consumer, and the process
+            // not ready) rather than started from a guess: "no file" would replay from the
+            // earliest offset, and an unswept partition could keep stale files.
+            let replay_from = match self.prepare(&topic, partition, commit, &meta, may_sweep) {
+                Ok(r) => r,
+                Err(e) => {
+                    error!(
+                        topic,
+                        partition,
+                        committed = ?commit,
+                        attempts = LIST_ATTEMPTS,
+                        %e,
+                        "the output store cannot be listed: partition not started (not ready; \
+                         the next rebalance or a restart tries again)"
+                    );
+                    not_started.push((topic, partition));
+                    continue;
+                }
+            };
             info!(topic, partition, committed = ?commit, replay_from = ?replay_from, "partition assigned");
             let key = (topic.clone(), partition);
             self.durable
@@ -167,22 +197,81 @@ impl Assignments {
                 error!(topic = t, partition = p, %e, "setting the replay offset failed");
             }
         }
+        // Partitions not started are left out of the consumer's assignment: nothing of
+        // them is fetched, scored or committed (the group still counts them as ours).
+        self.health
+            .set_partitions_not_started(!not_started.is_empty());
         self.metrics
             .partitions_assigned
             .set(self.durable.owned() as i64);
+        if not_started.is_empty() {
+            return None;
+        }
+        let mut started = TopicPartitionList::new();
+        for el in tpl.elements() {
+            if !not_started.contains(&(el.topic().to_string(), el.partition())) {
+                let _ = started.add_partition_offset(el.topic(), el.partition(), el.offset());
+            }
+        }
+        Some(started)
+    }
+
+    /// A partition's replay point (with a commit) and the sweep of what the replay rewrites
+    /// (`may_sweep`), retried with backoff while the output store cannot be listed; the
+    /// error of the last attempt when it never could.
+    fn prepare(
+        &self,
+        topic: &str,
+        partition: i32,
+        commit: Option<i64>,
+        meta: &str,
+        may_sweep: bool,
+    ) -> std::io::Result<Option<i64>> {
+        // Found once, kept across attempts (it is logged and counted when found).
+        let mut found: Option<Option<i64>> = None;
+        let mut attempt = 1;
+        loop {
+            let r = match found {
+                Some(r) => Ok(r),
+                None => commit
+                    .map(|c| self.replay_point(topic, partition, c, meta))
+                    .transpose(),
+            };
+            let r = r.and_then(|r| {
+                found = Some(r);
+                if may_sweep {
+                    self.sweep(topic, partition, commit.unwrap_or(0))?;
+                }
+                Ok(r)
+            });
+            match r {
+                Err(e) if attempt < LIST_ATTEMPTS => {
+                    warn!(topic, partition, attempt, %e, "listing the output store failed; retrying");
+                    std::thread::sleep(LIST_BACKOFF * 2u32.pow(attempt - 1));
+                    attempt += 1;
+                }
+                r => return r,
+            }
+        }
     }
 
     /// The replay point of a partition committed at `committed` with commit metadata `meta`:
     /// from the metadata, the newest durable output file, or both (the one that replays more),
-    /// logged and counted by source.
-    fn replay_point(&self, topic: &str, partition: i32, committed: i64, meta: &str) -> i64 {
+    /// logged and counted by source. An error when the output cannot be listed.
+    fn replay_point(
+        &self,
+        topic: &str,
+        partition: i32,
+        committed: i64,
+        meta: &str,
+    ) -> std::io::Result<i64> {
         let from_meta = decode_metadata(meta);
         let dirs = [sink::PREDICTIONS_DIR, sink::DEAD_LETTERS_DIR];
         let mut from_file =
-            sink::replay_point_from_files(&self.output, &dirs, topic, partition, committed);
+            sink::replay_point_from_files(&self.output, &dirs, topic, partition, committed)?;
         if let Some(t) = &self.training_store {
             // The training store's files carry the replay point too; the newest file wins.
-            let from_store = sink::replay_point_from_files(t, &[""], topic, partition, committed)
+            let from_store = sink::replay_point_from_files(t, &[""], topic, partition, committed)?
                 .map(|(r, next, rel)| (r, next, format!("{}/{rel}", t.display())));
             if from_store.as_ref().map(|f| f.1) > from_file.as_ref().map(|f| f.1) {
                 from_file = from_store;
@@ -206,26 +295,21 @@ impl Assignments {
             .replay_point_source
             .with_label_values(&[source.as_str()])
             .inc();
-        replay_from
+        Ok(replay_from)
     }
 
     /// Deletes the partition's outputs (and training-store files) from `from` on: the replay
-    /// rewrites them.
-    fn sweep(&self, topic: &str, partition: i32, from: i64) {
-        let swept = sink::sweep_partition(&self.output, topic, partition, from).and_then(|n| {
-            match &self.training_store {
-                Some(t) => Ok(n + sink::sweep_tree(t, "", topic, partition, from)?),
-                None => Ok(n),
-            }
-        });
-        match swept {
-            Ok(n) if n > 0 => {
-                self.metrics.files_swept.inc_by(n as u64);
-                info!(topic, partition, swept = n, "swept uncommitted output");
-            }
-            Ok(_) => {}
-            Err(e) => error!(topic, partition, %e, "sweeping uncommitted output failed"),
+    /// rewrites them. An error when the store cannot be listed or a file not deleted.
+    fn sweep(&self, topic: &str, partition: i32, from: i64) -> std::io::Result<()> {
+        let mut n = sink::sweep_partition(&self.output, topic, partition, from)?;
+        if let Some(t) = &self.training_store {
+            n += sink::sweep_tree(t, "", topic, partition, from)?;
         }
+        if n > 0 {
+            self.metrics.files_swept.inc_by(n as u64);
+            info!(topic, partition, swept = n, "swept uncommitted output");
+        }
+        Ok(())
     }
 
     /// Partitions revoked: seal their segments, wait (bounded) for the writer, commit, and
@@ -379,9 +463,11 @@ impl ConsumerContext for Ctx {
         };
         match err {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
-                state.on_assign(base, tpl);
-                if let Err(e) = base.assign(tpl) {
-                    error!(%e, partitions = ?partition_names(tpl), "assign failed");
+                // The list is librdkafka's: a subset goes in a list of our own.
+                let subset = state.on_assign(base, tpl);
+                let assigned = subset.as_ref().unwrap_or(tpl);
+                if let Err(e) = base.assign(assigned) {
+                    error!(%e, partitions = ?partition_names(assigned), "assign failed");
                 }
                 state.health.set_ready(true);
             }

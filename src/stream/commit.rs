@@ -182,6 +182,32 @@ impl DurableOffsets {
         }
     }
 
+    /// What is not durable of each owned partition, for the log: `topic/partition` with
+    /// the offsets from its durable offset up to its target in `targets` (the offset after
+    /// the last message its worker handled), or "from <durable> on" for a partition whose
+    /// worker did not report one. Empty when everything owned is durable up to its target.
+    pub fn not_durable(&self, targets: &[(PartitionKey, i64)]) -> Vec<String> {
+        let m = self.inner.lock().expect("durable offsets lock");
+        let mut out: Vec<String> = m
+            .iter()
+            .filter_map(
+                |(k, p)| match targets.iter().find(|(t, _)| t == k).map(|(_, t)| *t) {
+                    Some(t) if t <= p.durable_next => None,
+                    Some(t) => Some(format!(
+                        "{}/{} offsets {}..={}",
+                        k.0,
+                        k.1,
+                        p.durable_next,
+                        t - 1
+                    )),
+                    None => Some(format!("{}/{} from offset {} on", k.0, k.1, p.durable_next)),
+                },
+            )
+            .collect();
+        out.sort();
+        out
+    }
+
     /// Offsets to commit: owned partitions (or only `only`) whose durable offset moved
     /// since the last commit, with their replay metadata.
     pub fn to_commit(
@@ -278,6 +304,13 @@ mod tests {
         d.committed(&marks);
         assert!(d.to_commit(None).is_none());
         assert!(d.wait_durable(&[(k.clone(), 20)], Duration::from_millis(1)));
-        assert!(!d.wait_durable(&[(k, 21)], Duration::from_millis(10)));
+        assert!(!d.wait_durable(&[(k.clone(), 21)], Duration::from_millis(10)));
+        // What is left unwritten, as the shutdown log names it.
+        assert!(d.not_durable(&[(k.clone(), 20)]).is_empty());
+        assert_eq!(
+            d.not_durable(&[(k.clone(), 31)]),
+            vec!["t/0 offsets 20..=30"]
+        );
+        assert_eq!(d.not_durable(&[]), vec!["t/0 from offset 20 on"]);
     }
 }

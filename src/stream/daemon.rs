@@ -327,6 +327,9 @@ pub async fn run(
     opts: RunOptions,
     stop: tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
+    // What the config reads from the environment must be there (an unset `${VAR}` in
+    // kafka.instance_id is an error naming it, not an empty string).
+    cfg.check_environment().map_err(anyhow::Error::msg)?;
     let metrics = Metrics::new();
     let health = Arc::new(Health::default());
     let start = resolve_models(&cfg)?;

@@ -33,7 +33,7 @@ use super::store::Store;
 use super::training::TrainingRuntime;
 use super::window::{ScoringModel, WindowParams};
 use super::worker::{seal_check_interval, Work, WorkerEnv, WorkerPool};
-use super::writer::{WriterEnv, Writers};
+use super::writer::{GiveUp, WriterEnv, Writers};
 use super::{models_topic, registry_poll, trainer};
 use crate::config::{Config, Role};
 use crate::http::Health;
@@ -125,6 +125,7 @@ pub async fn run_pipeline(
             Some(producer_config(&cfg, &bootstrap).create()?)
         };
     let file_sizes = Arc::new(FileSizes::default());
+    let give_up = Arc::new(GiveUp::default());
     let writer_env = Arc::new(WriterEnv {
         cfg: cfg.clone(),
         metrics: metrics.clone(),
@@ -133,6 +134,7 @@ pub async fn run_pipeline(
         output: output.clone(),
         training: training.clone(),
         file_sizes: file_sizes.clone(),
+        give_up: give_up.clone(),
     });
     let (writers, writer_threads) =
         Writers::start(writer_env, producer, tokio::runtime::Handle::current())?;
@@ -218,32 +220,42 @@ pub async fn run_pipeline(
     consumer::consume(&state, &consumer, &workers, &mut shutdown).await;
 
     // Shutdown: not ready, stop consuming, let the workers finish their queues and seal
-    // everything, let the writers finish, commit.
+    // everything, let the writers finish, commit; all within the grace period. A sink that
+    // keeps failing (a full disk, an unreachable store) must not hold the exit: at the
+    // deadline the writers stop retrying, and the workers and writers still busy then are
+    // left behind (the process is ending). What was not durable by then is not committed.
     health.set_ready(false);
     info!("shutting down: finishing queued messages and sealing open segments");
     let grace = Duration::from_millis(cfg.shutdown.grace_ms);
-    let deadline = Instant::now() + grace;
+    let now = Instant::now();
+    // A grace too long for the clock is as good as none.
+    let deadline = now
+        .checked_add(grace)
+        .unwrap_or(now + Duration::from_secs(86_400 * 365));
+    give_up.at(deadline);
     let _ = consumer.pause(&consumer.assignment().unwrap_or_default());
     state.detach_workers();
     drop(workers);
     ticker.abort();
-    let targets: Vec<(PartitionKey, i64)> = tokio::task::spawn_blocking(move || {
-        worker_threads
-            .into_iter()
-            .filter_map(|t| t.join().ok())
-            .flatten()
-            .collect()
-    })
-    .await
-    .unwrap_or_default();
+    let (targets, workers_left) = join_until(worker_threads, deadline).await;
+    let targets: Vec<(PartitionKey, i64)> = targets.into_iter().flatten().collect();
     {
-        let durable = durable.clone();
+        let (d, t) = (durable.clone(), targets.clone());
         let left = deadline.saturating_duration_since(Instant::now());
-        let ok = tokio::task::spawn_blocking(move || durable.wait_durable(&targets, left))
+        let ok = tokio::task::spawn_blocking(move || d.wait_durable(&t, left))
             .await
             .unwrap_or(false);
-        if !ok {
-            warn!("grace period over before every segment was durable; uncommitted output will be replayed");
+        if !ok || workers_left > 0 {
+            // One line naming what is not durable: it is not committed, the next owner of
+            // each partition replays it from the committed offset.
+            let unwritten = durable.not_durable(&targets).join(", ");
+            warn!(
+                grace_ms = cfg.shutdown.grace_ms,
+                unwritten = %unwritten,
+                workers_left,
+                "shutdown grace period over before every segment was durable: these offsets \
+                 are not committed and will be replayed"
+            );
         }
     }
     consumer::commit_durable(&state, &consumer).await;
@@ -259,12 +271,37 @@ pub async fn run_pipeline(
         let _ = tokio::task::spawn_blocking(move || t.stop()).await;
     }
     drop(writers);
-    let _ = tokio::task::spawn_blocking(move || {
-        for t in writer_threads {
-            let _ = t.join();
-        }
-    })
+    // Past the deadline a writer drops what it holds at once; one blocked in a request that
+    // does not answer is left behind after a last moment.
+    let (_, writers_left) = join_until(
+        writer_threads,
+        deadline.max(Instant::now() + WRITER_LAST_MOMENT),
+    )
     .await;
+    if writers_left > 0 {
+        warn!(
+            writers_left,
+            "a writer is still inside a sink request; exiting without it"
+        );
+    }
     info!("stopped");
     Ok(())
+}
+
+/// How long shutdown waits for the writers after the grace period, at least: long enough
+/// to drop what they hold, short against any request timeout.
+const WRITER_LAST_MOMENT: Duration = Duration::from_millis(200);
+
+/// Joins the threads that end by `deadline`; returns their results and how many did not
+/// end (those are left running: shutdown does not wait past its grace period).
+async fn join_until<T>(
+    threads: Vec<std::thread::JoinHandle<T>>,
+    deadline: Instant,
+) -> (Vec<T>, usize) {
+    while Instant::now() < deadline && threads.iter().any(|t| !t.is_finished()) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (done, left): (Vec<_>, Vec<_>) = threads.into_iter().partition(|t| t.is_finished());
+    let results = done.into_iter().filter_map(|t| t.join().ok()).collect();
+    (results, left.len())
 }

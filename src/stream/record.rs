@@ -33,11 +33,22 @@ pub enum RecordKind {
     Label,
 }
 
+/// The earliest event time accepted (`ts`, a label's `start` and `end`):
+/// 0000-01-01T00:00:00Z in epoch milliseconds.
+pub const MIN_TS_MS: i64 = -62_167_219_200_000;
+/// The latest event time accepted: 9999-12-31T23:59:59.999Z in epoch milliseconds.
+///
+/// The range is what RFC 3339 can write (a four-digit year), so an integer and a string
+/// name the same instants. Inside it the window arithmetic (`ts - prev_ts`, a window's
+/// horizon) cannot overflow, a timestamp in microseconds (the Parquet and Arrow columns)
+/// fits in an i64, and chrono names its date folder. Outside it is a `schema` dead letter.
+pub const MAX_TS_MS: i64 = 253_402_300_799_999;
+
 /// One reading of a series: one value per channel.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Point {
     pub series_id: String,
-    /// Event time, epoch milliseconds.
+    /// Event time, epoch milliseconds, in [`MIN_TS_MS`]..=[`MAX_TS_MS`].
     pub ts_ms: i64,
     /// The first channel's value (the only one of a univariate series). Always finite.
     pub value: f64,
@@ -314,6 +325,7 @@ fn decode_plain_points(payload: &[u8]) -> Option<Vec<Point>> {
         .into_iter()
         .map(|p| {
             let plain = !p.series_id.is_empty()
+                && (MIN_TS_MS..=MAX_TS_MS).contains(&p.ts)
                 && p.values.is_none()
                 && p.value.is_finite()
                 && p.model.as_ref().is_none_or(|m| !m.is_empty());
@@ -577,8 +589,21 @@ impl Decoder<'_> {
     }
 
     /// Epoch milliseconds (an integer; `1.7e12`-style floats with no fraction also pass, as
-    /// JSON Schema's "integer" allows) or an RFC 3339 string.
+    /// JSON Schema's "integer" allows) or an RFC 3339 string, within
+    /// [`MIN_TS_MS`]..=[`MAX_TS_MS`].
     fn timestamp_ms(&self, map: &Map<String, Value>, field: &str) -> Result<i64, Rejected> {
+        let ms = self.any_timestamp_ms(map, field)?;
+        if !(MIN_TS_MS..=MAX_TS_MS).contains(&ms) {
+            return Err(Rejected::schema(format!(
+                "`{field}` {ms} is outside the accepted range {MIN_TS_MS}..={MAX_TS_MS} \
+                 (years 0000 to 9999, UTC)"
+            )));
+        }
+        Ok(ms)
+    }
+
+    /// [`Decoder::timestamp_ms`] before the range check.
+    fn any_timestamp_ms(&self, map: &Map<String, Value>, field: &str) -> Result<i64, Rejected> {
         let invalid = |found: &dyn fmt::Display| {
             Rejected::schema(format!(
                 "`{field}` must be an integer of epoch milliseconds or an RFC 3339 string, found {found}"
@@ -766,7 +791,8 @@ mod tests {
         let taken = [
             r#"{"series_id":"a","ts":1,"value":0.5}"#,
             r#"  {"value":-2,"ts":-5,"series_id":"p\u00e9-\"7\"","extra":{"x":[1]}}"#,
-            r#"{"series_id":"a","ts":9007199254740993,"value":1e308}"#,
+            r#"{"series_id":"a","ts":253402300799999,"value":1e308}"#,
+            r#"{"series_id":"a","ts":-62167219200000,"value":1}"#,
             r#"{"series_id":"a","ts":0,"value":-0.0}"#,
             r#"[{"series_id":"a","ts":1,"value":1},{"series_id":"b","ts":2,"value":2.5}]"#,
             r#"[]"#,
@@ -783,6 +809,9 @@ mod tests {
         let left = [
             r#"{"series_id":"","ts":1,"value":0.5}"#,
             r#"{"series_id":"a","ts":1.5e12,"value":0.5}"#,
+            // Outside years 0000..=9999: the checked path rejects it.
+            r#"{"series_id":"a","ts":9007199254740993,"value":1e308}"#,
+            r#"{"series_id":"a","ts":-62167219200001,"value":1}"#,
             r#"{"series_id":"a","ts":"2024-11-25T16:00:00Z","value":0.5}"#,
             r#"{"series_id":"a","ts":1,"values":[0.5]}"#,
             r#"{"series_id":"a","ts":1,"value":0.5,"values":[0.5]}"#,
@@ -945,6 +974,57 @@ mod tests {
             r#"{"series_id":"a","ts":"yesterday","value":1}"#,
             DeadReason::Schema,
             "`ts` must be an integer of epoch milliseconds or an RFC 3339 string",
+        );
+    }
+
+    /// Event times outside years 0000..=9999 are `schema` dead letters (integers, floats
+    /// and RFC 3339 strings whose offset moves them past year 9999), by the fast path and
+    /// the hand-written one alike; the bounds themselves pass. Before, any i64 passed and
+    /// overflowed the window arithmetic.
+    #[test]
+    fn timestamps_outside_years_0_to_9999_are_schema_dead_letters() {
+        for ts in [
+            i64::MAX.to_string(),
+            i64::MIN.to_string(),
+            (MAX_TS_MS + 1).to_string(),
+            (MIN_TS_MS - 1).to_string(),
+            "9.2e18".into(),
+            "\"9999-12-31T23:59:59.999-00:01\"".into(),
+        ] {
+            for payload in [
+                format!(r#"{{"series_id":"a","ts":{ts},"value":1}}"#),
+                format!(r#"[{{"series_id":"a","ts":{ts},"value":1}}]"#),
+                format!(r#"{{"series_id":"a","ts":{ts},"values":[1,2]}}"#),
+            ] {
+                rejected(
+                    RecordKind::Point,
+                    &payload,
+                    DeadReason::Schema,
+                    "outside the accepted range",
+                );
+            }
+            for (start, end) in [(ts.as_str(), "0"), ("0", ts.as_str())] {
+                rejected(
+                    RecordKind::Label,
+                    &format!(r#"{{"series_id":"a","start":{start},"end":{end},"label":"x"}}"#),
+                    DeadReason::Schema,
+                    "outside the accepted range",
+                );
+            }
+        }
+        for ts in [MIN_TS_MS, MAX_TS_MS, 0, -5] {
+            assert_eq!(
+                point(&format!(r#"{{"series_id":"a","ts":{ts},"value":1}}"#)).ts_ms,
+                ts
+            );
+        }
+        assert_eq!(
+            point(r#"{"series_id":"a","ts":"9999-12-31T23:59:59.999Z","value":1}"#).ts_ms,
+            MAX_TS_MS
+        );
+        assert_eq!(
+            point(r#"{"series_id":"a","ts":"0000-01-01T00:00:00Z","value":1}"#).ts_ms,
+            MIN_TS_MS
         );
     }
 

@@ -73,11 +73,14 @@ impl ModelCard {
 }
 
 /// Eight hex digits of a text's hash: names versions outside the registry (a model file's
-/// `<stem>-<hash>`, the embedded model's, a trainer's without a registry).
+/// `<stem>-<hash>`, the embedded model's, a trainer's without a registry) and inside it
+/// (`v000007-<hash>`). A fixed function of the bytes (FNV-1a, 64 bits, the low 32 shown),
+/// so a model keeps its version name across builds and toolchains: std's `DefaultHasher`
+/// promises no such thing, nor does the `Hash` impl of `str` (hence the bytes, not `hash`).
 pub fn short_hash(text: &str) -> String {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut h);
+    use std::hash::Hasher;
+    let mut h = fnv::FnvHasher::default();
+    h.write(text.as_bytes());
     format!("{:08x}", h.finish() as u32)
 }
 
@@ -165,9 +168,8 @@ impl Registry {
                     .ok()
             })
             .map_or(1, |s| s + 1);
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        std::hash::Hash::hash(&json, &mut h);
-        let version = format!("v{seq:06}-{:08x}", std::hash::Hasher::finish(&h) as u32);
+        // The name holds the model's hash: two processes publishing one model name it alike.
+        let version = format!("v{seq:06}-{}", short_hash(&json));
         let mut card = card.clone();
         card.version = version.clone();
         card.previous = seen.as_ref().map(|(v, _)| v.clone());
@@ -319,6 +321,17 @@ mod tests {
     use super::*;
     use crate::mil::{Bag, Dataset, FitParams, Sample};
 
+    /// Version names are a fixed function of the model's text: these values (FNV-1a 64, low
+    /// 32 bits; the first two are the published test vectors) hold on every build and
+    /// toolchain. With std's DefaultHasher they were whatever that release's SipHash gave.
+    #[test]
+    fn short_hash_is_a_fixed_function_golden_values() {
+        assert_eq!(short_hash(""), "84222325");
+        assert_eq!(short_hash("a"), "8601ec8c");
+        assert_eq!(short_hash("milstream"), "5e4eaaad");
+        assert_eq!(short_hash(r#"{"kind":"lpboost_shapelet"}"#), "29c2a263");
+    }
+
     fn tiny_model(shift: f64) -> Model {
         let mut ds = Dataset::default();
         for i in 0..8 {
@@ -354,6 +367,8 @@ mod tests {
             v1.starts_with("v000001-") && v2.starts_with("v000002-") && v2 > v1,
             "{v1} {v2}"
         );
+        // The registry names a version by the fixed hash of the model's text too.
+        assert_eq!(v1, format!("v000001-{}", short_hash(&m1.to_json())));
         let (cur, card) = reg.load_current().unwrap().unwrap();
         assert_eq!(cur, m2);
         assert_eq!(card.version, v2);

@@ -395,8 +395,12 @@ impl Store {
         let mut out = Vec::new();
         match self {
             Self::Local(root) => {
-                let Ok(entries) = std::fs::read_dir(root.join(rel_dir)) else {
-                    return Ok(out);
+                // A folder not made yet holds nothing; any other error is an error (a
+                // failed listing is not an empty one).
+                let entries = match std::fs::read_dir(root.join(rel_dir)) {
+                    Ok(entries) => entries,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+                    Err(e) => return Err(e),
                 };
                 for e in entries.flatten() {
                     if e.path().is_dir() {
@@ -546,8 +550,11 @@ fn split(path: &Path) -> std::io::Result<(PathBuf, String)> {
 }
 
 fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Ok(());
+    // A folder not made yet (or removed meanwhile) holds nothing; any other error is one.
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
     };
     for e in entries.flatten() {
         let p = e.path();

@@ -256,7 +256,9 @@ fn release(
 ) -> bool {
     let mut restarted = false;
     if let Some(&(prev_ts, ..)) = s.points.back() {
-        if ts - prev_ts > params.idle_timeout_ms {
+        // Saturating: the decoder bounds `ts` to years 0000..=9999 (record::MAX_TS_MS),
+        // where no difference overflows, but this must hold for any i64 a caller passes.
+        if ts.saturating_sub(prev_ts) > params.idle_timeout_ms {
             s.points.clear();
             s.scorer = None;
             restarted = true;
@@ -265,9 +267,11 @@ fn release(
             let duration = params.duration_ms > 0;
             if duration {
                 // Later windows end later still: what is out of this one is out for good.
-                let horizon = prev_ts - params.duration_ms;
-                while s.points.front().is_some_and(|p| p.0 <= horizon) {
-                    s.points.pop_front();
+                // Checked: a horizon below i64::MIN is below every point (none goes).
+                if let Some(horizon) = prev_ts.checked_sub(params.duration_ms) {
+                    while s.points.front().is_some_and(|p| p.0 <= horizon) {
+                        s.points.pop_front();
+                    }
                 }
             }
             let len = s.points.len();
@@ -419,6 +423,67 @@ mod tests {
                 sw.first_offset
             );
         }
+    }
+
+    /// Timestamps at the ends of i64 (the decoder rejects them, but the windows must not
+    /// depend on that): a gap wider than i64::MAX still restarts the series (it wrapped to a
+    /// negative gap, or panicked in a debug build), and a duration window near i64::MIN
+    /// keeps its points (its horizon wrapped to a huge value and emptied it).
+    #[test]
+    fn extreme_timestamps_do_not_overflow_the_window_arithmetic() {
+        let model = model();
+        let point = |ts_ms: i64, value: f64| Point {
+            series_id: "a".into(),
+            ts_ms,
+            value,
+            rest: Vec::new(),
+            model: None,
+        };
+        let values: Vec<f64> = stream().iter().map(|p| p.value).take(400).collect();
+        let count = WindowParams {
+            points: 118,
+            duration_ms: 0,
+            hop_ms: 1_000,
+            lateness_ms: 0,
+            idle_timeout_ms: 60_000,
+            max_series: 10,
+        };
+        let mut w = PartitionWindows::new(count);
+        let mut out = Vec::new();
+        for (off, ts) in [-5_000_000_000_000_000_000, 5_000_000_000_000_000_000]
+            .into_iter()
+            .enumerate()
+        {
+            w.on_point(&point(ts, 0.5), off as i64, ("m", &model), true, &mut out);
+        }
+        assert_eq!(
+            w.events.restarted, 1,
+            "a gap beyond i64::MAX restarts the series"
+        );
+
+        // Points every 5 ms from i64::MIN; the first hop boundary (a multiple of 1000) is
+        // 808 ms in, so the first window ends at MIN + 805 with all 162 points since MIN.
+        let duration = WindowParams {
+            points: 200,
+            duration_ms: 1_200,
+            hop_ms: 1_000,
+            ..count
+        };
+        let mut w = PartitionWindows::new(duration);
+        let mut out = Vec::new();
+        for (off, &v) in values.iter().enumerate() {
+            let ts = i64::MIN + 5 * off as i64;
+            w.on_point(&point(ts, v), off as i64, ("m", &model), true, &mut out);
+        }
+        let first = out.first().expect("windows near i64::MIN are emitted");
+        assert_eq!(
+            (first.start_ms, first.end_ms),
+            (i64::MIN, i64::MIN + 805),
+            "the first window holds its points since i64::MIN"
+        );
+        // And at the other end, a gap from near i64::MIN to i64::MAX restarts the series.
+        w.on_point(&point(i64::MAX, 0.5), 400, ("m", &model), true, &mut out);
+        assert_eq!(w.events.restarted, 1);
     }
 
     #[test]

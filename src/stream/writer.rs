@@ -6,16 +6,18 @@
 //! A partition's segments always go to the same writer thread, so they become durable in
 //! order; different partitions are written in parallel, which overlaps fsyncs. A failing
 //! write is retried (the consumer backs up behind it) rather than skipped, since skipping
-//! would lose output.
+//! would lose output. Only shutdown ends the retries: once its grace period is over
+//! ([`GiveUp`]) a writer drops what it has not written, unmarked, so nothing is committed
+//! past what is durable and the next start replays the rest.
 
 use std::collections::HashMap;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::producer::FutureProducer;
-use tracing::{error, warn};
+use tracing::{debug, error, warn};
 
 use super::commit::DurableOffsets;
 use super::sink::roll::FileSizes;
@@ -41,6 +43,54 @@ pub struct WriterEnv {
     pub training: Option<Arc<TrainingRuntime>>,
     /// Where each segment's Parquet files are measured, for the workers' rolling.
     pub file_sizes: Arc<FileSizes>,
+    /// The end of shutdown's grace period, once shutdown begins.
+    pub give_up: Arc<GiveUp>,
+}
+
+/// When the writers stop retrying: the end of shutdown's grace period (`shutdown.grace_ms`),
+/// set when shutdown begins. Until then a failing segment is retried for as long as it
+/// takes; from then on a writer makes no new attempt and drops the segments it holds
+/// without marking them durable. That keeps the order the commit relies on: a partition's
+/// segments are written in order, and once one is dropped every later one is too (the
+/// deadline only passes once), so the durable offset never skips a dropped segment.
+#[derive(Debug, Default)]
+pub struct GiveUp {
+    at: Mutex<Option<Instant>>,
+    changed: Condvar,
+}
+
+impl GiveUp {
+    /// Retries end at `deadline` (wakes a writer sleeping between attempts).
+    pub fn at(&self, deadline: Instant) {
+        *self.at.lock().expect("give-up lock") = Some(deadline);
+        self.changed.notify_all();
+    }
+
+    /// Whether the grace period is over.
+    pub fn passed(&self) -> bool {
+        self.at
+            .lock()
+            .expect("give-up lock")
+            .is_some_and(|at| Instant::now() >= at)
+    }
+
+    /// Sleeps `pause` between two attempts, or less when the grace period ends first.
+    fn pause(&self, pause: Duration) {
+        let until = Instant::now() + pause;
+        let mut at = self.at.lock().expect("give-up lock");
+        loop {
+            let now = Instant::now();
+            let end = at.map_or(until, |a| a.min(until));
+            if now >= end {
+                return;
+            }
+            at = self
+                .changed
+                .wait_timeout(at, end - now)
+                .expect("give-up lock")
+                .0;
+        }
+    }
 }
 
 /// The writer threads' queues.
@@ -123,13 +173,17 @@ fn writer_loop(
             continue;
         }
         let mut attempt = 0u32;
-        loop {
+        let written = loop {
+            // Past the grace period: no new attempt (the pipeline names what is left).
+            if env.give_up.passed() {
+                break false;
+            }
             match write_segment(env, &seg, producer.as_ref(), &rt) {
                 Ok(()) => {
                     if attempt > 0 {
                         env.health.set_sink_failing(false);
                     }
-                    break;
+                    break true;
                 }
                 Err((sink, e)) => {
                     env.metrics.sink_errors.with_label_values(&[sink]).inc();
@@ -142,11 +196,21 @@ fn writer_loop(
                         error = e,
                         "writing a segment failed; retrying"
                     );
-                    std::thread::sleep(Duration::from_millis(
-                        (100 * u64::from(attempt)).min(5_000),
-                    ));
+                    env.give_up
+                        .pause(Duration::from_millis((100 * u64::from(attempt)).min(5_000)));
                 }
             }
+        };
+        if !written {
+            // Not durable, so not marked: the commit stays below it and a restart replays it.
+            debug!(
+                topic = seg.topic,
+                partition = seg.partition,
+                first_offset = seg.first_offset,
+                last_offset = seg.last_offset,
+                "shutdown grace period over: segment dropped unwritten"
+            );
+            continue;
         }
         count_durable(env, &seg);
         env.durable

@@ -226,21 +226,22 @@ pub fn sweep_tree(
 /// are listed newest first and the search stops at the first folder holding such a file.
 /// Should the producer's timestamps run backwards across a day, an older file is found,
 /// whose replay point is older: a longer replay, never a wrong one.
+///
+/// A listing that fails is an error, not "no file": None would send the replay back to the
+/// partition's earliest offset (see [`replay_point_from_files`]).
 pub fn newest_durable_file(
     store: &Store,
     dirs: &[&str],
     topic: &str,
     partition: i32,
     below: i64,
-) -> Option<(String, OutputName)> {
+) -> std::io::Result<Option<(String, OutputName)>> {
     let mut best: Option<(String, OutputName)> = None;
     for dir in dirs {
-        let mut dates = store.list_dirs(dir).ok()?;
+        let mut dates = store.list_dirs(dir)?;
         dates.sort_unstable_by(|a, b| b.cmp(a));
         for date in dates {
-            let Ok(files) = store.list(&join(dir, &date)) else {
-                continue;
-            };
+            let files = store.list(&join(dir, &date))?;
             let mut found = false;
             for rel in files {
                 let name = rel.rsplit('/').next().unwrap_or(&rel);
@@ -269,7 +270,7 @@ pub fn newest_durable_file(
             }
         }
     }
-    best
+    Ok(best)
 }
 
 /// `dir/name`, or `name` when `dir` is the root.
@@ -283,23 +284,41 @@ pub fn join(dir: &str, name: &str) -> String {
 
 /// The replay point recorded in the newest durable file of `topic`/`partition` below
 /// `below` (see [`newest_durable_file`]), with that file; None when there is no such file or
-/// it carries no (consistent) replay point, as files written before this metadata existed.
-/// Returns the replay point, the offset after the file's last, and the file.
+/// it carries no (consistent) replay point, as files written before this metadata existed,
+/// or is not Parquet. Returns the replay point, the offset after the file's last, and the
+/// file. An error when the store cannot be listed or read (unreachable, refused): then the
+/// caller cannot tell, and must not guess "no file".
 pub fn replay_point_from_files(
     store: &Store,
     dirs: &[&str],
     topic: &str,
     partition: i32,
     below: i64,
-) -> Option<(i64, i64, String)> {
-    let (rel, name) = newest_durable_file(store, dirs, topic, partition, below)?;
-    let meta = parquet::read_key_value_metadata(store, &rel).ok()?;
+) -> std::io::Result<Option<(i64, i64, String)>> {
+    let Some((rel, name)) = newest_durable_file(store, dirs, topic, partition, below)? else {
+        return Ok(None);
+    };
+    let meta = match parquet::read_key_value_metadata(store, &rel) {
+        Ok(meta) => meta,
+        // Gone since the listing, or not a Parquet footer: no replay point in it.
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::InvalidData
+            ) =>
+        {
+            return Ok(None)
+        }
+        Err(e) => return Err(e),
+    };
     let get = |k: &str| meta.get(k).and_then(|v| v.parse::<i64>().ok());
-    let replay_from = get(META_REPLAY_FROM)?;
+    let Some(replay_from) = get(META_REPLAY_FROM) else {
+        return Ok(None);
+    };
     let consistent = get(META_LAST_OFFSET) == Some(name.last_offset)
         && meta.get(META_TOPIC).map(String::as_str) == Some(topic)
         && replay_from <= name.last_offset + 1;
-    consistent.then_some((replay_from, name.last_offset + 1, rel))
+    Ok(consistent.then_some((replay_from, name.last_offset + 1, rel)))
 }
 
 #[cfg(test)]
