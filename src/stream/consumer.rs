@@ -56,10 +56,38 @@ pub fn create(cfg: &Config, bootstrap: &str, ctx: Ctx) -> KafkaResult<StreamCons
     consumer_config(cfg, bootstrap).create_with_context(ctx)
 }
 
+/// Which worker owns each partition and the topic's shared name, worked out once per
+/// partition: the per-message path neither hashes nor allocates for the route.
+#[derive(Default)]
+struct Routes {
+    /// Per topic (a handful): its name and, by partition, the owning worker.
+    topics: Vec<(Arc<str>, Vec<Option<usize>>)>,
+}
+
+impl Routes {
+    /// The topic's shared name and the index of the worker that owns the partition.
+    fn route(&mut self, workers: &WorkerPool, topic: &str, partition: i32) -> (Arc<str>, usize) {
+        let t = match self.topics.iter().position(|(t, _)| &**t == topic) {
+            Some(t) => t,
+            None => {
+                self.topics.push((Arc::from(topic), Vec::new()));
+                self.topics.len() - 1
+            }
+        };
+        let (name, by_partition) = &mut self.topics[t];
+        let p = usize::try_from(partition).unwrap_or(0);
+        if by_partition.len() <= p {
+            by_partition.resize(p + 1, None);
+        }
+        let i = *by_partition[p].get_or_insert_with(|| workers.index(topic, partition));
+        (name.clone(), i)
+    }
+}
+
 /// A message as the workers take it: no Kafka types past this point.
-fn to_message(m: &BorrowedMessage) -> Message {
+fn to_message(m: &BorrowedMessage, topic: Arc<str>) -> Message {
     Message {
-        topic: m.topic().to_string(),
+        topic,
         partition: m.partition(),
         offset: m.offset(),
         timestamp_ms: m
@@ -77,12 +105,16 @@ pub async fn consume(
     workers: &WorkerPool,
     shutdown: &mut tokio::sync::watch::Receiver<bool>,
 ) {
+    let mut routes = Routes::default();
     loop {
         tokio::select! {
             biased;
             _ = shutdown.changed() => break,
             m = consumer.recv() => match m {
-                Ok(msg) => dispatch(state, consumer, workers, to_message(&msg)).await,
+                Ok(msg) => {
+                    let (topic, i) = routes.route(workers, msg.topic(), msg.partition());
+                    dispatch(state, consumer, workers, i, to_message(&msg, topic)).await
+                }
                 Err(e) => warn!(%e, "consumer error"),
             },
         }
@@ -95,10 +127,11 @@ async fn dispatch(
     state: &Assignments,
     consumer: &StreamConsumer<Ctx>,
     workers: &WorkerPool,
+    worker: usize,
     msg: Message,
 ) {
     use tokio::sync::mpsc::error::TrySendError as E;
-    let tx = workers.queue(&msg.topic, msg.partition);
+    let tx = workers.queue_of(worker);
     let work = Work::Message {
         msg,
         consumed_at: Instant::now(),
@@ -132,7 +165,7 @@ async fn dispatch(
 fn worker_stopped(work: &Work) {
     if let Work::Message { msg, .. } = work {
         error!(
-            topic = msg.topic,
+            topic = &*msg.topic,
             partition = msg.partition,
             offset = msg.offset,
             "a scoring worker has stopped"

@@ -39,7 +39,8 @@ fn now_ms() -> i64 {
 /// A consumed message, as a worker sees it.
 #[derive(Debug, Clone)]
 pub struct Message {
-    pub topic: String,
+    /// Shared by the messages of a topic (the consumer interns it): no allocation per message.
+    pub topic: Arc<str>,
     pub partition: i32,
     pub offset: i64,
     /// The Kafka timestamp (the time it was consumed, for a message without one): names
@@ -202,13 +203,29 @@ impl WorkerEnv {
 pub struct Worker {
     env: Arc<WorkerEnv>,
     parts: HashMap<PartitionKey, Box<PartitionState>>,
+    /// This worker's share of `output.max_open_bytes`, computed once: the per-message path
+    /// must not ask the system how many cores it has (`available_parallelism` reads the
+    /// cgroup files on every call, which cost 4-5x the throughput of one point per message).
+    open_budget: usize,
+    /// The key of the message being processed, reused so a lookup allocates nothing.
+    key: PartitionKey,
 }
 
 impl Worker {
+    /// A worker of a pool of `pipeline.worker_count()` workers.
     pub fn new(env: Arc<WorkerEnv>) -> Self {
+        let workers = env.cfg.pipeline.worker_count();
+        Self::in_pool(env, workers)
+    }
+
+    /// A worker of a pool of `workers`: its share of `max_open_bytes` is fixed here.
+    pub fn in_pool(env: Arc<WorkerEnv>, workers: usize) -> Self {
+        let open_budget = env.cfg.output.max_open_bytes / workers.max(1);
         Self {
             env,
             parts: HashMap::new(),
+            open_budget,
+            key: (String::new(), 0),
         }
     }
 
@@ -326,11 +343,19 @@ impl Worker {
     /// Processes one message of one of the worker's partitions; returns a segment to hand to
     /// the writer if one was sealed.
     pub fn process(&mut self, msg: &Message, consumed_at: Instant) -> Option<Segment> {
-        let Worker { env, parts } = self;
+        let Worker {
+            env,
+            parts,
+            open_budget,
+            key,
+        } = self;
         let metrics = &env.metrics;
-        let (topic, partition, offset) = (msg.topic.as_str(), msg.partition, msg.offset);
+        let (topic, partition, offset) = (&*msg.topic, msg.partition, msg.offset);
+        key.0.clear();
+        key.0.push_str(topic);
+        key.1 = partition;
         // A message of a partition we no longer own (fetched before a revoke): skip it.
-        let p = parts.get_mut(&(topic.to_string(), partition))?;
+        let p = parts.get_mut(key)?;
         p.messages.inc();
         if offset < p.next_offset {
             // Already processed (a re-fetch after a seek): processing again would double it.
@@ -386,7 +411,8 @@ impl Worker {
                             continue;
                         }
                     };
-                    let series_model = served.serving.load_full();
+                    // A guard, not a clone: no shared reference count is written per point.
+                    let series_model = served.serving.load();
                     // A series has the channel count of the model that scores it.
                     let channels = series_model.model.input().channels();
                     if pt.channels() != channels.max(1) {
@@ -410,11 +436,9 @@ impl Worker {
                         &mut scored,
                     );
                     // The windows of this point's series, scored by its model.
-                    windows_out.extend(
-                        scored
-                            .drain(..)
-                            .map(|sw| (sw, served.serving.name.as_str(), series_model.clone())),
-                    );
+                    windows_out.extend(scored.drain(..).map(|sw| {
+                        (sw, served.serving.name.as_str(), Arc::clone(&series_model))
+                    }));
                     match outcome {
                         PointOutcome::Accepted => {
                             if let Some(l) = &env.labels {
@@ -548,6 +572,7 @@ impl Worker {
         let seg = p
             .segment
             .get_or_insert_with(|| env.open_segment(topic, partition, offset, event_ms));
+        let bytes_before = seg.approx_bytes;
         seg.last_offset = offset;
         seg.approx_bytes += preds.len() * 256
             + dead
@@ -567,9 +592,13 @@ impl Worker {
         if seg.rows() >= output.roll_rows || seg.approx_bytes >= seg.roll_at_bytes {
             return env.seal(p);
         }
+        if seg.approx_bytes == bytes_before {
+            // Nothing added: the open total is what it was after the last message.
+            return None;
+        }
         // The bound on what open segments hold across this worker's partitions: over its
         // share of `max_open_bytes`, the largest is sealed early rather than let grow.
-        let budget = output.max_open_bytes / env.cfg.pipeline.worker_count().max(1);
+        let budget = *open_budget;
         let open = |p: &PartitionState| p.segment.as_ref().map_or(0, |s| s.approx_bytes);
         if parts.values().map(|p| open(p)).sum::<usize>() > budget {
             let largest = parts.values_mut().max_by_key(|p| open(p))?;
@@ -650,7 +679,7 @@ impl WorkerPool {
         let mut threads = Vec::new();
         for i in 0..n {
             let (tx, rx) = tokio::sync::mpsc::channel::<Work>(queue);
-            let (worker, writers) = (Worker::new(env.clone()), writers.clone());
+            let (worker, writers) = (Worker::in_pool(env.clone(), n), writers.clone());
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("milstream-score-{i}"))
@@ -669,9 +698,9 @@ impl WorkerPool {
         (h.finish() as usize) % self.txs.len()
     }
 
-    /// The queue of the worker that owns `topic`/`partition`.
-    pub fn queue(&self, topic: &str, partition: i32) -> &tokio::sync::mpsc::Sender<Work> {
-        &self.txs[self.index(topic, partition)]
+    /// The queue of worker `i` (an [`index`](Self::index)).
+    pub fn queue_of(&self, i: usize) -> &tokio::sync::mpsc::Sender<Work> {
+        &self.txs[i]
     }
 
     /// Every worker's queue (for the ticker).
