@@ -11,6 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::{FutureExt, StreamExt};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
 use rdkafka::error::KafkaResult;
@@ -106,36 +107,58 @@ pub async fn consume(
     shutdown: &mut tokio::sync::watch::Receiver<bool>,
 ) {
     let mut routes = Routes::default();
+    // One stream for the whole loop: `recv` registers and drops a waker slot per call.
+    let mut stream = consumer.stream();
+    let batch = workers.batch();
     loop {
-        tokio::select! {
+        let first = tokio::select! {
             biased;
             _ = shutdown.changed() => break,
-            m = consumer.recv() => match m {
-                Ok(msg) => {
+            m = stream.next() => m,
+        };
+        let consumed_at = Instant::now();
+        let mut received = 0;
+        let mut next = first;
+        // The first message, then whatever librdkafka already holds (without waiting), up
+        // to a batch: one queue operation and one wake-up per worker per batch. A rebalance
+        // callback inside one of these polls queues the staged messages before its own work.
+        loop {
+            match next {
+                Some(Ok(msg)) => {
                     let (topic, i) = routes.route(workers, msg.topic(), msg.partition());
-                    dispatch(state, consumer, workers, i, to_message(&msg, topic)).await
+                    workers.stage(i, to_message(&msg, topic));
+                    received += 1;
                 }
-                Err(e) => warn!(%e, "consumer error"),
-            },
+                Some(Err(e)) => warn!(%e, "consumer error"),
+                None => {}
+            }
+            if received >= batch {
+                break;
+            }
+            match stream.next().now_or_never() {
+                Some(m) => next = m,
+                None => break,
+            }
+        }
+        for (i, msgs) in workers.take_pending() {
+            dispatch(state, consumer, workers, i, msgs, consumed_at).await;
         }
     }
 }
 
-/// Queues a message for its partition's worker; when that worker is behind, pauses every
-/// assigned partition until the message is accepted (backpressure instead of memory growth).
+/// Queues a batch of messages for worker `worker`; when that worker is behind, pauses every
+/// assigned partition until the batch is accepted (backpressure instead of memory growth).
 async fn dispatch(
     state: &Assignments,
     consumer: &StreamConsumer<Ctx>,
     workers: &WorkerPool,
     worker: usize,
-    msg: Message,
+    msgs: Vec<Message>,
+    consumed_at: Instant,
 ) {
     use tokio::sync::mpsc::error::TrySendError as E;
     let tx = workers.queue_of(worker);
-    let work = Work::Message {
-        msg,
-        consumed_at: Instant::now(),
-    };
+    let work = Work::Messages { msgs, consumed_at };
     let work = match tx.try_send(work) {
         Ok(()) => return,
         Err(E::Full(w)) => w,
@@ -163,13 +186,16 @@ async fn dispatch(
 
 /// Logs a message that could not be queued (cold path: the worker is gone).
 fn worker_stopped(work: &Work) {
-    if let Work::Message { msg, .. } = work {
-        error!(
-            topic = &*msg.topic,
-            partition = msg.partition,
-            offset = msg.offset,
-            "a scoring worker has stopped"
-        );
+    if let Work::Messages { msgs, .. } = work {
+        if let Some(msg) = msgs.first() {
+            error!(
+                topic = &*msg.topic,
+                partition = msg.partition,
+                offset = msg.offset,
+                messages = msgs.len(),
+                "a scoring worker has stopped"
+            );
+        }
     }
 }
 

@@ -51,8 +51,11 @@ pub struct Message {
 
 /// What a scoring worker is told, in partition order.
 pub enum Work {
-    Message {
-        msg: Message,
+    /// Messages of this worker's partitions, in the order they were received: whatever the
+    /// consumer had ready, up to [`MAX_BATCH`], so one wake-up serves many messages.
+    Messages {
+        msgs: Vec<Message>,
+        /// When the first of them was received.
         consumed_at: Instant,
     },
     /// A partition is now ours; its messages follow.
@@ -625,9 +628,11 @@ fn worker_loop(
     let mut last_tick = Instant::now();
     while let Some(work) = rx.blocking_recv() {
         match work {
-            Work::Message { msg, consumed_at } => {
-                if let Some(seg) = worker.process(&msg, consumed_at) {
-                    writers.send(seg);
+            Work::Messages { msgs, consumed_at } => {
+                for msg in &msgs {
+                    if let Some(seg) = worker.process(msg, consumed_at) {
+                        writers.send(seg);
+                    }
                 }
             }
             Work::Assign(key, state) => worker.assign(key, state),
@@ -661,24 +666,40 @@ fn worker_loop(
 /// A worker thread; it returns each of its partitions' next offset when its queue closes.
 pub type WorkerThread = std::thread::JoinHandle<Vec<(PartitionKey, i64)>>;
 
+/// Most messages handed to the workers in one go (one [`Work::Messages`] each at most):
+/// a channel send and a wake-up per message cost more than decoding and scoring one point.
+pub const MAX_BATCH: usize = 64;
+
 /// The scoring workers' queues. A partition always goes to the same worker.
 pub struct WorkerPool {
     txs: Vec<tokio::sync::mpsc::Sender<Work>>,
+    /// Messages the consumer received and has not queued yet, per worker. A rebalance
+    /// callback runs inside the consumer's poll, between two receives of one batch: it
+    /// queues these before its own control work ([`send_control`](Self::send_control)),
+    /// so a worker still sees every message received before an assign or revoke first.
+    pending: std::sync::Mutex<Vec<Vec<Message>>>,
+    /// Messages per [`Work::Messages`] at most.
+    batch: usize,
 }
 
 impl WorkerPool {
-    /// Starts `n` worker threads, each with a queue of `queue` messages; their handles
-    /// return each partition's next offset when the pool is dropped.
+    /// Starts `n` worker threads, each with a queue of about `queue` messages (in batches of
+    /// at most [`MAX_BATCH`]); their handles return each partition's next offset when the
+    /// pool is dropped.
     pub fn start(
         env: &Arc<WorkerEnv>,
         n: usize,
         queue: usize,
         writers: &Arc<Writers>,
     ) -> std::io::Result<(Self, Vec<WorkerThread>)> {
+        let n = n.max(1);
+        let batch = MAX_BATCH.min(queue).max(1);
+        // The bound stays `queue` messages: full batches fill the queue at `queue`.
+        let depth = queue.div_ceil(batch).max(1);
         let mut txs = Vec::new();
         let mut threads = Vec::new();
         for i in 0..n {
-            let (tx, rx) = tokio::sync::mpsc::channel::<Work>(queue);
+            let (tx, rx) = tokio::sync::mpsc::channel::<Work>(depth);
             let (worker, writers) = (Worker::in_pool(env.clone(), n), writers.clone());
             threads.push(
                 std::thread::Builder::new()
@@ -687,7 +708,36 @@ impl WorkerPool {
             );
             txs.push(tx);
         }
-        Ok((Self { txs }, threads))
+        let pending = std::sync::Mutex::new(vec![Vec::new(); n]);
+        Ok((
+            Self {
+                txs,
+                pending,
+                batch,
+            },
+            threads,
+        ))
+    }
+
+    /// Messages per [`Work::Messages`] at most.
+    pub fn batch(&self) -> usize {
+        self.batch
+    }
+
+    /// Holds a received message for worker `i` until [`take_pending`](Self::take_pending).
+    pub fn stage(&self, i: usize, msg: Message) {
+        self.pending.lock().expect("pending lock")[i].push(msg);
+    }
+
+    /// The staged messages, per worker (cheap when there are none).
+    pub fn take_pending(&self) -> Vec<(usize, Vec<Message>)> {
+        let mut pending = self.pending.lock().expect("pending lock");
+        pending
+            .iter_mut()
+            .enumerate()
+            .filter(|(_, b)| !b.is_empty())
+            .map(|(i, b)| (i, std::mem::take(b)))
+            .collect()
     }
 
     /// The worker that owns `topic`/`partition`.
@@ -710,7 +760,21 @@ impl WorkerPool {
 
     /// Queues control work from a rebalance callback, which runs inside the consumer's
     /// poll and so may not await: waits in place while the worker's queue is full.
-    pub fn send_control(&self, i: usize, mut work: Work) -> bool {
+    pub fn send_control(&self, i: usize, work: Work) -> bool {
+        // Messages received before this callback go first (see `pending`).
+        for (w, msgs) in self.take_pending() {
+            let work = Work::Messages {
+                msgs,
+                consumed_at: Instant::now(),
+            };
+            self.send_waiting(w, work);
+        }
+        self.send_waiting(i, work)
+    }
+
+    /// Queues `work` to worker `i`, waiting in place while its queue is full; false when the
+    /// worker has stopped.
+    fn send_waiting(&self, i: usize, mut work: Work) -> bool {
         use tokio::sync::mpsc::error::TrySendError as E;
         loop {
             match self.txs[i].try_send(work) {
