@@ -10,11 +10,133 @@
 //! earliest subsequence as the from-scratch argmax does.
 
 use std::collections::VecDeque;
+use std::sync::OnceLock;
 
 use super::error::{MilError, Result};
+use super::kernel::{Kernel, RepBlocks};
 use super::model::{Explanation, Model};
 use super::shapelet::{fixed_mean, to_fixed, ShapeletModel};
+use super::space::Extraction;
 use super::weak::position;
+
+/// What a new point costs, worked out once per model: the spaces some hypothesis reads,
+/// each with only the representatives its hypotheses weigh (alpha_z != 0 somewhere), laid
+/// out for [`Kernel::row_blocked`]. A representative's kernel value is the same IEEE
+/// operations in the same order wherever it sits in a block, so the kept rows give the
+/// bits of the full rows: the floor of a point is one kernel row against these per space.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    spaces: Vec<SpacePlan>,
+    /// The most representatives one space keeps (the kernel row scratch).
+    max_kept: usize,
+}
+
+#[derive(Debug, Clone)]
+struct SpacePlan {
+    extraction: Extraction,
+    footprint: usize,
+    dim: usize,
+    kernel: Kernel,
+    kept: RepBlocks,
+    n_kept: usize,
+    /// The space's hypotheses: flat index (ensemble by ensemble) and alpha over the kept
+    /// representatives, in the model's order (the sum's order, hence its bits).
+    hyps: Vec<(usize, Vec<(u32, f64)>)>,
+}
+
+impl Plan {
+    fn new(m: &ShapeletModel) -> Self {
+        let mut spaces = Vec::new();
+        for (s, space) in m.spaces.iter().enumerate() {
+            if space.count == 0 {
+                continue;
+            }
+            let hyps: Vec<(usize, &Vec<(u32, f64)>)> = m
+                .ensembles
+                .iter()
+                .flat_map(|e| &e.hypotheses)
+                .enumerate()
+                .filter(|(_, h)| h.space == s)
+                .map(|(q, h)| (q, &h.alpha))
+                .collect();
+            if hyps.is_empty() {
+                continue;
+            }
+            let mut kept: Vec<u32> = hyps
+                .iter()
+                .flat_map(|(_, a)| a.iter().map(|&(z, _)| z))
+                .filter(|&z| (z as usize) < space.count)
+                .collect();
+            kept.sort_unstable();
+            kept.dedup();
+            let e = space.extraction();
+            let dim = e.dim();
+            let reps: Vec<f64> = kept
+                .iter()
+                .flat_map(|&z| &space.representatives[z as usize * dim..(z as usize + 1) * dim])
+                .copied()
+                .collect();
+            let index = |z: u32| kept.binary_search(&z).map_or(u32::MAX, |i| i as u32);
+            spaces.push(SpacePlan {
+                extraction: e,
+                footprint: e.footprint(),
+                dim,
+                kernel: space.kernel,
+                kept: RepBlocks::new(&reps, dim),
+                n_kept: kept.len(),
+                hyps: hyps
+                    .into_iter()
+                    .map(|(q, a)| (q, a.iter().map(|&(z, w)| (index(z), w)).collect()))
+                    .collect(),
+            });
+        }
+        let max_kept = spaces.iter().map(|s| s.n_kept).max().unwrap_or(0);
+        Self { spaces, max_kept }
+    }
+
+    /// Spaces a point is scored in, and representatives kept over them (for `bench --score`).
+    pub fn shape(&self) -> (usize, usize) {
+        (
+            self.spaces.len(),
+            self.spaces.iter().map(|s| s.n_kept).sum(),
+        )
+    }
+
+    /// The floor of one point in each used space: its new subsequence extracted and its
+    /// kernel row against the kept representatives, nothing else; `sub` and `row` are
+    /// scratch. For `bench --score`, to measure against.
+    pub fn floor_point(&self, points: &[&[f64]], sub: &mut Vec<f64>, row: &mut Vec<f64>) -> f64 {
+        let live = points[0].len();
+        let mut acc = 0.0;
+        for sp in &self.spaces {
+            if live < sp.footprint {
+                continue;
+            }
+            sub.resize(sp.dim, 0.0);
+            row.resize(sp.n_kept, 0.0);
+            sp.extraction.extract_channels(points, live - sp.footprint, sub);
+            sp.kernel.row_blocked(sub, &sp.kept, row);
+            acc += row.first().copied().unwrap_or(0.0);
+        }
+        acc
+    }
+}
+
+/// A model's [`Plan`], made on first use (the model's spaces and hypotheses do not change
+/// after a fit): derived data, so two models compare equal whatever their caches hold.
+#[derive(Debug, Clone, Default)]
+pub struct PlanCache(OnceLock<Plan>);
+
+impl PartialEq for PlanCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+/// The model's incremental plan.
+pub fn plan(m: &ShapeletModel) -> &Plan {
+    m.incremental.0.get_or_init(|| Plan::new(m))
+}
 
 /// Sliding-window state of one series under one model. Holds no reference to the model, so
 /// it can live in a map next to the model handle; every call takes the model it was built for.
@@ -134,7 +256,7 @@ impl WindowScorer {
             )));
         }
         let n_hyp: usize = m.ensembles.iter().map(|e| e.hypotheses.len()).sum();
-        let scratch = vec![0.0; m.spaces.iter().map(|s| s.count).max().unwrap_or(0)];
+        let scratch = vec![0.0; plan(m).max_kept];
         Ok(Self {
             window,
             window_start: 0,
@@ -218,45 +340,50 @@ impl WindowScorer {
             .window_start
             .max(self.n.saturating_sub(self.window as u64));
         let window_start = self.window_start;
-        // Every channel's buffer has the same length: one per push, not per space.
-        let all: Vec<&[f64]> = self.recent.iter().map(Vec::as_slice).collect();
+        // Every channel's buffer has the same length; a univariate series' one slice is
+        // borrowed without building a list.
+        let one: [&[f64]; 1];
+        let many: Vec<&[f64]>;
+        let all: &[&[f64]] = if self.recent.len() == 1 {
+            one = [self.recent[0].as_slice()];
+            &one
+        } else {
+            many = self.recent.iter().map(Vec::as_slice).collect();
+            &many
+        };
         let live = all[0].len();
-        for (s, space) in m.spaces.iter().enumerate() {
-            let e = space.extraction();
-            let f = e.footprint();
-            if (self.n as usize) < f || space.count == 0 {
+        // Only the spaces some hypothesis reads, and in each only the representatives some
+        // alpha weighs (the plan): the values are the full rows' bits (see `Plan`).
+        for sp in &plan(m).spaces {
+            let f = sp.footprint;
+            if (self.n as usize) < f {
                 continue;
             }
             let start = self.n - f as u64;
-            let sub = &mut self.sub[..e.dim()];
-            e.extract_channels(&all, live - f, sub);
-            let krow = &mut self.scratch[..space.count];
-            space.kernel_row(sub, krow);
-            let mut q = 0;
-            for e in &m.ensembles {
-                for h in &e.hypotheses {
-                    if h.space == s {
-                        let v: f64 = h.alpha.iter().map(|&(z, a)| a * krow[z as usize]).sum();
-                        let dq = &mut self.deques[q];
-                        // Strict <: an equal earlier value stays in front, as the from-scratch
-                        // argmax keeps the first maximiser.
-                        while dq.back().is_some_and(|&(_, b)| b < v) {
-                            dq.pop_back();
-                        }
-                        dq.push_back((start, v));
-                        // The window moved by one point: at most one subsequence left it
-                        // (none stays when the window is shorter than the footprint).
-                        while dq.front().is_some_and(|&(st, _)| st < window_start) {
-                            dq.pop_front();
-                        }
-                        if let Some(ms) = &mut self.means[q] {
-                            let fx = to_fixed(v);
-                            ms.values.push_back((start, fx));
-                            ms.sum += i128::from(fx);
-                            ms.drop_before(window_start);
-                        }
-                    }
-                    q += 1;
+            let sub = &mut self.sub[..sp.dim];
+            sp.extraction.extract_channels(all, live - f, sub);
+            let krow = &mut self.scratch[..sp.n_kept];
+            sp.kernel.row_blocked(sub, &sp.kept, krow);
+            for (q, alpha) in &sp.hyps {
+                let q = *q;
+                let v: f64 = alpha.iter().map(|&(z, a)| a * krow[z as usize]).sum();
+                let dq = &mut self.deques[q];
+                // Strict <: an equal earlier value stays in front, as the from-scratch
+                // argmax keeps the first maximiser.
+                while dq.back().is_some_and(|&(_, b)| b < v) {
+                    dq.pop_back();
+                }
+                dq.push_back((start, v));
+                // The window moved by one point: at most one subsequence left it
+                // (none stays when the window is shorter than the footprint).
+                while dq.front().is_some_and(|&(st, _)| st < window_start) {
+                    dq.pop_front();
+                }
+                if let Some(ms) = &mut self.means[q] {
+                    let fx = to_fixed(v);
+                    ms.values.push_back((start, fx));
+                    ms.sum += i128::from(fx);
+                    ms.drop_before(window_start);
                 }
             }
         }
