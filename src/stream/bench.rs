@@ -226,7 +226,7 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     let start = vec![(super::models::specs(&cfg)[0].clone(), scoring)];
     let pipeline = tokio::spawn(run_pipeline(
         cfg,
-        bootstrap,
+        bootstrap.clone(),
         start,
         metrics.clone(),
         health.clone(),
@@ -420,20 +420,6 @@ fn baseline(
         "partitions": opts.partitions,
         "seconds": secs,
         "messages_per_second": n_msgs as f64 / secs,
-        "points_per_second": pps,
-        "baseline_points_per_second": bare_pps,
-        "baseline_seconds": bare["seconds"],
-        // The guard's figure: the daemon against the bare consumer of the same run (paced
-        // runs are limited by the rate, so theirs says little).
-        "ratio_to_baseline": pps / bare_pps,
-        "live_series": live_series,
-        "rss_bytes_before": rss_before,
-        "rss_bytes_loaded": rss_loaded,
-        // Resident memory per live series: the growth over the run, all of which is not
-        // windows (segments, queues), so an upper bound.
-        "rss_bytes_per_live_series": match (rss_before, rss_loaded) {
-            (Some(a), Some(b)) if live_series > 0 => json!((b.saturating_sub(a)) as f64 / live_series as f64),
-            _ => serde_json::Value::Null,
-        },
+        "points_per_second": n_points as f64 / secs,
     }))
 }

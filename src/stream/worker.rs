@@ -215,7 +215,8 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// A worker of a pool of `pipeline.worker_count()` workers.
+    /// A worker of a pool of `pipeline.worker_count()` workers (the tests').
+    #[cfg(test)]
     pub fn new(env: Arc<WorkerEnv>) -> Self {
         let workers = env.cfg.pipeline.worker_count();
         Self::in_pool(env, workers)
