@@ -208,7 +208,7 @@ fn bench_score(opts: &FitOptions) -> Result<()> {
         let window = train.min_series_len().unwrap_or(150).max(1);
         let stream = concatenated(&test);
         let p = plan(m);
-        let (spaces_used, kept) = p.shape();
+        let (spaces_used, kept, groups) = p.shape();
         let reps_all: usize = m.spaces.iter().map(|s| s.count).sum();
         // The scorer: warm (a full window), then timed point by point.
         let mut sc = WindowScorer::new(&model, window)?;
@@ -217,7 +217,8 @@ fn bench_score(opts: &FitOptions) -> Result<()> {
         }
         let mut i = window;
         let ns_point = ns_per_call(Duration::from_millis(1500), || {
-            sc.push(&model, stream[i]).expect("a point of the model's channel count");
+            sc.push(&model, stream[i])
+                .expect("a point of the model's channel count");
             i = if i + 1 < stream.len() { i + 1 } else { window };
         });
         let ns_explain = ns_per_call(Duration::from_millis(500), || {
@@ -261,6 +262,7 @@ fn bench_score(opts: &FitOptions) -> Result<()> {
             "spaces": m.spaces.len(),
             "spaces_used": spaces_used,
             "hypotheses": hyps,
+            "hypothesis_groups": groups,
             "representatives": reps_all,
             "representatives_kept": kept,
             "ns_per_point": ns_point,
@@ -344,11 +346,7 @@ fn bench_score(opts: &FitOptions) -> Result<()> {
 
 /// Resident bytes per live series of 150-point windows with their scorers: `series` series
 /// of 300 points each through one partition's windows (GunPoint's model and values).
-fn series_memory(
-    model: Model,
-    stream: &[f64],
-    series: usize,
-) -> Result<serde_json::Value> {
+fn series_memory(model: Model, stream: &[f64], series: usize) -> Result<serde_json::Value> {
     use milstream::stream::record::Point;
     use milstream::stream::window::{PartitionWindows, ScoringModel, WindowParams};
     use std::sync::Arc;

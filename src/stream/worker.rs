@@ -440,9 +440,11 @@ impl Worker {
                         &mut scored,
                     );
                     // The windows of this point's series, scored by its model.
-                    windows_out.extend(scored.drain(..).map(|sw| {
-                        (sw, served.serving.name.as_str(), Arc::clone(&series_model))
-                    }));
+                    windows_out.extend(
+                        scored.drain(..).map(|sw| {
+                            (sw, served.serving.name.as_str(), Arc::clone(&series_model))
+                        }),
+                    );
                     match outcome {
                         PointOutcome::Accepted => {
                             if let Some(l) = &env.labels {
