@@ -18,5 +18,5 @@ s3=(--output s3://bench/out --store-option "aws_endpoint=http://127.0.0.1:$port"
     --store-option aws_allow_http=true --store-option aws_access_key_id=t
     --store-option aws_secret_access_key=t --store-option aws_region=us-east-1)
 args=(--points 200000 --partitions 4 "$@")
-"$bin" bench-stream "${args[@]}" 2>/dev/null
-"$bin" bench-stream "${args[@]}" "${s3[@]}" 2>/dev/null
+"$bin" bench-stream --json "${args[@]}" 2>/dev/null
+"$bin" bench-stream --json "${args[@]}" "${s3[@]}" 2>/dev/null

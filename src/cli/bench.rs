@@ -15,8 +15,14 @@ use super::{load, progress, summary_json, FitOptions};
 
 #[derive(Args)]
 pub struct BenchArgs {
-    #[arg(long, required_unless_present_any = ["scaling", "cbf"])]
+    #[arg(long, required_unless_present_any = ["scaling", "cbf", "score"])]
     data: Option<PathBuf>,
+    /// Scoring without Kafka: nanoseconds per streamed point of the default GunPoint and
+    /// ACSF1 models against the floor (each used space's new subsequence and its kernel row
+    /// against the kept representatives), per window explained, bags/s of the bag model on
+    /// MUSK1, and memory per live series.
+    #[arg(long)]
+    score: bool,
     /// The scaling table (fit seconds, peak memory and a n log n comparison).
     #[arg(long)]
     scaling: bool,
@@ -42,9 +48,13 @@ pub fn run(args: BenchArgs) -> Result<()> {
         repeat,
         fit_only,
         opts,
+        score,
     } = args;
     if scaling {
         return bench_scaling(&opts);
+    }
+    if score {
+        return bench_score(&opts);
     }
     let ds = match (cbf, data) {
         (Some(n), _) => milstream::data::cylinder_bell_funnel(n, 150, opts.seed),
@@ -149,4 +159,251 @@ fn bench_scaling(opts: &FitOptions) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Runs `f` repeatedly for at least `at_least`; nanoseconds per call.
+fn ns_per_call(at_least: std::time::Duration, mut f: impl FnMut()) -> f64 {
+    let t = Instant::now();
+    let mut calls = 0u64;
+    while calls == 0 || t.elapsed() < at_least {
+        f();
+        calls += 1;
+    }
+    t.elapsed().as_nanos() as f64 / calls as f64
+}
+
+/// The values of every series of `ds`, one after the other: a long univariate stream.
+fn concatenated(ds: &milstream::mil::Dataset) -> Vec<f64> {
+    ds.samples
+        .iter()
+        .filter_map(|s| match s {
+            milstream::mil::Sample::Series(v) => Some(v.as_slice()),
+            _ => None,
+        })
+        .flatten()
+        .copied()
+        .collect()
+}
+
+/// `bench --score`: the incremental scorer on the default GunPoint and ACSF1 models (fitted
+/// here from tests/data), per point and against the floor; bag scoring; memory per series.
+fn bench_score(opts: &FitOptions) -> Result<()> {
+    use milstream::mil::incremental::{plan, WindowScorer};
+    use milstream::mil::FitParams;
+    use std::hint::black_box;
+    use std::time::Duration;
+
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let mut models = Vec::new();
+    let mut gunpoint = None;
+    for name in ["GunPoint", "ACSF1"] {
+        let train = load(&data.join(format!("{name}_TRAIN.csv")), None)?;
+        let test = load(&data.join(format!("{name}_TEST.csv")), None)?;
+        let t = Instant::now();
+        let model = Model::fit(&train, &FitParams::default())?;
+        let fit_seconds = t.elapsed().as_secs_f64();
+        let Model::LpboostShapelet(m) = &model else {
+            bail!("the default series model is an LPBoost shapelet model")
+        };
+        let window = train.min_series_len().unwrap_or(150).max(1);
+        let stream = concatenated(&test);
+        let p = plan(m);
+        let (spaces_used, kept, groups) = p.shape();
+        let reps_all: usize = m.spaces.iter().map(|s| s.count).sum();
+        // The scorer: warm (a full window), then timed point by point.
+        let mut sc = WindowScorer::new(&model, window)?;
+        for &x in &stream[..window] {
+            sc.push(&model, x)?;
+        }
+        let mut i = window;
+        let ns_point = ns_per_call(Duration::from_millis(1500), || {
+            sc.push(&model, stream[i])
+                .expect("a point of the model's channel count");
+            i = if i + 1 < stream.len() { i + 1 } else { window };
+        });
+        let ns_explain = ns_per_call(Duration::from_millis(500), || {
+            black_box(sc.explain(&model).expect("explains"));
+        });
+        // The floor: each used space's new subsequence and its kernel row against the kept
+        // representatives (the deques' O(1) per hypothesis aside).
+        let foot = m
+            .spaces
+            .iter()
+            .map(|s| s.extraction().footprint())
+            .max()
+            .unwrap_or(1);
+        let (mut sub, mut row) = (Vec::new(), Vec::new());
+        let mut j = foot;
+        let ns_floor = ns_per_call(Duration::from_millis(1000), || {
+            let pts = [&stream[j + 1 - foot..=j]];
+            black_box(p.floor_point(&pts, &mut sub, &mut row));
+            j = if j + 1 < stream.len() { j + 1 } else { foot };
+        });
+        // What a point cost before the plan: every space's full kernel row.
+        let mut full = vec![0.0; m.spaces.iter().map(|s| s.count).max().unwrap_or(0)];
+        let mut k = foot;
+        let ns_full = ns_per_call(Duration::from_millis(1000), || {
+            let pts = [&stream[k + 1 - foot..=k]];
+            for s in &m.spaces {
+                let e = s.extraction();
+                let f = e.footprint();
+                sub.resize(e.dim(), 0.0);
+                e.extract_channels(&pts, foot - f, &mut sub);
+                s.kernel_row(&sub, &mut full[..s.count]);
+            }
+            black_box(&full);
+            k = if k + 1 < stream.len() { k + 1 } else { foot };
+        });
+        let hyps: usize = m.ensembles.iter().map(|e| e.hypotheses.len()).sum();
+        models.push(json!({
+            "model": format!("{name} default"),
+            "fit_seconds": fit_seconds,
+            "window": window,
+            "spaces": m.spaces.len(),
+            "spaces_used": spaces_used,
+            "hypotheses": hyps,
+            "hypothesis_groups": groups,
+            "representatives": reps_all,
+            "representatives_kept": kept,
+            "ns_per_point": ns_point,
+            "ns_per_point_per_space": ns_point / spaces_used.max(1) as f64,
+            "floor_ns_per_point": ns_floor,
+            "floor_ns_per_point_per_space": ns_floor / spaces_used.max(1) as f64,
+            "ratio_to_floor": ns_point / ns_floor,
+            "full_rows_ns_per_point": ns_full,
+            "ns_per_explain": ns_explain,
+        }));
+        if name == "GunPoint" {
+            gunpoint = Some((model, stream));
+        }
+    }
+
+    // Bags: the bag model (LPBoost with the bag defaults) on MUSK1's bags of 166 features.
+    let musk = milstream::stream::embedded::musk1();
+    let bag_model = milstream::stream::embedded::train_embedded_bag_model(
+        milstream::mil::model::ModelKind::Lpboost,
+    )?;
+    let mut b = 0;
+    let ns_bag = ns_per_call(Duration::from_millis(1500), || {
+        black_box(bag_model.explain(&musk.samples[b]).expect("a MUSK1 bag"));
+        b = (b + 1) % musk.samples.len();
+    });
+    let instances: usize = musk
+        .samples
+        .iter()
+        .map(|s| match s {
+            milstream::mil::Sample::Bag(bag) => bag.len(),
+            _ => 0,
+        })
+        .sum();
+
+    // Memory per live series: windows of 150 points with their scorers, as a worker holds
+    // them (the resident growth over `series` series of 300 points each).
+    let (model, stream) = gunpoint.expect("GunPoint ran");
+    let series = 10_000usize;
+    let memory = series_memory(model, &stream, series)?;
+
+    let out = json!({
+        "models": models,
+        "bags": {
+            "model": "MUSK1 bag default (LPBoost)",
+            "features": 166,
+            "mean_instances": instances as f64 / musk.samples.len().max(1) as f64,
+            "bags_per_second": 1e9 / ns_bag,
+            "ns_per_bag": ns_bag,
+        },
+        "memory": memory,
+    });
+    if opts.json {
+        println!("{out}");
+    } else {
+        for m in out["models"].as_array().into_iter().flatten() {
+            println!(
+                "{}: {:.0} ns/point over {} of {} spaces ({:.0} ns/point/space); floor {:.0} ns/point ({:.2}x); \
+                 full rows {:.0} ns/point; {} of {} representatives kept; explain {:.0} ns",
+                m["model"].as_str().unwrap_or(""),
+                m["ns_per_point"].as_f64().unwrap_or(f64::NAN),
+                m["spaces_used"],
+                m["spaces"],
+                m["ns_per_point_per_space"].as_f64().unwrap_or(f64::NAN),
+                m["floor_ns_per_point"].as_f64().unwrap_or(f64::NAN),
+                m["ratio_to_floor"].as_f64().unwrap_or(f64::NAN),
+                m["full_rows_ns_per_point"].as_f64().unwrap_or(f64::NAN),
+                m["representatives_kept"],
+                m["representatives"],
+                m["ns_per_explain"].as_f64().unwrap_or(f64::NAN),
+            );
+        }
+        println!(
+            "bags: {:.0} bags/s (MUSK1, 166 features, {:.1} instances per bag)",
+            1e9 / ns_bag,
+            instances as f64 / musk.samples.len().max(1) as f64
+        );
+        println!("memory: {}", out["memory"]);
+    }
+    Ok(())
+}
+
+/// Resident bytes per live series of 150-point windows with their scorers: `series` series
+/// of 300 points each through one partition's windows (GunPoint's model and values).
+fn series_memory(model: Model, stream: &[f64], series: usize) -> Result<serde_json::Value> {
+    use milstream::stream::record::Point;
+    use milstream::stream::window::{PartitionWindows, ScoringModel, WindowParams};
+    use std::sync::Arc;
+    let rss = || -> Option<u64> {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+        Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
+    };
+    let scoring = Arc::new(ScoringModel {
+        model,
+        version: "bench".into(),
+        generation: 1,
+    });
+    let params = WindowParams {
+        points: 150,
+        duration_ms: 0,
+        hop_ms: 1_500,
+        lateness_ms: 0,
+        idle_timeout_ms: 600_000,
+        max_series: series,
+    };
+    let ids: Vec<String> = (0..series).map(|s| format!("pump-{s:06}")).collect();
+    let before = rss();
+    let t = Instant::now();
+    let mut w = PartitionWindows::new(params);
+    let mut out = Vec::new();
+    let per_series = 300;
+    let mut point = Point {
+        series_id: String::new(),
+        ts_ms: 0,
+        value: 0.0,
+        rest: Vec::new(),
+        model: None,
+    };
+    for j in 0..per_series {
+        for (s, id) in ids.iter().enumerate() {
+            point.series_id.clone_from(id);
+            point.ts_ms = 1_700_000_000_000 + j as i64 * 10;
+            point.value = stream[(s * 7 + j) % stream.len()];
+            w.on_point(&point, j as i64, ("bench", &scoring), true, &mut out);
+            out.clear();
+        }
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let after = rss();
+    let live = w.live_series();
+    let per = match (before, after) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64 / live.max(1) as f64),
+        _ => None,
+    };
+    drop(w);
+    Ok(json!({
+        "series": live,
+        "points_per_series": per_series,
+        "window_points": 150,
+        "rss_bytes_per_live_series": per,
+        "rss_bytes_for_100000_series": per.map(|p| p * 100_000.0),
+        "points_per_second_in_process": (series * per_series) as f64 / secs,
+    }))
 }

@@ -35,9 +35,12 @@ pub struct BenchStreamArgs {
     /// trained on them (throughput also in channel values per second).
     #[arg(long, default_value_t = 1)]
     channels: usize,
+    /// Print the whole report as one JSON object instead of one line.
+    #[arg(long)]
+    json: bool,
 }
 
-/// Prints the benchmark's JSON report.
+/// Prints the benchmark's report: one line (daemon, bare consumer, ratio), or JSON.
 pub fn run(args: BenchStreamArgs) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -49,6 +52,7 @@ pub fn run(args: BenchStreamArgs) -> Result<()> {
             .ok_or_else(|| anyhow::anyhow!("--store-option {kv:?}: expected KEY=VALUE"))?;
         store_options.insert(k.to_string(), v.to_string());
     }
+    let json = args.json;
     let opts = milstream::stream::bench::BenchOptions {
         points: args.points,
         batch: args.batch.max(1),
@@ -62,7 +66,11 @@ pub fn run(args: BenchStreamArgs) -> Result<()> {
         channels: args.channels,
     };
     let report = rt.block_on(milstream::stream::bench::bench(opts))?;
-    println!("{report}");
+    if json {
+        println!("{report}");
+    } else {
+        println!("{}", milstream::stream::bench::summary_line(&report));
+    }
     rt.shutdown_timeout(std::time::Duration::from_secs(1));
     Ok(())
 }

@@ -10,11 +10,244 @@
 //! earliest subsequence as the from-scratch argmax does.
 
 use std::collections::VecDeque;
+use std::sync::OnceLock;
 
 use super::error::{MilError, Result};
+use super::kernel::{Kernel, RepBlocks};
 use super::model::{Explanation, Model};
 use super::shapelet::{fixed_mean, to_fixed, ShapeletModel};
+use super::space::Extraction;
 use super::weak::position;
+
+/// What a new point costs, worked out once per model: the spaces some hypothesis reads,
+/// each with only the representatives its hypotheses weigh (alpha_z != 0 somewhere), laid
+/// out for [`Kernel::row_blocked`]. A representative's kernel value is the same IEEE
+/// operations in the same order wherever it sits in a block, so the kept rows give the
+/// bits of the full rows: the floor of a point is one kernel row against these per space.
+///
+/// Hypotheses with the same space and alpha (bit for bit) have the same value on every
+/// subsequence, so they share one group: one value, one deque, one sliding sum per point.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    spaces: Vec<SpacePlan>,
+    /// The most representatives one space keeps (the kernel row scratch).
+    max_kept: usize,
+    /// Per hypothesis (flat, ensemble by ensemble): its group.
+    group_of: Vec<usize>,
+    n_groups: usize,
+    /// Per group: its sliding-sum slot, when a mean hypothesis is in it.
+    mean_of: Vec<Option<usize>>,
+    /// Per sliding-sum slot: the span slot of its space.
+    span_of: Vec<usize>,
+    n_spans: usize,
+}
+
+#[derive(Debug, Clone)]
+struct GroupPlan {
+    group: usize,
+    /// Alpha over the kept representatives, in the model's order (the sum's order, hence
+    /// its bits).
+    alpha: Vec<(u32, f64)>,
+    mean: Option<usize>,
+}
+
+#[derive(Debug, Clone)]
+struct SpacePlan {
+    extraction: Extraction,
+    footprint: usize,
+    dim: usize,
+    kernel: Kernel,
+    kept: RepBlocks,
+    n_kept: usize,
+    groups: Vec<GroupPlan>,
+    /// The space's mean groups, if any: a subsequence leaving the window has its value
+    /// recomputed from the kept points (the same operations on the same values, so the
+    /// same bits it entered with), so no value is stored per subsequence and group.
+    exit: Option<ExitPlan>,
+}
+
+#[derive(Debug, Clone)]
+struct ExitPlan {
+    /// The space's span slot: which subsequences its sums hold.
+    span: usize,
+    reps: RepBlocks,
+    n: usize,
+    /// (sliding-sum slot, alpha over `reps`).
+    means: Vec<(usize, Vec<(u32, f64)>)>,
+}
+
+impl Plan {
+    fn new(m: &ShapeletModel) -> Self {
+        type Key = (usize, Vec<(u32, u64)>);
+        let hyps: Vec<&super::shapelet::WeightedHypothesis> =
+            m.ensembles.iter().flat_map(|e| &e.hypotheses).collect();
+        // Groups in order of first appearance; a group is mean if any member is.
+        let mut keys: Vec<Key> = Vec::new();
+        let mut group_of = Vec::with_capacity(hyps.len());
+        let mut is_mean: Vec<bool> = Vec::new();
+        for h in &hyps {
+            let key = (
+                h.space,
+                h.alpha.iter().map(|&(z, a)| (z, a.to_bits())).collect(),
+            );
+            let g = match keys.iter().position(|k| *k == key) {
+                Some(g) => g,
+                None => {
+                    keys.push(key);
+                    is_mean.push(false);
+                    keys.len() - 1
+                }
+            };
+            is_mean[g] |= h.mean;
+            group_of.push(g);
+        }
+        let n_groups = keys.len();
+        let mut mean_of = vec![None; n_groups];
+        let mut span_of = Vec::new();
+        let mut n_spans = 0;
+        let mut spaces = Vec::new();
+        for (s, space) in m.spaces.iter().enumerate() {
+            let groups: Vec<usize> = (0..n_groups).filter(|&g| keys[g].0 == s).collect();
+            if space.count == 0 || groups.is_empty() {
+                continue;
+            }
+            let alpha_of = |g: usize| -> Vec<(u32, f64)> {
+                keys[g]
+                    .1
+                    .iter()
+                    .map(|&(z, a)| (z, f64::from_bits(a)))
+                    .collect()
+            };
+            let e = space.extraction();
+            let dim = e.dim();
+            // The representatives some alpha of `gs` weighs, laid out for the kernel rows,
+            // and each group's alpha over them.
+            let layout = |gs: &[usize]| -> (RepBlocks, usize, Vec<Vec<(u32, f64)>>) {
+                let mut kept: Vec<u32> = gs
+                    .iter()
+                    .flat_map(|&g| alpha_of(g))
+                    .map(|(z, _)| z)
+                    .filter(|&z| (z as usize) < space.count)
+                    .collect();
+                kept.sort_unstable();
+                kept.dedup();
+                let reps: Vec<f64> = kept
+                    .iter()
+                    .flat_map(|&z| &space.representatives[z as usize * dim..(z as usize + 1) * dim])
+                    .copied()
+                    .collect();
+                let index = |z: u32| kept.binary_search(&z).map_or(u32::MAX, |i| i as u32);
+                let alphas = gs
+                    .iter()
+                    .map(|&g| {
+                        alpha_of(g)
+                            .into_iter()
+                            .map(|(z, a)| (index(z), a))
+                            .collect()
+                    })
+                    .collect();
+                (RepBlocks::new(&reps, dim), kept.len(), alphas)
+            };
+            let (kept, n_kept, alphas) = layout(&groups);
+            let means: Vec<usize> = groups.iter().copied().filter(|&g| is_mean[g]).collect();
+            let exit = if means.is_empty() {
+                None
+            } else {
+                let span = n_spans;
+                n_spans += 1;
+                for &g in &means {
+                    mean_of[g] = Some(span_of.len());
+                    span_of.push(span);
+                }
+                let (reps, n, alphas) = layout(&means);
+                Some(ExitPlan {
+                    span,
+                    reps,
+                    n,
+                    means: means
+                        .iter()
+                        .zip(alphas)
+                        .map(|(&g, a)| (mean_of[g].expect("set above"), a))
+                        .collect(),
+                })
+            };
+            spaces.push(SpacePlan {
+                extraction: e,
+                footprint: e.footprint(),
+                dim,
+                kernel: space.kernel,
+                kept,
+                n_kept,
+                groups: groups
+                    .iter()
+                    .zip(alphas)
+                    .map(|(&g, alpha)| GroupPlan {
+                        group: g,
+                        alpha,
+                        mean: mean_of[g],
+                    })
+                    .collect(),
+                exit,
+            });
+        }
+        let max_kept = spaces.iter().map(|s| s.n_kept).max().unwrap_or(0);
+        Self {
+            spaces,
+            max_kept,
+            group_of,
+            n_groups,
+            mean_of,
+            span_of,
+            n_spans,
+        }
+    }
+
+    /// Spaces a point is scored in, representatives kept over them, and hypothesis groups
+    /// (for `bench --score`).
+    pub fn shape(&self) -> (usize, usize, usize) {
+        (
+            self.spaces.len(),
+            self.spaces.iter().map(|s| s.n_kept).sum(),
+            self.n_groups,
+        )
+    }
+
+    /// The floor of one point in each used space: its new subsequence extracted and its
+    /// kernel row against the kept representatives, nothing else; `sub` and `row` are
+    /// scratch. For `bench --score`, to measure against.
+    pub fn floor_point(&self, points: &[&[f64]], sub: &mut Vec<f64>, row: &mut Vec<f64>) -> f64 {
+        let live = points[0].len();
+        let mut acc = 0.0;
+        for sp in &self.spaces {
+            if live < sp.footprint {
+                continue;
+            }
+            sub.resize(sp.dim, 0.0);
+            row.resize(sp.n_kept, 0.0);
+            sp.extraction
+                .extract_channels(points, live - sp.footprint, sub);
+            sp.kernel.row_blocked(sub, &sp.kept, row);
+            acc += row.first().copied().unwrap_or(0.0);
+        }
+        acc
+    }
+}
+
+/// A model's [`Plan`], made on first use (the model's spaces and hypotheses do not change
+/// after a fit): derived data, so two models compare equal whatever their caches hold.
+#[derive(Debug, Clone, Default)]
+pub struct PlanCache(OnceLock<Plan>);
+
+impl PartialEq for PlanCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+/// The model's incremental plan.
+pub fn plan(m: &ShapeletModel) -> &Plan {
+    m.incremental.0.get_or_init(|| Plan::new(m))
+}
 
 /// Sliding-window state of one series under one model. Holds no reference to the model, so
 /// it can live in a map next to the model handle; every call takes the model it was built for.
@@ -29,20 +262,23 @@ pub struct WindowScorer {
     window_start: u64,
     /// Points pushed so far.
     n: u64,
-    /// Recent points, one buffer per channel (one for a univariate model), compacted when
-    /// twice the longest footprint; the last `max_len` are live.
+    /// Recent points, one buffer per channel (one for a univariate model): the window and
+    /// one footprint before it (what a leaving subsequence is recomputed from), compacted
+    /// when `keep + SLACK`.
     recent: Vec<Vec<f64>>,
-    /// The longest footprint (raw points one subsequence spans) over the spaces.
-    max_len: usize,
+    /// Points `recent` keeps.
+    keep: usize,
     /// The longest subsequence length: shorter windows have no prediction. A window
     /// shorter than a space's footprint has that space's one subsequence with the last
     /// point repeated, as the offline scorer reads it (computed when explained).
     min_window: usize,
-    /// Per (ensemble, hypothesis), flattened: (subsequence start, value), values decreasing.
+    /// Per hypothesis group (see [`Plan`]): (subsequence start, value), values decreasing.
     deques: Vec<VecDeque<(u64, f64)>>,
-    /// Per (ensemble, hypothesis), for mean hypotheses: every in-window subsequence's value
-    /// in fixed point and their exact sum (added on entry, subtracted on leaving).
-    means: Vec<Option<MeanState>>,
+    /// Per mean group: the exact fixed-point sum of its in-window subsequences' values
+    /// (added on entry, subtracted on leaving).
+    sums: Vec<i128>,
+    /// Per space with mean groups: the subsequences its sums hold, (first start, count).
+    spans: Vec<(u64, u64)>,
     /// Kernel row scratch, per space.
     scratch: Vec<f64>,
     /// The new subsequence of a space, extracted.
@@ -53,21 +289,38 @@ pub struct WindowScorer {
     incremental: bool,
 }
 
-/// The sliding sum of a mean hypothesis.
-#[derive(Debug, Clone, Default)]
-struct MeanState {
-    values: VecDeque<(u64, i64)>,
-    sum: i128,
-}
+/// Points `recent` holds beyond what it keeps before it is compacted: one move of `keep`
+/// values every `SLACK` points.
+const SLACK: usize = 64;
 
-impl MeanState {
-    fn drop_before(&mut self, start: u64) {
-        while let Some(&(st, q)) = self.values.front() {
-            if st >= start {
-                break;
+/// Takes every subsequence starting before `start` out of the sliding sums: each one's
+/// value recomputed from the kept points (`all`, whose first point has index `base`).
+#[allow(clippy::too_many_arguments)]
+fn drop_means_before(
+    plan: &Plan,
+    all: &[&[f64]],
+    base: u64,
+    start: u64,
+    sums: &mut [i128],
+    spans: &mut [(u64, u64)],
+    sub: &mut [f64],
+    scratch: &mut [f64],
+) {
+    for sp in &plan.spaces {
+        let Some(ex) = &sp.exit else { continue };
+        let (first, count) = &mut spans[ex.span];
+        while *count > 0 && *first < start {
+            let sub = &mut sub[..sp.dim];
+            sp.extraction
+                .extract_channels(all, (*first - base) as usize, sub);
+            let krow = &mut scratch[..ex.n];
+            sp.kernel.row_blocked(sub, &ex.reps, krow);
+            for (slot, alpha) in &ex.means {
+                let v: f64 = alpha.iter().map(|&(z, a)| a * krow[z as usize]).sum();
+                sums[*slot] -= i128::from(to_fixed(v));
             }
-            self.sum -= i128::from(q);
-            self.values.pop_front();
+            *first += 1;
+            *count -= 1;
         }
     }
 }
@@ -111,10 +364,11 @@ impl WindowScorer {
                 window_start: 0,
                 n: 0,
                 recent: vec![Vec::with_capacity(2 * window); sb.channels.max(1)],
-                max_len: sb.length,
+                keep: window,
                 min_window: sb.length,
                 deques: Vec::new(),
-                means: Vec::new(),
+                sums: Vec::new(),
+                spans: Vec::new(),
                 scratch: Vec::new(),
                 sub: Vec::new(),
                 incremental: false,
@@ -133,22 +387,20 @@ impl WindowScorer {
                 "a window of {window} points is shorter than the model's longest shapelet ({min_window})"
             )));
         }
-        let n_hyp: usize = m.ensembles.iter().map(|e| e.hypotheses.len()).sum();
-        let scratch = vec![0.0; m.spaces.iter().map(|s| s.count).max().unwrap_or(0)];
+        let p = plan(m);
+        let scratch = vec![0.0; p.max_kept];
+        // The window, and the footprint of the subsequence leaving it.
+        let keep = window + max_len + 1;
         Ok(Self {
             window,
             window_start: 0,
             n: 0,
-            recent: vec![Vec::with_capacity(4 * max_len); m.input.channels()],
-            max_len,
+            recent: vec![Vec::with_capacity(keep + SLACK); m.input.channels()],
+            keep,
             min_window,
-            deques: vec![VecDeque::new(); n_hyp],
-            means: m
-                .ensembles
-                .iter()
-                .flat_map(|e| &e.hypotheses)
-                .map(|h| h.mean.then(MeanState::default))
-                .collect(),
+            deques: vec![VecDeque::new(); p.n_groups],
+            sums: vec![0; p.span_of.len()],
+            spans: vec![(0, 0); p.n_spans],
             scratch,
             sub: vec![
                 0.0;
@@ -207,9 +459,10 @@ impl WindowScorer {
             return Ok(());
         }
         let m = shapelet(model)?;
+        let plan = plan(m);
         for (r, &v) in self.recent.iter_mut().zip(x) {
-            if r.len() >= 2 * self.max_len.max(1) {
-                r.drain(..r.len() - self.max_len);
+            if r.len() >= self.keep + SLACK {
+                r.drain(..r.len() - self.keep);
             }
             r.push(v);
         }
@@ -218,48 +471,67 @@ impl WindowScorer {
             .window_start
             .max(self.n.saturating_sub(self.window as u64));
         let window_start = self.window_start;
-        // Every channel's buffer has the same length: one per push, not per space.
-        let all: Vec<&[f64]> = self.recent.iter().map(Vec::as_slice).collect();
+        // Every channel's buffer has the same length; a univariate series' one slice is
+        // borrowed without building a list.
+        let one: [&[f64]; 1];
+        let many: Vec<&[f64]>;
+        let all: &[&[f64]] = if self.recent.len() == 1 {
+            one = [self.recent[0].as_slice()];
+            &one
+        } else {
+            many = self.recent.iter().map(Vec::as_slice).collect();
+            &many
+        };
         let live = all[0].len();
-        for (s, space) in m.spaces.iter().enumerate() {
-            let e = space.extraction();
-            let f = e.footprint();
-            if (self.n as usize) < f || space.count == 0 {
+        // Only the spaces some hypothesis reads, and in each only the representatives some
+        // alpha weighs (the plan): the values are the full rows' bits (see `Plan`).
+        for sp in &plan.spaces {
+            let f = sp.footprint;
+            if (self.n as usize) < f {
                 continue;
             }
             let start = self.n - f as u64;
-            let sub = &mut self.sub[..e.dim()];
-            e.extract_channels(&all, live - f, sub);
-            let krow = &mut self.scratch[..space.count];
-            space.kernel_row(sub, krow);
-            let mut q = 0;
-            for e in &m.ensembles {
-                for h in &e.hypotheses {
-                    if h.space == s {
-                        let v: f64 = h.alpha.iter().map(|&(z, a)| a * krow[z as usize]).sum();
-                        let dq = &mut self.deques[q];
-                        // Strict <: an equal earlier value stays in front, as the from-scratch
-                        // argmax keeps the first maximiser.
-                        while dq.back().is_some_and(|&(_, b)| b < v) {
-                            dq.pop_back();
-                        }
-                        dq.push_back((start, v));
-                        // The window moved by one point: at most one subsequence left it
-                        // (none stays when the window is shorter than the footprint).
-                        while dq.front().is_some_and(|&(st, _)| st < window_start) {
-                            dq.pop_front();
-                        }
-                        if let Some(ms) = &mut self.means[q] {
-                            let fx = to_fixed(v);
-                            ms.values.push_back((start, fx));
-                            ms.sum += i128::from(fx);
-                            ms.drop_before(window_start);
-                        }
-                    }
-                    q += 1;
+            let sub = &mut self.sub[..sp.dim];
+            sp.extraction.extract_channels(all, live - f, sub);
+            let krow = &mut self.scratch[..sp.n_kept];
+            sp.kernel.row_blocked(sub, &sp.kept, krow);
+            for g in &sp.groups {
+                let v: f64 = g.alpha.iter().map(|&(z, a)| a * krow[z as usize]).sum();
+                let dq = &mut self.deques[g.group];
+                // Strict <: an equal earlier value stays in front, as the from-scratch
+                // argmax keeps the first maximiser.
+                while dq.back().is_some_and(|&(_, b)| b < v) {
+                    dq.pop_back();
+                }
+                dq.push_back((start, v));
+                // The window moved by one point: at most one subsequence left it
+                // (none stays when the window is shorter than the footprint).
+                while dq.front().is_some_and(|&(st, _)| st < window_start) {
+                    dq.pop_front();
+                }
+                if let Some(slot) = g.mean {
+                    self.sums[slot] += i128::from(to_fixed(v));
                 }
             }
+            if let Some(ex) = &sp.exit {
+                let (first, count) = &mut self.spans[ex.span];
+                if *count == 0 {
+                    *first = start;
+                }
+                *count += 1;
+            }
         }
+        let base = self.n - live as u64;
+        drop_means_before(
+            plan,
+            all,
+            base,
+            window_start,
+            &mut self.sums,
+            &mut self.spans,
+            &mut self.sub,
+            &mut self.scratch,
+        );
         Ok(())
     }
 
@@ -283,9 +555,19 @@ impl WindowScorer {
                     dq.pop_front();
                 }
             }
-            for ms in self.means.iter_mut().flatten() {
-                ms.drop_before(start);
-            }
+            let plan = plan(shapelet(model)?);
+            let all: Vec<&[f64]> = self.recent.iter().map(Vec::as_slice).collect();
+            let base = self.n - all[0].len() as u64;
+            drop_means_before(
+                plan,
+                &all,
+                base,
+                start,
+                &mut self.sums,
+                &mut self.spans,
+                &mut self.sub,
+                &mut self.scratch,
+            );
         }
         self.explain_from(model, self.window_start)
     }
@@ -318,6 +600,7 @@ impl WindowScorer {
     /// after `window_start` (the first point of the window).
     fn explain_from(&self, model: &Model, window_start: u64) -> Result<Option<Explanation>> {
         let m = shapelet(model)?;
+        let plan = plan(m);
         // Each hypothesis's value and maximising offset, ensemble by ensemble.
         let mut values: Vec<Vec<f64>> = Vec::with_capacity(m.ensembles.len());
         let mut offsets: Vec<Vec<usize>> = Vec::with_capacity(m.ensembles.len());
@@ -330,12 +613,16 @@ impl WindowScorer {
         for e in &m.ensembles {
             let (mut ve, mut oe) = (Vec::new(), Vec::new());
             for h in &e.hypotheses {
-                let (start, v) = match self.deques[q].front() {
+                let g = plan.group_of[q];
+                let (start, v) = match self.deques[g].front() {
                     Some(&(start, max)) => (
                         start,
-                        match &self.means[q] {
-                            Some(ms) => fixed_mean(ms.sum, ms.values.len()),
-                            None => max,
+                        match plan.mean_of[g] {
+                            Some(slot) if h.mean => fixed_mean(
+                                self.sums[slot],
+                                self.spans[plan.span_of[slot]].1 as usize,
+                            ),
+                            _ => max,
                         },
                     ),
                     // The window is shorter than this space's footprint: its one

@@ -113,6 +113,10 @@ pub struct ShapeletModel {
     /// `FitParams::pooled_head`); None: each ensemble's own g. Absent in older artifacts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub head: Option<PooledHead>,
+    /// What the incremental scorer derives from the model (each used space's kept
+    /// representatives, its hypotheses), made on first use and shared by every series.
+    #[serde(skip)]
+    pub incremental: super::incremental::PlanCache,
 }
 
 /// Hypothesis weights at or below this (relative to their sum of 1) are dropped after
@@ -524,6 +528,7 @@ impl ShapeletModel {
             summary,
             channel_names: prepared.channel_names.clone(),
             head,
+            incremental: Default::default(),
         })
     }
 
@@ -724,6 +729,7 @@ mod tests {
             },
             channel_names: Vec::new(),
             head: None,
+            incremental: Default::default(),
         }
     }
 

@@ -1,5 +1,10 @@
 //! `milstream bench-stream`: end-to-end throughput and latency on the mock cluster with the
-//! embedded default's model, printed as JSON. Numbers, not assertions.
+//! embedded default's model. Numbers, not assertions.
+//!
+//! Every run also drains the same topic with a bare consumer (no daemon) and reports the
+//! daemon's throughput as a ratio to it: a ratio is comparable across machines and across
+//! busy and quiet minutes where a bare points/s figure is not, which is what the guard in
+//! `tests/throughput.rs` checks.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,7 +32,9 @@ pub struct BenchOptions {
     /// while consuming and measure consume-to-durable latency.
     pub rate: Option<u64>,
     pub roll_age_ms: u64,
-    /// Drain with a bare consumer (no daemon): the transport's own ceiling.
+    /// Drain with a bare consumer only (no daemon): the transport's own ceiling. Otherwise
+    /// the bare consumer drains the same topic too (before the daemon; after it when
+    /// paced) and the report gives the daemon's throughput as a ratio to it.
     pub baseline: bool,
     /// Where the output goes: None = a temp folder; Some(URL) = an object store
     /// (`s3://bucket/prefix`), with `store_options` as the `[object_store]` table.
@@ -206,6 +213,12 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     if opts.baseline {
         return baseline(&bootstrap, &topic, msgs.len(), n_points, &opts);
     }
+    // The bare consumer first, on the same pre-produced topic and in the same minute.
+    let bare = match opts.rate {
+        None => Some(baseline(&bootstrap, &topic, msgs.len(), n_points, &opts)?),
+        Some(_) => None,
+    };
+    let rss_before = rss_bytes();
     let metrics = Metrics::new();
     let health = Arc::new(Health::default());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -213,7 +226,7 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     let start = vec![(super::models::specs(&cfg)[0].clone(), scoring)];
     let pipeline = tokio::spawn(run_pipeline(
         cfg,
-        bootstrap,
+        bootstrap.clone(),
         start,
         metrics.clone(),
         health.clone(),
@@ -272,6 +285,9 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         }
     }
     let secs = start.elapsed().as_secs_f64();
+    // Resident memory with every series live (the windows are dropped at shutdown).
+    let rss_loaded = rss_bytes();
+    let live_series = metrics.live_series.get();
     if let Some(f) = feeder {
         let _ = f.join();
     }
@@ -280,6 +296,13 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     let _ = stop_tx.send(true);
     pipeline.await??;
     let _ = std::fs::remove_dir_all(&dir);
+    // Paced: the topic holds the whole stream now; the bare consumer drains it after.
+    let bare = match bare {
+        Some(b) => b,
+        None => baseline(&bootstrap, &topic, msgs.len(), n_points, &opts)?,
+    };
+    let bare_pps = bare["points_per_second"].as_f64().unwrap_or(f64::NAN);
+    let pps = n_points as f64 / secs;
     let h = &metrics.consume_to_durable_seconds;
     Ok(json!({
         "points": n_points,
@@ -291,7 +314,21 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         "rate_points_per_second": opts.rate,
         "seconds": secs,
         "startup_seconds": startup.as_secs_f64(),
-        "points_per_second": n_points as f64 / secs,
+        "points_per_second": pps,
+        "baseline_points_per_second": bare_pps,
+        "baseline_seconds": bare["seconds"],
+        // The guard's figure: the daemon against the bare consumer of the same run (paced
+        // runs are limited by the rate, so theirs says little).
+        "ratio_to_baseline": pps / bare_pps,
+        "live_series": live_series,
+        "rss_bytes_before": rss_before,
+        "rss_bytes_loaded": rss_loaded,
+        // Resident memory per live series: the growth over the run, all of which is not
+        // windows (segments, queues), so an upper bound.
+        "rss_bytes_per_live_series": match (rss_before, rss_loaded) {
+            (Some(a), Some(b)) if live_series > 0 => json!((b.saturating_sub(a)) as f64 / live_series as f64),
+            _ => serde_json::Value::Null,
+        },
         "channels": opts.channels,
         "channel_values_per_second": (n_points * opts.channels) as f64 / secs,
         "windows_scored": metrics.windows_scored.get(),
@@ -301,6 +338,42 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         "roll_age_ms": opts.roll_age_ms,
         "output": opts.output.as_deref().unwrap_or("local"),
     }))
+}
+
+/// The process's resident memory now (Linux), in bytes.
+fn rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// One line for a person: the daemon, the bare consumer and their ratio side by side.
+pub fn summary_line(r: &serde_json::Value) -> String {
+    let f = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
+    if r["mode"] == "baseline" {
+        return format!(
+            "bare consumer {:.0} points/s ({:.0} messages/s)",
+            f("points_per_second"),
+            f("messages_per_second")
+        );
+    }
+    format!(
+        "daemon {:.0} points/s | bare consumer {:.0} points/s | ratio {:.4} | p50 {:.3} s p99 {:.3} s consume-to-durable | {} points, {}/message, {} partitions, {} series{}",
+        f("points_per_second"),
+        f("baseline_points_per_second"),
+        f("ratio_to_baseline"),
+        f("consume_to_durable_p50_seconds"),
+        f("consume_to_durable_p99_seconds"),
+        r["points"],
+        r["points_per_message"],
+        r["partitions"],
+        r["series"],
+        match r["rate_points_per_second"].as_u64() {
+            Some(rate) => format!(", paced at {rate} points/s"),
+            None => String::new(),
+        }
+    )
 }
 
 /// Drains the pre-produced topic with a bare `BaseConsumer` (assign, no group, no decoding):
@@ -324,14 +397,27 @@ fn baseline(
         tpl.add_partition_offset(topic, p, Offset::Beginning)?;
     }
     c.assign(&tpl)?;
+    // What the topic holds now: after a paced run the mock cluster may have dropped its
+    // oldest messages (it keeps about 100k messages or 5 MB per partition).
+    let mut stored = 0usize;
+    for p in 0..opts.partitions {
+        let (lo, hi) = c.fetch_watermarks(topic, p, Duration::from_secs(10))?;
+        stored += usize::try_from(hi - lo).unwrap_or(0);
+    }
+    let n_points = n_points * stored.min(n_msgs) / n_msgs.max(1);
+    let n_msgs = stored.min(n_msgs);
     let (mut got, mut bytes) = (0usize, 0usize);
     let mut start = None;
+    let mut last_progress = Instant::now();
     while got < n_msgs {
         if let Some(m) = c.poll(Duration::from_millis(100)) {
             let m = m?;
             start.get_or_insert_with(Instant::now);
             bytes += m.payload().map_or(0, <[u8]>::len);
             got += 1;
+            last_progress = Instant::now();
+        } else if last_progress.elapsed() > Duration::from_secs(60) {
+            anyhow::bail!("bare consumer: {got} of {n_msgs} messages, none for 60 s");
         }
     }
     let secs = start.map_or(0.0, |s| s.elapsed().as_secs_f64());

@@ -11,6 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::{FutureExt, StreamExt};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
 use rdkafka::error::KafkaResult;
@@ -56,10 +57,38 @@ pub fn create(cfg: &Config, bootstrap: &str, ctx: Ctx) -> KafkaResult<StreamCons
     consumer_config(cfg, bootstrap).create_with_context(ctx)
 }
 
+/// Which worker owns each partition and the topic's shared name, worked out once per
+/// partition: the per-message path neither hashes nor allocates for the route.
+#[derive(Default)]
+struct Routes {
+    /// Per topic (a handful): its name and, by partition, the owning worker.
+    topics: Vec<(Arc<str>, Vec<Option<usize>>)>,
+}
+
+impl Routes {
+    /// The topic's shared name and the index of the worker that owns the partition.
+    fn route(&mut self, workers: &WorkerPool, topic: &str, partition: i32) -> (Arc<str>, usize) {
+        let t = match self.topics.iter().position(|(t, _)| &**t == topic) {
+            Some(t) => t,
+            None => {
+                self.topics.push((Arc::from(topic), Vec::new()));
+                self.topics.len() - 1
+            }
+        };
+        let (name, by_partition) = &mut self.topics[t];
+        let p = usize::try_from(partition).unwrap_or(0);
+        if by_partition.len() <= p {
+            by_partition.resize(p + 1, None);
+        }
+        let i = *by_partition[p].get_or_insert_with(|| workers.index(topic, partition));
+        (name.clone(), i)
+    }
+}
+
 /// A message as the workers take it: no Kafka types past this point.
-fn to_message(m: &BorrowedMessage) -> Message {
+fn to_message(m: &BorrowedMessage, topic: Arc<str>) -> Message {
     Message {
-        topic: m.topic().to_string(),
+        topic,
         partition: m.partition(),
         offset: m.offset(),
         timestamp_ms: m
@@ -77,32 +106,59 @@ pub async fn consume(
     workers: &WorkerPool,
     shutdown: &mut tokio::sync::watch::Receiver<bool>,
 ) {
+    let mut routes = Routes::default();
+    // One stream for the whole loop: `recv` registers and drops a waker slot per call.
+    let mut stream = consumer.stream();
+    let batch = workers.batch();
     loop {
-        tokio::select! {
+        let first = tokio::select! {
             biased;
             _ = shutdown.changed() => break,
-            m = consumer.recv() => match m {
-                Ok(msg) => dispatch(state, consumer, workers, to_message(&msg)).await,
-                Err(e) => warn!(%e, "consumer error"),
-            },
+            m = stream.next() => m,
+        };
+        let consumed_at = Instant::now();
+        let mut received = 0;
+        let mut next = first;
+        // The first message, then whatever librdkafka already holds (without waiting), up
+        // to a batch: one queue operation and one wake-up per worker per batch. A rebalance
+        // callback inside one of these polls queues the staged messages before its own work.
+        loop {
+            match next {
+                Some(Ok(msg)) => {
+                    let (topic, i) = routes.route(workers, msg.topic(), msg.partition());
+                    workers.stage(i, to_message(&msg, topic));
+                    received += 1;
+                }
+                Some(Err(e)) => warn!(%e, "consumer error"),
+                None => {}
+            }
+            if received >= batch {
+                break;
+            }
+            match stream.next().now_or_never() {
+                Some(m) => next = m,
+                None => break,
+            }
+        }
+        for (i, msgs) in workers.take_pending() {
+            dispatch(state, consumer, workers, i, msgs, consumed_at).await;
         }
     }
 }
 
-/// Queues a message for its partition's worker; when that worker is behind, pauses every
-/// assigned partition until the message is accepted (backpressure instead of memory growth).
+/// Queues a batch of messages for worker `worker`; when that worker is behind, pauses every
+/// assigned partition until the batch is accepted (backpressure instead of memory growth).
 async fn dispatch(
     state: &Assignments,
     consumer: &StreamConsumer<Ctx>,
     workers: &WorkerPool,
-    msg: Message,
+    worker: usize,
+    msgs: Vec<Message>,
+    consumed_at: Instant,
 ) {
     use tokio::sync::mpsc::error::TrySendError as E;
-    let tx = workers.queue(&msg.topic, msg.partition);
-    let work = Work::Message {
-        msg,
-        consumed_at: Instant::now(),
-    };
+    let tx = workers.queue_of(worker);
+    let work = Work::Messages { msgs, consumed_at };
     let work = match tx.try_send(work) {
         Ok(()) => return,
         Err(E::Full(w)) => w,
@@ -130,13 +186,16 @@ async fn dispatch(
 
 /// Logs a message that could not be queued (cold path: the worker is gone).
 fn worker_stopped(work: &Work) {
-    if let Work::Message { msg, .. } = work {
-        error!(
-            topic = msg.topic,
-            partition = msg.partition,
-            offset = msg.offset,
-            "a scoring worker has stopped"
-        );
+    if let Work::Messages { msgs, .. } = work {
+        if let Some(msg) = msgs.first() {
+            error!(
+                topic = &*msg.topic,
+                partition = msg.partition,
+                offset = msg.offset,
+                messages = msgs.len(),
+                "a scoring worker has stopped"
+            );
+        }
     }
 }
 

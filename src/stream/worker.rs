@@ -39,7 +39,8 @@ fn now_ms() -> i64 {
 /// A consumed message, as a worker sees it.
 #[derive(Debug, Clone)]
 pub struct Message {
-    pub topic: String,
+    /// Shared by the messages of a topic (the consumer interns it): no allocation per message.
+    pub topic: Arc<str>,
     pub partition: i32,
     pub offset: i64,
     /// The Kafka timestamp (the time it was consumed, for a message without one): names
@@ -50,8 +51,11 @@ pub struct Message {
 
 /// What a scoring worker is told, in partition order.
 pub enum Work {
-    Message {
-        msg: Message,
+    /// Messages of this worker's partitions, in the order they were received: whatever the
+    /// consumer had ready, up to [`MAX_BATCH`], so one wake-up serves many messages.
+    Messages {
+        msgs: Vec<Message>,
+        /// When the first of them was received.
         consumed_at: Instant,
     },
     /// A partition is now ours; its messages follow.
@@ -202,13 +206,30 @@ impl WorkerEnv {
 pub struct Worker {
     env: Arc<WorkerEnv>,
     parts: HashMap<PartitionKey, Box<PartitionState>>,
+    /// This worker's share of `output.max_open_bytes`, computed once: the per-message path
+    /// must not ask the system how many cores it has (`available_parallelism` reads the
+    /// cgroup files on every call, which cost 4-5x the throughput of one point per message).
+    open_budget: usize,
+    /// The key of the message being processed, reused so a lookup allocates nothing.
+    key: PartitionKey,
 }
 
 impl Worker {
+    /// A worker of a pool of `pipeline.worker_count()` workers (the tests').
+    #[cfg(test)]
     pub fn new(env: Arc<WorkerEnv>) -> Self {
+        let workers = env.cfg.pipeline.worker_count();
+        Self::in_pool(env, workers)
+    }
+
+    /// A worker of a pool of `workers`: its share of `max_open_bytes` is fixed here.
+    pub fn in_pool(env: Arc<WorkerEnv>, workers: usize) -> Self {
+        let open_budget = env.cfg.output.max_open_bytes / workers.max(1);
         Self {
             env,
             parts: HashMap::new(),
+            open_budget,
+            key: (String::new(), 0),
         }
     }
 
@@ -326,11 +347,19 @@ impl Worker {
     /// Processes one message of one of the worker's partitions; returns a segment to hand to
     /// the writer if one was sealed.
     pub fn process(&mut self, msg: &Message, consumed_at: Instant) -> Option<Segment> {
-        let Worker { env, parts } = self;
+        let Worker {
+            env,
+            parts,
+            open_budget,
+            key,
+        } = self;
         let metrics = &env.metrics;
-        let (topic, partition, offset) = (msg.topic.as_str(), msg.partition, msg.offset);
+        let (topic, partition, offset) = (&*msg.topic, msg.partition, msg.offset);
+        key.0.clear();
+        key.0.push_str(topic);
+        key.1 = partition;
         // A message of a partition we no longer own (fetched before a revoke): skip it.
-        let p = parts.get_mut(&(topic.to_string(), partition))?;
+        let p = parts.get_mut(key)?;
         p.messages.inc();
         if offset < p.next_offset {
             // Already processed (a re-fetch after a seek): processing again would double it.
@@ -386,7 +415,8 @@ impl Worker {
                             continue;
                         }
                     };
-                    let series_model = served.serving.load_full();
+                    // A guard, not a clone: no shared reference count is written per point.
+                    let series_model = served.serving.load();
                     // A series has the channel count of the model that scores it.
                     let channels = series_model.model.input().channels();
                     if pt.channels() != channels.max(1) {
@@ -411,9 +441,9 @@ impl Worker {
                     );
                     // The windows of this point's series, scored by its model.
                     windows_out.extend(
-                        scored
-                            .drain(..)
-                            .map(|sw| (sw, served.serving.name.as_str(), series_model.clone())),
+                        scored.drain(..).map(|sw| {
+                            (sw, served.serving.name.as_str(), Arc::clone(&series_model))
+                        }),
                     );
                     match outcome {
                         PointOutcome::Accepted => {
@@ -548,6 +578,7 @@ impl Worker {
         let seg = p
             .segment
             .get_or_insert_with(|| env.open_segment(topic, partition, offset, event_ms));
+        let bytes_before = seg.approx_bytes;
         seg.last_offset = offset;
         seg.approx_bytes += preds.len() * 256
             + dead
@@ -567,9 +598,13 @@ impl Worker {
         if seg.rows() >= output.roll_rows || seg.approx_bytes >= seg.roll_at_bytes {
             return env.seal(p);
         }
+        if seg.approx_bytes == bytes_before {
+            // Nothing added: the open total is what it was after the last message.
+            return None;
+        }
         // The bound on what open segments hold across this worker's partitions: over its
         // share of `max_open_bytes`, the largest is sealed early rather than let grow.
-        let budget = output.max_open_bytes / env.cfg.pipeline.worker_count().max(1);
+        let budget = *open_budget;
         let open = |p: &PartitionState| p.segment.as_ref().map_or(0, |s| s.approx_bytes);
         if parts.values().map(|p| open(p)).sum::<usize>() > budget {
             let largest = parts.values_mut().max_by_key(|p| open(p))?;
@@ -596,9 +631,11 @@ fn worker_loop(
     let mut last_tick = Instant::now();
     while let Some(work) = rx.blocking_recv() {
         match work {
-            Work::Message { msg, consumed_at } => {
-                if let Some(seg) = worker.process(&msg, consumed_at) {
-                    writers.send(seg);
+            Work::Messages { msgs, consumed_at } => {
+                for msg in &msgs {
+                    if let Some(seg) = worker.process(msg, consumed_at) {
+                        writers.send(seg);
+                    }
                 }
             }
             Work::Assign(key, state) => worker.assign(key, state),
@@ -632,25 +669,41 @@ fn worker_loop(
 /// A worker thread; it returns each of its partitions' next offset when its queue closes.
 pub type WorkerThread = std::thread::JoinHandle<Vec<(PartitionKey, i64)>>;
 
+/// Most messages handed to the workers in one go (one [`Work::Messages`] each at most):
+/// a channel send and a wake-up per message cost more than decoding and scoring one point.
+pub const MAX_BATCH: usize = 64;
+
 /// The scoring workers' queues. A partition always goes to the same worker.
 pub struct WorkerPool {
     txs: Vec<tokio::sync::mpsc::Sender<Work>>,
+    /// Messages the consumer received and has not queued yet, per worker. A rebalance
+    /// callback runs inside the consumer's poll, between two receives of one batch: it
+    /// queues these before its own control work ([`send_control`](Self::send_control)),
+    /// so a worker still sees every message received before an assign or revoke first.
+    pending: std::sync::Mutex<Vec<Vec<Message>>>,
+    /// Messages per [`Work::Messages`] at most.
+    batch: usize,
 }
 
 impl WorkerPool {
-    /// Starts `n` worker threads, each with a queue of `queue` messages; their handles
-    /// return each partition's next offset when the pool is dropped.
+    /// Starts `n` worker threads, each with a queue of about `queue` messages (in batches of
+    /// at most [`MAX_BATCH`]); their handles return each partition's next offset when the
+    /// pool is dropped.
     pub fn start(
         env: &Arc<WorkerEnv>,
         n: usize,
         queue: usize,
         writers: &Arc<Writers>,
     ) -> std::io::Result<(Self, Vec<WorkerThread>)> {
+        let n = n.max(1);
+        let batch = MAX_BATCH.min(queue).max(1);
+        // The bound stays `queue` messages: full batches fill the queue at `queue`.
+        let depth = queue.div_ceil(batch).max(1);
         let mut txs = Vec::new();
         let mut threads = Vec::new();
         for i in 0..n {
-            let (tx, rx) = tokio::sync::mpsc::channel::<Work>(queue);
-            let (worker, writers) = (Worker::new(env.clone()), writers.clone());
+            let (tx, rx) = tokio::sync::mpsc::channel::<Work>(depth);
+            let (worker, writers) = (Worker::in_pool(env.clone(), n), writers.clone());
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("milstream-score-{i}"))
@@ -658,7 +711,36 @@ impl WorkerPool {
             );
             txs.push(tx);
         }
-        Ok((Self { txs }, threads))
+        let pending = std::sync::Mutex::new(vec![Vec::new(); n]);
+        Ok((
+            Self {
+                txs,
+                pending,
+                batch,
+            },
+            threads,
+        ))
+    }
+
+    /// Messages per [`Work::Messages`] at most.
+    pub fn batch(&self) -> usize {
+        self.batch
+    }
+
+    /// Holds a received message for worker `i` until [`take_pending`](Self::take_pending).
+    pub fn stage(&self, i: usize, msg: Message) {
+        self.pending.lock().expect("pending lock")[i].push(msg);
+    }
+
+    /// The staged messages, per worker (cheap when there are none).
+    pub fn take_pending(&self) -> Vec<(usize, Vec<Message>)> {
+        let mut pending = self.pending.lock().expect("pending lock");
+        pending
+            .iter_mut()
+            .enumerate()
+            .filter(|(_, b)| !b.is_empty())
+            .map(|(i, b)| (i, std::mem::take(b)))
+            .collect()
     }
 
     /// The worker that owns `topic`/`partition`.
@@ -669,9 +751,9 @@ impl WorkerPool {
         (h.finish() as usize) % self.txs.len()
     }
 
-    /// The queue of the worker that owns `topic`/`partition`.
-    pub fn queue(&self, topic: &str, partition: i32) -> &tokio::sync::mpsc::Sender<Work> {
-        &self.txs[self.index(topic, partition)]
+    /// The queue of worker `i` (an [`index`](Self::index)).
+    pub fn queue_of(&self, i: usize) -> &tokio::sync::mpsc::Sender<Work> {
+        &self.txs[i]
     }
 
     /// Every worker's queue (for the ticker).
@@ -681,7 +763,21 @@ impl WorkerPool {
 
     /// Queues control work from a rebalance callback, which runs inside the consumer's
     /// poll and so may not await: waits in place while the worker's queue is full.
-    pub fn send_control(&self, i: usize, mut work: Work) -> bool {
+    pub fn send_control(&self, i: usize, work: Work) -> bool {
+        // Messages received before this callback go first (see `pending`).
+        for (w, msgs) in self.take_pending() {
+            let work = Work::Messages {
+                msgs,
+                consumed_at: Instant::now(),
+            };
+            self.send_waiting(w, work);
+        }
+        self.send_waiting(i, work)
+    }
+
+    /// Queues `work` to worker `i`, waiting in place while its queue is full; false when the
+    /// worker has stopped.
+    fn send_waiting(&self, i: usize, mut work: Work) -> bool {
         use tokio::sync::mpsc::error::TrySendError as E;
         loop {
             match self.txs[i].try_send(work) {
