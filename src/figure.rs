@@ -747,7 +747,8 @@ fn finding_segments(fig: &Figure) -> Vec<Segment> {
 
 /// Panel (b)'s lines and legend: the patterns of the findings shown, one entry per finding
 /// (its patterns' summed w_j alpha_j,z), each line coloured by its finding's entry.
-fn pattern_view(fig: &Figure) -> (Vec<Segment>, Vec<Entry>) {
+/// Entry k belongs to finding k (None: it has no pattern to draw).
+fn pattern_view(fig: &Figure) -> (Vec<Segment>, Vec<Option<Entry>>) {
     let mut segments = Vec::new();
     let mut entries = Vec::new();
     for (k, f) in fig.findings.iter().enumerate() {
@@ -757,6 +758,7 @@ fn pattern_view(fig: &Figure) -> (Vec<Segment>, Vec<Entry>) {
             .filter(|s| f.hypotheses.contains(&(s.class.clone(), s.hypothesis)))
             .collect();
         if mine.is_empty() {
+            entries.push(None);
             continue;
         }
         let mut reps: Vec<(usize, Option<u32>)> = mine
@@ -769,7 +771,7 @@ fn pattern_view(fig: &Figure) -> (Vec<Segment>, Vec<Entry>) {
             .filter(|s| s.channel == mine[0].channel)
             .map(|s| s.value)
             .sum();
-        entries.push((
+        entries.push(Some((
             format!(
                 "patterns of finding {} ({} z): {}",
                 k + 1,
@@ -777,7 +779,7 @@ fn pattern_view(fig: &Figure) -> (Vec<Segment>, Vec<Entry>) {
                 legend_text(value)
             ),
             value,
-        ));
+        )));
         segments.extend(mine.into_iter().map(|s| Segment { value, ..s.clone() }));
     }
     (segments, entries)
@@ -833,7 +835,11 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure) -> Resu
                 &bottom,
                 series,
                 &patterns,
-                &pattern_entries,
+                &pattern_entries
+                    .iter()
+                    .flatten()
+                    .cloned()
+                    .collect::<Vec<_>>(),
                 "(b) their patterns z at their best match, w_j alpha_j,z",
             )?;
         }
@@ -848,14 +854,21 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure) -> Resu
                         .cloned()
                         .collect()
                 };
-                // Each channel's legend lists the entries drawn on it.
-                let here = |segments: &[Segment], entries: &[Entry]| -> Vec<Entry> {
+                // Each channel's legend lists the findings drawn on it (entry k is finding
+                // k; the rest, drawn nowhere, is listed in the title's share).
+                let here = |segments: &[Segment], entries: &[Option<Entry>]| -> Vec<Entry> {
                     entries
                         .iter()
-                        .filter(|(_, v)| segments.iter().any(|s| s.value == *v))
-                        .cloned()
+                        .zip(&fig.findings)
+                        .filter(|(_, f)| {
+                            segments
+                                .iter()
+                                .any(|s| f.hypotheses.contains(&(s.class.clone(), s.hypothesis)))
+                        })
+                        .filter_map(|(e, _)| e.clone())
                         .collect()
                 };
+                let entries: Vec<Option<Entry>> = entries.iter().cloned().map(Some).collect();
                 let a = on(&drawn);
                 let b = on(&patterns);
                 series_panel(
@@ -910,7 +923,8 @@ fn draw_legend<DB: DrawingBackend>(
     scale: f64,
 ) -> Result<()> {
     let font = ("sans-serif", 12).into_font();
-    let chars = ((legend.dim_in_pixel().0 as i32 - 30) / 7).max(12) as usize;
+    // The bundled Hack is monospaced, about 7.3 px a character at 12 px.
+    let chars = ((legend.dim_in_pixel().0 as i32 - 34) * 10 / 76).max(12) as usize;
     let mut y = 24;
     for (text, value) in entries {
         let x = 4;
