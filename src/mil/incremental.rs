@@ -10,7 +10,6 @@
 //! earliest subsequence as the from-scratch argmax does.
 
 use std::collections::VecDeque;
-use std::sync::OnceLock;
 
 use super::error::{MilError, Result};
 use super::kernel::{Kernel, RepBlocks};
@@ -233,20 +232,10 @@ impl Plan {
     }
 }
 
-/// A model's [`Plan`], made on first use (the model's spaces and hypotheses do not change
-/// after a fit): derived data, so two models compare equal whatever their caches hold.
-#[derive(Debug, Clone, Default)]
-pub struct PlanCache(OnceLock<Plan>);
-
-impl PartialEq for PlanCache {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-/// The model's incremental plan.
+/// The model's incremental plan, made on first use (the model's spaces and hypotheses do
+/// not change after a fit) and kept in the model's derived cache.
 pub fn plan(m: &ShapeletModel) -> &Plan {
-    m.incremental.0.get_or_init(|| Plan::new(m))
+    m.incremental.get_or_init(|| Plan::new(m))
 }
 
 /// Sliding-window state of one series under one model. Holds no reference to the model, so

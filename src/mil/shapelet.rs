@@ -116,7 +116,7 @@ pub struct ShapeletModel {
     /// What the incremental scorer derives from the model (each used space's kept
     /// representatives, its hypotheses), made on first use and shared by every series.
     #[serde(skip)]
-    pub incremental: super::incremental::PlanCache,
+    pub incremental: super::derived::Derived,
 }
 
 /// Hypothesis weights at or below this (relative to their sum of 1) are dropped after
