@@ -35,12 +35,13 @@ pub struct BenchStreamArgs {
     /// trained on them (throughput also in channel values per second).
     #[arg(long, default_value_t = 1)]
     channels: usize,
-    /// Print the whole report as one JSON object instead of one line.
+    /// Print only the report's JSON line (stdout), not the one-line summary (stderr).
     #[arg(long)]
     json: bool,
 }
 
-/// Prints the benchmark's report: one line (daemon, bare consumer, ratio), or JSON.
+/// Prints the benchmark's report: one line (daemon, bare consumer, ratio) on stderr and the
+/// whole report as JSON on stdout.
 pub fn run(args: BenchStreamArgs) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -66,11 +67,12 @@ pub fn run(args: BenchStreamArgs) -> Result<()> {
         channels: args.channels,
     };
     let report = rt.block_on(milstream::stream::bench::bench(opts))?;
-    if json {
-        println!("{report}");
-    } else {
-        println!("{}", milstream::stream::bench::summary_line(&report));
+    // The report as one JSON line on stdout (scripts and the workplace's user-path check read
+    // the last line); the human line goes to stderr, unless --json asks for the JSON alone.
+    if !json {
+        eprintln!("{}", milstream::stream::bench::summary_line(&report));
     }
+    println!("{report}");
     rt.shutdown_timeout(std::time::Duration::from_secs(1));
     Ok(())
 }
