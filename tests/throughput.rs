@@ -66,7 +66,7 @@ fn the_daemon_keeps_its_share_of_the_bare_consumer() {
         "the daemon delivers {best:.4} of the bare consumer's throughput, under the floor \
          {FLOOR:.4} (one third of the ratio when issue 25 was resolved); runs: {}",
         runs.iter()
-            .map(|r| milstream::stream::bench::summary_line(r))
+            .map(milstream::stream::bench::summary_line)
             .collect::<Vec<_>>()
             .join(" / ")
     );

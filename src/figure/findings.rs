@@ -63,6 +63,9 @@ fn asserts_text(c: &Contribution, key: &FindingKey, n: usize) -> String {
     }
 }
 
+/// One hypothesis in a finding: its value in the score, its contribution and its space.
+type Member<'a> = (f64, &'a Contribution, String);
+
 /// Groups the hypotheses by what their maximising subsequence covers, orders the groups by
 /// |summed value| and keeps the `top` largest; the rest become one `Other`. Also the share
 /// of the contributions' sum the kept ones carry.
@@ -72,7 +75,7 @@ pub(super) fn findings_of(
     n: usize,
 ) -> (Vec<Finding>, Option<Other>, f64) {
     let total: f64 = parts.iter().map(|p| p.1).sum();
-    let mut groups: Vec<(FindingKey, Vec<(f64, &Contribution, String)>)> = Vec::new();
+    let mut groups: Vec<(FindingKey, Vec<Member>)> = Vec::new();
     for (key, value, c, space) in parts {
         match groups.iter_mut().find(|(k, _)| *k == key) {
             Some((_, g)) => g.push((value, c, space)),
