@@ -252,16 +252,8 @@ fn input_mismatches(
             .find(|(s, _, _)| s.input == ModelInput::Series && s.route.matches(&series_id));
         if let Some((spec, m, source)) = series {
             if m.model.input().channels() != channels {
-                out.push(format!(
-                    "model {:?} ({}{}) takes {}, but the demo feed sends {}-channel {} series{}",
-                    spec.name,
-                    m.version,
-                    origin(*source, spec),
-                    takes(&m.model),
-                    channels,
-                    cfg.demo.dataset.name(),
-                    stale_hint(*source, spec),
-                ));
+                let sends = format!("{channels}-channel {} series", cfg.demo.dataset.name());
+                out.push(demo_mismatch(spec, m, *source, &sends));
             }
         }
         let bags = start
@@ -269,19 +261,29 @@ fn input_mismatches(
             .find(|(s, _, _)| s.input == ModelInput::Bags && s.route.matches("musk1-0-0"));
         if let (Some((spec, m, source)), false) = (bags, cfg.kafka.bags_topic.is_empty()) {
             if bag_dim(&m.model) != embedded::MUSK1_FEATURES {
-                out.push(format!(
-                    "model {:?} ({}{}) takes {}, but the demo feed sends bags of {} features{}",
-                    spec.name,
-                    m.version,
-                    origin(*source, spec),
-                    takes(&m.model),
-                    embedded::MUSK1_FEATURES,
-                    stale_hint(*source, spec),
-                ));
+                let sends = format!("bags of {} features", embedded::MUSK1_FEATURES);
+                out.push(demo_mismatch(spec, m, *source, &sends));
             }
         }
     }
     out
+}
+
+/// "model "series" (v1, the registry's current in ...) takes X, but the demo feed sends Y".
+fn demo_mismatch(
+    spec: &models::ModelSpec,
+    m: &ScoringModel,
+    source: ModelSource,
+    sends: &str,
+) -> String {
+    format!(
+        "model {:?} ({}{}) takes {}, but the demo feed sends {sends}{}",
+        spec.name,
+        m.version,
+        origin(source, spec),
+        takes(&m.model),
+        stale_hint(source, spec),
+    )
 }
 
 fn origin(source: ModelSource, spec: &models::ModelSpec) -> String {
