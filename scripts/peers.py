@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
-"""Peer baselines on this machine: aeon's RDST and MiniRocket, single-threaded, fit timed
-after one warm-up fit (numba compiles on first use).
+"""Peer baselines on this machine beside milstream, in one run: aeon's RDST and MiniRocket,
+single-threaded, fit timed after one warm-up fit (numba compiles on first use); milstream's
+`eval` with RAYON_NUM_THREADS=1 when --milstream is given.
 
     python3 -m venv /tmp/peers && /tmp/peers/bin/pip install aeon==1.6.0
-    /tmp/peers/bin/python scripts/peers.py DATA_DIR GunPoint Coffee ACSF1 ...
+    /tmp/peers/bin/python scripts/peers.py DATA_DIR GunPoint Coffee ACSF1 ... \\
+        [--milstream target/release/milstream] [--option=--paper]
 
-Reads DATA_DIR/<name>_TRAIN.csv / _TEST.csv (label first, then the values) or, where a
-.ts file exists, the UEA .ts file. Prints one JSON line per (dataset, classifier)."""
+Reads DATA_DIR/<name>_TRAIN.csv / _TEST.csv (label first, then the values; rows may differ
+in length) or, where a .ts file exists, the UEA .ts file. A peer that cannot take unequal
+lengths (MiniRocket) is reported as skipped. Prints one JSON line per (dataset,
+classifier)."""
+import argparse
 import json
 import os
-import sys
+import subprocess
 import time
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
@@ -18,31 +23,62 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np
 
 
-def load(data_dir, name, split):
+def data_path(data_dir, name, split):
     ts = os.path.join(data_dir, f"{name}_{split}.ts")
-    if os.path.exists(ts):
+    return ts if os.path.exists(ts) else os.path.join(data_dir, f"{name}_{split}.csv")
+
+
+def load(path):
+    if path.endswith(".ts"):
         from aeon.datasets import load_from_ts_file
 
-        x, y = load_from_ts_file(ts)
-        return x, y
-    rows = [l.strip().split(",") for l in open(os.path.join(data_dir, f"{name}_{split}.csv")) if l.strip()]
+        return load_from_ts_file(path)
+    rows = [l.strip().split(",") for l in open(path) if l.strip()]
     y = np.array([r[0] for r in rows])
-    x = np.array([[float(v) for v in r[1:]] for r in rows])[:, None, :]
-    return x, y
+    xs = [np.array([[float(v) for v in r[1:]]]) for r in rows]
+    if len({x.shape[1] for x in xs}) == 1:
+        return np.stack(xs), y
+    return xs, y
+
+
+def equal_length(x):
+    return isinstance(x, np.ndarray) or len({c.shape[1] for c in x}) == 1
 
 
 def main():
-    from aeon.classification.shapelet_based import RDSTClassifier
+    ap = argparse.ArgumentParser()
+    ap.add_argument("data_dir")
+    ap.add_argument("names", nargs="+")
+    ap.add_argument("--milstream", help="the milstream binary: also run its eval, single-threaded")
+    ap.add_argument("--option", action="append", default=[], help="a milstream eval option, repeatable")
+    ap.add_argument("--no-peers", action="store_true")
+    a = ap.parse_args()
     from aeon.classification.convolution_based import MiniRocketClassifier
+    from aeon.classification.shapelet_based import RDSTClassifier
 
-    data_dir = sys.argv[1]
-    for name in sys.argv[2:]:
-        xtr, ytr = load(data_dir, name, "TRAIN")
-        xte, yte = load(data_dir, name, "TEST")
+    for name in a.names:
+        train, test = data_path(a.data_dir, name, "TRAIN"), data_path(a.data_dir, name, "TEST")
+        if a.milstream:
+            t0 = time.perf_counter()
+            out = subprocess.run(
+                [a.milstream, "eval", "--train", train, "--test", test, "--json", *a.option],
+                capture_output=True, text=True, check=True, env={**os.environ, "RAYON_NUM_THREADS": "1"},
+            )
+            r = json.loads(out.stdout)
+            print(json.dumps({"data": name, "peer": "milstream", "accuracy": round(r["accuracy"], 3),
+                              "fit_seconds": round(r["train_seconds"], 2),
+                              "wall_seconds": round(time.perf_counter() - t0, 2)}), flush=True)
+        if a.no_peers:
+            continue
+        xtr, ytr = load(train)
+        xte, yte = load(test)
         for label, make in [
             ("RDST", lambda: RDSTClassifier(n_jobs=1, random_state=0)),
             ("MiniRocket", lambda: MiniRocketClassifier(n_jobs=1, random_state=0)),
         ]:
+            if not (equal_length(xtr) and equal_length(xte)) and not make().get_tag("capability:unequal_length"):
+                print(json.dumps({"data": name, "peer": label, "skipped": "unequal lengths"}), flush=True)
+                continue
             make().fit(xtr, ytr)  # warm-up: numba compiles
             clf = make()
             t0 = time.perf_counter()

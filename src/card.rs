@@ -110,6 +110,7 @@ fn shapelet_card(m: &ShapeletModel, v: &mut Value) {
         "mean_hypotheses": m.params.mean_hypotheses,
         "threshold_hypotheses": m.params.threshold_hypotheses,
         "position_thresholds": m.params.position_thresholds,
+        "position_min_examples": m.params.position_min_examples,
         "threshold_share": m.params.threshold_share,
         "max_weight": m.params.max_weight,
         "pooled_head": m.params.pooled_head,

@@ -82,6 +82,10 @@ pub struct FitOptions {
     /// series) among the threshold hypotheses.
     #[arg(long)]
     pub no_position: bool,
+    /// Position thresholds only when every class has at least this many training examples
+    /// (0: always). Default: the library's, 12.
+    #[arg(long, value_name = "N")]
+    pub position_min_examples: Option<usize>,
     /// With more than two classes, keep each one-vs-rest ensemble's own score rather than
     /// refitting the class scores over every class's hypotheses (the pooled ridge head).
     #[arg(long)]
@@ -319,6 +323,9 @@ impl FitOptions {
             mean_hypotheses: base.mean_hypotheses && !self.no_mean,
             threshold_hypotheses: base.threshold_hypotheses && !self.no_threshold,
             position_thresholds: base.position_thresholds && !self.no_position,
+            position_min_examples: self
+                .position_min_examples
+                .unwrap_or(base.position_min_examples),
             pooled_head: base.pooled_head && !self.no_head,
             threshold_share: self.threshold_share.unwrap_or(base.threshold_share),
             max_weight: match self.max_weight.as_deref() {

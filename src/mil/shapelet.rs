@@ -179,10 +179,16 @@ impl ShapeletModel {
             .zip(&kernels)
             .map(|(s, k)| KernelTable::new(&s.instances, &s.reps, k, params.weak, s.row_stride))
             .collect::<Result<_>>()?;
+        let fewest = classes
+            .iter()
+            .map(|c| labels.iter().filter(|l| *l == c).count())
+            .min()
+            .unwrap_or(0);
+        let positions = params.position_thresholds && fewest >= params.position_min_examples;
         let stumps: Option<Vec<ThresholdTable>> = params.threshold_hypotheses.then(|| {
             tables
                 .iter()
-                .map(|t| ThresholdTable::new(t, params.position_thresholds))
+                .map(|t| ThresholdTable::new(t, positions))
                 .collect()
         });
         // One-vs-rest (footnote 3); two classes in the paper's single form pose one problem

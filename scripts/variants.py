@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Development variants: data kinds the development sets lack, derived from them, generated
+(never committed). Defaults are chosen on the development sets and these variants only.
+
+    python3 scripts/variants.py ../shared/data OUT_DIR            # writes the files
+    python3 scripts/variants.py ../shared/data OUT_DIR --list     # names and what they are
+
+Every variant is seeded (one fixed seed per variant), so two runs write the same bytes.
+Series variants are UCR CSV (label, values; rows may differ in length) or UEA .ts files
+(multichannel); bag variants the `bag_id,label,f1..` layout. Needs only numpy."""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+VARIANTS = {
+    "GunPointShort": "GunPoint cut to 5-12 points per series (train and test)",
+    "BasicMotionsShort": "BasicMotions, 6 channels cut to 7-29 points per case (unequal lengths)",
+    "ACSF1Few": "ACSF1 with 2 training series per class (10 classes, 20 training series)",
+    "CombinedFew": "GunPoint + Coffee + ACSF1 as 14 classes, resampled to 300 points, 2 training series per class, each series scaled and offset",
+    "GunPointScaled": "GunPoint, each series times a log-uniform 0.01-100 and offset by +-100 (unnormalised)",
+    "CoffeeScaled": "Coffee, each series scaled and offset as GunPointScaled",
+    "ACSF1Unequal": "ACSF1, each series resampled to 40-100 % of its length (unequal lengths)",
+    "GunPointUnequal": "GunPoint, each series cut to a random 60-100 % window of itself (unequal lengths)",
+    "MUSK1Imbalanced": "MUSK1 with 3 of its 47 positive bags kept (3 of 48 bags positive, 6 %)",
+    "MUSK1Narrow": "MUSK1 on 9 of its 166 features (fixed random choice)",
+}
+
+
+def read_ucr(path):
+    out = []
+    for line in open(path):
+        if line.strip():
+            f = line.strip().split(",")
+            out.append((f[0], np.array([float(v) for v in f[1:]])))
+    return out
+
+
+def write_ucr(path, rows):
+    with open(path, "w") as f:
+        for label, x in rows:
+            f.write(label + "," + ",".join(repr(float(v)) for v in x) + "\n")
+
+
+def read_ts(path):
+    header, cases = [], []
+    for line in open(path):
+        s = line.strip()
+        if not s or s.startswith("#"):
+            continue
+        if s.startswith("@"):
+            header.append(s)
+            continue
+        *chans, label = s.split(":")
+        cases.append((label, [np.array([float(v) for v in c.split(",")]) for c in chans]))
+    return header, cases
+
+
+def write_ts(path, header, cases):
+    with open(path, "w") as f:
+        for h in header:
+            low = h.lower()
+            if low.startswith("@equallength"):
+                h = "@equalLength false"
+            elif low.startswith("@serieslength"):
+                continue
+            f.write(h + "\n")
+        for label, chans in cases:
+            f.write(":".join(",".join(repr(float(v)) for v in c) for c in chans) + ":" + label + "\n")
+
+
+def resample(x, n):
+    return np.interp(np.linspace(0, len(x) - 1, n), np.arange(len(x)), x)
+
+
+def scale_offset(rows, rng):
+    out = []
+    for label, x in rows:
+        a = 10 ** rng.uniform(-2, 2)
+        b = rng.uniform(-100, 100)
+        out.append((label, x * a + b))
+    return out
+
+
+def few(rows, per_class, rng):
+    chosen = []
+    for c in sorted({l for l, _ in rows}):
+        idx = [i for i, (l, _) in enumerate(rows) if l == c]
+        chosen += sorted(rng.choice(idx, min(per_class, len(idx)), replace=False).tolist())
+    return [rows[i] for i in sorted(chosen)]
+
+
+def build(data, out, name):
+    rng = np.random.default_rng(sorted(VARIANTS).index(name) + 7)
+    ucr = lambda n, s: read_ucr(os.path.join(data, f"{n}_{s}.csv"))
+    if name == "GunPointShort":
+        for s in ("TRAIN", "TEST"):
+            write_ucr(f"{out}/{name}_{s}.csv", [(l, x[: rng.integers(5, 13)]) for l, x in ucr("GunPoint", s)])
+    elif name == "BasicMotionsShort":
+        for s in ("TRAIN", "TEST"):
+            header, cases = read_ts(os.path.join(data, f"BasicMotions_{s}.ts"))
+            cut = []
+            for label, chans in cases:
+                n = int(rng.integers(7, 30))
+                cut.append((label, [c[:n] for c in chans]))
+            write_ts(f"{out}/{name}_{s}.ts", header, cut)
+    elif name == "ACSF1Few":
+        write_ucr(f"{out}/{name}_TRAIN.csv", few(ucr("ACSF1", "TRAIN"), 2, rng))
+        write_ucr(f"{out}/{name}_TEST.csv", ucr("ACSF1", "TEST"))
+    elif name == "CombinedFew":
+        for s in ("TRAIN", "TEST"):
+            rows = []
+            for src in ("GunPoint", "Coffee", "ACSF1"):
+                rows += [(f"{src}-{l}", resample(x, 300)) for l, x in ucr(src, s)]
+            rows = scale_offset(rows, rng)
+            if s == "TRAIN":
+                rows = few(rows, 2, rng)
+            write_ucr(f"{out}/{name}_{s}.csv", rows)
+    elif name in ("GunPointScaled", "CoffeeScaled"):
+        src = name[: -len("Scaled")]
+        for s in ("TRAIN", "TEST"):
+            write_ucr(f"{out}/{name}_{s}.csv", scale_offset(ucr(src, s), rng))
+    elif name == "ACSF1Unequal":
+        for s in ("TRAIN", "TEST"):
+            write_ucr(f"{out}/{name}_{s}.csv",
+                      [(l, resample(x, int(len(x) * rng.uniform(0.4, 1.0)))) for l, x in ucr("ACSF1", s)])
+    elif name == "GunPointUnequal":
+        for s in ("TRAIN", "TEST"):
+            rows = []
+            for l, x in ucr("GunPoint", s):
+                n = int(len(x) * rng.uniform(0.6, 1.0))
+                start = int(rng.integers(0, len(x) - n + 1))
+                rows.append((l, x[start : start + n]))
+            write_ucr(f"{out}/{name}_{s}.csv", rows)
+    elif name in ("MUSK1Imbalanced", "MUSK1Narrow"):
+        lines = [l.rstrip("\n") for l in open(os.path.join(data, "musk1.csv")) if l.strip()]
+        header, body = lines[0], [l.split(",") for l in lines[1:]]
+        if name == "MUSK1Imbalanced":
+            positive = sorted({r[0] for r in body if r[1] == "1"}, key=int)
+            keep = set(rng.choice(positive, 3, replace=False).tolist())
+            body = [r for r in body if r[1] == "0" or r[0] in keep]
+        else:
+            cols = sorted(rng.choice(np.arange(2, len(body[0])), 9, replace=False).tolist())
+            header = ",".join(["bag_id", "label"] + [f"f{i + 1}" for i in range(9)])
+            body = [r[:2] + [r[c] for c in cols] for r in body]
+        with open(f"{out}/{name}.csv", "w") as f:
+            f.write(header + "\n" + "".join(",".join(r) + "\n" for r in body))
+    else:
+        raise SystemExit(f"unknown variant {name}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("data_dir")
+    ap.add_argument("out_dir")
+    ap.add_argument("names", nargs="*", help="variants to write (default: all)")
+    ap.add_argument("--list", action="store_true")
+    a = ap.parse_args()
+    if a.list:
+        for n, what in VARIANTS.items():
+            print(f"{n}: {what}")
+        return 0
+    os.makedirs(a.out_dir, exist_ok=True)
+    for n in a.names or VARIANTS:
+        build(a.data_dir, a.out_dir, n)
+        print(f"{a.out_dir}/{n}: {VARIANTS[n]}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
