@@ -68,8 +68,12 @@ fn run_released<T: Send + 'static>(
             let _ = tx.send(out);
         })
         .map_err(|e| PyRuntimeError::new_err(format!("starting a thread: {e}")))?;
+    let mut rx = rx;
     loop {
-        match py.detach(|| rx.recv_timeout(SIGNAL_POLL)) {
+        // The receiver moves into the GIL-free closure and back (it is Send, not Sync).
+        let (got, back) = py.detach(move || (rx.recv_timeout(SIGNAL_POLL), rx));
+        rx = back;
+        match got {
             Ok(out) => return out.map_err(to_py_err),
             Err(mpsc::RecvTimeoutError::Timeout) => py.check_signals()?,
             Err(mpsc::RecvTimeoutError::Disconnected) => {
