@@ -9,6 +9,7 @@ problem is a ValueError or TypeError that names the argument and the case.
 from __future__ import annotations
 
 import numpy as np
+from sklearn.utils import check_array
 
 
 def _float_array(value, what):
@@ -17,11 +18,11 @@ def _float_array(value, what):
         raise TypeError(f"{what} must be array-like of numbers, got {type(value).__name__}")
     arr = np.asarray(value)
     if np.iscomplexobj(arr):
-        raise ValueError(f"{what}: complex data not supported")
+        raise ValueError(f"{what}: Complex data not supported")
     try:
         return np.asarray(arr, dtype=np.float64)
     except (TypeError, ValueError) as e:
-        raise ValueError(f"{what} must hold numbers only: {e}") from None
+        raise type(e)(f"{what} must hold numbers only: {e}") from None
 
 
 def _check_finite(case, what):
@@ -36,7 +37,9 @@ def _is_ragged_list(X):
 
 
 def series_cases(X, name="X"):
-    """Cases as lists (channels) of lists (time steps), and the channel count."""
+    """Cases as lists (channels) of lists (time steps), and the width of a 2-D array X
+    (its n_timepoints; None for other layouts)."""
+    width = None
     if _is_ragged_list(X) and not _equal_shapes(X):
         arrays = [_float_array(c, f"{name}[{i}]") for i, c in enumerate(X)]
         cases = []
@@ -50,8 +53,11 @@ def series_cases(X, name="X"):
                 )
             cases.append(a)
     else:
-        arr = _float_array(X, name)
+        # scikit-learn's own checks (and messages) for arrays: sparse, complex, object,
+        # 1-D, empty, NaN and infinity.
+        arr = check_array(X, allow_nd=True, dtype=np.float64, input_name=name)
         if arr.ndim == 2:
+            width = arr.shape[1]
             cases = list(arr[:, None, :])
         elif arr.ndim == 3:
             cases = list(arr)
@@ -72,7 +78,7 @@ def series_cases(X, name="X"):
         if c.shape[1] == 0:
             raise ValueError(f"{name}[{i}] has no time points")
         _check_finite(c, f"{name}[{i}]")
-    return [c.tolist() for c in cases], channels
+    return [c.tolist() for c in cases], width
 
 
 def _equal_shapes(X):

@@ -109,7 +109,16 @@ class _MilstreamClassifier(ClassifierMixin, BaseEstimator):
         labels = [str(v) for v in y]
         model = _native_call(_core.Model.fit, args, cases, labels, self._bags, n_threads)
         self._adopt(model, classes)
+        if width is not None:
+            # A 2-D array is scikit-learn's (n_samples, n_features): predict takes the same
+            # width. Series of other lengths are scored when passed as a list of arrays.
+            self.n_features_in_ = width
         return self
+
+    def __sklearn_is_fitted__(self):
+        # Not scikit-learn's default test (an attribute ending in "_"): `lambda_` is a
+        # parameter.
+        return hasattr(self, "_model")
 
     def _adopt(self, model, classes):
         """Holds a native model whose classes are ``classes`` (in ``classes_`` order)."""
@@ -125,8 +134,21 @@ class _MilstreamClassifier(ClassifierMixin, BaseEstimator):
     # -- scoring --------------------------------------------------------------------------
 
     def _native_predict(self, X):
-        check_is_fitted(self, "_model")
-        cases, _ = self._cases(X)
+        check_is_fitted(self)
+        cases, width = self._cases(X)
+        expected = getattr(self, "n_features_in_", None)
+        if width is not None and expected is not None and width != expected:
+            raise ValueError(
+                f"X has {width} features, but {type(self).__name__} is expecting {expected} "
+                "features as input"
+                + (
+                    ""
+                    if self._bags
+                    else " (a 2-D array's width is its series length; series of other "
+                    "lengths are scored as a 3-D array (n_cases, n_channels, n_timepoints) "
+                    "or a list of arrays)"
+                )
+            )
         index, scores = _native_call(
             self._model.predict, cases, self._bags, _n_threads(self.n_jobs)
         )
@@ -170,7 +192,7 @@ class _MilstreamClassifier(ClassifierMixin, BaseEstimator):
         w_j h_j, as ``milstream explain`` gives them. A list of dicts, or with
         ``as_frame=True`` a pandas DataFrame in long form (one row per case and hypothesis,
         the class scores as ``score_<class>`` columns)."""
-        check_is_fitted(self, "_model")
+        check_is_fitted(self)
         cases, _ = self._cases(X)
         texts = _native_call(self._model.explain, cases, self._bags, _n_threads(self.n_jobs))
         out = []
@@ -202,7 +224,7 @@ class _MilstreamClassifier(ClassifierMixin, BaseEstimator):
         ``(n_timepoints,)`` or ``(n_channels, n_timepoints)``; for bags ``(n_instances,
         n_features)``), as ``milstream explain --index i --out fig.svg`` draws it: each
         hypothesis's matched subsequence coloured by its contribution."""
-        check_is_fitted(self, "_model")
+        check_is_fitted(self)
         cases, _ = self._cases([np.asarray(x)] if not self._bags else [x])
         return _native_call(
             self._model.figure_svg,
@@ -219,7 +241,7 @@ class _MilstreamClassifier(ClassifierMixin, BaseEstimator):
         """Writes the daemon's artifact (what ``milstream train --out`` writes, unchanged):
         ``milstream run`` serves it as ``model.series_path`` (series) or
         ``model.bags_path`` (bags)."""
-        check_is_fitted(self, "_model")
+        check_is_fitted(self)
         with open(path, "w", encoding="utf-8") as f:
             f.write(self._model.to_json())
 
@@ -242,7 +264,7 @@ class _MilstreamClassifier(ClassifierMixin, BaseEstimator):
     # -- pickling: the native model travels as its artifact -----------------------------------
 
     def __getstate__(self):
-        state = super().__getstate__()
+        state = dict(super().__getstate__())  # a copy: the live model stays native
         if "_model" in state:
             state["_model"] = state["_model"].to_json()
         return state
