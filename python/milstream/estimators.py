@@ -136,6 +136,11 @@ class _MilstreamClassifier(ClassifierMixin, BaseEstimator):
     def _native_predict(self, X):
         check_is_fitted(self)
         cases, width = self._cases(X)
+        if not self._bags and len(cases[0]) != self.n_channels_:
+            raise ValueError(
+                f"X has {len(cases[0])} channel(s), but {type(self).__name__} was fit on "
+                f"{self.n_channels_}"
+            )
         expected = getattr(self, "n_features_in_", None)
         if width is not None and expected is not None and width != expected:
             raise ValueError(
