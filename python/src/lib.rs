@@ -101,9 +101,7 @@ fn samples(cases: Vec<Vec<Vec<f64>>>, bags: bool) -> anyhow::Result<Vec<Sample>>
         .enumerate()
         .map(|(i, mut c)| {
             Ok(if bags {
-                Sample::Bag(
-                    Bag::from_instances(&c).map_err(|e| anyhow::anyhow!("X[{i}]: {e}"))?,
-                )
+                Sample::Bag(Bag::from_instances(&c).map_err(|e| anyhow::anyhow!("X[{i}]: {e}"))?)
             } else if c.len() == 1 {
                 Sample::Series(c.pop().expect("one channel"))
             } else {
@@ -224,7 +222,9 @@ impl PyModel {
                 .par_iter()
                 .enumerate()
                 .map(|(i, s)| {
-                    let e = model.explain(s).map_err(|e| anyhow::anyhow!("X[{i}]: {e}"))?;
+                    let e = model
+                        .explain(s)
+                        .map_err(|e| anyhow::anyhow!("X[{i}]: {e}"))?;
                     Ok(serde_json::to_string(&e)?)
                 })
                 .collect()
