@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# The test command: installs what the tests need, then runs `cargo test --release` (extra
-# arguments go to cargo test). Works on a fresh machine by itself:
+# The test command: installs what the tests need, builds the Python package (python/) into
+# .venv, runs `cargo test --release` (extra arguments go to cargo test), then the Python
+# package's tests (pytest python/tests); it fails if either fails. Works on a fresh machine
+# by itself:
 #   - Debian packages: the C build tools of rdkafka's bundled librdkafka (libssl-dev,
 #     zlib1g-dev, pkg-config, make, g++), promtool (prometheus) and docker-compose (the
 #     compose file check; it needs no Docker engine). Installed with apt-get when missing
 #     (as root; otherwise the script prints the command and stops).
 #   - Python packages (pyarrow: the independent Parquet reader, also through S3; PyYAML: the
 #     deployment YAML; moto[server]: a real S3-protocol server, with boto3; DuckDB and its
-#     httpfs extension: the analysts' reader over s3://) into the project-local virtual
-#     environment .venv, never into the system.
+#     httpfs extension: the analysts' reader over s3://; maturin, pytest, NumPy, pandas,
+#     scikit-learn and aeon for the Python package and its tests, pinned) into the
+#     project-local virtual environment .venv, never into the system.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,6 +51,31 @@ if ! "$venv/bin/python" -c "import pyarrow, yaml, moto, boto3, flask" >/dev/null
   echo "installing pyarrow, PyYAML, moto[server] and DuckDB with httpfs into $venv"
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pyarrow pyyaml "moto[server]" "${duckdb_pins[@]}"
 fi
+# The Python package's build and test dependencies, pinned (aeon is also the peer benchmark).
+python_pins=("maturin==1.16.0" "pytest==9.2.0" "numpy==2.3.5" "pandas==3.0.6" "scikit-learn==1.9.1" "aeon==1.6.0")
+pins_installed='
+import sys
+from importlib.metadata import version
+for pin in sys.argv[1:]:
+    name, want = pin.split("==")
+    assert version(name) == want, pin
+'
+if ! "$venv/bin/python" -c "$pins_installed" "${python_pins[@]}" >/dev/null 2>&1; then
+  echo "installing ${python_pins[*]} into $venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${python_pins[@]}"
+fi
 export MILSTREAM_PYTHON="$PWD/$venv/bin/python"
 
-exec cargo test --release "$@"
+# The Python package, built as a user builds it (`pip install ./python`: maturin, release
+# profile, the shared target/), before cargo test: tests/python_package.rs serves a model
+# fitted in Python.
+echo "building and installing the Python package (python/) into $venv"
+# The build backend runs `maturin` from PATH: the venv's.
+PATH="$PWD/$venv/bin:$PATH" "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+  --no-build-isolation ./python
+
+status=0
+cargo test --release "$@" || status=$?
+echo "running the Python package's tests (pytest python/tests)"
+"$venv/bin/python" -m pytest -q python/tests || status=$?
+exit "$status"

@@ -6,6 +6,7 @@ pub mod card;
 pub mod config;
 pub mod data;
 pub mod figure;
+pub mod fit_options;
 pub mod fuzzing;
 pub mod http;
 pub mod metrics;

@@ -9,7 +9,6 @@ pub mod demo_feed;
 pub mod eval;
 pub mod explain;
 pub mod inspect;
-pub mod options;
 pub mod predict;
 pub mod run;
 pub mod train;
@@ -17,18 +16,15 @@ pub mod train;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
 use milstream::data::{read_dataset, Format};
-use milstream::mil::select::{
-    accuracy, auc, best_index, cross_validate_grid_until, default_grid, CvEstimate,
-};
-use milstream::mil::{Dataset, FitParams, Model};
+use milstream::mil::select::{accuracy, auc};
+use milstream::mil::{Dataset, Model};
 
-pub use options::FitOptions;
+pub use milstream::fit_options::{fit, progress, FitOptions};
 
 /// A saved model and the data to run it on (predict, explain).
 #[derive(Args)]
@@ -46,32 +42,6 @@ impl ModelOnData {
     pub fn load(&self) -> Result<(Model, Dataset)> {
         Ok((load_model(&self.model)?, load(&self.data, self.format)?))
     }
-}
-
-pub fn progress(len: u64, what: &str, quiet: bool) -> ProgressBar {
-    if quiet {
-        return ProgressBar::hidden();
-    }
-    let pb = ProgressBar::new(len);
-    pb.set_style(
-        ProgressStyle::with_template(
-            "{msg:>12} [{bar:30}] {pos}/{len} {elapsed_precise} eta {eta}",
-        )
-        .expect("static progress template is valid")
-        .progress_chars("=> "),
-    );
-    pb.set_message(what.to_string());
-    pb
-}
-
-pub fn spinner(what: &str, quiet: bool) -> ProgressBar {
-    if quiet {
-        return ProgressBar::hidden();
-    }
-    let pb = ProgressBar::new_spinner();
-    pb.set_message(what.to_string());
-    pb.enable_steady_tick(std::time::Duration::from_millis(120));
-    pb
 }
 
 /// A data file, or the daemon's training store when `path` is a folder (its Parquet
@@ -94,87 +64,6 @@ pub fn load_model(path: &Path) -> Result<Model> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading model {}", path.display()))?;
     Model::from_json(&text).with_context(|| format!("loading model {}", path.display()))
-}
-
-/// The default --search budget, in fits of the defaults on the training data.
-const SEARCH_BUDGET_FITS: f64 = 20.0;
-
-/// Fits with `opts`, running the inner grid search first when asked.
-/// `unlabeled`: samples the fit may see without labels (only the transductive box kernel
-/// uses them: eval passes its test file).
-pub fn fit(
-    train: &Dataset,
-    unlabeled: &[milstream::mil::Sample],
-    opts: &FitOptions,
-) -> Result<(Model, FitParams, f64)> {
-    let mut params = opts.params(train)?;
-    if opts.search {
-        let input = train.check_trainable()?;
-        let grid = default_grid(&params, input);
-        let folds = 5.min(train.len());
-        let budget = match opts.search_budget {
-            Some(b) if b > 0.0 && b.is_finite() => b,
-            Some(b) => bail!("--search-budget must be a positive number of seconds, got {b}"),
-            None => {
-                let pb = spinner("timing one fit for the search budget", opts.quiet);
-                let t = Instant::now();
-                Model::fit(train, &params)?;
-                pb.finish_and_clear();
-                SEARCH_BUDGET_FITS * t.elapsed().as_secs_f64()
-            }
-        };
-        let start = Instant::now();
-        let deadline = start + std::time::Duration::from_secs_f64(budget);
-        let pb = progress((grid.len() * folds) as u64, "search", opts.quiet);
-        let est =
-            cross_validate_grid_until(train, &grid, folds, opts.seed, Some(deadline), &|| {
-                pb.inc(1)
-            })?;
-        pb.finish_and_clear();
-        let tried: Vec<(usize, CvEstimate)> = est
-            .into_iter()
-            .enumerate()
-            .filter_map(|(g, e)| e.map(|e| (g, e)))
-            .collect();
-        for (g, e) in &tried {
-            let p = &grid[*g];
-            eprintln!(
-                "search: tried lengths {:?}, nu {}, kernel {:?}{}: CV accuracy {:.4}",
-                p.lengths
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>(),
-                p.nu,
-                p.kernel,
-                if p.kind == milstream::mil::model::ModelKind::Lpboost {
-                    String::new()
-                } else {
-                    format!(" ({})", p.kind.name())
-                },
-                e.mean
-            );
-        }
-        let ests: Vec<CvEstimate> = tried.iter().map(|(_, e)| e.clone()).collect();
-        let (best_g, best_e) = &tried[best_index(&ests)];
-        params = grid[*best_g].clone();
-        eprintln!(
-            "search: tried {} of {} grid points in {:.1} s (budget {:.1} s); best: lengths {:?}, nu {}, kernel {:?} (inner CV accuracy {:.4})",
-            tried.len(),
-            grid.len(),
-            start.elapsed().as_secs_f64(),
-            budget,
-            params.lengths.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            params.nu,
-            params.kernel,
-            best_e.mean
-        );
-    }
-    let pb = spinner("training", opts.quiet);
-    let t = Instant::now();
-    let model = Model::fit_with_unlabeled(train, &params, unlabeled)?;
-    let secs = t.elapsed().as_secs_f64();
-    pb.finish_and_clear();
-    Ok((model, params, secs))
 }
 
 /// Accuracy and (for two classes) AUC of `model` on `test`, with the time taken.

@@ -1,12 +1,18 @@
-//! The options every fitting subcommand shares (train, eval, cv, bench): `FitOptions`, and
-//! how they become `FitParams`.
+//! The fit options every front end shares: the command line's train, eval, cv and bench,
+//! and the Python package (`python/`), which parses its estimators' parameters with this
+//! same struct so the names and defaults have one source. `FitOptions`, how they become
+//! `FitParams`, and `fit` (with the inner grid search of `--search`).
 
-use anyhow::{Context, Result};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
 use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
 
-use milstream::data::Format;
-use milstream::mil::model::{BinaryMode, BoxKernelParams, KernelSpec, ModelKind, SvmParams};
-use milstream::mil::{ChannelMode, Dataset, FitParams, ShapeletLength, View, WeakKind};
+use crate::data::Format;
+use crate::mil::model::{BinaryMode, BoxKernelParams, KernelSpec, ModelKind, SvmParams};
+use crate::mil::select::{best_index, cross_validate_grid_until, default_grid, CvEstimate};
+use crate::mil::{ChannelMode, Dataset, FitParams, Model, ShapeletLength, View, WeakKind};
 
 /// Hyperparameters shared by train, eval, cv and bench.
 #[derive(Args, Clone)]
@@ -129,7 +135,7 @@ pub struct FitOptions {
     #[arg(long, default_value_t = 1)]
     pub stride: usize,
     /// Choose length, nu and sigma by 5-fold cross-validation on the training data over the
-    /// paper's grid (see `milstream::mil::select::default_grid`).
+    /// paper's grid (see `crate::mil::select::default_grid`).
     #[arg(long)]
     pub search: bool,
     /// Seconds the --search may take (grid points not started by then are skipped; the
@@ -227,7 +233,7 @@ impl FitOptions {
     /// The parameters for training on `ds`: the options given over the library's defaults
     /// (for bags or series; the paper's with --paper and for the other kinds).
     pub fn params(&self, ds: &Dataset) -> Result<FitParams> {
-        let bags = matches!(ds.samples.first(), Some(milstream::mil::Sample::Bag(_)));
+        let bags = matches!(ds.samples.first(), Some(crate::mil::Sample::Bag(_)));
         let base = if self.paper || self.kind != ModelKind::Lpboost {
             FitParams::paper()
         } else if bags {
@@ -354,7 +360,7 @@ impl FitOptions {
             seed: self.seed,
             standardize: !self.no_standardize,
             kind: self.kind,
-            miordm: milstream::mil::model::MiordmParams {
+            miordm: crate::mil::model::MiordmParams {
                 lambda: self.lambda,
                 theta: self.theta,
                 mu: self.mu,
@@ -383,4 +389,111 @@ impl FitOptions {
         p.validate()?;
         Ok(p)
     }
+}
+
+pub fn progress(len: u64, what: &str, quiet: bool) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(len);
+    pb.set_style(
+        ProgressStyle::with_template(
+            "{msg:>12} [{bar:30}] {pos}/{len} {elapsed_precise} eta {eta}",
+        )
+        .expect("static progress template is valid")
+        .progress_chars("=> "),
+    );
+    pb.set_message(what.to_string());
+    pb
+}
+
+pub fn spinner(what: &str, quiet: bool) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new_spinner();
+    pb.set_message(what.to_string());
+    pb.enable_steady_tick(std::time::Duration::from_millis(120));
+    pb
+}
+
+/// The default --search budget, in fits of the defaults on the training data.
+const SEARCH_BUDGET_FITS: f64 = 20.0;
+
+/// Fits with `opts`, running the inner grid search first when asked.
+/// `unlabeled`: samples the fit may see without labels (only the transductive box kernel
+/// uses them: eval passes its test file).
+pub fn fit(
+    train: &Dataset,
+    unlabeled: &[crate::mil::Sample],
+    opts: &FitOptions,
+) -> Result<(Model, FitParams, f64)> {
+    let mut params = opts.params(train)?;
+    if opts.search {
+        let input = train.check_trainable()?;
+        let grid = default_grid(&params, input);
+        let folds = 5.min(train.len());
+        let budget = match opts.search_budget {
+            Some(b) if b > 0.0 && b.is_finite() => b,
+            Some(b) => bail!("--search-budget must be a positive number of seconds, got {b}"),
+            None => {
+                let pb = spinner("timing one fit for the search budget", opts.quiet);
+                let t = Instant::now();
+                Model::fit(train, &params)?;
+                pb.finish_and_clear();
+                SEARCH_BUDGET_FITS * t.elapsed().as_secs_f64()
+            }
+        };
+        let start = Instant::now();
+        let deadline = start + std::time::Duration::from_secs_f64(budget);
+        let pb = progress((grid.len() * folds) as u64, "search", opts.quiet);
+        let est =
+            cross_validate_grid_until(train, &grid, folds, opts.seed, Some(deadline), &|| {
+                pb.inc(1)
+            })?;
+        pb.finish_and_clear();
+        let tried: Vec<(usize, CvEstimate)> = est
+            .into_iter()
+            .enumerate()
+            .filter_map(|(g, e)| e.map(|e| (g, e)))
+            .collect();
+        for (g, e) in &tried {
+            let p = &grid[*g];
+            eprintln!(
+                "search: tried lengths {:?}, nu {}, kernel {:?}{}: CV accuracy {:.4}",
+                p.lengths
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>(),
+                p.nu,
+                p.kernel,
+                if p.kind == crate::mil::model::ModelKind::Lpboost {
+                    String::new()
+                } else {
+                    format!(" ({})", p.kind.name())
+                },
+                e.mean
+            );
+        }
+        let ests: Vec<CvEstimate> = tried.iter().map(|(_, e)| e.clone()).collect();
+        let (best_g, best_e) = &tried[best_index(&ests)];
+        params = grid[*best_g].clone();
+        eprintln!(
+            "search: tried {} of {} grid points in {:.1} s (budget {:.1} s); best: lengths {:?}, nu {}, kernel {:?} (inner CV accuracy {:.4})",
+            tried.len(),
+            grid.len(),
+            start.elapsed().as_secs_f64(),
+            budget,
+            params.lengths.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            params.nu,
+            params.kernel,
+            best_e.mean
+        );
+    }
+    let pb = spinner("training", opts.quiet);
+    let t = Instant::now();
+    let model = Model::fit_with_unlabeled(train, &params, unlabeled)?;
+    let secs = t.elapsed().as_secs_f64();
+    pb.finish_and_clear();
+    Ok((model, params, secs))
 }
