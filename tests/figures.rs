@@ -640,6 +640,26 @@ fn inspect_prints_the_model_card() {
     assert!((nnz / total - share).abs() < 1e-3, "{card}");
     assert_eq!(card["training"]["n_train"], 50);
     assert!(card["rounds"].as_u64().unwrap() >= 1);
+    // `train` recorded how much of the margin the top findings carry on its 50 examples.
+    let e = &card["explanations"];
+    assert_eq!(
+        (e["top"].as_u64(), e["n"].as_u64()),
+        (Some(5), Some(50)),
+        "{card}"
+    );
+    let (q1, median, q3) = (
+        e["q1"].as_f64().unwrap(),
+        e["median"].as_f64().unwrap(),
+        e["q3"].as_f64().unwrap(),
+    );
+    assert!(0.0 < q1 && q1 <= median && median <= q3, "{e}");
+    assert!(
+        text.contains(&format!(
+            "explanations the top 5 findings carry {:.0} % of the decision margin",
+            100.0 * median
+        )),
+        "{text}"
+    );
 }
 
 /// The default model's spaces (dilations, the difference view, z-normalisation): every
