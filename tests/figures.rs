@@ -747,10 +747,13 @@ struct ReadEntry {
     x: Option<String>,
 }
 
+/// The title's lines, each panel's legend entries, and (panel, stroke) per coloured line.
+type ReadFigure = (Vec<String>, Vec<Vec<ReadEntry>>, Vec<(char, String)>);
+
 /// Reads an SVG figure back: the title's lines, panel (a)'s and (b)'s legend entries
 /// (each panel's captions start a new panel), and the strokes of the coloured lines each
 /// panel draws.
-fn read_figure(svg: &str) -> (Vec<String>, Vec<Vec<ReadEntry>>, Vec<(char, String)>) {
+fn read_figure(svg: &str) -> ReadFigure {
     let doc = roxmltree::Document::parse(svg).expect("the SVG is well-formed XML");
     let mut title = Vec::new();
     let mut panels: Vec<Vec<ReadEntry>> = Vec::new();

@@ -215,7 +215,7 @@ pub struct Row {
     pub source_offset: i64,
     pub file: String,
     /// The findings as (text, value, start, end, hypotheses), and their share.
-    pub findings: Vec<(String, f64, u32, u32, u32)>,
+    pub findings: Vec<FindingCells>,
     pub shown_share: Option<f64>,
 }
 
@@ -355,6 +355,9 @@ pub fn read_predictions(root: &Path) -> Vec<Row> {
     rows
 }
 
+/// A finding as the Parquet rows hold it: (text, value, start, end, hypotheses).
+pub type FindingCells = (String, f64, u32, u32, u32);
+
 /// The findings and their share a prediction row of `model` should carry for `sample`
 /// (a window of `points` points, 0 for a bag): `predict --explain`'s, from the offline
 /// explanation, with the daemon's default `window.top_contributions`.
@@ -362,7 +365,7 @@ pub fn offline_findings(
     model: &Model,
     sample: &Sample,
     points: usize,
-) -> (Vec<(String, f64, u32, u32, u32)>, Option<f64>) {
+) -> (Vec<FindingCells>, Option<f64>) {
     let e = model.explain(sample).unwrap();
     let (findings, share) = milstream::stream::record::FindingSummary::of(&e, points, 3, model);
     let findings = findings
