@@ -121,7 +121,8 @@ pub struct WindowConfig {
     pub idle_timeout_ms: i64,
     /// Most live series per partition; beyond it the least recently seen is evicted.
     pub max_series_per_partition: usize,
-    /// Top contributing hypotheses kept per prediction.
+    /// Top contributing hypotheses kept per prediction (`top`), and top findings
+    /// (`findings`: hypotheses grouped by the positions their best match covers).
     pub top_contributions: usize,
 }
 

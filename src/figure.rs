@@ -31,10 +31,10 @@ mod render;
 
 pub use render::{diverging, legend_text, render_png, render_svg, size, write};
 
-use findings::{findings_of, space_name, FindingKey};
+use findings::{findings_of, FindingKey};
 
 use crate::mil::error::MilError;
-use crate::mil::prediction::Contribution;
+use crate::mil::prediction::{Asserts, Contribution, Explanation, Prediction};
 use crate::mil::shapelet::ShapeletModel;
 use crate::mil::space::{is_zero, Extraction, View};
 use crate::mil::{Model, Sample};
@@ -116,6 +116,9 @@ pub struct Figure {
     pub score: f64,
     /// The model is one binary ensemble (the paper's form): `score` is its g.
     pub single: bool,
+    /// The model's class count: above two, `positive` is the predicted class and
+    /// `negative` the runner-up.
+    pub classes: usize,
     /// The ensembles' bias (the weight of the constant hypotheses; 0 in the paper's form,
     /// where g(B) = sum_j w_j h_j(B), eq. 2): the contributions plus the bias make the score.
     pub bias: f64,
@@ -139,10 +142,18 @@ pub struct Figure {
 /// says about the sample.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
-    /// What it asserts, in words, as the legend and `explain --out` print it.
+    /// What it asserts, in words, as the legend and `explain --out` print it (its
+    /// strongest hypothesis's assertion, and how many more it groups).
     pub text: String,
     /// The summed contribution, signed towards the positive class.
     pub value: f64,
+    /// What its strongest hypothesis asserts: `match`, `mean`, `threshold`, `position`.
+    pub asserts: Asserts,
+    /// A threshold's or position's verdict: does the assertion hold (None otherwise).
+    pub verdict: Option<bool>,
+    /// A position's band: the series positions (first, last) its best match is asserted
+    /// to lie in (None otherwise, and for bags).
+    pub band: Option<(usize, usize)>,
     /// The first channel it is drawn on and how many (more than one: a dependent space).
     pub channel: usize,
     pub channels: usize,
@@ -183,51 +194,20 @@ pub fn figure(
 ) -> Result<Figure> {
     let (prediction, contributions) = model.explain(sample)?;
     let classes = &model.classes;
-    // Orientation: which class is warm, which cool, and the score that decides between them.
     let single = model.ensembles.len() == 1;
-    let (pos, neg) = if classes.len() == 2 {
-        (1, 0)
-    } else {
-        let p = prediction.class_index;
-        let runner_up = (0..classes.len())
-            .filter(|&c| c != p)
-            .max_by(|&a, &b| prediction.scores[a].total_cmp(&prediction.scores[b]))
-            .expect("a model has at least two classes (validated on load)");
-        (p, runner_up)
-    };
-    let score = if single {
-        // A single ensemble reports (-g, g); g is the decision value.
-        prediction.scores[1]
-    } else {
-        prediction.scores[pos] - prediction.scores[neg]
-    };
-    let sign = |class: &str| -> Option<f64> {
-        if *class == classes[pos] {
-            Some(1.0)
-        } else if *class == classes[neg] {
-            Some(-1.0)
-        } else {
-            None
-        }
-    };
+    let o = orientation(model, &prediction);
+    let (pos, neg, score) = (o.pos, o.neg, o.score);
     // The series' channels (one for a univariate series); none for a bag.
     let channels: Vec<&[f64]> = match sample {
         Sample::Series(v) => vec![v.as_slice()],
         Sample::Multi(c) => c.iter().map(Vec::as_slice).collect(),
         Sample::Bag(_) => Vec::new(),
     };
-    // A hypothesis's weight in `score`: with the pooled head the difference of its weights
-    // in the two classes' scores (`flat`: its index in model order); else its own
-    // ensemble's weight, signed by that ensemble's class (None: neither class's).
-    let weight_in_score = |class: &str, flat: usize, w: f64| -> Option<f64> {
-        match &model.head {
-            Some(h) => Some(h.weights[pos][flat] - h.weights[neg][flat]),
-            None => sign(class).map(|s| s * w),
-        }
-    };
+    let weight_in_score =
+        |class: &str, flat: usize, w: f64| weight_in_score(model, &o, class, flat, w);
     let mut maximizers = Vec::new();
-    // (key, value, class, hypothesis, asserts text, space) per hypothesis of the score.
-    let mut parts: Vec<(FindingKey, f64, &Contribution, String)> = Vec::new();
+    // (what it covers, its value in the score, itself) per hypothesis of the score.
+    let mut parts: Vec<(FindingKey, f64, &Contribution)> = Vec::new();
     for c in &contributions {
         // A head model's contribution names the hypothesis by its index in model order.
         let Some(w) = weight_in_score(&c.class, c.hypothesis, c.weight) else {
@@ -253,19 +233,7 @@ pub fn figure(
             value: w * c.similarity,
         };
         let n = channels.first().map_or(0, |v| v.len());
-        let covered = if channels.is_empty() {
-            (c.offset, c.offset)
-        } else {
-            let p = e.positions(c.offset, n);
-            (p[0], *p.last().expect("a subsequence has a value"))
-        };
-        let drawn = drawn_channels(c.channel, c.block);
-        parts.push((
-            (drawn.start, drawn.len(), covered.0, covered.1),
-            w * c.similarity,
-            c,
-            space_name(c),
-        ));
+        parts.push((covers(c, n), w * c.similarity, c));
         if channels.is_empty() {
             maximizers.push(segment(0, Vec::new(), Vec::new()));
             continue;
@@ -341,6 +309,7 @@ pub fn figure(
         negative: classes[neg].clone(),
         score,
         single,
+        classes: classes.len(),
         bias: {
             let b = |c: usize| -> f64 {
                 model
@@ -377,6 +346,94 @@ pub fn figure(
         other,
         shown_share,
     })
+}
+
+/// Which class is warm (`pos`), which cool (`neg`), and the score that decides between
+/// them: with two classes the second against the first, with more the predicted class
+/// against the runner-up; a single binary ensemble's score is its g.
+struct Orientation {
+    pos: usize,
+    neg: usize,
+    score: f64,
+}
+
+fn orientation(model: &ShapeletModel, prediction: &Prediction) -> Orientation {
+    let classes = &model.classes;
+    let (pos, neg) = if classes.len() == 2 {
+        (1, 0)
+    } else {
+        let p = prediction.class_index;
+        let runner_up = (0..classes.len())
+            .filter(|&c| c != p)
+            .max_by(|&a, &b| prediction.scores[a].total_cmp(&prediction.scores[b]))
+            .expect("a model has at least two classes (validated on load)");
+        (p, runner_up)
+    };
+    let score = if model.ensembles.len() == 1 {
+        // A single ensemble reports (-g, g); g is the decision value.
+        prediction.scores[1]
+    } else {
+        prediction.scores[pos] - prediction.scores[neg]
+    };
+    Orientation { pos, neg, score }
+}
+
+/// A hypothesis's weight in the oriented score: with the pooled head the difference of its
+/// weights in the two classes' scores (`flat`: its index in model order); else its own
+/// ensemble's weight `w`, signed by that ensemble's class (None: neither class's).
+fn weight_in_score(
+    model: &ShapeletModel,
+    o: &Orientation,
+    class: &str,
+    flat: usize,
+    w: f64,
+) -> Option<f64> {
+    match &model.head {
+        Some(h) => Some(h.weights[o.pos][flat] - h.weights[o.neg][flat]),
+        None if *class == model.classes[o.pos] => Some(w),
+        None if *class == model.classes[o.neg] => Some(-w),
+        None => None,
+    }
+}
+
+/// What a hypothesis's maximising subsequence covers on a series of `n` points (0: a bag,
+/// whose instance it names).
+fn covers(c: &Contribution, n: usize) -> FindingKey {
+    let drawn = drawn_channels(c.channel, c.block);
+    if n == 0 {
+        return (drawn.start, drawn.len(), c.offset, c.offset);
+    }
+    let e = Extraction {
+        view: c.view,
+        length: c.length,
+        dilation: c.dilation,
+        znorm: c.znorm,
+        channel: 0,
+        block: 0,
+    };
+    let p = e.positions(c.offset, n);
+    let last = *p.last().expect("a subsequence has a value");
+    (drawn.start, drawn.len(), p[0], last)
+}
+
+/// The findings of an explanation of a series of `n` points (0: a bag), as its figure lists
+/// them, without drawing it: the prediction rows' `findings` and `shown_share`.
+pub fn explanation_findings(
+    model: &ShapeletModel,
+    e: &Explanation,
+    n: usize,
+    top: usize,
+) -> (Vec<Finding>, Option<Other>, f64) {
+    let o = orientation(model, &e.prediction);
+    let parts = e
+        .contributions
+        .iter()
+        .filter_map(|c| {
+            let w = weight_in_score(model, &o, &c.class, c.hypothesis, c.weight)?;
+            Some((covers(c, n), w * c.similarity, c))
+        })
+        .collect();
+    findings_of(parts, top, n)
 }
 
 /// The channels a segment is drawn on: its space's channel, or all of a dependent block.

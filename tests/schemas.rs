@@ -125,7 +125,9 @@ fn labels() {
 /// What the daemon writes validates, and the schemas reject a row missing a required field.
 #[test]
 fn output_records() {
-    use milstream::stream::record::{DeadLetterRecord, DeadReason, PredictionRecord, Rejected};
+    use milstream::stream::record::{
+        DeadLetterRecord, DeadReason, FindingSummary, PredictionRecord, Rejected,
+    };
     let prediction = PredictionRecord {
         key: "pump-7".into(),
         kind: "window".into(),
@@ -138,6 +140,17 @@ fn output_records() {
         model_name: "series".into(),
         model_version: "v000001-abc".into(),
         top: vec![],
+        findings: Some(vec![FindingSummary {
+            text: "matches a pattern at 3-12 (raw d1)".into(),
+            asserts: "match".into(),
+            verdict: None,
+            value: 0.4,
+            start: 3,
+            end: 12,
+            hypotheses: 1,
+            channel: None,
+        }]),
+        shown_share: Some(1.0),
         source_topic: "milstream.points".into(),
         source_partition: 0,
         source_offset: 9,

@@ -53,6 +53,11 @@ fn end_to_end_predictions_equal_offline_predict() {
             r.scores, offline.scores,
             "incremental scores equal the offline predict: {r:?}"
         );
+        // The findings too, exactly (issue 27): the incremental scorer's contributions are
+        // the offline explanation's.
+        let (findings, share) = offline_findings(&model, &Sample::Series(w.clone()), w.len());
+        assert!(!findings.is_empty());
+        assert_eq!((&r.findings, r.shown_share), (&findings, share), "{r:?}");
         assert!(r.model_version.starts_with("model-"), "{}", r.model_version);
     }
     assert!(temp_files(&out).is_empty());
@@ -482,6 +487,9 @@ fn six_channel_points_end_to_end() {
         let offline = model.predict(&Sample::Multi(w.clone())).unwrap();
         assert_eq!(r.label, offline.label, "{r:?}");
         assert_eq!(r.scores, offline.scores, "incremental = offline: {r:?}");
+        let (findings, share) = offline_findings(&model, &Sample::Multi(w.clone()), W);
+        assert!(!findings.is_empty());
+        assert_eq!((&r.findings, r.shown_share), (&findings, share), "{r:?}");
     }
     let dead = read_dead_letters(&out);
     assert_eq!(dead.len(), 1, "{dead:?}");

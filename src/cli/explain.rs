@@ -68,10 +68,10 @@ pub fn run(args: ExplainArgs) -> Result<()> {
                 .findings
                 .iter()
                 .take(3)
-                .map(|f| format!("{} ({})", f.text, milstream::figure::legend_text(f.value)))
+                .map(|f| format!("{}: {}", f.text, milstream::figure::legend_text(f.value)))
                 .collect();
             println!(
-                "wrote {}: predicted {}{}, {} = {}; top: {}",
+                "wrote {}: predicted {}{}, {} = {}, {:.0} % of it in the top {}; {}",
                 out.display(),
                 fig.label,
                 fig.truth
@@ -84,6 +84,8 @@ pub fn run(args: ExplainArgs) -> Result<()> {
                     format!("g({}) - g({})", fig.positive, fig.negative)
                 },
                 milstream::figure::legend_text(fig.score),
+                100.0 * fig.shown_share,
+                fig.findings.len(),
                 findings.join("; ")
             );
         }

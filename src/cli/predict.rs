@@ -14,10 +14,13 @@ pub struct PredictArgs {
     #[arg(long)]
     json: bool,
     /// JSON lines with each bag's top hypotheses (`top`: hypothesis, class, offset,
-    /// contribution w_j h_j(B)), the same data the daemon writes into prediction rows.
+    /// contribution w_j h_j(B)), its top findings (`findings`: hypotheses grouped by the
+    /// positions their best match covers, what each asserts) and the share of the decision
+    /// margin they carry (`shown_share`): the data the daemon writes into prediction rows.
     #[arg(long)]
     explain: bool,
-    /// Hypotheses per bag with --explain (the daemon's window.top_contributions default).
+    /// Hypotheses and findings per bag with --explain (the daemon's
+    /// window.top_contributions default).
     #[arg(long, default_value_t = 3, requires = "explain")]
     top: usize,
 }
@@ -30,10 +33,19 @@ pub fn run(args: PredictArgs) -> Result<()> {
                 .explain(s)
                 .with_context(|| format!("explaining {}", ds.ids[i]))?;
             let top = milstream::stream::record::TopContribution::top_named(&e, args.top, &model);
+            // Positions count along the series (a bag has none), as in a window's row.
+            let points = match s {
+                milstream::mil::Sample::Series(v) => v.len(),
+                milstream::mil::Sample::Multi(c) => c.first().map_or(0, Vec::len),
+                milstream::mil::Sample::Bag(_) => 0,
+            };
+            let (findings, shown_share) =
+                milstream::stream::record::FindingSummary::of(&e, points, args.top, &model);
             println!(
                 "{}",
                 json!({"id": ds.ids[i], "label": e.prediction.label, "scores": e.prediction.scores,
-                       "truth": ds.labels[i], "top": top})
+                       "truth": ds.labels[i], "top": top, "findings": findings,
+                       "shown_share": shown_share})
             );
             continue;
         }

@@ -22,7 +22,8 @@ pub struct TrainArgs {
 pub fn run(args: TrainArgs) -> Result<()> {
     let TrainArgs { data, out, opts } = args;
     let train = load(&data, opts.format)?;
-    let (model, _, secs) = fit(&train, &[], &opts)?;
+    let (mut model, _, secs) = fit(&train, &[], &opts)?;
+    milstream::card::record_shown_shares(&mut model, &train);
     std::fs::write(&out, model.to_json()).with_context(|| format!("writing {}", out.display()))?;
     let mut s = summary_json(&model);
     s["train_seconds"] = json!(secs);

@@ -1,9 +1,11 @@
 //! Findings: the hypotheses of a figure grouped by the positions their maximising
 //! subsequence covers, each with what it asserts in words; the `top` kept, the rest summed.
 
+use std::collections::HashMap;
+
 use super::{Finding, Other};
 use crate::mil::prediction::{Asserts, Contribution};
-use crate::mil::space::View;
+use crate::mil::space::{Extraction, View};
 
 /// (first channel, channels, first position, last position): what a finding covers.
 pub(super) type FindingKey = (usize, usize, usize, usize);
@@ -17,14 +19,58 @@ pub(super) fn space_name(c: &Contribution) -> String {
     format!("{view} d{}{}", c.dilation, if c.znorm { " z" } else { "" })
 }
 
-/// Which third of a series a relative position lies in.
-fn third(at: f64) -> &'static str {
-    if at < 1.0 / 3.0 {
-        "first"
-    } else if at < 2.0 / 3.0 {
-        "middle"
+fn extraction(c: &Contribution) -> Extraction {
+    Extraction {
+        view: c.view,
+        length: c.length,
+        dilation: c.dilation,
+        znorm: c.znorm,
+        channel: 0,
+        block: 0,
+    }
+}
+
+/// Whether a threshold or position hypothesis's assertion holds, in its `above` form for a
+/// threshold (a subsequence *is* this similar), as stated for a position. The output is 1
+/// when the assertion in its stated (`above` or below) form holds.
+fn verdict(c: &Contribution) -> Option<bool> {
+    let holds = c.similarity > 0.5;
+    match c.asserts {
+        Asserts::Threshold { above, .. } => Some(holds == above),
+        Asserts::Position { .. } => Some(holds),
+        Asserts::Match | Asserts::Mean => None,
+    }
+}
+
+/// The series positions a position hypothesis asserts its best match lies in: the raw
+/// points spanned by the subsequences whose relative offset (offset / subsequence count,
+/// as `weak::position`) is on the asserted side of `at`. None for bags (`n` = 0).
+fn band(c: &Contribution, n: usize) -> Option<(usize, usize)> {
+    let Asserts::Position { at, above } = c.asserts else {
+        return None;
+    };
+    if n == 0 {
+        return None;
+    }
+    let e = extraction(c);
+    let count = e.count(n, 1);
+    // The first offset o with o / count >= at.
+    let cut = ((at * count as f64).ceil().max(0.0) as usize).min(count);
+    let last = n - 1;
+    let (lo, hi) = if above {
+        (cut.min(count - 1), count - 1)
     } else {
-        "last"
+        (0, cut.saturating_sub(1))
+    };
+    Some((lo.min(last), (hi + e.footprint() - 1).min(last)))
+}
+
+/// A kernel value in words: three decimals, or two significant digits when smaller.
+fn similarity_text(v: f64) -> String {
+    if v.abs() >= 0.01 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.1e}")
     }
 }
 
@@ -39,94 +85,184 @@ fn asserts_text(c: &Contribution, key: &FindingKey, n: usize) -> String {
         _ => format!("{start}-{end} on {chs} channels"),
     };
     let space = space_name(c);
-    let verdict = |yes: bool| if yes { "yes" } else { "no" };
+    let yes = |v: Option<bool>| if v == Some(true) { "yes" } else { "no" };
     match c.asserts {
-        Asserts::Match if n == 0 => format!("instance {start} matches"),
+        Asserts::Match if n == 0 => format!("instance {start} matches a pattern"),
         Asserts::Match => format!("matches a pattern at {on} ({space})"),
         Asserts::Mean => format!("a pattern occurs often, best at {on} ({space})"),
-        Asserts::Threshold { above, mean, .. } => format!(
-            "{} within reach of a pattern ({space}): {}",
+        Asserts::Threshold { at, mean, .. } => format!(
+            "{} at least {} similar to a pattern ({space}): {}, {} at {on}",
             if mean {
                 "subsequences on average"
             } else {
                 "a subsequence"
             },
-            // The output is 1 when the assertion in its `above` form holds.
-            verdict((c.similarity > 0.5) == above)
+            similarity_text(at),
+            yes(verdict(c)),
+            if mean { "best" } else { "closest" }
         ),
-        Asserts::Position { at, above } => format!(
-            "best match of a pattern {} the {} third ({space}): {}, at {start}",
-            if above { "from" } else { "before" },
-            third(at),
-            verdict(c.similarity > 0.5)
-        ),
+        Asserts::Position { at, above } => match band(c, n) {
+            Some((lo, hi)) => format!(
+                "best match of a pattern in {lo}-{hi} ({space}): {}, at {on}",
+                yes(verdict(c))
+            ),
+            None => format!(
+                "best match of a pattern in the {} {:.0} % of instances: {}, at {on}",
+                if above { "last" } else { "first" },
+                if above {
+                    100.0 * (1.0 - at)
+                } else {
+                    100.0 * at
+                },
+                yes(verdict(c))
+            ),
+        },
     }
 }
 
-/// One hypothesis in a finding: its value in the score, its contribution and its space.
-type Member<'a> = (f64, &'a Contribution, String);
+/// One hypothesis of a finding: its value in the score and its contribution.
+type Member<'a> = (f64, &'a Contribution);
 
 /// Groups the hypotheses by what their maximising subsequence covers, orders the groups by
 /// |summed value| and keeps the `top` largest; the rest become one `Other`. Also the share
-/// of the contributions' sum the kept ones carry.
+/// of the contributions' sum the kept ones carry. `n`: the series' length (0 for a bag).
 pub(super) fn findings_of(
-    parts: Vec<(FindingKey, f64, &Contribution, String)>,
+    parts: Vec<(FindingKey, f64, &Contribution)>,
     top: usize,
     n: usize,
 ) -> (Vec<Finding>, Option<Other>, f64) {
     let total: f64 = parts.iter().map(|p| p.1).sum();
-    let mut groups: Vec<(FindingKey, Vec<Member>)> = Vec::new();
-    for (key, value, c, space) in parts {
-        match groups.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, g)) => g.push((value, c, space)),
-            None => groups.push((key, vec![(value, c, space)])),
-        }
+    let mut index: HashMap<FindingKey, usize> = HashMap::new();
+    let mut groups: Vec<(FindingKey, f64, Vec<Member>)> = Vec::new();
+    for (key, value, c) in parts {
+        let g = *index.entry(key).or_insert_with(|| {
+            groups.push((key, 0.0, Vec::new()));
+            groups.len() - 1
+        });
+        groups[g].1 += value;
+        groups[g].2.push((value, c));
     }
-    let mut findings: Vec<Finding> = groups
+    // Stable: equal sums keep the order of their strongest hypotheses.
+    groups.sort_by(|a, b| b.1.abs().total_cmp(&a.1.abs()));
+    // A finding a thousand times smaller than the largest says nothing a reader can see
+    // (its entry would print as zero): it joins the rest.
+    let largest = groups.first().map_or(0.0, |g| g.1.abs());
+    let shown = groups
+        .iter()
+        .take(top)
+        .take_while(|g| g.1 != 0.0 && g.1.abs() >= 1e-3 * largest)
+        .count();
+    let rest = groups.split_off(shown);
+    let other = (!rest.is_empty()).then(|| Other {
+        hypotheses: rest.iter().map(|g| g.2.len()).sum(),
+        value: rest.iter().map(|g| g.1).sum(),
+    });
+    // Only the findings shown are put in words: the daemon does this for every window.
+    let findings: Vec<Finding> = groups
         .into_iter()
-        .map(|(key, mut g)| {
+        .map(|(key, value, mut g)| {
             g.sort_by(|a, b| b.0.abs().total_cmp(&a.0.abs()));
-            let value: f64 = g.iter().map(|p| p.0).sum();
             let mut spaces: Vec<String> = Vec::new();
-            for (_, _, s) in &g {
-                if !spaces.contains(s) {
-                    spaces.push(s.clone());
+            for (_, c) in &g {
+                let s = space_name(c);
+                if !spaces.contains(&s) {
+                    spaces.push(s);
                 }
             }
-            let mut text = asserts_text(g[0].1, &key, n);
+            let strongest = g[0].1;
+            let mut text = asserts_text(strongest, &key, n);
             if g.len() > 1 {
-                text.push_str(&format!(" +{} more", g.len() - 1));
+                let more = g.len() - 1;
+                let s = if more == 1 { "is" } else { "es" };
+                text.push_str(&format!(" (+{more} hypothes{s})"));
             }
             Finding {
                 text,
                 value,
+                asserts: strongest.asserts,
+                verdict: verdict(strongest),
+                band: band(strongest, n),
                 channel: key.0,
                 channels: key.1,
                 start: key.2,
                 end: key.3,
                 hypotheses: g
                     .iter()
-                    .map(|(_, c, _)| (c.class.clone(), c.hypothesis))
+                    .map(|(_, c)| (c.class.clone(), c.hypothesis))
                     .collect(),
                 spaces,
             }
         })
         .collect();
-    findings.sort_by(|a, b| b.value.abs().total_cmp(&a.value.abs()));
-    // A finding a thousand times smaller than the largest says nothing a reader can see
-    // (its entry would print as zero): it joins the rest.
-    let largest = findings.first().map_or(0.0, |f| f.value.abs());
-    let shown = findings
-        .iter()
-        .take(top)
-        .take_while(|f| f.value != 0.0 && f.value.abs() >= 1e-3 * largest)
-        .count();
-    let rest = findings.split_off(shown);
-    let other = (!rest.is_empty()).then(|| Other {
-        hypotheses: rest.iter().map(|f| f.hypotheses.len()).sum(),
-        value: rest.iter().map(|f| f.value).sum(),
-    });
     let kept: f64 = findings.iter().map(|f| f.value).sum();
     let share = if total != 0.0 { kept / total } else { 1.0 };
     (findings, other, share)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn contribution(asserts: Asserts, similarity: f64) -> Contribution {
+        Contribution {
+            class: "a".into(),
+            hypothesis: 0,
+            length: 10,
+            offset: 80,
+            dilation: 1,
+            view: View::Raw,
+            znorm: false,
+            channel: 0,
+            block: 0,
+            similarity,
+            weight: 1.0,
+            contribution: similarity,
+            asserts,
+        }
+    }
+
+    #[test]
+    fn a_position_band_covers_the_subsequences_on_its_side() {
+        // 100 points, length 10: 91 offsets; at 2/3 the first offset on the late side is
+        // ceil(60.67) = 61, and its subsequences reach the last point.
+        let late = contribution(
+            Asserts::Position {
+                at: 2.0 / 3.0,
+                above: true,
+            },
+            1.0,
+        );
+        assert_eq!(band(&late, 100), Some((61, 99)));
+        assert_eq!(verdict(&late), Some(true));
+        let early = contribution(
+            Asserts::Position {
+                at: 2.0 / 3.0,
+                above: false,
+            },
+            0.0,
+        );
+        // Offsets 0..=60, each spanning 10 points.
+        assert_eq!(band(&early, 100), Some((0, 69)));
+        assert_eq!(verdict(&early), Some(false));
+        assert_eq!(band(&early, 0), None);
+        assert!(asserts_text(&early, &(0, 1, 80, 89), 100)
+            .starts_with("best match of a pattern in 0-69 (raw d1): no"));
+    }
+
+    #[test]
+    fn a_threshold_is_stated_in_its_above_form() {
+        // Below the threshold and saying 1: no subsequence is that similar.
+        let below = Asserts::Threshold {
+            at: 0.62,
+            above: false,
+            mean: false,
+        };
+        let c = contribution(below, 1.0);
+        assert_eq!(verdict(&c), Some(false));
+        assert_eq!(
+            asserts_text(&c, &(0, 1, 80, 89), 100),
+            "a subsequence at least 0.620 similar to a pattern (raw d1): no, closest at 80-89"
+        );
+        assert_eq!(verdict(&contribution(Asserts::Mean, 0.3)), None);
+    }
 }

@@ -9,6 +9,7 @@ use plotters::prelude::*;
 use plotters::style::FontStyle;
 
 use super::{Figure, FigureError, Input, Result, Segment};
+use crate::mil::prediction::Asserts;
 
 /// The diverging colour scale: t in [-1, 1]; 0 is pale, +1 deep red through orange and
 /// yellow (votes for the positive class), -1 purple through light blue (negative), as in
@@ -65,7 +66,7 @@ pub fn render_svg(fig: &Figure) -> Result<String> {
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, size(fig)).into_drawing_area();
-        draw(&root, fig)?;
+        draw(&root, fig, false)?;
         root.present().map_err(draw_error)?;
     }
     Ok(out)
@@ -77,7 +78,7 @@ pub fn render_png(fig: &Figure) -> Result<Vec<u8>> {
     let mut rgb = vec![0u8; w as usize * h as usize * 3];
     {
         let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
-        draw(&root, fig)?;
+        draw(&root, fig, true)?;
         root.present().map_err(draw_error)?;
     }
     let mut png_bytes = Vec::new();
@@ -143,7 +144,13 @@ fn finding_entries(fig: &Figure) -> Vec<Entry> {
     let mut out: Vec<Entry> = fig
         .findings
         .iter()
-        .map(|f| (format!("{}: {}", f.text, legend_text(f.value)), f.value))
+        .enumerate()
+        .map(|(k, f)| {
+            (
+                format!("({}) {}: {}", k + 1, f.text, legend_text(f.value)),
+                f.value,
+            )
+        })
         .collect();
     if let Some(o) = &fig.other {
         out.push((
@@ -178,19 +185,70 @@ fn finding_segments(fig: &Figure) -> Vec<Segment> {
     out
 }
 
+/// A finding's mark on panel (a): its number over the positions it covers; a threshold's
+/// verdict beside a dot on its matched region; a position's band over the positions it
+/// asserts the best match lies in.
+struct Mark {
+    channel: usize,
+    start: usize,
+    end: usize,
+    label: String,
+    value: f64,
+    dot: bool,
+    band: Option<(usize, usize)>,
+}
+
+fn marks(fig: &Figure) -> Vec<Mark> {
+    let mut out = Vec::new();
+    for (k, f) in fig.findings.iter().enumerate() {
+        let label = match f.verdict {
+            Some(v) => format!("({}) {}", k + 1, if v { "yes" } else { "no" }),
+            None => format!("({})", k + 1),
+        };
+        for channel in f.channel..f.channel + f.channels {
+            out.push(Mark {
+                channel,
+                start: f.start,
+                end: f.end,
+                label: label.clone(),
+                value: f.value,
+                dot: matches!(f.asserts, Asserts::Threshold { .. }),
+                band: f.band,
+            });
+        }
+    }
+    out
+}
+
 /// Panel (b)'s lines and legend: the patterns of the findings shown, one entry per finding
 /// (its patterns' summed w_j alpha_j,z), each line coloured by its finding's entry.
-/// Entry k belongs to finding k (None: it has no pattern to draw).
+/// Entry k belongs to finding k (None: it has no pattern to draw, or their weights cancel:
+/// a pooled head weighs a pattern alike in two classes, and a sum a thousand times smaller
+/// than the largest would print as zero).
 fn pattern_view(fig: &Figure) -> (Vec<Segment>, Vec<Option<Entry>>) {
+    let per_finding: Vec<(Vec<&Segment>, f64)> = fig
+        .findings
+        .iter()
+        .map(|f| {
+            let mine: Vec<&Segment> = fig
+                .patterns
+                .iter()
+                .filter(|s| f.hypotheses.contains(&(s.class.clone(), s.hypothesis)))
+                .collect();
+            let first = mine.first().map_or(0, |s| s.channel);
+            let value = mine
+                .iter()
+                .filter(|s| s.channel == first)
+                .map(|s| s.value)
+                .sum();
+            (mine, value)
+        })
+        .collect();
+    let largest = per_finding.iter().map(|p| p.1.abs()).fold(0.0, f64::max);
     let mut segments = Vec::new();
     let mut entries = Vec::new();
-    for (k, f) in fig.findings.iter().enumerate() {
-        let mine: Vec<&Segment> = fig
-            .patterns
-            .iter()
-            .filter(|s| f.hypotheses.contains(&(s.class.clone(), s.hypothesis)))
-            .collect();
-        if mine.is_empty() {
+    for (k, (mine, value)) in per_finding.into_iter().enumerate() {
+        if mine.is_empty() || value.abs() < 1e-3 * largest || value == 0.0 {
             entries.push(None);
             continue;
         }
@@ -199,14 +257,9 @@ fn pattern_view(fig: &Figure) -> (Vec<Segment>, Vec<Option<Entry>>) {
             .map(|s| (s.hypothesis, s.representative))
             .collect();
         reps.dedup();
-        let value: f64 = mine
-            .iter()
-            .filter(|s| s.channel == mine[0].channel)
-            .map(|s| s.value)
-            .sum();
         entries.push(Some((
             format!(
-                "patterns of finding {} ({} z): {}",
+                "patterns of ({}): {} z, {}",
                 k + 1,
                 reps.len(),
                 legend_text(value)
@@ -218,8 +271,10 @@ fn pattern_view(fig: &Figure) -> (Vec<Segment>, Vec<Option<Entry>>) {
     (segments, entries)
 }
 
-/// The title's two lines: which case, the decision and truth; the score and its colours.
-fn title_lines(fig: &Figure) -> (String, String) {
+/// The title's lines: which case, the decision and truth; then the score that decides
+/// between the two classes drawn (with more classes: the predicted one and the runner-up),
+/// its bias and colours, wrapped to `chars` characters.
+fn title_lines(fig: &Figure, chars: usize) -> Vec<String> {
     let truth = fig
         .truth
         .as_ref()
@@ -230,50 +285,86 @@ fn title_lines(fig: &Figure) -> (String, String) {
     } else {
         format!("g({}) - g({})", fig.positive, fig.negative)
     };
-    (
-        format!("{}: predicted {}{truth}", fig.id, fig.label),
+    let versus = if fig.classes > 2 {
         format!(
-            "{score} = {}; warm votes for {}, cool for {}; findings shown carry {:.0} % of it",
-            legend_text(fig.score),
-            fig.positive,
-            fig.negative,
-            fig.shown_share * 100.0
-        ),
-    )
+            ", the margin of {} over the runner-up {}",
+            fig.positive, fig.negative
+        )
+    } else {
+        String::new()
+    };
+    // A bias that prints as zero is rounding (the master LP's constant hypotheses).
+    let bias = if fig.bias.abs() >= 5e-5 {
+        format!(" (bias {})", legend_text(fig.bias))
+    } else {
+        String::new()
+    };
+    let second = format!(
+        "{score} = {}{bias}{versus}; warm votes for {}, cool for {}; the findings shown carry {:.0} % of it",
+        legend_text(fig.score),
+        fig.positive,
+        fig.negative,
+        fig.shown_share * 100.0
+    );
+    let mut lines = vec![format!("{}: predicted {}{truth}", fig.id, fig.label)];
+    lines.extend(wrap(&second, chars));
+    lines
 }
 
-fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure) -> Result<()> {
+/// `bitmap`: drawn by plotters' own rasteriser, whose joins of thick lines spike at sharp
+/// turns (a dense series zig-zags): its lines are drawn as separate two-point pieces.
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    fig: &Figure,
+    bitmap: bool,
+) -> Result<()> {
     register_font()?;
     root.fill(&WHITE).map_err(draw_error)?;
-    let (first, second) = title_lines(fig);
-    let (head, body) = root.split_vertically(48);
-    head.draw(&Text::new(first, (10, 6), ("sans-serif", 17).into_font()))
-        .map_err(draw_error)?;
-    head.draw(&Text::new(second, (10, 27), ("sans-serif", 14).into_font()))
-        .map_err(draw_error)?;
+    // The bundled Hack is monospaced, about 8.5 px a character at 14 px.
+    let chars = ((root.dim_in_pixel().0 as i32 - 20) * 10 / 85).max(40) as usize;
+    let title = title_lines(fig, chars);
+    let (head, body) = root.split_vertically(31 + 17 * (title.len() as i32 - 1));
+    for (i, line) in title.into_iter().enumerate() {
+        let (y, size) = if i == 0 {
+            (6, 17)
+        } else {
+            (10 + 17 * i as i32, 14)
+        };
+        head.draw(&Text::new(line, (10, y), ("sans-serif", size).into_font()))
+            .map_err(draw_error)?;
+    }
     let drawn = finding_segments(fig);
     let entries = finding_entries(fig);
     let (patterns, pattern_entries) = pattern_view(fig);
+    let marks = marks(fig);
+    // One scale for the lines, marks and swatches, so a line's colour is its entry's.
+    let pattern_list: Vec<Entry> = pattern_entries.iter().flatten().cloned().collect();
+    let style = Style {
+        bitmap,
+        scale: max_abs(&drawn).max(max_entry(&entries)),
+    };
+    let style_b = Style {
+        bitmap,
+        scale: max_abs(&patterns).max(max_entry(&pattern_list)),
+    };
     match &fig.input {
         Input::Series(series) => {
             let (top, bottom) = body.split_vertically(body.dim_in_pixel().1 / 2);
             series_panel(
                 &top,
                 series,
-                &drawn,
+                (&drawn, &marks.iter().collect::<Vec<_>>()),
                 &entries,
                 "(a) findings: matched subsequences, w_j h_j(B) summed",
+                style,
             )?;
             series_panel(
                 &bottom,
                 series,
-                &patterns,
-                &pattern_entries
-                    .iter()
-                    .flatten()
-                    .cloned()
-                    .collect::<Vec<_>>(),
+                (&patterns, &[]),
+                &pattern_list,
                 "(b) their patterns z at their best match, w_j alpha_j,z",
+                style_b,
             )?;
         }
         Input::Multi { channels, names } => {
@@ -288,7 +379,7 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure) -> Resu
                         .collect()
                 };
                 // Each channel's legend lists the findings drawn on it (entry k is finding
-                // k; the rest, drawn nowhere, is listed in the title's share).
+                // k); the rest, drawn nowhere, is listed under the first channel's (a).
                 let here = |segments: &[Segment], entries: &[Option<Entry>]| -> Vec<Entry> {
                     entries
                         .iter()
@@ -301,22 +392,34 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure) -> Resu
                         .filter_map(|(e, _)| e.clone())
                         .collect()
                 };
-                let entries: Vec<Option<Entry>> = entries.iter().cloned().map(Some).collect();
+                let options: Vec<Option<Entry>> = entries
+                    .iter()
+                    .take(fig.findings.len())
+                    .cloned()
+                    .map(Some)
+                    .collect();
                 let a = on(&drawn);
                 let b = on(&patterns);
+                let mut listed = here(&a, &options);
+                if c == 0 {
+                    listed.extend(entries.get(fig.findings.len()).cloned());
+                }
+                let mine: Vec<&Mark> = marks.iter().filter(|m| m.channel == c).collect();
                 series_panel(
                     &left,
                     &channels[c],
-                    &a,
-                    &here(&a, &entries),
+                    (&a, &mine),
+                    &listed,
                     &format!("{}: (a) findings, w_j h_j(B) summed", names[c]),
+                    style,
                 )?;
                 series_panel(
                     &right,
                     &channels[c],
-                    &b,
+                    (&b, &[]),
                     &here(&b, &pattern_entries),
                     &format!("{}: (b) their patterns z, w_j alpha_j,z", names[c]),
+                    style_b,
                 )?;
             }
         }
@@ -388,14 +491,25 @@ fn max_abs(segments: &[Segment]) -> f64 {
     }
 }
 
+/// How the figure is drawn: see [`draw`].
+#[derive(Clone, Copy)]
+struct Style {
+    bitmap: bool,
+    /// The |value| drawn in the deepest colour: one for all of a figure's (a) panels, one
+    /// for its (b) panels, so a colour means one value across channels.
+    scale: f64,
+}
+
 /// The series in black with `segments` drawn over it, each as one line of its values
-/// starting at its offset. Drawn smallest |value| first so the strongest lie on top.
+/// starting at its offset, and `marks` over them (panel (a)). Drawn smallest |value| first
+/// so the strongest lie on top.
 fn series_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     series: &[f64],
-    segments: &[Segment],
+    (segments, marks): (&[Segment], &[&Mark]),
     entries: &[Entry],
     caption: &str,
+    style: Style,
 ) -> Result<()> {
     let (plot, legend) = legend_split(area);
     let values = series
@@ -406,6 +520,8 @@ fn series_panel<DB: DrawingBackend>(
         (lo.min(v), hi.max(v))
     });
     let pad = ((hi - lo) * 0.05).max(1e-9);
+    // Room above the highest point for the marks' numbers.
+    let head = if marks.is_empty() { pad } else { pad * 6.0 };
     let mut chart = ChartBuilder::on(&plot)
         .caption(caption, ("sans-serif", 14).into_font())
         .margin(8)
@@ -413,7 +529,7 @@ fn series_panel<DB: DrawingBackend>(
         .y_label_area_size(44)
         .build_cartesian_2d(
             0f64..(series.len() - 1).max(1) as f64,
-            (lo - pad)..(hi + pad),
+            (lo - pad)..(hi + head),
         )
         .map_err(draw_error)?;
     chart
@@ -422,6 +538,17 @@ fn series_panel<DB: DrawingBackend>(
         .x_label_formatter(&|x| format!("{x:.0}"))
         .label_style(("sans-serif", 11).into_font())
         .draw()
+        .map_err(draw_error)?;
+    let scale = style.scale;
+    // A position's band first, under the series.
+    chart
+        .draw_series(marks.iter().filter_map(|m| {
+            let (a, b) = m.band?;
+            Some(Rectangle::new(
+                [(a as f64, lo - pad), (b as f64, hi + pad)],
+                diverging(m.value / scale).mix(0.18).filled(),
+            ))
+        }))
         .map_err(draw_error)?;
     chart
         .draw_series(std::iter::once(PathElement::new(
@@ -433,20 +560,71 @@ fn series_panel<DB: DrawingBackend>(
             BLACK.stroke_width(1),
         )))
         .map_err(draw_error)?;
-    // One scale for the lines and the swatches, so a line's colour is its entry's.
-    let scale = max_abs(segments).max(max_entry(entries));
-    chart
-        .draw_series(segments.iter().rev().map(|s| {
-            PathElement::new(
-                s.values
-                    .iter()
-                    .zip(&s.positions)
-                    .map(|(&v, &x)| (x as f64, v))
-                    .collect::<Vec<_>>(),
-                diverging(s.value / scale).stroke_width(3),
-            )
-        }))
-        .map_err(draw_error)?;
+    for s in segments.iter().rev() {
+        let points: Vec<(f64, f64)> = s
+            .values
+            .iter()
+            .zip(&s.positions)
+            .map(|(&v, &x)| (x as f64, v))
+            .collect();
+        let stroke = diverging(s.value / scale).stroke_width(3);
+        if style.bitmap {
+            chart
+                .draw_series(
+                    points
+                        .windows(2)
+                        .map(|w| PathElement::new(w.to_vec(), stroke)),
+                )
+                .map_err(draw_error)?;
+        } else {
+            chart
+                .draw_series(std::iter::once(PathElement::new(points, stroke)))
+                .map_err(draw_error)?;
+        }
+    }
+    let font = ("sans-serif", 12).into_font();
+    // Labels in rows above the series: each in the lowest row where it clears the label
+    // to its left (findings close together would print over each other).
+    let mut order: Vec<&&Mark> = marks.iter().collect();
+    order.sort_by_key(|m| m.start);
+    let mut row_ends: Vec<i32> = Vec::new();
+    for m in order {
+        let colour = diverging(m.value / scale);
+        let end = m.end.min(series.len() - 1);
+        let mid = (m.start + end) as f64 / 2.0;
+        if m.dot {
+            // A threshold: a dot on the matched region, its verdict in the label.
+            let y = series[(m.start + end) / 2];
+            chart
+                .draw_series(std::iter::once(
+                    EmptyElement::at((mid, y))
+                        + Circle::new((0, 0), 5, colour.filled())
+                        + Circle::new((0, 0), 5, BLACK.stroke_width(1)),
+                ))
+                .map_err(draw_error)?;
+        }
+        let x = chart.backend_coord(&(m.start as f64, hi)).0;
+        // About 7.3 px a character of the 12 px Hack, and a gap.
+        let width = m.label.chars().count() as i32 * 73 / 10 + 6;
+        let row = match row_ends.iter().position(|&e| e <= x) {
+            Some(r) => r,
+            None => {
+                row_ends.push(i32::MIN);
+                row_ends.len() - 1
+            }
+        };
+        row_ends[row] = x + width;
+        chart
+            .draw_series(std::iter::once(
+                EmptyElement::at((m.start as f64, hi))
+                    + Text::new(
+                        m.label.clone(),
+                        (0, -14 - 13 * row as i32),
+                        font.clone().color(&BLACK),
+                    ),
+            ))
+            .map_err(draw_error)?;
+    }
     draw_legend(&legend, entries, scale)
 }
 

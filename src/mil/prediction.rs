@@ -84,3 +84,16 @@ pub struct Explanation {
     pub prediction: Prediction,
     pub contributions: Vec<Contribution>,
 }
+
+/// How much of the decision margin an explanation's top findings carry, over a set of
+/// samples (the training set, recorded when a model is trained): quartiles of the share.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShownShares {
+    /// Findings shown (`explain --top`).
+    pub top: usize,
+    /// Samples measured.
+    pub n: usize,
+    pub q1: f64,
+    pub median: f64,
+    pub q3: f64,
+}

@@ -93,6 +93,10 @@ pub struct TrainingSummary {
     pub weak_failures: usize,
     #[serde(default)]
     pub last_weak_failure: Option<String>,
+    /// The share of the decision margin the top findings carry on the training set
+    /// (`card::record_shown_shares`); absent when not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shown_shares: Option<super::prediction::ShownShares>,
 }
 
 /// A trained LPBoost shapelet model.
@@ -500,6 +504,7 @@ impl ShapeletModel {
                 .collect(),
             weak_failures: results.iter().map(|(_, s, _)| s.2).sum(),
             last_weak_failure: results.iter().rev().find_map(|(_, s, _)| s.3.clone()),
+            shown_shares: None,
         };
         // The pooled head (more than two classes): one row per training bag, every kept
         // hypothesis's output in model order.
@@ -732,6 +737,7 @@ mod tests {
                 instances_per_space: vec![0],
                 weak_failures: 0,
                 last_weak_failure: None,
+                shown_shares: None,
             },
             channel_names: Vec::new(),
             head: None,

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::mil::prediction::Asserts;
+
 /// One shapelet hypothesis's part in a prediction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TopContribution {
@@ -59,5 +61,75 @@ impl TopContribution {
                 channel: None,
             })
             .collect()
+    }
+}
+
+/// One finding of a prediction (issue 27): the hypotheses whose best match covers the same
+/// positions, their contributions summed, as `explain --out` draws and lists them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FindingSummary {
+    /// What it asserts, in words, as the figure's legend says it.
+    pub text: String,
+    /// What its strongest hypothesis asserts: `match`, `mean`, `threshold` or `position`.
+    pub asserts: String,
+    /// A threshold's or position's verdict (does the assertion hold); null otherwise.
+    pub verdict: Option<bool>,
+    /// Its hypotheses' summed contribution to the decision margin: positive votes for the
+    /// predicted class (for two classes: for the second class, as in the figure).
+    pub value: f64,
+    /// First and last position covered within the window (for a bag: the instance, twice).
+    pub start: u32,
+    pub end: u32,
+    /// How many hypotheses it groups.
+    pub hypotheses: u32,
+    /// The channel it reads, for a multichannel model (as `TopContribution::channel`);
+    /// null otherwise.
+    pub channel: Option<String>,
+}
+
+impl FindingSummary {
+    /// The `k` largest findings of an explanation of a window of `points` points (0 for a
+    /// bag) and the share of the decision margin they carry, exactly as `explain --out`
+    /// computes them from the same explanation; (None, None) for models without shapelets.
+    pub fn of(
+        e: &crate::mil::Explanation,
+        points: usize,
+        k: usize,
+        model: &crate::mil::Model,
+    ) -> (Option<Vec<FindingSummary>>, Option<f64>) {
+        let crate::mil::Model::LpboostShapelet(m) = model else {
+            return (None, None);
+        };
+        let (findings, _, share) = crate::figure::explanation_findings(m, e, points, k);
+        let multi = matches!(m.input, crate::mil::InputKind::Multi { .. });
+        let out = findings
+            .into_iter()
+            .map(|f| FindingSummary {
+                asserts: match f.asserts {
+                    Asserts::Match => "match",
+                    Asserts::Mean => "mean",
+                    Asserts::Threshold { .. } => "threshold",
+                    Asserts::Position { .. } => "position",
+                }
+                .to_string(),
+                verdict: f.verdict,
+                value: f.value,
+                start: f.start as u32,
+                end: f.end as u32,
+                hypotheses: f.hypotheses.len() as u32,
+                channel: multi.then(|| {
+                    if f.channels > 1 {
+                        "all".to_string()
+                    } else {
+                        m.channel_names
+                            .get(f.channel)
+                            .cloned()
+                            .unwrap_or_else(|| format!("channel {}", f.channel))
+                    }
+                }),
+                text: f.text,
+            })
+            .collect();
+        (Some(out), Some(share))
     }
 }

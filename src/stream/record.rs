@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use thiserror::Error;
 
-pub use super::contribution::TopContribution;
+pub use super::contribution::{FindingSummary, TopContribution};
 
 mod lenient;
 use lenient::{replace_non_finite, NON_FINITE_KEY};
@@ -720,6 +720,14 @@ pub struct PredictionRecord {
     pub model_name: String,
     pub model_version: String,
     pub top: Vec<TopContribution>,
+    /// The top findings: hypotheses grouped by the positions their best match covers, as
+    /// `explain --out` draws them (issue 27); none for models without shapelets.
+    /// Null for models without shapelets (and in rows written before it existed).
+    #[serde(default)]
+    pub findings: Option<Vec<FindingSummary>>,
+    /// The share of the decision margin (the score less its bias) the findings carry.
+    #[serde(default)]
+    pub shown_share: Option<f64>,
     pub source_topic: String,
     pub source_partition: i32,
     /// Offset of the message that completed the window / held the bag.
@@ -1714,6 +1722,9 @@ mod schema_tests {
             model_name: "series".into(),
             model_version: "1".into(),
             top: vec![],
+            // Options (null here): not required, so rows written before them validate.
+            findings: None,
+            shown_share: None,
             source_topic: "bags".into(),
             source_partition: 0,
             source_offset: 1,
@@ -1743,6 +1754,33 @@ mod schema_tests {
         required.insert("channel".into());
         assert_eq!(required, keys);
         let properties: BTreeSet<String> = top["properties"]
+            .as_object()
+            .expect("object")
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(properties, keys);
+        // And the finding object: every key present (nullable ones serialize as null).
+        let finding = &schema["$defs"]["finding"];
+        let sample = serde_json::to_value(FindingSummary {
+            text: "z occurs often".into(),
+            asserts: "mean".into(),
+            verdict: None,
+            value: 0.1,
+            start: 0,
+            end: 9,
+            hypotheses: 2,
+            channel: None,
+        })
+        .expect("serializes");
+        let keys: BTreeSet<String> = sample
+            .as_object()
+            .expect("object")
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(names(&finding["required"]), keys);
+        let properties: BTreeSet<String> = finding["properties"]
             .as_object()
             .expect("object")
             .keys()

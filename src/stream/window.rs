@@ -48,6 +48,8 @@ pub struct ScoredWindow {
     pub end_ms: i64,
     /// Oldest source offset among the window's points.
     pub first_offset: i64,
+    /// The points scored (its findings' positions count from its first).
+    pub points: usize,
     pub explanation: Explanation,
 }
 
@@ -288,6 +290,7 @@ fn release(
                             start_ms: s.points.front().expect("full window").0,
                             end_ms: prev_ts,
                             first_offset: s.points.iter().map(|p| p.2).min().expect("full window"),
+                            points: if duration { len } else { params.points },
                             explanation,
                         });
                     }

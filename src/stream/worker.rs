@@ -20,8 +20,8 @@ use super::commit::PartitionKey;
 use super::labels::{LabelJoiner, LabelSource, WaitingLabels};
 use super::models::Models;
 use super::record::{
-    decode, DeadLetterRecord, DeadReason, DecodeLimits, PredictionRecord, Record, RecordKind,
-    Rejected, TopContribution,
+    decode, DeadLetterRecord, DeadReason, DecodeLimits, FindingSummary, PredictionRecord, Record,
+    RecordKind, Rejected, TopContribution,
 };
 use super::sink::roll::FileSizes;
 use super::sink::Segment;
@@ -176,11 +176,13 @@ impl WorkerEnv {
         key: String,
         kind: &str,
         window: Option<(i64, i64)>,
-        e: &Explanation,
+        (e, points): (&Explanation, usize),
         (name, model): (&str, &ScoringModel),
         src: (&str, i32, i64),
         first_offset: i64,
     ) -> PredictionRecord {
+        let (findings, shown_share) =
+            FindingSummary::of(e, points, self.cfg.window.top_contributions, &model.model);
         PredictionRecord {
             key,
             kind: kind.to_string(),
@@ -193,6 +195,8 @@ impl WorkerEnv {
             model_name: name.to_string(),
             model_version: model.version.clone(),
             top: TopContribution::top_named(e, self.cfg.window.top_contributions, &model.model),
+            findings,
+            shown_share,
             source_topic: src.0.to_string(),
             source_partition: src.1,
             source_offset: src.2,
@@ -507,7 +511,7 @@ impl Worker {
                                         b.bag_id,
                                         "bag",
                                         None,
-                                        &e,
+                                        (&e, 0),
                                         (&serving.name, &m),
                                         (topic, partition, offset),
                                         offset,
@@ -542,7 +546,7 @@ impl Worker {
                 w.series_id,
                 "window",
                 Some((w.start_ms, w.end_ms)),
-                &w.explanation,
+                (&w.explanation, w.points),
                 (name, &series_model),
                 (topic, partition, offset),
                 first,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int32Type, Int64Type, TimestampMicrosecondType};
+use arrow_array::types::{Float64Type, Int32Type, Int64Type, TimestampMicrosecondType, UInt32Type};
 use arrow_array::Array;
 use milstream::config::Config;
 use milstream::mil::{Model, Sample};
@@ -214,6 +214,9 @@ pub struct Row {
     pub source_partition: i32,
     pub source_offset: i64,
     pub file: String,
+    /// The findings as (text, value, start, end, hypotheses), and their share.
+    pub findings: Vec<FindingCells>,
+    pub shown_share: Option<f64>,
 }
 
 /// The visible Parquet files under `root/sub`, at any depth (`date=`, `date=/hour=`).
@@ -293,7 +296,40 @@ pub fn read_predictions(root: &Path) -> Vec<Row> {
             let part = part.as_primitive::<Int32Type>();
             let off = col("source_offset");
             let off = off.as_primitive::<Int64Type>();
+            let f_text = col("finding_text");
+            let f_text = f_text.as_list::<i32>();
+            let f_value = col("finding_value");
+            let f_value = f_value.as_list::<i32>();
+            let f_start = col("finding_start");
+            let f_start = f_start.as_list::<i32>();
+            let f_end = col("finding_end");
+            let f_end = f_end.as_list::<i32>();
+            let f_hyp = col("finding_hypotheses");
+            let f_hyp = f_hyp.as_list::<i32>();
+            let share = col("shown_share");
+            let share = share.as_primitive::<Float64Type>();
             for i in 0..b.num_rows() {
+                let texts = f_text.value(i);
+                let texts = texts.as_string::<i32>();
+                let values = f_value.value(i);
+                let values = values.as_primitive::<Float64Type>();
+                let starts = f_start.value(i);
+                let starts = starts.as_primitive::<UInt32Type>();
+                let ends = f_end.value(i);
+                let ends = ends.as_primitive::<UInt32Type>();
+                let hyps = f_hyp.value(i);
+                let hyps = hyps.as_primitive::<UInt32Type>();
+                let findings = (0..texts.len())
+                    .map(|k| {
+                        (
+                            texts.value(k).to_string(),
+                            values.value(k),
+                            starts.value(k),
+                            ends.value(k),
+                            hyps.value(k),
+                        )
+                    })
+                    .collect();
                 rows.push(Row {
                     key: key.value(i).to_string(),
                     kind: kind.value(i).to_string(),
@@ -310,11 +346,34 @@ pub fn read_predictions(root: &Path) -> Vec<Row> {
                     source_partition: part.value(i),
                     source_offset: off.value(i),
                     file: path.file_name().unwrap().to_string_lossy().into_owned(),
+                    findings,
+                    shown_share: (!share.is_null(i)).then(|| share.value(i)),
                 });
             }
         }
     }
     rows
+}
+
+/// A finding as the Parquet rows hold it: (text, value, start, end, hypotheses).
+pub type FindingCells = (String, f64, u32, u32, u32);
+
+/// The findings and their share a prediction row of `model` should carry for `sample`
+/// (a window of `points` points, 0 for a bag): `predict --explain`'s, from the offline
+/// explanation, with the daemon's default `window.top_contributions`.
+pub fn offline_findings(
+    model: &Model,
+    sample: &Sample,
+    points: usize,
+) -> (Vec<FindingCells>, Option<f64>) {
+    let e = model.explain(sample).unwrap();
+    let (findings, share) = milstream::stream::record::FindingSummary::of(&e, points, 3, model);
+    let findings = findings
+        .unwrap_or_default()
+        .into_iter()
+        .map(|f| (f.text, f.value, f.start, f.end, f.hypotheses))
+        .collect();
+    (findings, share)
 }
 
 /// (offset, reason, partition, topic) of every dead-letter row.

@@ -49,6 +49,15 @@ pub static PREDICTION_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
         Field::new("source_offset", DataType::Int64, false),
         Field::new("first_offset", DataType::Int64, false),
         Field::new("emitted_at", ts_type(), false),
+        // The top findings (hypotheses grouped by the positions their best match covers)
+        // and the share of the decision margin they carry; empty lists and null for models
+        // without shapelets. Last, so readers that index columns by position keep working.
+        Field::new("finding_text", list_of(DataType::Utf8), false),
+        Field::new("finding_value", list_of(DataType::Float64), false),
+        Field::new("finding_start", list_of(DataType::UInt32), false),
+        Field::new("finding_end", list_of(DataType::UInt32), false),
+        Field::new("finding_hypotheses", list_of(DataType::UInt32), false),
+        Field::new("shown_share", DataType::Float64, true),
     ]))
 });
 
@@ -87,6 +96,12 @@ pub fn prediction_batch(rows: &[PredictionRecord]) -> RecordBatch {
     let mut offset = Int64Builder::with_capacity(n);
     let mut first = Int64Builder::with_capacity(n);
     let mut emitted = TimestampMicrosecondBuilder::with_capacity(n).with_timezone("UTC");
+    let mut f_text = ListBuilder::new(StringBuilder::new());
+    let mut f_value = ListBuilder::new(Float64Builder::new());
+    let mut f_start = ListBuilder::new(UInt32Builder::new());
+    let mut f_end = ListBuilder::new(UInt32Builder::new());
+    let mut f_hyp = ListBuilder::new(UInt32Builder::new());
+    let mut shown = Float64Builder::with_capacity(n);
     for r in rows {
         key.append_value(&r.key);
         kind.append_value(&r.kind);
@@ -119,6 +134,19 @@ pub fn prediction_batch(rows: &[PredictionRecord]) -> RecordBatch {
         offset.append_value(r.source_offset);
         first.append_value(r.first_offset);
         emitted.append_value(ms_to_us(r.emitted_at_ms));
+        for f in r.findings.iter().flatten() {
+            f_text.values().append_value(&f.text);
+            f_value.values().append_value(f.value);
+            f_start.values().append_value(f.start);
+            f_end.values().append_value(f.end);
+            f_hyp.values().append_value(f.hypotheses);
+        }
+        f_text.append(true);
+        f_value.append(true);
+        f_start.append(true);
+        f_end.append(true);
+        f_hyp.append(true);
+        shown.append_option(r.shown_share);
     }
     let cols: Vec<ArrayRef> = vec![
         Arc::new(key.finish()),
@@ -141,6 +169,12 @@ pub fn prediction_batch(rows: &[PredictionRecord]) -> RecordBatch {
         Arc::new(offset.finish()),
         Arc::new(first.finish()),
         Arc::new(emitted.finish()),
+        Arc::new(f_text.finish()),
+        Arc::new(f_value.finish()),
+        Arc::new(f_start.finish()),
+        Arc::new(f_end.finish()),
+        Arc::new(f_hyp.finish()),
+        Arc::new(shown.finish()),
     ];
     RecordBatch::try_new(PREDICTION_SCHEMA.clone(), cols).expect("builders match PREDICTION_SCHEMA")
 }
