@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
 use super::models::{Models, ServedModel};
+use super::quality::Quality;
 use super::registry::{short_hash, ModelCard, Registry};
 use super::training::{self, Example, TrainingRuntime};
 use crate::config::ModelInput;
@@ -32,6 +33,8 @@ pub struct TrainerEnv {
     pub store: Arc<TrainingRuntime>,
     /// The cluster's bootstrap list, for publishing to the models topic.
     pub bootstrap: String,
+    /// Retrain requests of models whose errors drifted (`drift.on_drift = "retrain"`).
+    pub quality: Option<Arc<Quality>>,
 }
 
 /// How a run ended.
@@ -88,7 +91,8 @@ pub fn spawn(env: TrainerEnv) -> anyhow::Result<Option<TrainerHandle>> {
             seen: 0,
         });
     }
-    if schedules.iter().all(|s| s.every.is_none() && s.after == 0) {
+    let on_drift = env.quality.as_ref().is_some_and(|q| q.retrains_on_drift());
+    if !on_drift && schedules.iter().all(|s| s.every.is_none() && s.after == 0) {
         return Ok(None);
     }
     let stop = Arc::new(AtomicBool::new(false));
@@ -122,7 +126,14 @@ fn trainer_loop(env: &TrainerEnv, mut schedules: Vec<Schedule>, stop: Arc<Atomic
         std::thread::sleep(Duration::from_millis(100));
         for (m, s) in env.models.all.iter().zip(&mut schedules) {
             let durable = t.examples_durable.of(&m.spec.name);
-            let due = s.every.is_some_and(|e| s.last_run.elapsed() >= e)
+            // A drift of its errors makes a model due at once; the candidate still has to pass
+            // the champion/challenger check on the newest examples to be promoted.
+            let drifted = env
+                .quality
+                .as_ref()
+                .is_some_and(|q| q.take_retrain(&m.spec.name));
+            let due = drifted
+                || s.every.is_some_and(|e| s.last_run.elapsed() >= e)
                 || (s.after > 0 && durable.saturating_sub(s.seen) >= s.after);
             if !due || stop.load(Ordering::SeqCst) {
                 continue;

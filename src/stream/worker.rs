@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use super::commit::PartitionKey;
 use super::labels::{LabelJoiner, LabelSource, WaitingLabels};
 use super::models::Models;
+use super::quality::{MarginWatch, Quality, QualityRows};
 use super::record::{
     decode, DeadLetterRecord, DeadReason, DecodeLimits, PredictionRecord, Record, RecordKind,
     Rejected, TopContribution,
@@ -131,6 +132,8 @@ pub struct WorkerEnv {
     pub models: Arc<Models>,
     /// Label joins and kept history, when training is on.
     pub labels: Option<LabelJoiner>,
+    /// Live accuracy and drift detection (`drift.evaluate`).
+    pub quality: Option<Arc<Quality>>,
     pub limits: DecodeLimits,
     /// The writers' measurements, which say where a segment rolls for `roll_bytes` of files.
     pub file_sizes: Arc<FileSizes>,
@@ -212,6 +215,8 @@ pub struct Worker {
     open_budget: usize,
     /// The key of the message being processed, reused so a lookup allocates nothing.
     key: PartitionKey,
+    /// The label-free drift detectors on this worker's predictions (`drift.margin`).
+    margins: Option<MarginWatch>,
 }
 
 impl Worker {
@@ -226,6 +231,7 @@ impl Worker {
     pub fn in_pool(env: Arc<WorkerEnv>, workers: usize) -> Self {
         let open_budget = env.cfg.output.max_open_bytes / workers.max(1);
         Self {
+            margins: env.quality.as_ref().and_then(|q| q.margin_watch()),
             env,
             parts: HashMap::new(),
             open_budget,
@@ -292,13 +298,20 @@ impl Worker {
             if p.waiting_labels.is_empty() {
                 continue;
             }
-            let (mut examples, mut dead) = (Vec::new(), Vec::new());
+            let (mut examples, mut dead, mut graded) =
+                (Vec::new(), Vec::new(), QualityRows::default());
             let src = LabelSource {
                 topic: &p.topic,
                 partition: p.partition,
                 emit_from: p.emit_from,
             };
-            let taken = labels.resolve(&mut p.waiting_labels, &src, &mut examples, &mut dead);
+            let taken = labels.resolve(
+                &mut p.waiting_labels,
+                &src,
+                &mut examples,
+                &mut dead,
+                &mut graded,
+            );
             if examples.is_empty() && dead.is_empty() {
                 continue;
             }
@@ -316,6 +329,7 @@ impl Worker {
             });
             seg.dead_letters.extend(dead);
             seg.examples.extend(examples);
+            seg.quality.extend(graded);
             if !open {
                 late.extend(self.env.seal(p));
             }
@@ -352,6 +366,7 @@ impl Worker {
             parts,
             open_budget,
             key,
+            margins,
         } = self;
         let metrics = &env.metrics;
         let (topic, partition, offset) = (&*msg.topic, msg.partition, msg.offset);
@@ -377,6 +392,7 @@ impl Worker {
         let mut windows_out: Vec<(ScoredWindow, &str, Arc<ScoringModel>)> = Vec::new();
         let mut scored: Vec<ScoredWindow> = Vec::new();
         let mut examples: Vec<Example> = Vec::new();
+        let mut graded = QualityRows::default();
         let dead_letter = |rej: &Rejected| {
             DeadLetterRecord::new(topic, partition, offset, rej, payload, now_ms())
         };
@@ -555,7 +571,13 @@ impl Worker {
                 partition,
                 emit_from: p.emit_from,
             };
-            l.resolve(&mut p.waiting_labels, &src, &mut examples, &mut dead);
+            l.resolve(
+                &mut p.waiting_labels,
+                &src,
+                &mut examples,
+                &mut dead,
+                &mut graded,
+            );
         }
         if !emit {
             // Examples are written on a replay too: the store keeps one per key, and a label
@@ -566,6 +588,7 @@ impl Worker {
                     .get_or_insert_with(|| env.open_segment(topic, partition, offset, event_ms));
                 seg.last_offset = offset;
                 seg.examples.extend(examples);
+                seg.quality.extend(graded);
             }
             return None;
         }
@@ -587,7 +610,11 @@ impl Worker {
                 .sum::<usize>();
         seg.consumed_at
             .extend(std::iter::repeat_n(consumed_at, preds.len()));
+        if let Some(m) = margins {
+            seg.quality.drift_events.extend(m.observe(&preds));
+        }
         seg.predictions.extend(preds);
+        seg.quality.extend(graded);
         seg.dead_letters.extend(dead);
         seg.approx_bytes += examples
             .iter()
@@ -829,6 +856,7 @@ mod tests {
             metrics: metrics.clone(),
             models,
             labels: None,
+            quality: None,
             limits: DecodeLimits {
                 max_message_bytes: 1 << 20,
                 max_bag_instances: 10_000,
