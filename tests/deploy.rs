@@ -327,10 +327,17 @@ fn the_readme_documents_every_metric() {
 /// The Parquet columns documented in schemas/README.md are exactly those written.
 #[test]
 fn the_parquet_schemas_are_documented() {
+    use milstream::stream::quality::{DRIFT_EVENT_SCHEMA, EVALUATION_SCHEMA};
     use milstream::stream::sink::parquet::{DEAD_LETTER_SCHEMA, PREDICTION_SCHEMA};
     use milstream::stream::training::EXAMPLE_SCHEMA;
     let readme = std::fs::read_to_string(root().join("schemas/README.md")).unwrap();
-    for schema in [&*PREDICTION_SCHEMA, &*DEAD_LETTER_SCHEMA, &*EXAMPLE_SCHEMA] {
+    for schema in [
+        &*PREDICTION_SCHEMA,
+        &*DEAD_LETTER_SCHEMA,
+        &*EXAMPLE_SCHEMA,
+        &*EVALUATION_SCHEMA,
+        &*DRIFT_EVENT_SCHEMA,
+    ] {
         for f in schema.fields() {
             assert!(
                 readme.contains(&format!("| `{}` |", f.name())),

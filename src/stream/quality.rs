@@ -12,7 +12,7 @@
 //! and model version. The detectors live in memory and start over on a restart or a
 //! rebalance (their state is a few numbers; DDM needs 30 labels to warm up again).
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, LazyLock, Mutex};
 
 use arrow_array::builder::{
@@ -121,6 +121,10 @@ struct ModelQuality {
     hits: usize,
     errors: Option<Detector>,
     signal: Signal,
+    /// When the current warning started (the label time of the label that raised it): as in
+    /// DDM's paper, the examples from the warning on are the new concept's, and a retrain on
+    /// drift learns from them only.
+    since_ms: Option<i64>,
 }
 
 /// Every model's live figures, shared by the workers that join labels.
@@ -128,8 +132,9 @@ pub struct Quality {
     cfg: DriftConfig,
     metrics: Arc<Metrics>,
     models: Mutex<HashMap<String, ModelQuality>>,
-    /// Models whose errors drifted, for the trainer to retrain (`on_drift = "retrain"`).
-    retrain: Mutex<BTreeSet<String>>,
+    /// Models whose errors drifted, for the trainer to retrain (`on_drift = "retrain"`),
+    /// with the label time the new concept starts at (see [`ModelQuality::since_ms`]).
+    retrain: Mutex<BTreeMap<String, i64>>,
 }
 
 const POISONED: &str = "the quality state is never poisoned: nothing panics while holding it";
@@ -140,7 +145,7 @@ impl Quality {
             cfg,
             metrics,
             models: Mutex::new(HashMap::new()),
-            retrain: Mutex::new(BTreeSet::new()),
+            retrain: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -148,8 +153,9 @@ impl Quality {
         self.cfg.on_drift == OnDrift::Retrain
     }
 
-    /// Takes `model`'s pending retrain request, if any.
-    pub fn take_retrain(&self, model: &str) -> bool {
+    /// Takes `model`'s pending retrain request, if any: the label time (Kafka timestamp, ms)
+    /// from which its examples show the new concept.
+    pub fn take_retrain(&self, model: &str) -> Option<i64> {
         self.retrain.lock().expect(POISONED).remove(model)
     }
 
@@ -202,11 +208,20 @@ impl Quality {
                 Signal::Warning => 1,
                 Signal::Drift => 2,
             });
+        match q.signal {
+            Signal::Warning => _ = q.since_ms.get_or_insert(e.labeled_at_ms),
+            Signal::Stable => q.since_ms = None,
+            Signal::Drift => {}
+        }
+        let since_ms = q.since_ms.take().unwrap_or(e.labeled_at_ms);
+        if q.signal == Signal::Warning {
+            q.since_ms = Some(since_ms);
+        }
         // An event: entering the warning zone (DDM), or a drift.
         let (signal, action) = match (before, q.signal) {
             (_, Signal::Drift) if self.retrains_on_drift() => ("drift", "retrain"),
             (_, Signal::Drift) => ("drift", "alert"),
-            (Signal::Stable, Signal::Warning) => ("warning", "none"),
+            (b, Signal::Warning) if b != Signal::Warning => ("warning", "none"),
             _ => return None,
         };
         drop(models);
@@ -214,7 +229,7 @@ impl Quality {
             self.retrain
                 .lock()
                 .expect(POISONED)
-                .insert(model.to_string());
+                .insert(model.to_string(), since_ms);
         }
         m.drift_events
             .with_label_values(&[model, "errors", signal])
@@ -250,6 +265,7 @@ impl Quality {
             hits: 0,
             errors: (self.cfg.on_drift != OnDrift::Off).then(|| self.cfg.error_detector()),
             signal: Signal::Stable,
+            since_ms: None,
         }
     }
 
