@@ -1,0 +1,236 @@
+//! Live quality against the mock cluster: every label that joins is graded against the
+//! serving model's prediction (the `evaluations` output, read back with pyarrow), a concept
+//! change is detected by DDM on the errors within a bounded number of labels, the model is
+//! retrained from the new concept's examples and promoted, and accuracy comes back.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+use common::stream::*;
+use common::{load, scratch};
+use milstream::mil::{Dataset, Sample};
+use serde_json::Value;
+
+/// Aligned on the hop, so each GunPoint series of 150 points is exactly one window.
+const T0: i64 = 1_700_000_001_000;
+const SENSORS: usize = 4;
+
+/// One round: every sensor emits one GunPoint test series (150 points, 10 ms apart), then
+/// its label (`swap`ped after the concept change). Returns the messages and the labels'
+/// segments.
+fn round(
+    test: &Dataset,
+    r: usize,
+    swap: bool,
+) -> (Vec<(String, String, Vec<u8>)>, Vec<(String, i64, i64)>) {
+    let t = T0 + r as i64 * HOP_MS;
+    let picks: Vec<usize> = (0..SENSORS)
+        .map(|s| (s * 37 + r * 11) % test.len())
+        .collect();
+    let mut msgs = Vec::new();
+    for j in 0..W {
+        for (s, &i) in picks.iter().enumerate() {
+            let Sample::Series(v) = &test.samples[i] else {
+                unreachable!()
+            };
+            let id = format!("sensor-{s}");
+            let ts = t + j as i64 * SPACING_MS;
+            let body = format!(r#"{{"series_id":"{id}","ts":{ts},"value":{}}}"#, v[j]);
+            msgs.push((POINTS.to_string(), id, body.into_bytes()));
+        }
+    }
+    let mut segments = Vec::new();
+    for (s, &i) in picks.iter().enumerate() {
+        let id = format!("sensor-{s}");
+        let end = t + (W as i64 - 1) * SPACING_MS;
+        let truth = &test.labels[i];
+        let l = if !swap {
+            truth.clone()
+        } else if truth == "1" {
+            "2".into()
+        } else {
+            "1".into()
+        };
+        let body = format!(r#"{{"series_id":"{id}","start":{t},"end":{end},"label":"{l}"}}"#);
+        msgs.push((LABELS.to_string(), id.clone(), body.into_bytes()));
+        segments.push((id, t, end));
+    }
+    (msgs, segments)
+}
+
+/// The rows of an output folder as JSON objects, read by pyarrow (timestamps as epoch ms).
+fn read_rows(out: &Path, sub: &str) -> Vec<Value> {
+    let dir = out.join(sub);
+    if !dir.exists() {
+        return Vec::new();
+    }
+    let script = format!(
+        r#"
+import json, datetime, pyarrow.dataset as ds
+t = ds.dataset("{}", format="parquet", partitioning="hive").to_table()
+def conv(v):
+    if isinstance(v, datetime.datetime):
+        return int(v.timestamp() * 1000)
+    return v
+print(json.dumps([{{k: conv(v) for k, v in r.items()}} for r in t.to_pylist()]))
+"#,
+        dir.display()
+    );
+    let o = common::tools::python_with("pyarrow.dataset", "pyarrow")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "pyarrow: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn accuracy(rows: &[&Value]) -> f64 {
+    let hits = rows.iter().filter(|r| r["correct"] == true).count();
+    hits as f64 / rows.len().max(1) as f64
+}
+
+#[test]
+fn labels_are_graded_once_and_a_concept_change_is_detected_retrained_and_recovered() {
+    let dir = scratch("live-quality");
+    let out = dir.join("out");
+    let bootstrap = cluster(2);
+    let (model_path, _) = model_file(&dir);
+    let test = load("GunPoint_TEST.csv");
+    let port = free_port();
+    // No schedule: only a drift retrains. [drift] keeps its defaults (DDM, on_drift retrain).
+    let extra = format!(
+        "[training]\ndir = \"{}\"\nlabel_wait_ms = 20000\nevery = \"\"\nafter_examples = 0\n\
+         max_examples = 64\nholdout = 0.25\ntolerance = 0.0\nmin_examples = 12\n",
+        dir.join("training").display()
+    );
+    let mut cfg = config(&bootstrap, &out, &model_path, "quality", &extra);
+    cfg.http.listen = format!("127.0.0.1:{port}");
+    let (daemon, stop) = spawn_daemon(cfg);
+
+    // Rounds 0..CHANGE labeled truly; from CHANGE on the classes swap shapes.
+    const CHANGE: usize = 12;
+    const ROUNDS: usize = 40;
+    let p = producer(&bootstrap);
+    let mut labeled: Vec<(String, i64, i64)> = Vec::new();
+    for r in 0..ROUNDS {
+        let (msgs, segments) = round(&test, r, r >= CHANGE);
+        produce_all(&p, &msgs);
+        labeled.extend(segments);
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    let graded_all = wait_until(Duration::from_secs(60), || {
+        read_rows(&out, "evaluations").len() >= labeled.len()
+    });
+    let scrape = |s: &str| metric(port, s);
+    let promoted = scrape("milstream_training_runs_total{model=\"series\",outcome=\"promoted\"}");
+    let drifts = scrape(
+        "milstream_drift_events_total{detector=\"errors\",model=\"series\",signal=\"drift\"}",
+    );
+    let metrics_text = common::stream::scrape(port);
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    assert!(graded_all, "not every label was graded");
+
+    let evals = read_rows(&out, "evaluations");
+    // Exactly one row per label (and so per label and version), each for a labeled segment.
+    let by_label: BTreeMap<(i64, i64), usize> = evals.iter().fold(BTreeMap::new(), |mut m, r| {
+        let k = (
+            r["source_partition"].as_i64().unwrap(),
+            r["source_offset"].as_i64().unwrap(),
+        );
+        *m.entry(k).or_default() += 1;
+        m
+    });
+    assert_eq!(by_label.len(), labeled.len(), "one row per label");
+    assert!(by_label.values().all(|&n| n == 1), "a label graded twice");
+    let segments: BTreeSet<(String, i64, i64)> = evals
+        .iter()
+        .map(|r| {
+            let key = r["key"].as_str().unwrap().to_string();
+            (
+                key,
+                r["window_start"].as_i64().unwrap(),
+                r["window_end"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(segments, labeled.iter().cloned().collect::<BTreeSet<_>>());
+    for r in &evals {
+        assert_eq!(r["correct"] == true, r["label"] == r["predicted"], "{r}");
+        assert_eq!(r["model_name"], "series");
+    }
+
+    // Before the change the champion is right; right after it, wrong.
+    let change_ms = T0 + CHANGE as i64 * HOP_MS;
+    let start = |r: &Value| r["window_start"].as_i64().unwrap();
+    let before: Vec<&Value> = evals.iter().filter(|r| start(r) < change_ms).collect();
+    let acc_before = accuracy(&before);
+    assert!(acc_before >= 0.8, "pre-change accuracy {acc_before}");
+    let first_version = before[0]["model_version"].as_str().unwrap().to_string();
+
+    // The drift: raised by the errors' DDM, with a retrain, within a bounded number of labels.
+    let events = read_rows(&out, "drift_events");
+    let label_drifts: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["detector"] == "errors" && e["signal"] == "drift")
+        .collect();
+    assert!(
+        !label_drifts.is_empty() && drifts >= 1.0,
+        "no drift detected: {events:?}"
+    );
+    let first = label_drifts
+        .iter()
+        .map(|e| e["observations"].as_u64().unwrap())
+        .min()
+        .unwrap();
+    let pre = before.len() as u64;
+    assert!(
+        first > pre,
+        "a drift before the change (false alarm) at label {first}"
+    );
+    let delay = first - pre;
+    println!("pre-change accuracy {acc_before:.3}; errors drift {delay} labels after the change");
+    assert!(delay <= 12, "the drift took {delay} labels to detect");
+    assert!(label_drifts
+        .iter()
+        .all(|e| e["action"] == "retrain" && e["method"] == "ddm"));
+    let margin_drifts = events.iter().filter(|e| e["detector"] == "margin").count();
+    println!("label-free (margin) drift events: {margin_drifts}");
+
+    // A retrained model was promoted and grades the last labels about as well as before.
+    assert!(promoted >= 1.0, "promoted runs: {promoted}");
+    let mut last: Vec<&Value> = evals.iter().collect();
+    last.sort_by_key(|r| start(r));
+    let tail: Vec<&Value> = last[last.len() - 4 * SENSORS..].to_vec();
+    assert!(
+        tail.iter()
+            .all(|r| r["model_version"] != first_version.as_str()),
+        "the last labels are still graded by the pre-change model"
+    );
+    let acc_after = accuracy(&tail);
+    println!(
+        "accuracy over the last {} labels: {acc_after:.3}",
+        tail.len()
+    );
+    assert!(
+        acc_after >= acc_before - 0.1,
+        "accuracy {acc_before} -> {acc_after} after the retrain"
+    );
+
+    // The metrics agree with the rows.
+    let labeled_total: f64 = metrics_text
+        .lines()
+        .filter(|l| l.starts_with("milstream_labeled_predictions_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert_eq!(labeled_total as usize, labeled.len());
+    assert!(metrics_text.contains("milstream_model_accuracy{"));
+    assert!(metrics_text.contains("milstream_confusion_total{"));
+}
