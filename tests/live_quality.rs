@@ -1,6 +1,6 @@
 //! Live quality against the mock cluster: every label that joins is graded against the
 //! serving model's prediction (the `evaluations` output, read back with pyarrow), a concept
-//! change is detected by DDM on the errors within a bounded number of labels, the model is
+//! change is detected by ADWIN on the errors within a bounded number of labels, the model is
 //! retrained from the new concept's examples and promoted, and accuracy comes back.
 
 mod common;
@@ -197,10 +197,12 @@ fn labels_are_graded_once_and_a_concept_change_is_detected_retrained_and_recover
     );
     let delay = first - pre;
     println!("pre-change accuracy {acc_before:.3}; errors drift {delay} labels after the change");
-    assert!(delay <= 12, "the drift took {delay} labels to detect");
+    // ADWIN (the default) tests every 32 labels (its clock); with 48 right labels before the
+    // change, its cut bound holds at the test after 48 wrong ones (measured: 48).
+    assert!(delay <= 64, "the drift took {delay} labels to detect");
     assert!(label_drifts
         .iter()
-        .all(|e| e["action"] == "retrain" && e["method"] == "ddm"));
+        .all(|e| e["action"] == "retrain" && e["method"] == "adwin"));
     let margin_drifts = events.iter().filter(|e| e["detector"] == "margin").count();
     println!("label-free (margin) drift events: {margin_drifts}");
 
@@ -220,7 +222,7 @@ fn labels_are_graded_once_and_a_concept_change_is_detected_retrained_and_recover
         tail.len()
     );
     assert!(
-        acc_after >= acc_before - 0.1,
+        acc_after >= acc_before - 0.05,
         "accuracy {acc_before} -> {acc_after} after the retrain"
     );
 

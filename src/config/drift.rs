@@ -21,14 +21,19 @@ pub enum OnDrift {
 }
 
 /// The detector on the 0/1 errors of labeled predictions.
+///
+/// ADWIN is the default because it keeps the promise of no false alarm on a stationary
+/// stream: with River's defaults it raised none on 80 seeded streams of 20,000 labels (error
+/// rates 0.01 to 0.3), where DDM (River's defaults) raised a drift on 5 to 9 of 20 of them,
+/// mostly within its first few hundred labels (see README, "Live accuracy and drift").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorDetector {
-    /// DDM (warning and drift levels), River's defaults in `[drift.ddm]`.
-    #[default]
-    Ddm,
     /// ADWIN on the error rate, River's defaults in `[drift.adwin]`.
+    #[default]
     Adwin,
+    /// DDM (warning and drift levels), River's defaults in `[drift.ddm]`.
+    Ddm,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -41,7 +46,7 @@ pub struct DriftConfig {
     pub on_drift: OnDrift,
     /// Labels in the windowed accuracy gauge (`milstream_model_accuracy`), per model version.
     pub accuracy_window: usize,
-    /// The detector on the errors: "ddm" (default) or "adwin".
+    /// The detector on the errors: "adwin" (default) or "ddm".
     pub errors: ErrorDetector,
     /// DDM's parameters (River 0.26 defaults: warm_start 30, thresholds 2 and 3).
     pub ddm: DdmParams,

@@ -87,6 +87,11 @@ impl Adwin {
         self.width
     }
 
+    /// Values seen since it (re)started.
+    pub fn seen(&self) -> u64 {
+        self.tick
+    }
+
     /// The mean of the window.
     pub fn estimation(&self) -> f64 {
         if self.width == 0.0 {

@@ -73,7 +73,7 @@ impl Detector {
     /// How many values it has seen since it last started over.
     pub fn seen(&self) -> u64 {
         match self {
-            Detector::Adwin(d) => d.width() as u64,
+            Detector::Adwin(d) => d.seen(),
             Detector::Ddm(d) => d.seen(),
             Detector::PageHinkley(d) => d.seen(),
         }

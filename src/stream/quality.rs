@@ -117,7 +117,8 @@ pub fn evaluate(served: &ScoringModel, name: &str, e: &Example) -> Option<Evalua
 /// detector (started over when the version changes: a new model makes new errors).
 struct ModelQuality {
     version: String,
-    recent: VecDeque<bool>,
+    /// The version's last `accuracy_window` labels: right or not, and their label time.
+    recent: VecDeque<(bool, i64)>,
     hits: usize,
     errors: Option<Detector>,
     signal: Signal,
@@ -188,9 +189,11 @@ impl Quality {
         if q.version != version {
             *q = self.fresh(version);
         }
-        q.recent.push_back(e.correct);
+        q.recent.push_back((e.correct, e.labeled_at_ms));
         q.hits += usize::from(e.correct);
-        if q.recent.len() > self.cfg.accuracy_window && q.recent.pop_front() == Some(true) {
+        if q.recent.len() > self.cfg.accuracy_window
+            && q.recent.pop_front().is_some_and(|(hit, _)| hit)
+        {
             q.hits -= 1;
         }
         m.model_accuracy
@@ -213,7 +216,13 @@ impl Quality {
             Signal::Stable => q.since_ms = None,
             Signal::Drift => {}
         }
-        let since_ms = q.since_ms.take().unwrap_or(e.labeled_at_ms);
+        // Where the new concept starts: DDM's warning, else (ADWIN) the change point of the
+        // version's recent errors.
+        let since_ms = match q.since_ms.take() {
+            Some(t) => t,
+            None if q.signal == Signal::Drift => change_point(&q.recent),
+            None => e.labeled_at_ms,
+        };
         if q.signal == Signal::Warning {
             q.since_ms = Some(since_ms);
         }
@@ -276,6 +285,24 @@ impl Quality {
             models: HashMap::new(),
         })
     }
+}
+
+/// The label time where the errors' mean shifted most: the CUSUM change-point estimate
+/// (Hinkley, "Inference about the change-point from cumulative sum tests", Biometrika 1971),
+/// argmax_k |S_k - k S_n / n| over the window's 0/1 errors.
+fn change_point(recent: &VecDeque<(bool, i64)>) -> i64 {
+    let n = recent.len() as f64;
+    let errors = recent.iter().filter(|(hit, _)| !hit).count() as f64;
+    let (mut s, mut best, mut at) = (0.0, -1.0, 0);
+    for (k, (hit, _)) in recent.iter().enumerate() {
+        s += if *hit { 0.0 } else { 1.0 };
+        let d = (s - (k + 1) as f64 * errors / n).abs();
+        if d > best {
+            (best, at) = (d, k + 1);
+        }
+    }
+    // The first label after the change (the newest label if the shift is at the end).
+    recent[at.min(recent.len() - 1)].1
 }
 
 /// One scoring worker's Page-Hinkley detectors on the margins of the predictions it emits,
@@ -476,4 +503,17 @@ pub fn drift_event_batch(rows: &[DriftEventRecord]) -> RecordBatch {
     ];
     RecordBatch::try_new(DRIFT_EVENT_SCHEMA.clone(), cols)
         .expect("builders match DRIFT_EVENT_SCHEMA")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_change_point_is_the_first_label_of_the_new_error_rate() {
+        let recent: VecDeque<(bool, i64)> = (0..96).map(|i| (i < 48, 1000 + i)).collect();
+        assert_eq!(change_point(&recent), 1048);
+        let recent: VecDeque<(bool, i64)> = (0..10).map(|i| (true, i)).collect();
+        assert!(change_point(&recent) <= 9);
+    }
 }
