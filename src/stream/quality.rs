@@ -332,10 +332,12 @@ impl MarginWatch {
                 continue;
             }
             let q = &self.quality;
-            let (version, detector) = self
-                .models
-                .entry(p.model_name.clone())
-                .or_insert_with(|| (p.model_version.clone(), q.cfg.margin_detector()));
+            // Looked up by &str first: no allocation per prediction once the model is known.
+            if !self.models.contains_key(&p.model_name) {
+                let fresh = (p.model_version.clone(), q.cfg.margin_detector());
+                self.models.insert(p.model_name.clone(), fresh);
+            }
+            let (version, detector) = self.models.get_mut(&p.model_name).expect("inserted above");
             if *version != p.model_version {
                 (*version, *detector) = (p.model_version.clone(), q.cfg.margin_detector());
             }
