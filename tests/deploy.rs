@@ -108,6 +108,10 @@ fn the_dashboard_queries_only_exposed_metrics() {
         "milstream_training_runs_total",
         "milstream_model_holdout_accuracy",
         "milstream_dead_letters_total",
+        "milstream_model_accuracy",
+        "milstream_confusion_total",
+        "milstream_drift_events_total",
+        "milstream_drift_state",
     ] {
         assert!(used.contains(must), "the dashboard shows {must}");
     }

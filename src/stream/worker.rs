@@ -22,7 +22,7 @@ use super::models::Models;
 use super::quality::{MarginWatch, Quality, QualityRows};
 use super::record::{
     decode, DeadLetterRecord, DeadReason, DecodeLimits, PredictionRecord, Record, RecordKind,
-    Rejected, TopContribution,
+    Rejected,
 };
 use super::sink::roll::FileSizes;
 use super::sink::Segment;
@@ -31,7 +31,7 @@ use super::window::{PartitionWindows, PointOutcome, ScoredWindow, ScoringModel};
 use super::writer::Writers;
 use crate::config::{Config, ModelInput, Role};
 use crate::metrics::Metrics;
-use crate::mil::{Bag, Explanation, Sample};
+use crate::mil::{Bag, Sample};
 
 fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
@@ -171,37 +171,6 @@ impl WorkerEnv {
                 .inc_by(ev.evicted_capacity);
         }
         Some(seg)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn to_prediction(
-        &self,
-        key: String,
-        kind: &str,
-        window: Option<(i64, i64)>,
-        e: &Explanation,
-        (name, model): (&str, &ScoringModel),
-        src: (&str, i32, i64),
-        first_offset: i64,
-    ) -> PredictionRecord {
-        PredictionRecord {
-            key,
-            kind: kind.to_string(),
-            window_start_ms: window.map(|w| w.0),
-            window_end_ms: window.map(|w| w.1),
-            label: e.prediction.label.clone(),
-            classes: model.model.classes().to_vec(),
-            scores: e.prediction.scores.clone(),
-            model_kind: model.model.kind_name().to_string(),
-            model_name: name.to_string(),
-            model_version: model.version.clone(),
-            top: TopContribution::top_named(e, self.cfg.window.top_contributions, &model.model),
-            source_topic: src.0.to_string(),
-            source_partition: src.1,
-            source_offset: src.2,
-            first_offset,
-            emitted_at_ms: now_ms(),
-        }
     }
 }
 
@@ -519,14 +488,13 @@ impl Worker {
                                         .scoring_seconds
                                         .observe(started.elapsed().as_secs_f64());
                                     metrics.bags_scored.inc();
-                                    preds.push(env.to_prediction(
-                                        b.bag_id,
-                                        "bag",
+                                    preds.push(m.prediction_row(
+                                        (&serving.name, b.bag_id, "bag"),
                                         None,
                                         &e,
-                                        (&serving.name, &m),
                                         (topic, partition, offset),
                                         offset,
+                                        env.cfg.window.top_contributions,
                                     ));
                                 }
                                 Err(detail) => dead.push(dead_letter(&Rejected {
@@ -554,14 +522,13 @@ impl Worker {
         for (w, name, series_model) in windows_out {
             metrics.windows_scored.inc();
             let first = w.first_offset;
-            preds.push(env.to_prediction(
-                w.series_id,
-                "window",
+            preds.push(series_model.prediction_row(
+                (name, w.series_id, "window"),
                 Some((w.start_ms, w.end_ms)),
                 &w.explanation,
-                (name, &series_model),
                 (topic, partition, offset),
                 first,
+                env.cfg.window.top_contributions,
             ));
         }
         p.next_offset = offset + 1;
