@@ -29,6 +29,14 @@ fn exposed() -> BTreeSet<String> {
     m.predictions.with_label_values(&["1", "v000001-x"]).inc();
     m.register_model("series");
     m.set_model_version("series", "v000001-x", "lpboost");
+    // The per-version quality families appear with the first graded label.
+    let version = ["series", "v000001-x"];
+    m.labeled_predictions.with_label_values(&version).inc();
+    m.correct_predictions.with_label_values(&version).inc();
+    m.model_accuracy.with_label_values(&version).set(1.0);
+    m.confusion
+        .with_label_values(&["series", "v000001-x", "1", "1"])
+        .inc();
     m.encode()
         .lines()
         .filter_map(|l| l.strip_prefix("# TYPE "))
