@@ -167,7 +167,7 @@ impl Adwin {
         self.tick += 1;
         let p = self.params;
         let min_len = p.min_window_length as f64;
-        if self.tick % p.clock != 0 || self.width <= p.grace_period as f64 {
+        if !self.tick.is_multiple_of(p.clock) || self.width <= p.grace_period as f64 {
             return false;
         }
         let mut cut = true;

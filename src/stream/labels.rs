@@ -63,7 +63,7 @@ impl WaitingLabels {
 /// What became of a label.
 enum LabelJoin {
     /// The example, and the serving model's prediction for it (when evaluation is on).
-    Joined(Example, Option<quality::EvaluationRecord>),
+    Joined(Example, Option<Box<quality::EvaluationRecord>>),
     Wait,
     Dead(Rejected),
 }
@@ -182,7 +182,7 @@ impl LabelJoiner {
                         eval.source_topic = src.topic.to_string();
                         eval.source_partition = src.partition;
                         graded.drift_events.extend(q.record(&eval));
-                        graded.evaluations.push(eval);
+                        graded.evaluations.push(*eval);
                     }
                     examples.push(e);
                 }
@@ -277,6 +277,7 @@ impl LabelJoiner {
         // Graded against the model serving now, before any retrain has seen the label.
         let eval = self.quality.as_ref().and_then(|_| {
             quality::evaluate(&served.serving.load_full(), &served.spec.name, &example)
+                .map(Box::new)
         });
         LabelJoin::Joined(example, eval)
     }

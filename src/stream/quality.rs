@@ -85,6 +85,10 @@ impl QualityRows {
         self.evaluations.len() + self.drift_events.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     pub fn extend(&mut self, other: QualityRows) {
         self.evaluations.extend(other.evaluations);
         self.drift_events.extend(other.drift_events);
