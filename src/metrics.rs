@@ -593,6 +593,12 @@ mod tests {
             TRAINING_FAILURES,
             TRAINING_EXAMPLES,
             MODEL_HOLDOUT_ACCURACY,
+            LABELED_PREDICTIONS,
+            CORRECT_PREDICTIONS,
+            CONFUSION,
+            MODEL_ACCURACY,
+            DRIFT_EVENTS,
+            DRIFT_STATE,
         ]
         .into();
         assert_eq!(
