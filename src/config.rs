@@ -557,6 +557,9 @@ pub struct DemoConfig {
     pub sensors: usize,
     /// Points per second over all sensors.
     pub points_per_second: u64,
+    /// The world changes this long after start ("2m"; "" = never): each series' label
+    /// becomes the next class, so accuracy falls, a drift is detected and a retrain recovers.
+    pub drift_after: String,
 }
 
 /// The bundled series data of the embedded default.
@@ -586,6 +589,7 @@ impl Default for DemoConfig {
             dataset: DemoDataset::default(),
             sensors: 8,
             points_per_second: 2_000,
+            drift_after: String::new(),
         }
     }
 }
