@@ -225,6 +225,26 @@ fn labels_are_graded_once_and_a_concept_change_is_detected_retrained_and_recover
         "accuracy {acc_before} -> {acc_after} after the retrain"
     );
 
+    // `milstream inspect` on the folder gives the same figures.
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_milstream"))
+        .args(["inspect", "--json"])
+        .arg(out.join("evaluations"))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "inspect: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let live: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let total: u64 = live["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["labeled"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total as usize, labeled.len(), "inspect: {live}");
+
     // The metrics agree with the rows.
     let labeled_total: f64 = metrics_text
         .lines()
