@@ -9,9 +9,10 @@
 #     (as root; otherwise the script prints the command and stops).
 #   - Python packages (pyarrow: the independent Parquet reader, also through S3; PyYAML: the
 #     deployment YAML; moto[server]: a real S3-protocol server, with boto3; DuckDB and its
-#     httpfs extension: the analysts' reader over s3://; maturin, pytest, NumPy, pandas,
-#     scikit-learn and aeon for the Python package and its tests, pinned) into the
-#     project-local virtual environment .venv, never into the system.
+#     httpfs extension: the analysts' reader over s3://; River: the oracle the drift
+#     detectors are checked against; maturin, pytest, NumPy, pandas, scikit-learn and aeon
+#     for the Python package and its tests, pinned) into the project-local virtual
+#     environment .venv, never into the system.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,11 +46,13 @@ fi
 # duckdb-ext-httpfs ships the extension, built for exactly one DuckDB release: the pins
 # move together.
 duckdb_pins=("duckdb==1.4.4" "duckdb-ext-httpfs==1.4.4.20260205")
+river_pin="river==0.26.1"
 if ! "$venv/bin/python" -c "import pyarrow, yaml, moto, boto3, flask" >/dev/null 2>&1 \
   || [ ! -x "$venv/bin/moto_server" ] \
-  || ! "$venv/bin/python" -c "import duckdb, duckdb_ext; assert duckdb.__version__ == '1.4.4'" >/dev/null 2>&1; then
-  echo "installing pyarrow, PyYAML, moto[server] and DuckDB with httpfs into $venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pyarrow pyyaml "moto[server]" "${duckdb_pins[@]}"
+  || ! "$venv/bin/python" -c "import duckdb, duckdb_ext; assert duckdb.__version__ == '1.4.4'" >/dev/null 2>&1 \
+  || ! "$venv/bin/python" -c "import river; assert river.__version__ == '0.26.1'" >/dev/null 2>&1; then
+  echo "installing pyarrow, PyYAML, moto[server], DuckDB with httpfs and River into $venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pyarrow pyyaml "moto[server]" "${duckdb_pins[@]}" "$river_pin"
 fi
 # The Python package's build and test dependencies, pinned (aeon is also the peer benchmark).
 python_pins=("maturin==1.16.0" "pytest==9.2.0" "numpy==2.3.5" "pandas==3.0.6" "scikit-learn==1.9.1" "aeon==1.6.0")

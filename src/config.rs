@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+mod drift;
 mod named;
+pub use drift::{DriftConfig, ErrorDetector, OnDrift};
 pub use named::{ModelInput, NamedModelConfig, NamedTrainingConfig};
 
 /// The whole configuration.
@@ -23,6 +25,8 @@ pub struct Config {
     /// `[model]` table serves every series (and its bag model every bag) as before.
     pub models: Vec<NamedModelConfig>,
     pub training: TrainingConfig,
+    /// Live accuracy on the stream's labels and drift detection (`[drift]`).
+    pub drift: DriftConfig,
     pub output: OutputConfig,
     pub commit: CommitConfig,
     pub http: HttpConfig,
@@ -554,6 +558,9 @@ pub struct DemoConfig {
     pub sensors: usize,
     /// Points per second over all sensors.
     pub points_per_second: u64,
+    /// The world changes this long after start ("2m"; "" = never): each series' label
+    /// becomes the next class, so accuracy falls, a drift is detected and a retrain recovers.
+    pub drift_after: String,
 }
 
 /// The bundled series data of the embedded default.
@@ -583,6 +590,7 @@ impl Default for DemoConfig {
             dataset: DemoDataset::default(),
             sensors: 8,
             points_per_second: 2_000,
+            drift_after: String::new(),
         }
     }
 }
@@ -640,6 +648,7 @@ impl Config {
 
     /// Cross-field checks, run at start-up.
     fn validate(&self) -> Result<(), (&'static str, String)> {
+        self.drift.validate()?;
         let w = &self.window;
         if w.points < 2 {
             return Err(("window.points", format!("must be >= 2, got {}", w.points)));

@@ -5,6 +5,7 @@
 pub mod card;
 pub mod config;
 pub mod data;
+pub mod drift;
 pub mod figure;
 pub mod fit_options;
 pub mod fuzzing;

@@ -92,6 +92,18 @@ metric_names! {
     CONSUME_TO_DURABLE = "milstream_consume_to_durable_seconds";
     /// Seconds spent scoring one window or bag with the current model.
     SCORING = "milstream_scoring_seconds";
+    /// Labels compared with the serving model's prediction for their segment or bag, per model and version; moves when a label joins.
+    LABELED_PREDICTIONS = "milstream_labeled_predictions_total";
+    /// Of those, the predictions that named the label, per model and version.
+    CORRECT_PREDICTIONS = "milstream_correct_predictions_total";
+    /// The confusion matrix: labeled predictions per model, version, label and predicted label (a label outside the model's classes counts as `other`).
+    CONFUSION = "milstream_confusion_total";
+    /// Accuracy of a model version over its last drift.accuracy_window labels (prequential).
+    MODEL_ACCURACY = "milstream_model_accuracy";
+    /// Drift detector events per model, detector (errors: on labeled errors; margin: label-free, on the served margins) and signal (warning, drift).
+    DRIFT_EVENTS = "milstream_drift_events_total";
+    /// The errors detector's state per model: 0 stable, 1 warning, 2 drift (until its next label).
+    DRIFT_STATE = "milstream_drift_state";
 }
 
 /// Every `reason` label value of [`DEAD_LETTERS`]: the dead-letter reason codes, taken
@@ -99,6 +111,9 @@ metric_names! {
 pub fn dead_letter_reasons() -> [&'static str; DeadReason::ALL.len()] {
     DeadReason::ALL.map(|r| r.as_str())
 }
+
+/// The labels of the per-version quality metrics.
+const MODEL_VERSION: [&str; 2] = ["model", "model_version"];
 
 /// Every `sink` label value of [`FILES_WRITTEN`] and [`BYTES_WRITTEN`].
 pub const SINKS: [&str; 4] = ["parquet", "ipc", "dlq", "training"];
@@ -204,6 +219,18 @@ pub struct Metrics {
     pub consume_to_durable_seconds: Histogram,
     /// [`SCORING`]: per window or bag.
     pub scoring_seconds: Histogram,
+    /// [`LABELED_PREDICTIONS`]`{model, model_version}`.
+    pub labeled_predictions: IntCounterVec,
+    /// [`CORRECT_PREDICTIONS`]`{model, model_version}`.
+    pub correct_predictions: IntCounterVec,
+    /// [`CONFUSION`]`{model, model_version, label, predicted}`.
+    pub confusion: IntCounterVec,
+    /// [`MODEL_ACCURACY`]`{model, model_version}`.
+    pub model_accuracy: prometheus::GaugeVec,
+    /// [`DRIFT_EVENTS`]`{model, detector, signal}`.
+    pub drift_events: IntCounterVec,
+    /// [`DRIFT_STATE`]`{model}`.
+    pub drift_state: IntGaugeVec,
 }
 
 impl Metrics {
@@ -252,6 +279,16 @@ impl Metrics {
                 &CONSUME_TO_DURABLE_BUCKETS,
             ),
             scoring_seconds: histogram(&r, SCORING, &SCORING_BUCKETS),
+            labeled_predictions: counter_vec_of(&r, LABELED_PREDICTIONS, &MODEL_VERSION),
+            correct_predictions: counter_vec_of(&r, CORRECT_PREDICTIONS, &MODEL_VERSION),
+            confusion: counter_vec_of(
+                &r,
+                CONFUSION,
+                &["model", "model_version", "label", "predicted"],
+            ),
+            model_accuracy: float_gauge_vec(&r, MODEL_ACCURACY, &MODEL_VERSION),
+            drift_events: counter_vec_of(&r, DRIFT_EVENTS, &["model", "detector", "signal"]),
+            drift_state: gauge_vec(&r, DRIFT_STATE, &["model"]),
             registry: r,
         };
         // Pre-touch the known label values so every series exists at 0 from the first scrape:
@@ -296,6 +333,13 @@ impl Metrics {
         }
         self.training_examples.with_label_values(&[model]);
         self.model_holdout_accuracy.with_label_values(&[model]);
+        for detector in ["errors", "margin"] {
+            for signal in ["warning", "drift"] {
+                self.drift_events
+                    .with_label_values(&[model, detector, signal]);
+            }
+        }
+        self.drift_state.with_label_values(&[model]);
     }
 
     /// Marks `version` (of kind `kind`) as the one model `model` serves; that model's
@@ -549,6 +593,12 @@ mod tests {
             TRAINING_FAILURES,
             TRAINING_EXAMPLES,
             MODEL_HOLDOUT_ACCURACY,
+            LABELED_PREDICTIONS,
+            CORRECT_PREDICTIONS,
+            CONFUSION,
+            MODEL_ACCURACY,
+            DRIFT_EVENTS,
+            DRIFT_STATE,
         ]
         .into();
         assert_eq!(

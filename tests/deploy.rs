@@ -29,6 +29,14 @@ fn exposed() -> BTreeSet<String> {
     m.predictions.with_label_values(&["1", "v000001-x"]).inc();
     m.register_model("series");
     m.set_model_version("series", "v000001-x", "lpboost");
+    // The per-version quality families appear with the first graded label.
+    let version = ["series", "v000001-x"];
+    m.labeled_predictions.with_label_values(&version).inc();
+    m.correct_predictions.with_label_values(&version).inc();
+    m.model_accuracy.with_label_values(&version).set(1.0);
+    m.confusion
+        .with_label_values(&["series", "v000001-x", "1", "1"])
+        .inc();
     m.encode()
         .lines()
         .filter_map(|l| l.strip_prefix("# TYPE "))
@@ -108,6 +116,10 @@ fn the_dashboard_queries_only_exposed_metrics() {
         "milstream_training_runs_total",
         "milstream_model_holdout_accuracy",
         "milstream_dead_letters_total",
+        "milstream_model_accuracy",
+        "milstream_confusion_total",
+        "milstream_drift_events_total",
+        "milstream_drift_state",
     ] {
         assert!(used.contains(must), "the dashboard shows {must}");
     }
@@ -327,10 +339,17 @@ fn the_readme_documents_every_metric() {
 /// The Parquet columns documented in schemas/README.md are exactly those written.
 #[test]
 fn the_parquet_schemas_are_documented() {
+    use milstream::stream::quality::{DRIFT_EVENT_SCHEMA, EVALUATION_SCHEMA};
     use milstream::stream::sink::parquet::{DEAD_LETTER_SCHEMA, PREDICTION_SCHEMA};
     use milstream::stream::training::EXAMPLE_SCHEMA;
     let readme = std::fs::read_to_string(root().join("schemas/README.md")).unwrap();
-    for schema in [&*PREDICTION_SCHEMA, &*DEAD_LETTER_SCHEMA, &*EXAMPLE_SCHEMA] {
+    for schema in [
+        &*PREDICTION_SCHEMA,
+        &*DEAD_LETTER_SCHEMA,
+        &*EXAMPLE_SCHEMA,
+        &*EVALUATION_SCHEMA,
+        &*DRIFT_EVENT_SCHEMA,
+    ] {
         for f in schema.fields() {
             assert!(
                 readme.contains(&format!("| `{}` |", f.name())),

@@ -35,6 +35,7 @@ fn options() -> BenchOptions {
         output: None,
         store_options: Default::default(),
         channels: 1,
+        compare_drift: false,
     }
 }
 

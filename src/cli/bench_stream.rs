@@ -38,6 +38,10 @@ pub struct BenchStreamArgs {
     /// Print only the report's JSON line (stdout), not the one-line summary (stderr).
     #[arg(long)]
     json: bool,
+    /// Also run the daemon with `[drift]` off over the same stream in the same run and
+    /// report both (throughput runs).
+    #[arg(long)]
+    compare_drift: bool,
 }
 
 /// Prints the benchmark's report: one line (daemon, bare consumer, ratio) on stderr and the
@@ -65,6 +69,7 @@ pub fn run(args: BenchStreamArgs) -> Result<()> {
         output: args.output,
         store_options,
         channels: args.channels,
+        compare_drift: args.compare_drift,
     };
     let report = rt.block_on(milstream::stream::bench::bench(opts))?;
     // The report as one JSON line on stdout (scripts and the workplace's user-path check read

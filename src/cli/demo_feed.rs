@@ -50,6 +50,7 @@ pub fn run(args: DemoFeedArgs) -> Result<()> {
             },
             args.sensors,
             args.points_per_second,
+            None,
             rx,
         )
         .await;

@@ -43,6 +43,9 @@ pub struct BenchOptions {
     /// 1: GunPoint points and its model; 6: BasicMotions' six-channel points (`values`)
     /// and a model trained on them.
     pub channels: usize,
+    /// Throughput runs: a second daemon pass over the same topic with `[drift]` off (no
+    /// evaluation, no detectors), reported beside the first (drift on, the default).
+    pub compare_drift: bool,
 }
 
 /// The bench's data: GunPoint, or BasicMotions for six channels.
@@ -223,7 +226,14 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     let health = Arc::new(Health::default());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     // The series model alone: bench-stream measures points.
-    let start = vec![(super::models::specs(&cfg)[0].clone(), scoring)];
+    let start = vec![(super::models::specs(&cfg)[0].clone(), scoring.clone())];
+    let cfg_without_drift = {
+        let mut c = cfg.clone();
+        c.drift.evaluate = false;
+        c.kafka.group_id.push_str(".without-drift");
+        c.output.dir = dir.join("without-drift");
+        c
+    };
     let pipeline = tokio::spawn(run_pipeline(
         cfg,
         bootstrap.clone(),
@@ -295,6 +305,13 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     tokio::time::sleep(Duration::from_millis(opts.roll_age_ms * 2 + 500)).await;
     let _ = stop_tx.send(true);
     pipeline.await??;
+    // The same stream again with [drift] off, in the same run: the detectors' cost.
+    let without_drift = match (opts.compare_drift, opts.rate) {
+        (true, None) => {
+            Some(timed_pass(cfg_without_drift, &bootstrap, scoring, &topic, n_points).await?)
+        }
+        _ => None,
+    };
     let _ = std::fs::remove_dir_all(&dir);
     // Paced: the topic holds the whole stream now; the bare consumer drains it after.
     let bare = match bare {
@@ -337,7 +354,43 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         "consume_to_durable_p99_seconds": quantile(h, 0.99),
         "roll_age_ms": opts.roll_age_ms,
         "output": opts.output.as_deref().unwrap_or("local"),
+        "points_per_second_without_drift": without_drift.map(|s| n_points as f64 / s),
+        "drift_cost": without_drift.map(|s| 1.0 - s / secs),
     }))
+}
+
+/// One more daemon pass over the pre-produced topic (its own consumer group): seconds from
+/// its first record to its last.
+async fn timed_pass(
+    cfg: Config,
+    bootstrap: &str,
+    scoring: Arc<ScoringModel>,
+    topic: &str,
+    n_points: usize,
+) -> anyhow::Result<f64> {
+    let metrics = Metrics::new();
+    let health = Arc::new(Health::default());
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let start = vec![(super::models::specs(&cfg)[0].clone(), scoring)];
+    let boot = bootstrap.to_string();
+    let m = metrics.clone();
+    let pipeline = tokio::spawn(run_pipeline(cfg, boot, start, m, health.clone(), stop_rx));
+    let consumed = |m: &Metrics| m.records_consumed_total(topic) as usize;
+    let ready_at = Instant::now();
+    while consumed(&metrics) == 0 && ready_at.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    }
+    let start = Instant::now();
+    while consumed(&metrics) < n_points {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        if start.elapsed() > Duration::from_secs(600) {
+            anyhow::bail!("bench: the pass without drift stalled");
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let _ = stop_tx.send(true);
+    pipeline.await??;
+    Ok(secs)
 }
 
 /// The process's resident memory now (Linux), in bytes.
@@ -373,7 +426,13 @@ pub fn summary_line(r: &serde_json::Value) -> String {
             Some(rate) => format!(", paced at {rate} points/s"),
             None => String::new(),
         }
-    )
+    ) + &match r["points_per_second_without_drift"].as_f64() {
+        Some(w) => format!(
+            " | without [drift] {w:.0} points/s (drift costs {:.1} %)",
+            100.0 * f("drift_cost")
+        ),
+        None => String::new(),
+    }
 }
 
 /// Drains the pre-produced topic with a bare `BaseConsumer` (assign, no group, no decoding):

@@ -504,6 +504,10 @@ pub async fn run(
             cfg.demo.dataset,
             cfg.demo.sensors,
             cfg.demo.points_per_second,
+            crate::config::parse_duration_ms(&cfg.demo.drift_after)
+                .ok()
+                .flatten()
+                .map(std::time::Duration::from_millis),
             stop_rx.clone(),
         ));
     }

@@ -178,14 +178,17 @@ pub struct DemoTopics {
 /// 1,500 ms, so the default window of 150 points and hop 1,500 ms sees whole series). After
 /// each series a label record names its segment. Each round also sends one MUSK1 bag as a
 /// bag record (a fresh id per round) and then its label. Paced at `points_per_second`.
+/// After `drift_after` the series' labels name the next class (a concept change).
 pub async fn demo_feed(
     bootstrap: String,
     topics: DemoTopics,
     dataset: DemoDataset,
     sensors: usize,
     points_per_second: u64,
+    drift_after: Option<Duration>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
+    let started = std::time::Instant::now();
     let producer: FutureProducer = match ClientConfig::new()
         .set("bootstrap.servers", &bootstrap)
         .set("linger.ms", "5")
@@ -233,10 +236,15 @@ pub async fn demo_feed(
                     producer.send_result(FutureRecord::to(&points_topic).key(&id).payload(&rec));
             }
             if !labels_topic.is_empty() {
+                let mut label = test.labels[i].clone();
+                if drift_after.is_some_and(|d| started.elapsed() >= d) {
+                    let classes = test.classes();
+                    let k = classes.iter().position(|c| *c == label).unwrap_or(0);
+                    label = classes[(k + 1) % classes.len()].clone();
+                }
                 let rec = format!(
-                    r#"{{"series_id":"{id}","start":{t0},"end":{},"label":"{}"}}"#,
+                    r#"{{"series_id":"{id}","start":{t0},"end":{},"label":"{label}"}}"#,
                     t0 + series_ms - DEMO_POINT_SPACING_MS,
-                    test.labels[i]
                 );
                 let _ =
                     producer.send_result(FutureRecord::to(&labels_topic).key(&id).payload(&rec));

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::history::SegmentJoin;
 use super::models::Models;
+use super::quality::{self, Quality, QualityRows};
 use super::record::{BagRecord, DeadLetterRecord, DeadReason, LabelRecord, Point, Rejected};
 use super::training::{Example, TrainingRuntime};
 use crate::config::ModelInput;
@@ -61,7 +62,8 @@ impl WaitingLabels {
 
 /// What became of a label.
 enum LabelJoin {
-    Joined(Example),
+    /// The example, and the serving model's prediction for it (when evaluation is on).
+    Joined(Example, Option<Box<quality::EvaluationRecord>>),
     Wait,
     Dead(Rejected),
 }
@@ -79,14 +81,22 @@ pub struct LabelJoiner {
     training: Arc<TrainingRuntime>,
     cfg: TrainingConfig,
     models: Arc<Models>,
+    /// Prequential evaluation and the errors' drift detectors (`drift.evaluate`).
+    quality: Option<Arc<Quality>>,
 }
 
 impl LabelJoiner {
-    pub fn new(training: Arc<TrainingRuntime>, cfg: TrainingConfig, models: Arc<Models>) -> Self {
+    pub fn new(
+        training: Arc<TrainingRuntime>,
+        cfg: TrainingConfig,
+        models: Arc<Models>,
+        quality: Option<Arc<Quality>>,
+    ) -> Self {
         Self {
             training,
             cfg,
             models,
+            quality,
         }
     }
 
@@ -126,15 +136,17 @@ impl LabelJoiner {
 
     /// Joins the partition's waiting labels that can join now, in order; a label that waited
     /// longer than `training.label_wait_ms` (or can never join) becomes a dead letter.
-    /// Stops at the first that must keep waiting, so the replay point stays exact. Returns
-    /// the offsets of the first and last label taken off the queue, and the first's Kafka
-    /// timestamp.
+    /// Stops at the first that must keep waiting, so the replay point stays exact. Each
+    /// joined label is graded (`graded`) like its example, replays included: a label joins
+    /// once per durable commit (see `quality.rs`). Returns the offsets of the first and last
+    /// label taken off the queue, and the first's Kafka timestamp.
     pub fn resolve(
         &self,
         waiting: &mut WaitingLabels,
         src: &LabelSource,
         examples: &mut Vec<Example>,
         dead: &mut Vec<DeadLetterRecord>,
+        graded: &mut QualityRows,
     ) -> Option<((i64, i64), i64)> {
         let mut taken: Option<((i64, i64), i64)> = None;
         let wait = Duration::from_millis(self.cfg.label_wait_ms);
@@ -163,9 +175,15 @@ impl LabelJoiner {
                 Some(((first, _), ts)) => ((first, l.offset), ts),
             });
             match outcome {
-                LabelJoin::Joined(mut e) => {
+                LabelJoin::Joined(mut e, eval) => {
                     e.source_topic = src.topic.to_string();
                     e.source_partition = src.partition;
+                    if let (Some(q), Some(mut eval)) = (&self.quality, eval) {
+                        eval.source_topic = src.topic.to_string();
+                        eval.source_partition = src.partition;
+                        graded.drift_events.extend(q.record(&eval));
+                        graded.evaluations.push(*eval);
+                    }
                     examples.push(e);
                 }
                 LabelJoin::Dead(rej) => {
@@ -244,7 +262,7 @@ impl LabelJoiner {
                 None => return LabelJoin::Wait,
             },
         };
-        LabelJoin::Joined(Example {
+        let example = Example {
             key: key.clone(),
             segment,
             label: label.clone(),
@@ -255,6 +273,12 @@ impl LabelJoiner {
             source_offset: l.offset,
             labeled_at_ms: l.labeled_at_ms,
             model: Some(served.spec.name.clone()),
-        })
+        };
+        // Graded against the model serving now, before any retrain has seen the label.
+        let eval = self.quality.as_ref().and_then(|_| {
+            quality::evaluate(&served.serving.load_full(), &served.spec.name, &example)
+                .map(Box::new)
+        });
+        LabelJoin::Joined(example, eval)
     }
 }

@@ -23,6 +23,7 @@ mod labels;
 pub mod models;
 pub mod models_topic;
 mod pipeline;
+pub mod quality;
 pub mod record;
 pub mod registry;
 mod registry_poll;

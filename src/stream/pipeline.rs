@@ -26,6 +26,7 @@ use super::consumer;
 use super::history::{BagCache, SeriesHistory};
 use super::labels::LabelJoiner;
 use super::models::{ModelSpec, Models};
+use super::quality::Quality;
 use super::record::{DecodeLimits, RecordKind};
 use super::sink::kafka::producer_config;
 use super::sink::roll::FileSizes;
@@ -140,14 +141,24 @@ pub async fn run_pipeline(
         Writers::start(writer_env, producer, tokio::runtime::Handle::current())?;
     let writers = Arc::new(writers);
 
-    let labels = training
-        .as_ref()
-        .map(|t| LabelJoiner::new(t.clone(), cfg.training.clone(), models.clone()));
+    let quality = cfg
+        .drift
+        .evaluate
+        .then(|| Quality::new(cfg.drift.clone(), metrics.clone()));
+    let labels = training.as_ref().map(|t| {
+        LabelJoiner::new(
+            t.clone(),
+            cfg.training.clone(),
+            models.clone(),
+            quality.clone(),
+        )
+    });
     let worker_env = Arc::new(WorkerEnv {
         cfg: cfg.clone(),
         metrics: metrics.clone(),
         models: models.clone(),
         labels,
+        quality: quality.clone(),
         limits: decode_limits(&cfg),
         file_sizes,
     });
@@ -184,6 +195,7 @@ pub async fn run_pipeline(
             models: models.clone(),
             store: store.clone(),
             bootstrap: bootstrap.clone(),
+            quality: quality.clone(),
         })?,
         None => None,
     };

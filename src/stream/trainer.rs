@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
 use super::models::{Models, ServedModel};
+use super::quality::Quality;
 use super::registry::{short_hash, ModelCard, Registry};
 use super::training::{self, Example, TrainingRuntime};
 use crate::config::ModelInput;
@@ -32,6 +33,8 @@ pub struct TrainerEnv {
     pub store: Arc<TrainingRuntime>,
     /// The cluster's bootstrap list, for publishing to the models topic.
     pub bootstrap: String,
+    /// Retrain requests of models whose errors drifted (`drift.on_drift = "retrain"`).
+    pub quality: Option<Arc<Quality>>,
 }
 
 /// How a run ended.
@@ -86,9 +89,11 @@ pub fn spawn(env: TrainerEnv) -> anyhow::Result<Option<TrainerHandle>> {
             after: cfg.after_examples,
             last_run: Instant::now(),
             seen: 0,
+            drift: None,
         });
     }
-    if schedules.iter().all(|s| s.every.is_none() && s.after == 0) {
+    let on_drift = env.quality.as_ref().is_some_and(|q| q.retrains_on_drift());
+    if !on_drift && schedules.iter().all(|s| s.every.is_none() && s.after == 0) {
         return Ok(None);
     }
     let stop = Arc::new(AtomicBool::new(false));
@@ -111,6 +116,9 @@ struct Schedule {
     after: u64,
     last_run: Instant,
     seen: u64,
+    /// A retrain on drift not done yet: from which label time it learns, and the durable
+    /// example count at its last attempt (it waits for new examples to try again).
+    drift: Option<(i64, Option<u64>)>,
 }
 
 fn trainer_loop(env: &TrainerEnv, mut schedules: Vec<Schedule>, stop: Arc<AtomicBool>) {
@@ -122,7 +130,21 @@ fn trainer_loop(env: &TrainerEnv, mut schedules: Vec<Schedule>, stop: Arc<Atomic
         std::thread::sleep(Duration::from_millis(100));
         for (m, s) in env.models.all.iter().zip(&mut schedules) {
             let durable = t.examples_durable.of(&m.spec.name);
-            let due = s.every.is_some_and(|e| s.last_run.elapsed() >= e)
+            // A drift of its errors makes a model due at once, trained on the examples from
+            // the detector's warning on (the new concept's); the candidate still has to pass
+            // the champion/challenger check on the newest examples to be promoted.
+            if let Some(since) = env
+                .quality
+                .as_ref()
+                .and_then(|q| q.take_retrain(&m.spec.name))
+            {
+                s.drift = Some((since, None));
+            }
+            let drift_due = s
+                .drift
+                .is_some_and(|(_, tried)| tried.is_none_or(|n| durable > n));
+            let due = drift_due
+                || s.every.is_some_and(|e| s.last_run.elapsed() >= e)
                 || (s.after > 0 && durable.saturating_sub(s.seen) >= s.after);
             if !due || stop.load(Ordering::SeqCst) {
                 continue;
@@ -130,7 +152,17 @@ fn trainer_loop(env: &TrainerEnv, mut schedules: Vec<Schedule>, stop: Arc<Atomic
             s.last_run = Instant::now();
             s.seen = durable;
             let started = Instant::now();
-            let outcome = run_once(env, m);
+            let since = s.drift.map(|(since, _)| since);
+            let outcome = run_since(env, m, since);
+            // Too few of the new concept's examples yet: try again when more are durable.
+            s.drift = match (&outcome, since) {
+                (RunOutcome::Failed { reason, .. }, Some(since))
+                    if matches!(*reason, "too_few_examples" | "one_class") =>
+                {
+                    Some((since, Some(durable)))
+                }
+                _ => None,
+            };
             env.metrics
                 .training_seconds
                 .observe(started.elapsed().as_secs_f64());
@@ -203,6 +235,11 @@ fn accuracy(model: &Model, examples: &[Example]) -> f64 {
 /// One training run of `trained` against the store; promotes into its serving model on
 /// success.
 pub fn run_once(env: &TrainerEnv, trained: &ServedModel) -> RunOutcome {
+    run_since(env, trained, None)
+}
+
+/// [`run_once`] on the examples labeled at or after `since_ms` only (a retrain on drift).
+fn run_since(env: &TrainerEnv, trained: &ServedModel, since_ms: Option<i64>) -> RunOutcome {
     let cfg = &trained.spec.training;
     let t = &env.store;
     let now = chrono::Utc::now().timestamp_millis();
@@ -230,7 +267,8 @@ pub fn run_once(env: &TrainerEnv, trained: &ServedModel) -> RunOutcome {
         env.models
             .owns_example(&trained.spec.name, input, &e.key, e.model.as_deref())
     };
-    let examples = match training::load_store_where(&t.store, cfg.max_examples, not_before, &own) {
+    let newer = not_before.max(since_ms);
+    let examples = match training::load_store_where(&t.store, cfg.max_examples, newer, &own) {
         Ok(e) => e,
         Err(e) => return failed("store", format!("reading the training store: {e}")),
     };

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use crate::mil::incremental::WindowScorer;
 use crate::mil::{Explanation, Model};
 
-use super::record::Point;
+use super::record::{FindingSummary, Point, PredictionRecord, TopContribution};
 
 /// A model in service, as the scorers see it.
 pub struct ScoringModel {
@@ -25,6 +25,43 @@ pub struct ScoringModel {
     pub version: String,
     /// Changes with every swap; series built under another generation are rebuilt.
     pub generation: u64,
+}
+
+impl ScoringModel {
+    /// The row of a window or bag this model scored (model name, key, `window` or `bag`),
+    /// with its top `top_k` contributions and findings (`points`: the window's length, 0 for
+    /// a bag).
+    pub fn prediction_row(
+        &self,
+        (name, key, kind): (&str, String, &str),
+        window: Option<(i64, i64)>,
+        (e, points): (&Explanation, usize),
+        src: (&str, i32, i64),
+        first_offset: i64,
+        top_k: usize,
+    ) -> PredictionRecord {
+        let (findings, shown_share) = FindingSummary::of(e, points, top_k, &self.model);
+        PredictionRecord {
+            key,
+            kind: kind.to_string(),
+            window_start_ms: window.map(|w| w.0),
+            window_end_ms: window.map(|w| w.1),
+            label: e.prediction.label.clone(),
+            classes: self.model.classes().to_vec(),
+            scores: e.prediction.scores.clone(),
+            model_kind: self.model.kind_name().to_string(),
+            model_name: name.to_string(),
+            model_version: self.version.clone(),
+            top: TopContribution::top_named(e, top_k, &self.model),
+            findings,
+            shown_share,
+            source_topic: src.0.to_string(),
+            source_partition: src.1,
+            source_offset: src.2,
+            first_offset,
+            emitted_at_ms: chrono::Utc::now().timestamp_millis(),
+        }
+    }
 }
 
 /// Window settings (from `[window]` in the config).

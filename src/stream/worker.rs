@@ -19,9 +19,10 @@ use std::time::{Duration, Instant};
 use super::commit::PartitionKey;
 use super::labels::{LabelJoiner, LabelSource, WaitingLabels};
 use super::models::Models;
+use super::quality::{MarginWatch, Quality, QualityRows};
 use super::record::{
-    decode, DeadLetterRecord, DeadReason, DecodeLimits, FindingSummary, PredictionRecord, Record,
-    RecordKind, Rejected, TopContribution,
+    decode, DeadLetterRecord, DeadReason, DecodeLimits, PredictionRecord, Record, RecordKind,
+    Rejected,
 };
 use super::sink::roll::FileSizes;
 use super::sink::Segment;
@@ -30,7 +31,7 @@ use super::window::{PartitionWindows, PointOutcome, ScoredWindow, ScoringModel};
 use super::writer::Writers;
 use crate::config::{Config, ModelInput, Role};
 use crate::metrics::Metrics;
-use crate::mil::{Bag, Explanation, Sample};
+use crate::mil::{Bag, Sample};
 
 fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
@@ -131,6 +132,8 @@ pub struct WorkerEnv {
     pub models: Arc<Models>,
     /// Label joins and kept history, when training is on.
     pub labels: Option<LabelJoiner>,
+    /// Live accuracy and drift detection (`drift.evaluate`).
+    pub quality: Option<Arc<Quality>>,
     pub limits: DecodeLimits,
     /// The writers' measurements, which say where a segment rolls for `roll_bytes` of files.
     pub file_sizes: Arc<FileSizes>,
@@ -169,41 +172,6 @@ impl WorkerEnv {
         }
         Some(seg)
     }
-
-    #[allow(clippy::too_many_arguments)]
-    fn to_prediction(
-        &self,
-        key: String,
-        kind: &str,
-        window: Option<(i64, i64)>,
-        (e, points): (&Explanation, usize),
-        (name, model): (&str, &ScoringModel),
-        src: (&str, i32, i64),
-        first_offset: i64,
-    ) -> PredictionRecord {
-        let (findings, shown_share) =
-            FindingSummary::of(e, points, self.cfg.window.top_contributions, &model.model);
-        PredictionRecord {
-            key,
-            kind: kind.to_string(),
-            window_start_ms: window.map(|w| w.0),
-            window_end_ms: window.map(|w| w.1),
-            label: e.prediction.label.clone(),
-            classes: model.model.classes().to_vec(),
-            scores: e.prediction.scores.clone(),
-            model_kind: model.model.kind_name().to_string(),
-            model_name: name.to_string(),
-            model_version: model.version.clone(),
-            top: TopContribution::top_named(e, self.cfg.window.top_contributions, &model.model),
-            findings,
-            shown_share,
-            source_topic: src.0.to_string(),
-            source_partition: src.1,
-            source_offset: src.2,
-            first_offset,
-            emitted_at_ms: now_ms(),
-        }
-    }
 }
 
 /// One scoring worker's partitions.
@@ -216,6 +184,8 @@ pub struct Worker {
     open_budget: usize,
     /// The key of the message being processed, reused so a lookup allocates nothing.
     key: PartitionKey,
+    /// The label-free drift detectors on this worker's predictions (`drift.margin`).
+    margins: Option<MarginWatch>,
 }
 
 impl Worker {
@@ -230,6 +200,7 @@ impl Worker {
     pub fn in_pool(env: Arc<WorkerEnv>, workers: usize) -> Self {
         let open_budget = env.cfg.output.max_open_bytes / workers.max(1);
         Self {
+            margins: env.quality.as_ref().and_then(|q| q.margin_watch()),
             env,
             parts: HashMap::new(),
             open_budget,
@@ -296,13 +267,20 @@ impl Worker {
             if p.waiting_labels.is_empty() {
                 continue;
             }
-            let (mut examples, mut dead) = (Vec::new(), Vec::new());
+            let (mut examples, mut dead, mut graded) =
+                (Vec::new(), Vec::new(), QualityRows::default());
             let src = LabelSource {
                 topic: &p.topic,
                 partition: p.partition,
                 emit_from: p.emit_from,
             };
-            let taken = labels.resolve(&mut p.waiting_labels, &src, &mut examples, &mut dead);
+            let taken = labels.resolve(
+                &mut p.waiting_labels,
+                &src,
+                &mut examples,
+                &mut dead,
+                &mut graded,
+            );
             if examples.is_empty() && dead.is_empty() {
                 continue;
             }
@@ -320,6 +298,7 @@ impl Worker {
             });
             seg.dead_letters.extend(dead);
             seg.examples.extend(examples);
+            seg.quality.extend(graded);
             if !open {
                 late.extend(self.env.seal(p));
             }
@@ -356,6 +335,7 @@ impl Worker {
             parts,
             open_budget,
             key,
+            margins,
         } = self;
         let metrics = &env.metrics;
         let (topic, partition, offset) = (&*msg.topic, msg.partition, msg.offset);
@@ -381,6 +361,7 @@ impl Worker {
         let mut windows_out: Vec<(ScoredWindow, &str, Arc<ScoringModel>)> = Vec::new();
         let mut scored: Vec<ScoredWindow> = Vec::new();
         let mut examples: Vec<Example> = Vec::new();
+        let mut graded = QualityRows::default();
         let dead_letter = |rej: &Rejected| {
             DeadLetterRecord::new(topic, partition, offset, rej, payload, now_ms())
         };
@@ -507,14 +488,13 @@ impl Worker {
                                         .scoring_seconds
                                         .observe(started.elapsed().as_secs_f64());
                                     metrics.bags_scored.inc();
-                                    preds.push(env.to_prediction(
-                                        b.bag_id,
-                                        "bag",
+                                    preds.push(m.prediction_row(
+                                        (&serving.name, b.bag_id, "bag"),
                                         None,
                                         (&e, 0),
-                                        (&serving.name, &m),
                                         (topic, partition, offset),
                                         offset,
+                                        env.cfg.window.top_contributions,
                                     ));
                                 }
                                 Err(detail) => dead.push(dead_letter(&Rejected {
@@ -542,14 +522,13 @@ impl Worker {
         for (w, name, series_model) in windows_out {
             metrics.windows_scored.inc();
             let first = w.first_offset;
-            preds.push(env.to_prediction(
-                w.series_id,
-                "window",
+            preds.push(series_model.prediction_row(
+                (name, w.series_id, "window"),
                 Some((w.start_ms, w.end_ms)),
                 (&w.explanation, w.points),
-                (name, &series_model),
                 (topic, partition, offset),
                 first,
+                env.cfg.window.top_contributions,
             ));
         }
         p.next_offset = offset + 1;
@@ -559,7 +538,13 @@ impl Worker {
                 partition,
                 emit_from: p.emit_from,
             };
-            l.resolve(&mut p.waiting_labels, &src, &mut examples, &mut dead);
+            l.resolve(
+                &mut p.waiting_labels,
+                &src,
+                &mut examples,
+                &mut dead,
+                &mut graded,
+            );
         }
         if !emit {
             // Examples are written on a replay too: the store keeps one per key, and a label
@@ -570,6 +555,7 @@ impl Worker {
                     .get_or_insert_with(|| env.open_segment(topic, partition, offset, event_ms));
                 seg.last_offset = offset;
                 seg.examples.extend(examples);
+                seg.quality.extend(graded);
             }
             return None;
         }
@@ -591,7 +577,11 @@ impl Worker {
                 .sum::<usize>();
         seg.consumed_at
             .extend(std::iter::repeat_n(consumed_at, preds.len()));
+        if let Some(m) = margins {
+            seg.quality.drift_events.extend(m.observe(&preds));
+        }
         seg.predictions.extend(preds);
+        seg.quality.extend(graded);
         seg.dead_letters.extend(dead);
         seg.approx_bytes += examples
             .iter()
@@ -833,6 +823,7 @@ mod tests {
             metrics: metrics.clone(),
             models,
             labels: None,
+            quality: None,
             limits: DecodeLimits {
                 max_message_bytes: 1 << 20,
                 max_bag_instances: 10_000,

@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 
+use super::quality::QualityRows;
 use super::record::{DeadLetterRecord, PredictionRecord};
 use super::store::Store;
 use super::training::Example;
@@ -31,6 +32,8 @@ pub struct Segment {
     pub dead_letters: Vec<DeadLetterRecord>,
     /// Labeled examples for the training store.
     pub examples: Vec<Example>,
+    /// Graded labels and drift events (`evaluations/`, `drift_events/`).
+    pub quality: QualityRows,
     /// When each prediction's source message was consumed (latency metric).
     pub consumed_at: Vec<Instant>,
     /// The oldest offset a replay must start from to rebuild the partition's windows as they
@@ -60,6 +63,7 @@ impl Segment {
             predictions: Vec::new(),
             dead_letters: Vec::new(),
             examples: Vec::new(),
+            quality: QualityRows::default(),
             consumed_at: Vec::new(),
             replay_from: first_offset,
             opened_at: Instant::now(),
@@ -79,7 +83,7 @@ impl Segment {
     }
 
     pub fn rows(&self) -> usize {
-        self.predictions.len() + self.dead_letters.len() + self.examples.len()
+        self.predictions.len() + self.dead_letters.len() + self.examples.len() + self.quality.len()
     }
 
     /// Base file name (no extension): `<topic>-<partition>-<first>-<last>`, zero-padded so
@@ -131,6 +135,8 @@ impl Segment {
 /// Output sub-folders.
 pub const PREDICTIONS_DIR: &str = "predictions";
 pub const DEAD_LETTERS_DIR: &str = "dead_letters";
+pub const EVALUATIONS_DIR: &str = "evaluations";
+pub const DRIFT_EVENTS_DIR: &str = "drift_events";
 /// Arrow IPC copies live in their own tree, so a Parquet dataset reader of `predictions/`
 /// sees only Parquet files.
 pub const ARROW_DIR: &str = "arrow";
@@ -184,7 +190,13 @@ pub fn sweep_partition(
     from_offset: i64,
 ) -> std::io::Result<usize> {
     let mut removed = 0;
-    for sub in [PREDICTIONS_DIR, DEAD_LETTERS_DIR, ARROW_DIR] {
+    for sub in [
+        PREDICTIONS_DIR,
+        DEAD_LETTERS_DIR,
+        EVALUATIONS_DIR,
+        DRIFT_EVENTS_DIR,
+        ARROW_DIR,
+    ] {
         removed += sweep_tree(store, sub, topic, partition, from_offset)?;
     }
     Ok(removed)

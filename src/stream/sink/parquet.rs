@@ -16,7 +16,8 @@ use parquet::file::metadata::{FooterTail, KeyValue, ParquetMetaDataReader};
 use parquet::file::properties::WriterProperties;
 
 use super::roll::ParquetBytes;
-use super::{Segment, DEAD_LETTERS_DIR, PREDICTIONS_DIR};
+use super::{Segment, DEAD_LETTERS_DIR, DRIFT_EVENTS_DIR, EVALUATIONS_DIR, PREDICTIONS_DIR};
+use crate::stream::quality::{drift_event_batch, evaluation_batch};
 use crate::stream::record::{DeadLetterRecord, PredictionRecord};
 use crate::stream::store::Store;
 use crate::stream::training::{example_batch, ms_to_us, ts_type};
@@ -300,8 +301,9 @@ pub struct Written {
     pub parquet: ParquetBytes,
 }
 
-/// Writes a segment's non-empty parts: `predictions/<partition>/<stem>.parquet` and
-/// `dead_letters/<partition>/<stem>.parquet`, each visible at once and whole.
+/// Writes a segment's non-empty parts: `predictions/<partition>/<stem>.parquet`,
+/// `dead_letters/`, `evaluations/` and `drift_events/` the same, each visible at once and
+/// whole.
 pub fn write_segment(store: &Store, seg: &Segment, by_hour: bool) -> std::io::Result<Written> {
     let mut w = Written::default();
     let name = format!(
@@ -327,6 +329,29 @@ pub fn write_segment(store: &Store, seg: &Segment, by_hour: bool) -> std::io::Re
             &seg.file_metadata(),
         )?;
         (w.dead_letter_files, w.dead_letter_bytes) = (1, b.total);
+        w.parquet = w.parquet + b;
+    }
+    // Graded labels and drift events, beside the predictions under the same names: a
+    // replay rewrites them with the segment, as it does the predictions.
+    let q = &seg.quality;
+    if !q.evaluations.is_empty() {
+        let rel = format!("{EVALUATIONS_DIR}/{name}");
+        let b = write_parquet(
+            store,
+            &rel,
+            &evaluation_batch(&q.evaluations),
+            &seg.file_metadata(),
+        )?;
+        w.parquet = w.parquet + b;
+    }
+    if !q.drift_events.is_empty() {
+        let rel = format!("{DRIFT_EVENTS_DIR}/{name}");
+        let b = write_parquet(
+            store,
+            &rel,
+            &drift_event_batch(&q.drift_events),
+            &seg.file_metadata(),
+        )?;
         w.parquet = w.parquet + b;
     }
     Ok(w)

@@ -1,0 +1,525 @@
+//! The serving models' quality, live. In: each label that joined (with the prediction the
+//! model in service makes for the labeled segment or bag, see [`evaluate`]) and each
+//! emitted prediction's scores. Out: `evaluations` and `drift_events` rows for the label's
+//! (or the prediction's) segment, the accuracy, confusion and drift metrics, and retrain
+//! requests for the trainer. Owns: per model, the windowed accuracy of its version and the
+//! detector on its errors ([`Quality`]); per worker, the label-free detector on its margins
+//! ([`MarginWatch`]).
+//!
+//! Evaluation is prequential (test, then train): the label grades the model that serves when
+//! it joins, before any retrain has seen it. Its rows travel in the same segment as the
+//! label's example, so a replay rewrites them under the same rule: exactly one row per label
+//! and model version. The detectors live in memory and start over on a restart or a
+//! rebalance (their state is a few numbers; DDM needs 30 labels to warm up again).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, LazyLock, Mutex};
+
+use arrow_array::builder::{
+    BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, ListBuilder, StringBuilder,
+    TimestampMicrosecondBuilder, UInt64Builder,
+};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use tracing::warn;
+
+use super::training::{ms_to_us, ts_type, Example};
+use super::window::ScoringModel;
+use crate::config::{DriftConfig, OnDrift};
+use crate::drift::{Detector, Signal};
+use crate::metrics::Metrics;
+
+/// One label graded against the prediction of the model serving when it joined.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvaluationRecord {
+    /// The series id or bag id.
+    pub key: String,
+    /// The labeled segment `[start, end]`; None for a bag.
+    pub segment: Option<(i64, i64)>,
+    pub label: String,
+    pub predicted: String,
+    pub correct: bool,
+    pub classes: Vec<String>,
+    pub scores: Vec<f64>,
+    pub model_name: String,
+    pub model_version: String,
+    /// Where the label came from.
+    pub source_topic: String,
+    pub source_partition: i32,
+    pub source_offset: i64,
+    pub labeled_at_ms: i64,
+}
+
+/// A detector's warning or drift.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DriftEventRecord {
+    pub model_name: String,
+    pub model_version: String,
+    /// `errors` (labeled) or `margin` (label-free).
+    pub detector: &'static str,
+    /// `ddm`, `adwin` or `page_hinkley`.
+    pub method: &'static str,
+    /// `warning` or `drift`.
+    pub signal: &'static str,
+    /// Values the detector had seen since it (re)started.
+    pub observations: u64,
+    /// What the daemon does: `retrain`, `alert` (nothing but the event) or `none` (a
+    /// warning).
+    pub action: &'static str,
+    /// The message whose label (or prediction) raised it.
+    pub source_topic: String,
+    pub source_partition: i32,
+    pub source_offset: i64,
+    pub at_ms: i64,
+}
+
+/// The quality rows a segment carries besides its predictions.
+#[derive(Debug, Clone, Default)]
+pub struct QualityRows {
+    pub evaluations: Vec<EvaluationRecord>,
+    pub drift_events: Vec<DriftEventRecord>,
+}
+
+impl QualityRows {
+    pub fn len(&self) -> usize {
+        self.evaluations.len() + self.drift_events.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn extend(&mut self, other: QualityRows) {
+        self.evaluations.extend(other.evaluations);
+        self.drift_events.extend(other.drift_events);
+    }
+}
+
+/// What the serving model predicts for a joined example (the labeled segment as one window,
+/// or the bag): the prediction a label is graded against. None when the model cannot score
+/// it (another channel count).
+pub fn evaluate(served: &ScoringModel, name: &str, e: &Example) -> Option<EvaluationRecord> {
+    let p = served.model.predict(&e.sample()?).ok()?;
+    Some(EvaluationRecord {
+        key: e.key.clone(),
+        segment: e.segment,
+        label: e.label.clone(),
+        correct: p.label == e.label,
+        predicted: p.label,
+        classes: served.model.classes().to_vec(),
+        scores: p.scores,
+        model_name: name.to_string(),
+        model_version: served.version.clone(),
+        source_topic: e.source_topic.clone(),
+        source_partition: e.source_partition,
+        source_offset: e.source_offset,
+        labeled_at_ms: e.labeled_at_ms,
+    })
+}
+
+/// One model's live figures: the accuracy window of its serving version and its errors'
+/// detector (started over when the version changes: a new model makes new errors).
+struct ModelQuality {
+    version: String,
+    /// The version's last `accuracy_window` labels: right or not, and their label time.
+    recent: VecDeque<(bool, i64)>,
+    hits: usize,
+    errors: Option<Detector>,
+    signal: Signal,
+    /// When the current warning started (the label time of the label that raised it): as in
+    /// DDM's paper, the examples from the warning on are the new concept's, and a retrain on
+    /// drift learns from them only.
+    since_ms: Option<i64>,
+}
+
+/// Every model's live figures, shared by the workers that join labels.
+pub struct Quality {
+    cfg: DriftConfig,
+    metrics: Arc<Metrics>,
+    models: Mutex<HashMap<String, ModelQuality>>,
+    /// Models whose errors drifted, for the trainer to retrain (`on_drift = "retrain"`),
+    /// with the label time the new concept starts at (see [`ModelQuality::since_ms`]).
+    retrain: Mutex<BTreeMap<String, i64>>,
+}
+
+const POISONED: &str = "the quality state is never poisoned: nothing panics while holding it";
+
+impl Quality {
+    pub fn new(cfg: DriftConfig, metrics: Arc<Metrics>) -> Arc<Self> {
+        Arc::new(Quality {
+            cfg,
+            metrics,
+            models: Mutex::new(HashMap::new()),
+            retrain: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    pub fn retrains_on_drift(&self) -> bool {
+        self.cfg.on_drift == OnDrift::Retrain
+    }
+
+    /// Takes `model`'s pending retrain request, if any: the label time (Kafka timestamp, ms)
+    /// from which its examples show the new concept.
+    pub fn take_retrain(&self, model: &str) -> Option<i64> {
+        self.retrain.lock().expect(POISONED).remove(model)
+    }
+
+    /// Counts a graded label and feeds its error to the model's detector; returns the
+    /// event when the detector enters its warning zone or reports a drift.
+    pub fn record(&self, e: &EvaluationRecord) -> Option<DriftEventRecord> {
+        let (model, version) = (e.model_name.as_str(), e.model_version.as_str());
+        let m = &self.metrics;
+        m.labeled_predictions
+            .with_label_values(&[model, version])
+            .inc();
+        if e.correct {
+            m.correct_predictions
+                .with_label_values(&[model, version])
+                .inc();
+        }
+        // Label values stay bounded: a label that is none of the model's classes is `other`.
+        let label = if e.classes.contains(&e.label) {
+            e.label.as_str()
+        } else {
+            "other"
+        };
+        m.confusion
+            .with_label_values(&[model, version, label, &e.predicted])
+            .inc();
+        let mut models = self.models.lock().expect(POISONED);
+        let q = models
+            .entry(model.to_string())
+            .or_insert_with(|| self.fresh(version));
+        if q.version != version {
+            *q = self.fresh(version);
+        }
+        q.recent.push_back((e.correct, e.labeled_at_ms));
+        q.hits += usize::from(e.correct);
+        if q.recent.len() > self.cfg.accuracy_window
+            && q.recent.pop_front().is_some_and(|(hit, _)| hit)
+        {
+            q.hits -= 1;
+        }
+        m.model_accuracy
+            .with_label_values(&[model, version])
+            .set(q.hits as f64 / q.recent.len() as f64);
+        let detector = q.errors.as_mut()?;
+        let before = q.signal;
+        q.signal = detector.update(if e.correct { 0.0 } else { 1.0 });
+        let observations = detector.seen();
+        let method = detector.kind();
+        m.drift_state
+            .with_label_values(&[model])
+            .set(match q.signal {
+                Signal::Stable => 0,
+                Signal::Warning => 1,
+                Signal::Drift => 2,
+            });
+        match q.signal {
+            Signal::Warning => _ = q.since_ms.get_or_insert(e.labeled_at_ms),
+            Signal::Stable => q.since_ms = None,
+            Signal::Drift => {}
+        }
+        // Where the new concept starts: DDM's warning, else (ADWIN) the change point of the
+        // version's recent errors.
+        let since_ms = match q.since_ms.take() {
+            Some(t) => t,
+            None if q.signal == Signal::Drift => change_point(&q.recent),
+            None => e.labeled_at_ms,
+        };
+        if q.signal == Signal::Warning {
+            q.since_ms = Some(since_ms);
+        }
+        // An event: entering the warning zone (DDM), or a drift.
+        let (signal, action) = match (before, q.signal) {
+            (_, Signal::Drift) if self.retrains_on_drift() => ("drift", "retrain"),
+            (_, Signal::Drift) => ("drift", "alert"),
+            (b, Signal::Warning) if b != Signal::Warning => ("warning", "none"),
+            _ => return None,
+        };
+        drop(models);
+        if action == "retrain" {
+            self.retrain
+                .lock()
+                .expect(POISONED)
+                .insert(model.to_string(), since_ms);
+        }
+        m.drift_events
+            .with_label_values(&[model, "errors", signal])
+            .inc();
+        warn!(
+            model,
+            version,
+            detector = method,
+            signal,
+            observations,
+            action,
+            "Drift detector on the labeled errors fired."
+        );
+        Some(DriftEventRecord {
+            model_name: model.to_string(),
+            model_version: version.to_string(),
+            detector: "errors",
+            method,
+            signal,
+            observations,
+            action,
+            source_topic: e.source_topic.clone(),
+            source_partition: e.source_partition,
+            source_offset: e.source_offset,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+        })
+    }
+
+    fn fresh(&self, version: &str) -> ModelQuality {
+        ModelQuality {
+            version: version.to_string(),
+            recent: VecDeque::with_capacity(self.cfg.accuracy_window + 1),
+            hits: 0,
+            errors: (self.cfg.on_drift != OnDrift::Off).then(|| self.cfg.error_detector()),
+            signal: Signal::Stable,
+            since_ms: None,
+        }
+    }
+
+    /// A scoring worker's label-free detectors (None when off).
+    pub fn margin_watch(self: &Arc<Self>) -> Option<MarginWatch> {
+        (self.cfg.margin && self.cfg.on_drift != OnDrift::Off).then(|| MarginWatch {
+            quality: self.clone(),
+            models: HashMap::new(),
+        })
+    }
+}
+
+/// The label time where the errors' mean shifted most: the CUSUM change-point estimate
+/// (Hinkley, "Inference about the change-point from cumulative sum tests", Biometrika 1971),
+/// argmax_k |S_k - k S_n / n| over the window's 0/1 errors.
+fn change_point(recent: &VecDeque<(bool, i64)>) -> i64 {
+    let n = recent.len() as f64;
+    let errors = recent.iter().filter(|(hit, _)| !hit).count() as f64;
+    let (mut s, mut best, mut at) = (0.0, -1.0, 0);
+    for (k, (hit, _)) in recent.iter().enumerate() {
+        s += if *hit { 0.0 } else { 1.0 };
+        let d = (s - (k + 1) as f64 * errors / n).abs();
+        if d > best {
+            (best, at) = (d, k + 1);
+        }
+    }
+    // The first label after the change (the newest label if the shift is at the end).
+    recent[at.min(recent.len() - 1)].1
+}
+
+/// One scoring worker's Page-Hinkley detectors on the margins of the predictions it emits,
+/// per model: no lock on the scoring path (a worker sees its partitions' series; a drift on
+/// any worker is the model's).
+pub struct MarginWatch {
+    quality: Arc<Quality>,
+    models: HashMap<String, (String, Detector)>,
+}
+
+impl MarginWatch {
+    /// Feeds each prediction's margin (top score minus the next; a single score as is);
+    /// returns the drifts found.
+    pub fn observe(&mut self, preds: &[super::record::PredictionRecord]) -> Vec<DriftEventRecord> {
+        let mut events = Vec::new();
+        for p in preds {
+            let (mut top, mut next) = (f64::NEG_INFINITY, f64::NEG_INFINITY);
+            for &s in &p.scores {
+                if s > top {
+                    (top, next) = (s, top);
+                } else if s > next {
+                    next = s;
+                }
+            }
+            let margin = if p.scores.len() > 1 { top - next } else { top };
+            if !margin.is_finite() {
+                continue;
+            }
+            let q = &self.quality;
+            // Looked up by &str first: no allocation per prediction once the model is known.
+            if !self.models.contains_key(&p.model_name) {
+                let fresh = (p.model_version.clone(), q.cfg.margin_detector());
+                self.models.insert(p.model_name.clone(), fresh);
+            }
+            let (version, detector) = self.models.get_mut(&p.model_name).expect("inserted above");
+            if *version != p.model_version {
+                (*version, *detector) = (p.model_version.clone(), q.cfg.margin_detector());
+            }
+            if detector.update(margin) != Signal::Drift {
+                continue;
+            }
+            let model = p.model_name.as_str();
+            q.metrics
+                .drift_events
+                .with_label_values(&[model, "margin", "drift"])
+                .inc();
+            warn!(
+                model,
+                version = %p.model_version,
+                observations = detector.seen(),
+                "Drift detector on the served margins (label-free) fired."
+            );
+            events.push(DriftEventRecord {
+                model_name: model.to_string(),
+                model_version: p.model_version.clone(),
+                detector: "margin",
+                method: detector.kind(),
+                signal: "drift",
+                observations: detector.seen(),
+                action: "alert",
+                source_topic: p.source_topic.clone(),
+                source_partition: p.source_partition,
+                source_offset: p.source_offset,
+                at_ms: chrono::Utc::now().timestamp_millis(),
+            });
+        }
+        events
+    }
+}
+
+fn list_of(t: DataType) -> DataType {
+    DataType::List(Arc::new(Field::new("item", t, true)))
+}
+
+/// The `evaluations` rows (documented in schemas/README.md).
+pub static EVALUATION_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        Field::new("key", DataType::Utf8, false),
+        Field::new("window_start", ts_type(), true),
+        Field::new("window_end", ts_type(), true),
+        Field::new("label", DataType::Utf8, false),
+        Field::new("predicted", DataType::Utf8, false),
+        Field::new("correct", DataType::Boolean, false),
+        Field::new("classes", list_of(DataType::Utf8), false),
+        Field::new("scores", list_of(DataType::Float64), false),
+        Field::new("model_name", DataType::Utf8, false),
+        Field::new("model_version", DataType::Utf8, false),
+        Field::new("source_topic", DataType::Utf8, false),
+        Field::new("source_partition", DataType::Int32, false),
+        Field::new("source_offset", DataType::Int64, false),
+        Field::new("labeled_at", ts_type(), false),
+    ]))
+});
+
+/// The `drift_events` rows (documented in schemas/README.md).
+pub static DRIFT_EVENT_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        Field::new("model_name", DataType::Utf8, false),
+        Field::new("model_version", DataType::Utf8, false),
+        Field::new("detector", DataType::Utf8, false),
+        Field::new("method", DataType::Utf8, false),
+        Field::new("signal", DataType::Utf8, false),
+        Field::new("observations", DataType::UInt64, false),
+        Field::new("action", DataType::Utf8, false),
+        Field::new("source_topic", DataType::Utf8, false),
+        Field::new("source_partition", DataType::Int32, false),
+        Field::new("source_offset", DataType::Int64, false),
+        Field::new("at", ts_type(), false),
+    ]))
+});
+
+pub fn evaluation_batch(rows: &[EvaluationRecord]) -> RecordBatch {
+    let mut key = StringBuilder::new();
+    let mut start = TimestampMicrosecondBuilder::new().with_timezone("UTC");
+    let mut end = TimestampMicrosecondBuilder::new().with_timezone("UTC");
+    let (mut label, mut predicted) = (StringBuilder::new(), StringBuilder::new());
+    let mut correct = BooleanBuilder::new();
+    let mut classes = ListBuilder::new(StringBuilder::new());
+    let mut scores = ListBuilder::new(Float64Builder::new());
+    let (mut name, mut version, mut topic) = (
+        StringBuilder::new(),
+        StringBuilder::new(),
+        StringBuilder::new(),
+    );
+    let mut partition = Int32Builder::new();
+    let mut offset = Int64Builder::new();
+    let mut labeled_at = TimestampMicrosecondBuilder::new().with_timezone("UTC");
+    for r in rows {
+        key.append_value(&r.key);
+        start.append_option(r.segment.map(|s| ms_to_us(s.0)));
+        end.append_option(r.segment.map(|s| ms_to_us(s.1)));
+        label.append_value(&r.label);
+        predicted.append_value(&r.predicted);
+        correct.append_value(r.correct);
+        for c in &r.classes {
+            classes.values().append_value(c);
+        }
+        classes.append(true);
+        scores.values().append_slice(&r.scores);
+        scores.append(true);
+        name.append_value(&r.model_name);
+        version.append_value(&r.model_version);
+        topic.append_value(&r.source_topic);
+        partition.append_value(r.source_partition);
+        offset.append_value(r.source_offset);
+        labeled_at.append_value(ms_to_us(r.labeled_at_ms));
+    }
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(key.finish()),
+        Arc::new(start.finish()),
+        Arc::new(end.finish()),
+        Arc::new(label.finish()),
+        Arc::new(predicted.finish()),
+        Arc::new(correct.finish()),
+        Arc::new(classes.finish()),
+        Arc::new(scores.finish()),
+        Arc::new(name.finish()),
+        Arc::new(version.finish()),
+        Arc::new(topic.finish()),
+        Arc::new(partition.finish()),
+        Arc::new(offset.finish()),
+        Arc::new(labeled_at.finish()),
+    ];
+    RecordBatch::try_new(EVALUATION_SCHEMA.clone(), cols).expect("builders match EVALUATION_SCHEMA")
+}
+
+pub fn drift_event_batch(rows: &[DriftEventRecord]) -> RecordBatch {
+    let s = || StringBuilder::new();
+    let (mut name, mut version, mut detector, mut method) = (s(), s(), s(), s());
+    let (mut signal, mut action, mut topic) = (s(), s(), s());
+    let mut observations = UInt64Builder::new();
+    let mut partition = Int32Builder::new();
+    let mut offset = Int64Builder::new();
+    let mut at = TimestampMicrosecondBuilder::new().with_timezone("UTC");
+    for r in rows {
+        name.append_value(&r.model_name);
+        version.append_value(&r.model_version);
+        detector.append_value(r.detector);
+        method.append_value(r.method);
+        signal.append_value(r.signal);
+        observations.append_value(r.observations);
+        action.append_value(r.action);
+        topic.append_value(&r.source_topic);
+        partition.append_value(r.source_partition);
+        offset.append_value(r.source_offset);
+        at.append_value(ms_to_us(r.at_ms));
+    }
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(name.finish()),
+        Arc::new(version.finish()),
+        Arc::new(detector.finish()),
+        Arc::new(method.finish()),
+        Arc::new(signal.finish()),
+        Arc::new(observations.finish()),
+        Arc::new(action.finish()),
+        Arc::new(topic.finish()),
+        Arc::new(partition.finish()),
+        Arc::new(offset.finish()),
+        Arc::new(at.finish()),
+    ];
+    RecordBatch::try_new(DRIFT_EVENT_SCHEMA.clone(), cols)
+        .expect("builders match DRIFT_EVENT_SCHEMA")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_change_point_is_the_first_label_of_the_new_error_rate() {
+        let recent: VecDeque<(bool, i64)> = (0..96).map(|i| (i < 48, 1000 + i)).collect();
+        assert_eq!(change_point(&recent), 1048);
+        let recent: VecDeque<(bool, i64)> = (0..10).map(|i| (true, i)).collect();
+        assert!(change_point(&recent) <= 9);
+    }
+}
