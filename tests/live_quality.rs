@@ -362,6 +362,8 @@ fn the_default_detectors_raise_no_false_alarm_on_20000_stationary_labels_and_fin
             model_name: "series".into(),
             model_version: "v1".into(),
             top: Vec::new(),
+            findings: None,
+            shown_share: None,
             source_topic: "points".into(),
             source_partition: 0,
             source_offset: n as i64,

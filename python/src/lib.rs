@@ -176,7 +176,10 @@ impl PyModel {
                 labels,
                 channels: Vec::new(),
             };
-            Ok(fit(&ds, &[], &opts)?.0)
+            let mut model = fit(&ds, &[], &opts)?.0;
+            // The card's explanation shares, as `milstream train` records them.
+            milstream::card::record_shown_shares(&mut model, &ds);
+            Ok(model)
         })?;
         Ok(Self {
             model: Arc::new(model),
