@@ -39,8 +39,8 @@ fn to_py_err(e: anyhow::Error) -> PyErr {
 
 /// Runs `work` on its own thread (in a pool of `n_jobs` threads when given, else rayon's
 /// global pool, the command line's) with the GIL released. Ctrl-C returns
-/// KeyboardInterrupt at once; the abandoned computation finishes in the background and its
-/// result is dropped (the learning core has no cancellation point).
+/// KeyboardInterrupt at once and cancels the fit (`mil::cancel`): it stops at its next
+/// boosting round or grid point, and its result is dropped.
 fn run_released<T: Send + 'static>(
     py: Python<'_>,
     n_jobs: Option<usize>,
@@ -75,7 +75,13 @@ fn run_released<T: Send + 'static>(
         rx = back;
         match got {
             Ok(out) => return out.map_err(to_py_err),
-            Err(mpsc::RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(interrupt) = py.check_signals() {
+                    // Ctrl-C: the fit in progress stops at its next boosting round.
+                    milstream::mil::cancel::cancel_all();
+                    return Err(interrupt);
+                }
+            }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 let why = match handle.join() {
                     Err(p) => p

@@ -24,6 +24,9 @@ pub enum MilError {
     /// A model artifact that cannot be used.
     #[error("invalid model artifact: {0}")]
     Artifact(String),
+    /// The fit was cancelled (`cancel::cancel_all`) before it finished.
+    #[error("the fit was cancelled")]
+    Cancelled,
 }
 
 pub type Result<T> = std::result::Result<T, MilError>;

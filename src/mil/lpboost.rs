@@ -1,5 +1,6 @@
 //! LPBoost by column generation (the paper, Algorithm 1; Demiriz et al., 2002).
 
+use super::cancel::Cancel;
 use super::error::{MilError, Result};
 use super::solver::ConicProgram;
 
@@ -26,6 +27,9 @@ pub struct BoostParams {
     /// share of the vote (beyond the paper): the rest must come from the kernel
     /// hypotheses, whose margin grows with the similarity. None: no group cap.
     pub group_share: Option<f64>,
+    /// Boosting stops with `MilError::Cancelled` once this token is cancelled (checked
+    /// every round).
+    pub cancel: Cancel,
 }
 
 /// The caps on d_i and the starting weights: the paper's 1 / (nu m) and 1 / m, or per class
@@ -273,6 +277,7 @@ pub fn lpboost<H>(
     // Bags in the master LP's first working set (all, until a solution says which bind).
     let mut work = vec![true; m];
     for round in 0..params.max_rounds {
+        params.cancel.check()?;
         let found = match weak(&d, eta, &hyps) {
             Ok(x) => x,
             Err(e) if round > 0 => {
@@ -424,6 +429,7 @@ mod tests {
                     balanced: true,
                     max_weight,
                     group_share: group,
+                    cancel: Cancel::now(),
                 };
                 let boosted = lpboost(&y, params, |d, eta, cols: &[(usize, Vec<f64>)]| {
                     let gain = |j: usize| {
@@ -533,6 +539,7 @@ mod tests {
                 balanced: false,
                 max_weight: None,
                 group_share: None,
+                cancel: Cancel::now(),
             },
             |_d, _, _| Ok(vec![((), vec![0.0, 0.0, 0.0], false)]),
         );

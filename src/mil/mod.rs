@@ -8,6 +8,7 @@
 pub mod bag;
 pub mod boxcount;
 pub mod boxsvm;
+pub mod cancel;
 pub mod derived;
 pub mod error;
 pub mod head;

@@ -9,6 +9,7 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
 use super::bag::{Dataset, InputKind, Sample};
+use super::cancel::Cancel;
 use super::error::{MilError, Result};
 use super::model::{FitParams, KernelSpec, Model, ModelKind, ShapeletLength};
 use super::shapelet::{prepare, Prepared, ShapeletModel};
@@ -271,7 +272,9 @@ pub fn cross_validate_grid_until(
     };
     let mut prepared: HashMap<(usize, String), Prepared> = HashMap::new();
     let mut out = Vec::with_capacity(grid.len());
+    let cancel = Cancel::now();
     for (g, p) in grid.iter().enumerate() {
+        cancel.check()?;
         if g > 0 && deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             out.push(None);
             continue;
@@ -301,7 +304,7 @@ pub fn cross_validate_grid_until(
                 .into_par_iter()
                 .map(|f| {
                     let prep = &prepared[&(f, key.clone())];
-                    let model = ShapeletModel::fit_prepared(prep, &trains[f].labels, p)?;
+                    let model = ShapeletModel::fit_prepared(prep, &trains[f].labels, p, cancel)?;
                     let mut hits = 0usize;
                     for &i in &test_folds[f] {
                         if model.predict(&ds.samples[i])?.label == ds.labels[i] {

@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::bag::{Dataset, InputKind, Standardizer};
+use super::cancel::Cancel;
 use super::error::{MilError, Result};
 use super::head::PooledHead;
 use super::kernel::Kernel;
@@ -149,20 +150,24 @@ impl ShapeletModel {
     /// Fits on `ds` with `params`.
     pub fn fit(ds: &Dataset, params: &FitParams) -> Result<Self> {
         let start = Instant::now();
+        let cancel = Cancel::now();
         let prepared = prepare(ds, params)?;
-        let mut m = Self::fit_prepared(&prepared, &ds.labels, params)?;
+        let mut m = Self::fit_prepared(&prepared, &ds.labels, params, cancel)?;
         m.summary.train_seconds = start.elapsed().as_secs_f64();
         Ok(m)
     }
 
     /// Fits on prepared spaces (see [`prepare`]) with labels `labels`; the kernel, nu and
     /// the weak learner come from `params` (its lengths, k and seed were used by `prepare`).
+    /// Stops with `MilError::Cancelled` once `cancel` is.
     pub fn fit_prepared(
         prepared: &Prepared,
         labels: &[String],
         params: &FitParams,
+        cancel: Cancel,
     ) -> Result<Self> {
         let start = Instant::now();
+        cancel.check()?;
         params.validate()?;
         let mut classes: Vec<String> = labels.to_vec();
         classes.sort();
@@ -211,6 +216,7 @@ impl ShapeletModel {
             group_share: params
                 .threshold_hypotheses
                 .then_some(params.threshold_share),
+            cancel,
         };
         let weak = WeakParams {
             kind: params.weak,
