@@ -1,5 +1,6 @@
 """n_jobs, the GIL and Ctrl-C: the native core runs with the GIL released, so other Python
-threads run during a fit; Ctrl-C (SIGINT) interrupts a long fit with KeyboardInterrupt."""
+threads run during a fit; Ctrl-C (SIGINT) interrupts a long fit with KeyboardInterrupt and
+stops its computation."""
 
 import signal
 import subprocess
@@ -39,7 +40,12 @@ def test_n_jobs_gives_the_same_model(gunpoint):
 
 
 CHILD = f"""
+import signal
 import numpy as np
+# Python leaves SIGINT ignored when it starts with it ignored, as a background job of a
+# non-interactive shell (a CI runner's) does: restore the KeyboardInterrupt handler a
+# terminal or a notebook has.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from milstream import ShapeletClassifier
 d = np.loadtxt({str(DATA / "ACSF1_TRAIN.csv")!r}, delimiter=",")
 # A grid search with a budget of a day: many minutes of fitting unless interrupted.
@@ -50,6 +56,18 @@ try:
     print("finished", flush=True)
 except KeyboardInterrupt:
     print("interrupted; fitted:", hasattr(clf, "classes_"), flush=True)
+    # The cancelled fit stops at its next boosting round or grid point: wait for a second
+    # in which this process burns (almost) no CPU. An abandoned fit would keep its threads
+    # busy for the search's whole day.
+    import time
+    for waited in range(60):
+        cpu = time.process_time()
+        time.sleep(1.0)
+        if time.process_time() - cpu < 0.2:
+            print("idle after", waited + 1, "s", flush=True)
+            break
+    else:
+        print("still busy after 60 s", flush=True)
 """
 
 
@@ -67,3 +85,4 @@ def test_ctrl_c_interrupts_a_long_fit():
         child.kill()
     assert "interrupted; fitted: False" in out, (out, err)
     assert "finished" not in out
+    assert "idle after" in out, (out, err)

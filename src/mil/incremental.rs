@@ -830,6 +830,8 @@ mod tests {
                     lengths: vec![ShapeletLength::Absolute(6)],
                     k: Some(10),
                     max_rounds: 10,
+                    // Position thresholds whatever the class sizes: their exactness is tested.
+                    position_min_examples: 0,
                     spaces: SpaceParams {
                         views: vec![view],
                         znorm: vec![znorm],
