@@ -31,7 +31,7 @@ mod render;
 
 pub use render::{diverging, legend_text, render_png, render_svg, size, write};
 
-use findings::{findings_of, FindingKey};
+use findings::{extraction, findings_of, FindingKey};
 
 use crate::mil::error::MilError;
 use crate::mil::prediction::{Asserts, Contribution, Explanation, Prediction};
@@ -213,14 +213,7 @@ pub fn figure(
         let Some(w) = weight_in_score(&c.class, c.hypothesis, c.weight) else {
             continue;
         };
-        let e = Extraction {
-            view: c.view,
-            length: c.length,
-            dilation: c.dilation,
-            znorm: c.znorm,
-            channel: 0,
-            block: 0,
-        };
+        let e = extraction(c);
         let segment = |channel: usize, positions: Vec<usize>, values: Vec<f64>| Segment {
             class: c.class.clone(),
             hypothesis: c.hypothesis,
@@ -403,14 +396,7 @@ fn covers(c: &Contribution, n: usize) -> FindingKey {
     if n == 0 {
         return (drawn.start, drawn.len(), c.offset, c.offset);
     }
-    let e = Extraction {
-        view: c.view,
-        length: c.length,
-        dilation: c.dilation,
-        znorm: c.znorm,
-        channel: 0,
-        block: 0,
-    };
+    let e = extraction(c);
     let p = e.positions(c.offset, n);
     let last = *p.last().expect("a subsequence has a value");
     (drawn.start, drawn.len(), p[0], last)

@@ -19,7 +19,8 @@ pub(super) fn space_name(c: &Contribution) -> String {
     format!("{view} d{}{}", c.dilation, if c.znorm { " z" } else { "" })
 }
 
-fn extraction(c: &Contribution) -> Extraction {
+/// The space a contribution reads, as an extraction at its first channel.
+pub(super) fn extraction(c: &Contribution) -> Extraction {
     Extraction {
         view: c.view,
         length: c.length,
