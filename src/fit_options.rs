@@ -124,13 +124,18 @@ pub struct FitOptions {
     #[arg(long, default_value_t = 1e-4)]
     pub epsilon: f64,
     /// Most DC iterations per weak-learner call; 0 = the one-hot start alone (default:
-    /// the library's; 10 with --paper and for bags).
+    /// the library's: 0, and 10 with --paper).
     #[arg(long)]
     pub dc_max_iters: Option<usize>,
     /// DC runs per weak-learner call, from the best one-hot starts (1 = the paper's
     /// single start, appendix A.3).
     #[arg(long, default_value_t = 1)]
     pub starts: usize,
+    /// Most constraint-generation rounds (LP solves) per DC step, or `all` for each step to
+    /// its optimum (the default, and the paper's). With `--paper --dc-max-iters 1`, 6 rounds
+    /// fit MUSK1 on 9 features in 16 s against 70 s (10 folds) at 0.858 against 0.869.
+    #[arg(long)]
+    pub dc_generation_rounds: Option<String>,
     /// Subsequence stride used in training (prediction always uses every subsequence).
     #[arg(long, default_value_t = 1)]
     pub stride: usize,
@@ -357,6 +362,13 @@ impl FitOptions {
             },
             dc_max_iters: self.dc_max_iters.unwrap_or(base.dc_max_iters),
             starts: self.starts,
+            dc_generation_rounds: match self.dc_generation_rounds.as_deref() {
+                None => base.dc_generation_rounds,
+                Some("all") => None,
+                Some(r) => Some(r.parse::<usize>().ok().filter(|&r| r >= 1).with_context(
+                    || format!("--dc-generation-rounds '{r}' is neither `all` nor a count >= 1"),
+                )?),
+            },
             seed: self.seed,
             standardize: !self.no_standardize,
             kind: self.kind,

@@ -223,6 +223,7 @@ impl ShapeletModel {
             epsilon: params.epsilon,
             max_dc_iters: params.dc_max_iters,
             starts: params.starts,
+            generation_rounds: params.dc_generation_rounds,
         };
         type Stats = (usize, usize, usize, Option<String>);
         // Per class: its ensemble, the solver's figures, and each kept hypothesis's outputs

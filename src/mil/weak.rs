@@ -30,6 +30,9 @@ pub struct WeakParams {
     pub max_dc_iters: usize,
     /// DC runs from the best one-hot starts (1 = the paper's single start).
     pub starts: usize,
+    /// Most constraint-generation rounds of a DC step (OP2); a step stopped short takes
+    /// the partial LP's alpha. None = to the step's optimum (the paper's).
+    pub generation_rounds: Option<usize>,
 }
 
 /// Coefficients below this (relative to the largest) are interior-point noise, set to zero.
@@ -469,7 +472,7 @@ fn dc_loop(
             alpha: cand,
             solves,
             rows,
-        } = match solve_dc_step(table, y, d, active, &alpha, params.kind, warm) {
+        } = match solve_dc_step(table, y, d, active, &alpha, params, warm) {
             Ok(x) => x,
             Err(e) => {
                 failure = Some(e.to_string());
@@ -515,15 +518,26 @@ struct DcStep {
 /// violated instance and the columns of negative reduced cost (priced with the row duals),
 /// until neither exists. That is the optimum of the full problem, found with a few dozen
 /// rows and columns. OP1's ball couples all coefficients, so it keeps every column.
+///
+/// With `generation_rounds`, generation stops after that many solves and the step takes the
+/// partial LP's alpha: feasible (only rows are missing, and alpha's ball is whole), its
+/// edge computed exactly by the caller, which keeps it only if the edge grew. Most of a
+/// step's gain comes in its first rounds; the rest of its solves are what made the DC
+/// loop cost 40-80x the one-hot fit on bags (issue 26).
 fn solve_dc_step(
     table: &KernelTable,
     y: &[f64],
     d: &[f64],
     active: &[usize],
     alpha: &[(usize, f64)],
-    kind: WeakKind,
+    params: &WeakParams,
     warm: &mut WorkingSet,
 ) -> Result<DcStep> {
+    let kind = params.kind;
+    let last_round = params
+        .generation_rounds
+        .filter(|_| kind == WeakKind::Op2)
+        .map_or(MAX_CG_ROUNDS, |r| r.clamp(1, MAX_CG_ROUNDS));
     let k = table.k;
     // c_z = sum_{k: y_k=+1} d_k K(z, x_k*): the gradient of the linearised concave part.
     let mut c = vec![0.0; k];
@@ -675,7 +689,8 @@ fn solve_dc_step(
                 added += 1;
             }
         }
-        if added == 0 {
+        // A step stopped short (`generation_rounds`) keeps a non-zero partial alpha.
+        if added == 0 || (round == last_round && last_round < MAX_CG_ROUNDS && !cand.is_empty()) {
             if cand.is_empty() {
                 // alpha = 0 is optimal only when no shapelet separates the weighted bags.
                 return Ok(DcStep {
@@ -808,6 +823,7 @@ mod tests {
             epsilon: 1e-9,
             max_dc_iters: 10,
             starts: 1,
+            generation_rounds: None,
         };
         let h = weak_learn(
             &t,
@@ -838,6 +854,7 @@ mod tests {
             epsilon: 1e-9,
             max_dc_iters: 10,
             starts: 1,
+            generation_rounds: None,
         };
         weak_learn(
             &t,
@@ -888,6 +905,7 @@ mod tests {
             epsilon: 1e-9,
             max_dc_iters: 10,
             starts: 1,
+            generation_rounds: None,
         };
         let y = [1.0, -1.0];
         let d = [0.5, 0.5];
@@ -923,5 +941,60 @@ mod tests {
             h.edge
         );
         assert!(h.rows_generated < 30);
+    }
+
+    #[test]
+    fn a_step_stopped_short_still_improves_on_its_one_hot_start() {
+        // 12 bags of 10 two-feature instances (a fixed LCG), 60 representatives: the exact
+        // step needs several generation rounds; one round keeps an edge between the one-hot
+        // start's and the exact step's, in one LP solve.
+        let mut state = 12345u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0
+        };
+        let data: Vec<f64> = (0..12 * 10 * 2).map(|_| next()).collect();
+        let set = InstanceSet {
+            dim: 2,
+            data: data.clone(),
+            offsets: (0..=12).map(|i| i * 10).collect(),
+        };
+        let reps: Vec<f64> = data[..60 * 2].to_vec();
+        let kern = Kernel::Gaussian { sigma: 1.0 };
+        let t = KernelTable::new(&set, &reps, &kern, WeakKind::Op2, 1).unwrap();
+        let y: Vec<f64> = (0..12)
+            .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
+            .collect();
+        let d = vec![1.0 / 12.0; 12];
+        let learn = |max_dc_iters, generation_rounds| {
+            let p = WeakParams {
+                kind: WeakKind::Op2,
+                epsilon: 1e-9,
+                max_dc_iters,
+                starts: 1,
+                generation_rounds,
+            };
+            weak_learn(&t, &y, &d, &p, &mut WorkingSet::default()).unwrap()
+        };
+        let (one_hot, short, exact) = (learn(0, None), learn(1, Some(1)), learn(1, None));
+        assert!(
+            short.edge >= one_hot.edge - 1e-12,
+            "{} < {}",
+            short.edge,
+            one_hot.edge
+        );
+        assert!(
+            short.edge <= exact.edge + 1e-6,
+            "{} > {}",
+            short.edge,
+            exact.edge
+        );
+        assert_eq!(short.lp_solves, 1);
+        assert!(
+            exact.lp_solves > 1,
+            "the exact step generates rows or columns here"
+        );
     }
 }
