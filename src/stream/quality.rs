@@ -253,13 +253,17 @@ impl PartitionQuality {
 /// A label partition, by topic and partition.
 type PartitionKey = (String, i32);
 
+/// A label partition's accuracy window of one model: the version it last graded, its hits
+/// and its labels.
+type AccuracyWindow = (String, usize, usize);
+
 /// Every model's live figures as this process sees them, shared by the workers and writers.
 pub struct Quality {
     cfg: DriftConfig,
     metrics: Arc<Metrics>,
     /// Per model, each owned label partition's accuracy window of the version it last
     /// graded (version, hits, labels): the accuracy gauge sums them per version.
-    accuracy: Mutex<HashMap<String, BTreeMap<PartitionKey, (String, usize, usize)>>>,
+    accuracy: Mutex<HashMap<String, BTreeMap<PartitionKey, AccuracyWindow>>>,
     /// Per label partition, the highest label offset the counters have counted: a label is
     /// counted once, when its row becomes durable (see [`Quality::count_durable`]).
     counted: Mutex<HashMap<PartitionKey, i64>>,

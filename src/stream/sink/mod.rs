@@ -451,12 +451,12 @@ fn read_grades(store: &Store, rel: &str) -> anyhow::Result<Vec<Grade>> {
         let correct: &BooleanArray = column(&b, "correct")?;
         let offset: &Int64Array = column(&b, "source_offset")?;
         let at = timestamps_ms(&b, "labeled_at")?;
-        for i in 0..b.num_rows() {
+        for (i, at) in at.into_iter().enumerate() {
             out.push(Grade {
                 model: model.value(i).to_string(),
                 version: version.value(i).to_string(),
                 correct: correct.value(i),
-                labeled_at_ms: at[i].ok_or_else(|| anyhow::anyhow!("`labeled_at` is null"))?,
+                labeled_at_ms: at.ok_or_else(|| anyhow::anyhow!("`labeled_at` is null"))?,
                 offset: offset.value(i),
             });
         }
