@@ -209,8 +209,8 @@ fn labels_are_graded_once_and_a_concept_change_is_detected_retrained_and_recover
     }
     println!("pre-change accuracy {acc_before:.3}; errors drift {delay} labels (of its partition) after the change");
     // ADWIN (the default) tests every 32 labels (its clock): a partition's detector finds the
-    // change at the first test after enough wrong labels (measured before the detectors
-    // were per partition: 48 labels).
+    // change at the first test after enough wrong labels (measured: 48 labels; the mock
+    // cluster put every sensor's labels on one partition).
     assert!(delay <= 64, "the drift took {delay} labels to detect");
     assert!(label_drifts
         .iter()
