@@ -657,3 +657,107 @@ fn the_detectors_state_survives_a_rebalance_and_a_sigkill() {
         "each partition's detector state"
     );
 }
+
+/// The counters count each label once across a crash: a daemon is SIGKILLed once some
+/// label's `evaluations/` row is durable beyond its partition's committed offset (counted,
+/// not committed); the next owner replays from the commit and writes those rows again, and
+/// its `milstream_labeled_predictions_total` counts exactly the labels whose rows were not
+/// durable before it started.
+#[test]
+fn a_new_owner_does_not_count_again_the_labels_durable_before_it() {
+    const ROUNDS: usize = 30;
+    let test = load("GunPoint_TEST.csv");
+    let mut msgs = Vec::new();
+    let mut labels = 0;
+    for r in 0..ROUNDS {
+        let (m, segments) = round(&test, r, false);
+        msgs.extend(m);
+        labels += segments.len();
+    }
+    let dir = scratch("quality-counted");
+    let out = dir.join("out");
+    let bootstrap = cluster(2);
+    let (model_path, _) = model_file(&dir);
+    let extra = format!(
+        "[training]\ndir = \"{}\"\nlabel_wait_ms = 30000\nevery = \"\"\nafter_examples = 0\n\
+         [drift]\non_drift = \"alert\"\n",
+        dir.join("training").display()
+    );
+    let _ = config(&bootstrap, &out, &model_path, "counted", &extra);
+    let cfg_path = config_path(&out, "counted");
+    // Commits every 2 s: segments (rolled every 300 ms) are durable well before committed.
+    let text = std::fs::read_to_string(&cfg_path)
+        .unwrap()
+        .replace("interval_ms = 200", "interval_ms = 2000");
+    std::fs::write(&cfg_path, &text).unwrap();
+    let port = free_port();
+    let second_path = dir.join("counted-second.toml");
+    std::fs::write(
+        &second_path,
+        text.replace(
+            "listen = \"127.0.0.1:0\"",
+            &format!("listen = \"127.0.0.1:{port}\""),
+        ),
+    )
+    .unwrap();
+    let fed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let feeder = {
+        let (bootstrap, fed) = (bootstrap.clone(), fed.clone());
+        std::thread::spawn(move || {
+            let p = producer(&bootstrap);
+            for chunk in msgs.chunks(151) {
+                produce_all(&p, chunk);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            fed.store(true, std::sync::atomic::Ordering::SeqCst);
+        })
+    };
+    let mut first = spawn_child(&cfg_path, &dir.join("first.log"));
+    // Killed once a label's row is durable at or beyond its partition's committed offset.
+    let uncommitted = |rows: &[Value]| {
+        let committed = committed_offsets(&bootstrap, "counted", LABELS, 2);
+        rows.iter()
+            .filter(|r| {
+                let p = r["source_partition"].as_i64().unwrap() as i32;
+                committed
+                    .get(&p)
+                    .is_some_and(|&c| r["source_offset"].as_i64().unwrap() >= c)
+            })
+            .count()
+    };
+    let ready = wait_until(Duration::from_secs(60), || {
+        uncommitted(&read_rows(&out, "evaluations")) > 0
+    });
+    first.kill().expect("SIGKILL");
+    first.wait().unwrap();
+    assert!(ready, "no durable, uncommitted evaluation row to replay");
+    let durable_before = read_rows(&out, "evaluations").len();
+    let mut second = spawn_child(&second_path, &dir.join("second.log"));
+    let complete = wait_until(Duration::from_secs(120), || {
+        fed.load(std::sync::atomic::Ordering::SeqCst)
+            && read_rows(&out, "evaluations").len() >= labels
+    });
+    std::thread::sleep(Duration::from_millis(1_000));
+    let counted: f64 = common::stream::scrape(port)
+        .lines()
+        .filter(|l| l.starts_with("milstream_labeled_predictions_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    second.kill().expect("SIGKILL");
+    second.wait().unwrap();
+    feeder.join().unwrap();
+    assert!(complete, "not every label was graded");
+    assert_eq!(
+        read_rows(&out, "evaluations").len(),
+        labels,
+        "one row per label"
+    );
+    println!(
+        "{durable_before} of {labels} labels durable before the second owner; it counted {counted}"
+    );
+    assert_eq!(
+        counted as usize,
+        labels - durable_before,
+        "the second owner counted labels durable before it"
+    );
+}

@@ -240,6 +240,7 @@ impl Assignments {
     ) -> std::io::Result<(Option<i64>, Option<sink::Restored>)> {
         // Found once, kept across attempts (it is logged and counted when found).
         let mut found: Option<Option<i64>> = None;
+        let mut counted: Option<Option<i64>> = None;
         let mut attempt = 1;
         loop {
             let r = match found {
@@ -250,18 +251,33 @@ impl Assignments {
             };
             let r = r.and_then(|r| {
                 found = Some(r);
+                let quality = self.quality.as_ref().filter(|_| kind == RecordKind::Label);
+                // The highest label already counted: read before the sweep removes the
+                // durable rows beyond the commit, which the replay writes (and would count)
+                // again. Found once, kept across attempts (a failed sweep may remove some).
+                if quality.is_some() && counted.is_none() {
+                    counted = Some(sink::newest_quality_through(
+                        &self.output,
+                        topic,
+                        partition,
+                    )?);
+                }
                 if may_sweep {
                     self.sweep(topic, partition, commit.unwrap_or(0))?;
                 }
-                let restored = match &self.quality {
-                    Some(q) if kind == RecordKind::Label => Some(sink::restore_quality(
-                        &self.output,
-                        q.config(),
-                        topic,
-                        partition,
-                        r.filter(|_| may_sweep),
-                    )?),
-                    _ => None,
+                let restored = match quality {
+                    Some(q) => {
+                        let mut restored = sink::restore_quality(
+                            &self.output,
+                            q.config(),
+                            topic,
+                            partition,
+                            r.filter(|_| may_sweep),
+                        )?;
+                        restored.durable_through = restored.durable_through.max(counted.flatten());
+                        Some(restored)
+                    }
+                    None => None,
                 };
                 Ok((r, restored))
             });

@@ -376,18 +376,7 @@ pub fn restore_quality(
     let Some(replay_from) = replay_from else {
         return Ok(out);
     };
-    let mut files: Vec<(OutputName, String)> = store
-        .list(EVALUATIONS_DIR)?
-        .into_iter()
-        .filter_map(|rel| {
-            let name = rel.rsplit('/').next().unwrap_or(&rel);
-            if name.starts_with('.') || !name.ends_with(".parquet") {
-                return None;
-            }
-            let parsed = parse_output_name(name)?;
-            (parsed.topic == topic && parsed.partition == partition).then_some((parsed, rel))
-        })
-        .collect();
+    let mut files = evaluation_files(store, topic, partition)?;
     files.sort_by_key(|(n, _)| std::cmp::Reverse((n.first_offset, n.last_offset)));
     let mut newer = Vec::new();
     let mut base = i64::MIN;
@@ -426,6 +415,47 @@ pub fn restore_quality(
         out.state.grade(cfg, version, g.correct, g.labeled_at_ms);
     }
     Ok(out)
+}
+
+/// The visible `evaluations` files of `topic`/`partition`, with their parsed names.
+fn evaluation_files(
+    store: &Store,
+    topic: &str,
+    partition: i32,
+) -> std::io::Result<Vec<(OutputName, String)>> {
+    Ok(store
+        .list(EVALUATIONS_DIR)?
+        .into_iter()
+        .filter_map(|rel| {
+            let name = rel.rsplit('/').next().unwrap_or(&rel);
+            if name.starts_with('.') || !name.ends_with(".parquet") {
+                return None;
+            }
+            let parsed = parse_output_name(name)?;
+            (parsed.topic == topic && parsed.partition == partition).then_some((parsed, rel))
+        })
+        .collect())
+}
+
+/// The offset of the last graded label of the newest `evaluations` file of
+/// `topic`/`partition` (its checkpoint's): read before the sweep on assignment, it is the
+/// highest label whose row some owner made durable, and so counted (a partition grades in
+/// offset order, so the newest file holds the highest). None without such a file.
+pub fn newest_quality_through(
+    store: &Store,
+    topic: &str,
+    partition: i32,
+) -> std::io::Result<Option<i64>> {
+    let newest = evaluation_files(store, topic, partition)?
+        .into_iter()
+        .max_by_key(|(n, _)| (n.first_offset, n.last_offset));
+    let Some((_, rel)) = newest else {
+        return Ok(None);
+    };
+    let meta = parquet::read_key_value_metadata(store, &rel)?;
+    Ok(meta
+        .get(META_QUALITY_THROUGH)
+        .and_then(|v| v.parse::<i64>().ok()))
 }
 
 /// What [`restore_quality`] needs of an evaluation row.
