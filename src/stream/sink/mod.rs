@@ -341,7 +341,8 @@ pub const META_QUALITY_THROUGH: &str = "milstream.quality_through";
 pub const META_QUALITY_STATE: &str = "milstream.quality_state";
 
 /// A label partition's figures as its durable evaluations leave them for a replay from
-/// `replay_from`, and the highest label offset durable in them.
+/// `replay_from`, and the highest label offset durable in them (after the sweep; the caller
+/// raises it to the one found before the sweep, see `newest_quality_through`).
 pub struct Restored {
     pub state: PartitionQuality,
     pub durable_through: Option<i64>,
