@@ -184,20 +184,33 @@ fn labels_are_graded_once_and_a_concept_change_is_detected_retrained_and_recover
         !label_drifts.is_empty() && drifts >= 1.0,
         "no drift detected: {events:?}"
     );
-    let first = label_drifts
-        .iter()
-        .map(|e| e["observations"].as_u64().unwrap())
-        .min()
-        .unwrap();
-    let pre = before.len() as u64;
-    assert!(
-        first > pre,
-        "a drift before the change (false alarm) at label {first}"
-    );
-    let delay = first - pre;
-    println!("pre-change accuracy {acc_before:.3}; errors drift {delay} labels after the change");
-    // ADWIN (the default) tests every 32 labels (its clock); with 48 right labels before the
-    // change, its cut bound holds at the test after 48 wrong ones (measured: 48).
+    // The detectors are per label partition: a drift's `observations` counts its partition's
+    // labels, so the delay is measured against that partition's pre-change labels.
+    let mut first_by_partition: BTreeMap<i64, u64> = BTreeMap::new();
+    for e in &label_drifts {
+        let (p, n) = (
+            e["source_partition"].as_i64().unwrap(),
+            e["observations"].as_u64().unwrap(),
+        );
+        let f = first_by_partition.entry(p).or_insert(n);
+        *f = (*f).min(n);
+    }
+    let mut delay = u64::MAX;
+    for (&p, &first) in &first_by_partition {
+        let pre = before
+            .iter()
+            .filter(|r| r["source_partition"].as_i64() == Some(p))
+            .count() as u64;
+        assert!(
+            first > pre,
+            "a drift before the change (false alarm) at label {first} of partition {p}"
+        );
+        delay = delay.min(first - pre);
+    }
+    println!("pre-change accuracy {acc_before:.3}; errors drift {delay} labels (of its partition) after the change");
+    // ADWIN (the default) tests every 32 labels (its clock): a partition's detector finds the
+    // change at the first test after enough wrong labels (measured: 48 labels; the mock
+    // cluster put every sensor's labels on one partition).
     assert!(delay <= 64, "the drift took {delay} labels to detect");
     assert!(label_drifts
         .iter()
@@ -288,7 +301,7 @@ impl Rng {
 fn the_default_detectors_raise_no_false_alarm_on_20000_stationary_labels_and_find_a_change() {
     use milstream::config::DriftConfig;
     use milstream::metrics::Metrics;
-    use milstream::stream::quality::{EvaluationRecord, Quality};
+    use milstream::stream::quality::{EvaluationRecord, PartitionQuality, Quality};
     use milstream::stream::record::PredictionRecord;
 
     let model = milstream::stream::embedded::train_embedded_model().unwrap();
@@ -308,6 +321,7 @@ fn the_default_detectors_raise_no_false_alarm_on_20000_stationary_labels_and_fin
         })
         .collect();
     let quality = Quality::new(DriftConfig::default(), Metrics::new());
+    let mut state = PartitionQuality::default();
     let mut margins = quality
         .margin_watch()
         .expect("margin detection is on by default");
@@ -340,7 +354,7 @@ fn the_default_detectors_raise_no_false_alarm_on_20000_stationary_labels_and_fin
             source_offset: n as i64,
             labeled_at_ms: n as i64,
         };
-        if let Some(e) = quality.record(&eval) {
+        if let Some(e) = quality.record(&mut state, &eval) {
             assert!(
                 changed || e.signal != "drift",
                 "errors: false alarm at label {n}: {e:?}"
@@ -464,4 +478,286 @@ fn after_sigkills_every_label_is_graded_exactly_once() {
     let twice: Vec<_> = seen.iter().filter(|(_, &n)| n > 1).collect();
     assert!(twice.is_empty(), "labels graded twice: {twice:?}");
     assert_eq!(evals.len(), labels, "every label exactly once");
+}
+
+/// Per label partition, the detector state of its newest `evaluations` checkpoint (read
+/// back with pyarrow from the files' key-value metadata), with each model's `version` and
+/// label times dropped: two runs' registries name the start-up model differently, and
+/// their labels carry other Kafka timestamps.
+fn final_checkpoints(out: &Path) -> BTreeMap<i64, Value> {
+    let script = format!(
+        r#"
+import glob, json, pyarrow.parquet as pq
+best = {{}}
+for f in glob.glob("{}/**/*.parquet", recursive=True):
+    m = pq.read_metadata(f).metadata or {{}}
+    t, s = m.get(b"milstream.quality_through"), m.get(b"milstream.quality_state")
+    if t is None or s is None:
+        continue
+    p = int(m[b"milstream.partition"])
+    if p not in best or int(t) > best[p][0]:
+        best[p] = (int(t), json.loads(s))
+print(json.dumps({{str(p): v[1] for p, v in best.items()}}))
+"#,
+        out.join("evaluations").display()
+    );
+    let o = common::tools::python_with("pyarrow.parquet", "pyarrow")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "pyarrow: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let all: BTreeMap<String, Value> = serde_json::from_slice(&o.stdout).unwrap();
+    all.into_iter()
+        .map(|(p, mut v)| {
+            for q in v["models"].as_object_mut().unwrap().values_mut() {
+                let q = q.as_object_mut().unwrap();
+                q.remove("version");
+                // Label times are the labels' Kafka timestamps: the runs' differ. What is
+                // compared is which labels were right, in order.
+                q.remove("since_ms");
+                let hits: Vec<Value> = q["recent"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| r[0].clone())
+                    .collect();
+                q.insert("recent".into(), Value::Array(hits));
+            }
+            (p.parse().unwrap(), v)
+        })
+        .collect()
+}
+
+/// The errors' drift events as (label partition, label offset, signal, observations).
+fn error_events(out: &Path) -> BTreeSet<(i64, i64, String, u64)> {
+    read_rows(out, "drift_events")
+        .iter()
+        .filter(|e| e["detector"] == "errors")
+        .map(|e| {
+            (
+                e["source_partition"].as_i64().unwrap(),
+                e["source_offset"].as_i64().unwrap(),
+                e["signal"].as_str().unwrap().to_string(),
+                e["observations"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The detectors survive a rebalance and a SIGKILL: the same labels (a concept change
+/// after `CHANGE` rounds, `on_drift = "alert"` so one model version grades throughout) go
+/// once through one uninterrupted daemon, and once through a process that a second one
+/// joins (a rebalance: partitions move, each side restores what it gets) and that is then
+/// killed (its partitions restored by the survivor from the durable checkpoints). The
+/// drift events (partition, offset, observations) and each partition's final detector state
+/// are the same; the uninterrupted run's counters count each label once.
+#[test]
+fn the_detectors_state_survives_a_rebalance_and_a_sigkill() {
+    const ROUNDS: usize = 36;
+    const CHANGE: usize = 10;
+    let test = load("GunPoint_TEST.csv");
+    let mut msgs = Vec::new();
+    let mut labels = 0;
+    for r in 0..ROUNDS {
+        let (m, segments) = round(&test, r, r >= CHANGE);
+        msgs.extend(m);
+        labels += segments.len();
+    }
+    let extra = |dir: &Path| {
+        format!(
+            "[training]\ndir = \"{}\"\nlabel_wait_ms = 30000\nevery = \"\"\nafter_examples = 0\n\
+             [drift]\non_drift = \"alert\"\n",
+            dir.join("training").display()
+        )
+    };
+    let graded = |out: &Path| read_rows(out, "evaluations").len();
+
+    // Uninterrupted.
+    let dir = scratch("quality-state-whole");
+    let out_whole = dir.join("out");
+    let bootstrap = cluster(2);
+    let (model_path, _) = model_file(&dir);
+    let port = free_port();
+    let mut cfg = config(
+        &bootstrap,
+        &out_whole,
+        &model_path,
+        "state-whole",
+        &extra(&dir),
+    );
+    cfg.http.listen = format!("127.0.0.1:{port}");
+    let (daemon, stop) = spawn_daemon(cfg);
+    let p = producer(&bootstrap);
+    for chunk in msgs.chunks(604) {
+        produce_all(&p, chunk);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let complete = wait_until(Duration::from_secs(90), || graded(&out_whole) >= labels);
+    std::thread::sleep(Duration::from_millis(500));
+    let labeled_total: f64 = common::stream::scrape(port)
+        .lines()
+        .filter(|l| l.starts_with("milstream_labeled_predictions_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    assert!(complete, "{} of {labels} labels graded", graded(&out_whole));
+    assert_eq!(labeled_total as usize, labels, "each label counted once");
+
+    // A rebalance, then a SIGKILL.
+    let dir = scratch("quality-state-moved");
+    let out = dir.join("out");
+    let bootstrap = cluster(2);
+    let (model_path, _) = model_file(&dir);
+    let _ = config(&bootstrap, &out, &model_path, "state-moved", &extra(&dir));
+    let cfg_path = config_path(&out, "state-moved");
+    let fed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let feeder = {
+        let (bootstrap, fed) = (bootstrap.clone(), fed.clone());
+        std::thread::spawn(move || {
+            let p = producer(&bootstrap);
+            // About 1,500 messages a second: some 15 s for the stream.
+            for chunk in msgs.chunks(151) {
+                produce_all(&p, chunk);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            fed.store(true, std::sync::atomic::Ordering::SeqCst);
+        })
+    };
+    let mut first = spawn_child(&cfg_path, &dir.join("first.log"));
+    wait_until(Duration::from_secs(30), || graded(&out) >= labels / 5);
+    let mut second = spawn_child(&cfg_path, &dir.join("second.log"));
+    wait_until(Duration::from_secs(30), || graded(&out) >= labels / 2);
+    first.kill().expect("SIGKILL");
+    first.wait().unwrap();
+    let complete = wait_until(Duration::from_secs(120), || {
+        fed.load(std::sync::atomic::Ordering::SeqCst) && graded(&out) >= labels
+    });
+    std::thread::sleep(Duration::from_millis(1_000));
+    second.kill().expect("SIGKILL");
+    second.wait().unwrap();
+    feeder.join().unwrap();
+    assert!(complete, "{} of {labels} labels graded", graded(&out));
+    assert_eq!(graded(&out), labels, "every label graded once");
+
+    let (whole, moved) = (error_events(&out_whole), error_events(&out));
+    println!("errors' events, uninterrupted: {whole:?}");
+    assert!(
+        whole.iter().any(|e| e.2 == "drift"),
+        "the stream must drift for the test to mean something"
+    );
+    assert_eq!(moved, whole, "drift events after a rebalance and a SIGKILL");
+    assert_eq!(
+        final_checkpoints(&out),
+        final_checkpoints(&out_whole),
+        "each partition's detector state"
+    );
+}
+
+/// The counters count each label once across a crash: a daemon is SIGKILLed once some
+/// label's `evaluations/` row is durable beyond its partition's committed offset (counted,
+/// not committed); the next owner replays from the commit and writes those rows again, and
+/// its `milstream_labeled_predictions_total` counts exactly the labels whose rows were not
+/// durable before it started.
+#[test]
+fn a_new_owner_does_not_count_again_the_labels_durable_before_it() {
+    const ROUNDS: usize = 30;
+    let test = load("GunPoint_TEST.csv");
+    let mut msgs = Vec::new();
+    let mut labels = 0;
+    for r in 0..ROUNDS {
+        let (m, segments) = round(&test, r, false);
+        msgs.extend(m);
+        labels += segments.len();
+    }
+    let dir = scratch("quality-counted");
+    let out = dir.join("out");
+    let bootstrap = cluster(2);
+    let (model_path, _) = model_file(&dir);
+    let extra = format!(
+        "[training]\ndir = \"{}\"\nlabel_wait_ms = 30000\nevery = \"\"\nafter_examples = 0\n\
+         [drift]\non_drift = \"alert\"\n",
+        dir.join("training").display()
+    );
+    let _ = config(&bootstrap, &out, &model_path, "counted", &extra);
+    let cfg_path = config_path(&out, "counted");
+    // Commits every 2 s: segments (rolled every 300 ms) are durable well before committed.
+    let text = std::fs::read_to_string(&cfg_path)
+        .unwrap()
+        .replace("interval_ms = 200", "interval_ms = 2000");
+    std::fs::write(&cfg_path, &text).unwrap();
+    let port = free_port();
+    let second_path = dir.join("counted-second.toml");
+    std::fs::write(
+        &second_path,
+        text.replace(
+            "listen = \"127.0.0.1:0\"",
+            &format!("listen = \"127.0.0.1:{port}\""),
+        ),
+    )
+    .unwrap();
+    let fed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let feeder = {
+        let (bootstrap, fed) = (bootstrap.clone(), fed.clone());
+        std::thread::spawn(move || {
+            let p = producer(&bootstrap);
+            for chunk in msgs.chunks(151) {
+                produce_all(&p, chunk);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            fed.store(true, std::sync::atomic::Ordering::SeqCst);
+        })
+    };
+    let mut first = spawn_child(&cfg_path, &dir.join("first.log"));
+    // Killed once a label's row is durable at or beyond its partition's committed offset.
+    let uncommitted = |rows: &[Value]| {
+        let committed = committed_offsets(&bootstrap, "counted", LABELS, 2);
+        rows.iter()
+            .filter(|r| {
+                let p = r["source_partition"].as_i64().unwrap() as i32;
+                committed
+                    .get(&p)
+                    .is_some_and(|&c| r["source_offset"].as_i64().unwrap() >= c)
+            })
+            .count()
+    };
+    let ready = wait_until(Duration::from_secs(60), || {
+        uncommitted(&read_rows(&out, "evaluations")) > 0
+    });
+    first.kill().expect("SIGKILL");
+    first.wait().unwrap();
+    assert!(ready, "no durable, uncommitted evaluation row to replay");
+    let durable_before = read_rows(&out, "evaluations").len();
+    let mut second = spawn_child(&second_path, &dir.join("second.log"));
+    let complete = wait_until(Duration::from_secs(120), || {
+        fed.load(std::sync::atomic::Ordering::SeqCst)
+            && read_rows(&out, "evaluations").len() >= labels
+    });
+    std::thread::sleep(Duration::from_millis(1_000));
+    let counted: f64 = common::stream::scrape(port)
+        .lines()
+        .filter(|l| l.starts_with("milstream_labeled_predictions_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    second.kill().expect("SIGKILL");
+    second.wait().unwrap();
+    feeder.join().unwrap();
+    assert!(complete, "not every label was graded");
+    assert_eq!(
+        read_rows(&out, "evaluations").len(),
+        labels,
+        "one row per label"
+    );
+    println!(
+        "{durable_before} of {labels} labels durable before the second owner; it counted {counted}"
+    );
+    assert_eq!(
+        counted as usize,
+        labels - durable_before,
+        "the second owner counted labels durable before it"
+    );
 }

@@ -23,6 +23,7 @@ use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use tracing::{error, info, warn};
 
 use super::commit::{choose_replay_point, decode_metadata, DurableOffsets, PartitionKey};
+use super::quality::Quality;
 use super::record::RecordKind;
 use super::sink;
 use super::store::Store;
@@ -63,6 +64,9 @@ pub struct Assignments {
     pub first_commit_logged: AtomicBool,
     /// The workers, until shutdown: then assignments are no longer queued.
     workers: Mutex<Option<Arc<WorkerPool>>>,
+    /// Live quality (`drift.evaluate`): a label partition's detectors are restored from the
+    /// durable evaluations when it is assigned.
+    pub quality: Option<Arc<Quality>>,
 }
 
 impl Assignments {
@@ -76,6 +80,7 @@ impl Assignments {
         window_params: WindowParams,
         stores: (Arc<Store>, Option<Arc<Store>>),
         workers: Arc<WorkerPool>,
+        quality: Option<Arc<Quality>>,
     ) -> Self {
         Self {
             cfg,
@@ -88,6 +93,7 @@ impl Assignments {
             training_store: stores.1,
             first_commit_logged: AtomicBool::new(false),
             workers: Mutex::new(Some(workers)),
+            quality,
         }
     }
 
@@ -149,7 +155,8 @@ impl Assignments {
             // the partition is not started (not assigned to the consumer, and the process
             // not ready) rather than started from a guess: "no file" would replay from the
             // earliest offset, and an unswept partition could keep stale files.
-            let replay_from = match self.prepare(&topic, partition, commit, &meta, may_sweep) {
+            let prepared = self.prepare((&topic, partition, kind), commit, &meta, may_sweep);
+            let (replay_from, restored) = match prepared {
                 Ok(r) => r,
                 Err(e) => {
                     error!(
@@ -172,7 +179,7 @@ impl Assignments {
             if let Some(r) = replay_from {
                 seeks.push((topic.clone(), partition, r));
             }
-            let state = Box::new(PartitionState::new(
+            let mut state = Box::new(PartitionState::new(
                 &self.metrics,
                 &topic,
                 partition,
@@ -183,6 +190,10 @@ impl Assignments {
                 (kind == RecordKind::Point && self.cfg.pipeline.role != Role::Trainer)
                     .then(|| PartitionWindows::new(self.window_params)),
             ));
+            if let (Some(q), Some(r)) = (&self.quality, restored) {
+                q.assigned(&key, &r.state, r.durable_through);
+                state.quality = r.state;
+            }
             // Queued ahead of the partition's first message (the fetch starts after this
             // callback returns), behind anything of an earlier assignment.
             if let Some(w) = &workers {
@@ -217,18 +228,19 @@ impl Assignments {
     }
 
     /// A partition's replay point (with a commit) and the sweep of what the replay rewrites
-    /// (`may_sweep`), retried with backoff while the output store cannot be listed; the
-    /// error of the last attempt when it never could.
+    /// (`may_sweep`), then, for a label partition, its detectors restored from the durable
+    /// evaluations (see `sink::restore_quality`); retried with backoff while the output store
+    /// cannot be listed or read; the error of the last attempt when it never could.
     fn prepare(
         &self,
-        topic: &str,
-        partition: i32,
+        (topic, partition, kind): (&str, i32, RecordKind),
         commit: Option<i64>,
         meta: &str,
         may_sweep: bool,
-    ) -> std::io::Result<Option<i64>> {
+    ) -> std::io::Result<(Option<i64>, Option<sink::Restored>)> {
         // Found once, kept across attempts (it is logged and counted when found).
         let mut found: Option<Option<i64>> = None;
+        let mut counted: Option<Option<i64>> = None;
         let mut attempt = 1;
         loop {
             let r = match found {
@@ -239,10 +251,35 @@ impl Assignments {
             };
             let r = r.and_then(|r| {
                 found = Some(r);
+                let quality = self.quality.as_ref().filter(|_| kind == RecordKind::Label);
+                // The highest label already counted: read before the sweep removes the
+                // durable rows beyond the commit, which the replay writes (and would count)
+                // again. Found once, kept across attempts (a failed sweep may remove some).
+                if quality.is_some() && counted.is_none() {
+                    counted = Some(sink::newest_quality_through(
+                        &self.output,
+                        topic,
+                        partition,
+                    )?);
+                }
                 if may_sweep {
                     self.sweep(topic, partition, commit.unwrap_or(0))?;
                 }
-                Ok(r)
+                let restored = match quality {
+                    Some(q) => {
+                        let mut restored = sink::restore_quality(
+                            &self.output,
+                            q.config(),
+                            topic,
+                            partition,
+                            r.filter(|_| may_sweep),
+                        )?;
+                        restored.durable_through = restored.durable_through.max(counted.flatten());
+                        Some(restored)
+                    }
+                    None => None,
+                };
+                Ok((r, restored))
             });
             match r {
                 Err(e) if attempt < LIST_ATTEMPTS => {

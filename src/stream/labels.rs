@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::history::SegmentJoin;
 use super::models::Models;
-use super::quality::{self, Quality, QualityRows};
+use super::quality::{self, PartitionQuality, Quality, QualityRows};
 use super::record::{BagRecord, DeadLetterRecord, DeadReason, LabelRecord, Point, Rejected};
 use super::training::{Example, TrainingRuntime};
 use crate::config::ModelInput;
@@ -137,8 +137,8 @@ impl LabelJoiner {
     /// Joins the partition's waiting labels that can join now, in order; a label that waited
     /// longer than `training.label_wait_ms` (or can never join) becomes a dead letter.
     /// Stops at the first that must keep waiting, so the replay point stays exact. Each
-    /// joined label is graded (`graded`) like its example, replays included: a label joins
-    /// once per durable commit (see `quality.rs`). Returns the offsets of the first and last
+    /// joined label is graded (`graded`, into the partition's figures `state`) like its
+    /// example, replays included: a label joins once per durable commit (see `quality.rs`). Returns the offsets of the first and last
     /// label taken off the queue, and the first's Kafka timestamp.
     pub fn resolve(
         &self,
@@ -146,7 +146,7 @@ impl LabelJoiner {
         src: &LabelSource,
         examples: &mut Vec<Example>,
         dead: &mut Vec<DeadLetterRecord>,
-        graded: &mut QualityRows,
+        (graded, state): (&mut QualityRows, &mut PartitionQuality),
     ) -> Option<((i64, i64), i64)> {
         let mut taken: Option<((i64, i64), i64)> = None;
         let wait = Duration::from_millis(self.cfg.label_wait_ms);
@@ -181,7 +181,7 @@ impl LabelJoiner {
                     if let (Some(q), Some(mut eval)) = (&self.quality, eval) {
                         eval.source_topic = src.topic.to_string();
                         eval.source_partition = src.partition;
-                        graded.drift_events.extend(q.record(&eval));
+                        graded.drift_events.extend(q.record(state, &eval));
                         graded.evaluations.push(*eval);
                     }
                     examples.push(e);

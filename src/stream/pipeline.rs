@@ -127,6 +127,10 @@ pub async fn run_pipeline(
         };
     let file_sizes = Arc::new(FileSizes::default());
     let give_up = Arc::new(GiveUp::default());
+    let quality = cfg
+        .drift
+        .evaluate
+        .then(|| Quality::new(cfg.drift.clone(), metrics.clone()));
     let writer_env = Arc::new(WriterEnv {
         cfg: cfg.clone(),
         metrics: metrics.clone(),
@@ -136,15 +140,12 @@ pub async fn run_pipeline(
         training: training.clone(),
         file_sizes: file_sizes.clone(),
         give_up: give_up.clone(),
+        quality: quality.clone(),
     });
     let (writers, writer_threads) =
         Writers::start(writer_env, producer, tokio::runtime::Handle::current())?;
     let writers = Arc::new(writers);
 
-    let quality = cfg
-        .drift
-        .evaluate
-        .then(|| Quality::new(cfg.drift.clone(), metrics.clone()));
     let labels = training.as_ref().map(|t| {
         LabelJoiner::new(
             t.clone(),
@@ -219,6 +220,7 @@ pub async fn run_pipeline(
         window_params(&cfg),
         (output.clone(), training.as_ref().map(|t| t.store.clone())),
         workers.clone(),
+        quality.clone(),
     ));
     let ctx = Ctx::default();
     let consumer = consumer::create(&cfg, &bootstrap, ctx)?;

@@ -2,15 +2,28 @@
 //! model in service makes for the labeled segment or bag, see [`evaluate`]) and each
 //! emitted prediction's scores. Out: `evaluations` and `drift_events` rows for the label's
 //! (or the prediction's) segment, the accuracy, confusion and drift metrics, and retrain
-//! requests for the trainer. Owns: per model, the windowed accuracy of its version and the
-//! detector on its errors ([`Quality`]); per worker, the label-free detector on its margins
-//! ([`MarginWatch`]).
+//! requests for the trainer. Owns: per label partition and model, the windowed accuracy of
+//! its version and the detector on its errors ([`PartitionQuality`], held by the worker that
+//! owns the partition); per process, the accuracy gauge and the counted offsets
+//! ([`Quality`]); per worker, the label-free detector on its margins ([`MarginWatch`]).
 //!
 //! Evaluation is prequential (test, then train): the label grades the model that serves when
 //! it joins, before any retrain has seen it. Its rows travel in the same segment as the
 //! label's example, so a replay rewrites them under the same rule: exactly one row per label
-//! and model version. The detectors live in memory and start over on a restart or a
-//! rebalance (their state is a few numbers; DDM needs 30 labels to warm up again).
+//! and model version.
+//!
+//! Why the errors' detectors are per label partition, not per model: the only order of
+//! labels that a restart or a rebalance reproduces is a partition's offset order (labels
+//! resolve in order, see `labels.rs`); the interleaving of several partitions across workers
+//! and processes is not reproducible, so a per-model detector could not be restored exactly.
+//! A partition's state is a pure function of its graded labels
+//! ([`PartitionQuality::grade`]); each `evaluations` file carries it as of its last label
+//! (a checkpoint in the file's metadata), and a new owner restores it from the newest
+//! durable checkpoint below the replay point (`sink::restore_quality`), so the state after a
+//! restart equals an uninterrupted run's, with no label counted twice, and the replayed
+//! labels raise the same `drift_events` rows. The cost: a detector sees its partition's
+//! share of the labels (a labels topic has few partitions: labels are rare). The counters
+//! count a label when its row is durable ([`Quality::count_durable`]), once per label.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, LazyLock, Mutex};
@@ -21,6 +34,7 @@ use arrow_array::builder::{
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use serde::{Deserialize, Serialize};
 use tracing::warn;
 
 use super::training::{ms_to_us, ts_type, Example};
@@ -78,6 +92,10 @@ pub struct DriftEventRecord {
 pub struct QualityRows {
     pub evaluations: Vec<EvaluationRecord>,
     pub drift_events: Vec<DriftEventRecord>,
+    /// Set when the segment is sealed with evaluations: the offset of its last graded label
+    /// and the partition's [`PartitionQuality`] after it (JSON), written into the
+    /// `evaluations` file's metadata for `sink::restore_quality`.
+    pub checkpoint: Option<(i64, String)>,
 }
 
 impl QualityRows {
@@ -117,8 +135,10 @@ pub fn evaluate(served: &ScoringModel, name: &str, e: &Example) -> Option<Evalua
     })
 }
 
-/// One model's live figures: the accuracy window of its serving version and its errors'
-/// detector (started over when the version changes: a new model makes new errors).
+/// One model's live figures on one label partition: the accuracy window of its serving
+/// version and its errors' detector (started over when the version changes: a new model
+/// makes new errors). Serialized into the checkpoint of each `evaluations` file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct ModelQuality {
     version: String,
     /// The version's last `accuracy_window` labels: right or not, and their label time.
@@ -132,11 +152,121 @@ struct ModelQuality {
     since_ms: Option<i64>,
 }
 
-/// Every model's live figures, shared by the workers that join labels.
+/// One label partition's live figures, per model: owned by the worker that owns the
+/// partition, checkpointed in each `evaluations` file it writes and rebuilt from them when
+/// the partition is assigned (`sink::restore_quality`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct PartitionQuality {
+    models: BTreeMap<String, ModelQuality>,
+}
+
+/// What grading one label did to its partition's figures of its model.
+pub struct Step {
+    /// `warning` (entering the warning zone) or `drift`.
+    event: Option<&'static str>,
+    /// Where the new concept starts (label time), for a retrain on drift.
+    since_ms: i64,
+    observations: u64,
+    method: &'static str,
+    signal: Signal,
+    hits: usize,
+    window: usize,
+}
+
+impl PartitionQuality {
+    /// Grades one label: its 0/1 error into the model's accuracy window and detector. Pure:
+    /// the same labels in the same order give the same state, which is what makes the
+    /// state after a restart equal to an uninterrupted run's.
+    pub fn grade(
+        &mut self,
+        cfg: &DriftConfig,
+        (model, version): (&str, &str),
+        correct: bool,
+        labeled_at_ms: i64,
+    ) -> Step {
+        let fresh = || ModelQuality {
+            version: version.to_string(),
+            recent: VecDeque::with_capacity(cfg.accuracy_window + 1),
+            hits: 0,
+            errors: (cfg.on_drift != OnDrift::Off).then(|| cfg.error_detector()),
+            signal: Signal::Stable,
+            since_ms: None,
+        };
+        if !self.models.contains_key(model) {
+            self.models.insert(model.to_string(), fresh());
+        }
+        let q = self.models.get_mut(model).expect("inserted above");
+        if q.version != version {
+            *q = fresh();
+        }
+        q.recent.push_back((correct, labeled_at_ms));
+        q.hits += usize::from(correct);
+        if q.recent.len() > cfg.accuracy_window && q.recent.pop_front().is_some_and(|(h, _)| h) {
+            q.hits -= 1;
+        }
+        let mut step = Step {
+            event: None,
+            since_ms: labeled_at_ms,
+            observations: 0,
+            method: "",
+            signal: Signal::Stable,
+            hits: q.hits,
+            window: q.recent.len(),
+        };
+        let Some(detector) = q.errors.as_mut() else {
+            return step;
+        };
+        let before = q.signal;
+        q.signal = detector.update(if correct { 0.0 } else { 1.0 });
+        (step.observations, step.method, step.signal) =
+            (detector.seen(), detector.kind(), q.signal);
+        match q.signal {
+            Signal::Warning => _ = q.since_ms.get_or_insert(labeled_at_ms),
+            Signal::Stable => q.since_ms = None,
+            Signal::Drift => {}
+        }
+        // Where the new concept starts: DDM's warning, else (ADWIN) the change point of the
+        // version's recent errors.
+        step.since_ms = match q.since_ms.take() {
+            Some(t) => t,
+            None if q.signal == Signal::Drift => change_point(&q.recent),
+            None => labeled_at_ms,
+        };
+        if q.signal == Signal::Warning {
+            q.since_ms = Some(step.since_ms);
+        }
+        // An event: entering the warning zone (DDM), or a drift.
+        step.event = match (before, q.signal) {
+            (_, Signal::Drift) => Some("drift"),
+            (b, Signal::Warning) if b != Signal::Warning => Some("warning"),
+            _ => None,
+        };
+        step
+    }
+
+    /// The checkpoint written into an `evaluations` file's metadata.
+    pub fn checkpoint(&self) -> String {
+        serde_json::to_string(self).expect("the quality state serializes")
+    }
+}
+
+/// A label partition, by topic and partition.
+type PartitionKey = (String, i32);
+
+/// A label partition's accuracy window of one model: the version it last graded, its hits
+/// and its labels.
+type AccuracyWindow = (String, usize, usize);
+
+/// Every model's live figures as this process sees them, shared by the workers and writers.
 pub struct Quality {
     cfg: DriftConfig,
     metrics: Arc<Metrics>,
-    models: Mutex<HashMap<String, ModelQuality>>,
+    /// Per model, each owned label partition's accuracy window of the version it last
+    /// graded (version, hits, labels): the accuracy gauge sums them per version.
+    accuracy: Mutex<HashMap<String, BTreeMap<PartitionKey, AccuracyWindow>>>,
+    /// Per label partition, the highest label offset the counters have counted: a label is
+    /// counted once, when its row becomes durable (see [`Quality::count_durable`]).
+    counted: Mutex<HashMap<PartitionKey, i64>>,
     /// Models whose errors drifted, for the trainer to retrain (`on_drift = "retrain"`),
     /// with the label time the new concept starts at (see [`ModelQuality::since_ms`]).
     retrain: Mutex<BTreeMap<String, i64>>,
@@ -149,9 +279,14 @@ impl Quality {
         Arc::new(Quality {
             cfg,
             metrics,
-            models: Mutex::new(HashMap::new()),
+            accuracy: Mutex::new(HashMap::new()),
+            counted: Mutex::new(HashMap::new()),
             retrain: Mutex::new(BTreeMap::new()),
         })
+    }
+
+    pub fn config(&self) -> &DriftConfig {
+        &self.cfg
     }
 
     pub fn retrains_on_drift(&self) -> bool {
@@ -164,105 +299,59 @@ impl Quality {
         self.retrain.lock().expect(POISONED).remove(model)
     }
 
-    /// Counts a graded label and feeds its error to the model's detector; returns the
-    /// event when the detector enters its warning zone or reports a drift.
-    pub fn record(&self, e: &EvaluationRecord) -> Option<DriftEventRecord> {
+    /// Grades a label into its partition's `state` (the accuracy gauge follows); returns
+    /// the event when the model's detector enters its warning zone or reports a drift. The
+    /// counters wait for the row to be durable ([`Quality::count_durable`]).
+    pub fn record(
+        &self,
+        state: &mut PartitionQuality,
+        e: &EvaluationRecord,
+    ) -> Option<DriftEventRecord> {
         let (model, version) = (e.model_name.as_str(), e.model_version.as_str());
-        let m = &self.metrics;
-        m.labeled_predictions
-            .with_label_values(&[model, version])
-            .inc();
-        if e.correct {
-            m.correct_predictions
-                .with_label_values(&[model, version])
-                .inc();
+        let step = state.grade(&self.cfg, (model, version), e.correct, e.labeled_at_ms);
+        let key = (e.source_topic.clone(), e.source_partition);
+        self.show_accuracy(model, version, key, (step.hits, step.window));
+        if step.method.is_empty() {
+            return None;
         }
-        // Label values stay bounded: a label that is none of the model's classes is `other`.
-        let label = if e.classes.contains(&e.label) {
-            e.label.as_str()
-        } else {
-            "other"
-        };
-        m.confusion
-            .with_label_values(&[model, version, label, &e.predicted])
-            .inc();
-        let mut models = self.models.lock().expect(POISONED);
-        let q = models
-            .entry(model.to_string())
-            .or_insert_with(|| self.fresh(version));
-        if q.version != version {
-            *q = self.fresh(version);
-        }
-        q.recent.push_back((e.correct, e.labeled_at_ms));
-        q.hits += usize::from(e.correct);
-        if q.recent.len() > self.cfg.accuracy_window
-            && q.recent.pop_front().is_some_and(|(hit, _)| hit)
-        {
-            q.hits -= 1;
-        }
-        m.model_accuracy
-            .with_label_values(&[model, version])
-            .set(q.hits as f64 / q.recent.len() as f64);
-        let detector = q.errors.as_mut()?;
-        let before = q.signal;
-        q.signal = detector.update(if e.correct { 0.0 } else { 1.0 });
-        let observations = detector.seen();
-        let method = detector.kind();
-        m.drift_state
+        self.metrics
+            .drift_state
             .with_label_values(&[model])
-            .set(match q.signal {
+            .set(match step.signal {
                 Signal::Stable => 0,
                 Signal::Warning => 1,
                 Signal::Drift => 2,
             });
-        match q.signal {
-            Signal::Warning => _ = q.since_ms.get_or_insert(e.labeled_at_ms),
-            Signal::Stable => q.since_ms = None,
-            Signal::Drift => {}
-        }
-        // Where the new concept starts: DDM's warning, else (ADWIN) the change point of the
-        // version's recent errors.
-        let since_ms = match q.since_ms.take() {
-            Some(t) => t,
-            None if q.signal == Signal::Drift => change_point(&q.recent),
-            None => e.labeled_at_ms,
+        let signal = step.event?;
+        let action = match signal {
+            "drift" if self.retrains_on_drift() => "retrain",
+            "drift" => "alert",
+            _ => "none",
         };
-        if q.signal == Signal::Warning {
-            q.since_ms = Some(since_ms);
-        }
-        // An event: entering the warning zone (DDM), or a drift.
-        let (signal, action) = match (before, q.signal) {
-            (_, Signal::Drift) if self.retrains_on_drift() => ("drift", "retrain"),
-            (_, Signal::Drift) => ("drift", "alert"),
-            (b, Signal::Warning) if b != Signal::Warning => ("warning", "none"),
-            _ => return None,
-        };
-        drop(models);
         if action == "retrain" {
             self.retrain
                 .lock()
                 .expect(POISONED)
-                .insert(model.to_string(), since_ms);
+                .insert(model.to_string(), step.since_ms);
         }
-        m.drift_events
-            .with_label_values(&[model, "errors", signal])
-            .inc();
         warn!(
             model,
             version,
-            detector = method,
+            detector = step.method,
             signal,
-            observations,
+            observations = step.observations,
             action,
+            source_partition = e.source_partition,
+            source_offset = e.source_offset,
             "Drift detector on the labeled errors fired."
         );
         Some(DriftEventRecord {
             model_name: model.to_string(),
             model_version: version.to_string(),
             detector: "errors",
-            method,
+            method: step.method,
             signal,
-            observations,
+            observations: step.observations,
             action,
             source_topic: e.source_topic.clone(),
             source_partition: e.source_partition,
@@ -271,15 +360,100 @@ impl Quality {
         })
     }
 
-    fn fresh(&self, version: &str) -> ModelQuality {
-        ModelQuality {
-            version: version.to_string(),
-            recent: VecDeque::with_capacity(self.cfg.accuracy_window + 1),
-            hits: 0,
-            errors: (self.cfg.on_drift != OnDrift::Off).then(|| self.cfg.error_detector()),
-            signal: Signal::Stable,
-            since_ms: None,
+    /// Sets the accuracy gauge of `model`'s `version`: the hits over the labels of the
+    /// windows of every label partition this process owns that last graded that version.
+    fn show_accuracy(&self, model: &str, version: &str, key: PartitionKey, window: (usize, usize)) {
+        let mut acc = self.accuracy.lock().expect(POISONED);
+        let parts = acc.entry(model.to_string()).or_default();
+        parts.insert(key, (version.to_string(), window.0, window.1));
+        let (hits, n) = parts
+            .values()
+            .filter(|(v, _, _)| v == version)
+            .fold((0, 0), |(h, n), (_, a, b)| (h + a, n + b));
+        self.metrics
+            .model_accuracy
+            .with_label_values(&[model, version])
+            .set(hits as f64 / n.max(1) as f64);
+    }
+
+    /// A label partition assigned to this process: its figures `state` (rebuilt from the
+    /// durable evaluations by `sink::restore_quality`) join the gauge, and the counters go on from the
+    /// highest label offset already durable (`durable_through`), which a previous owner
+    /// counted.
+    pub fn assigned(
+        &self,
+        key: &PartitionKey,
+        state: &PartitionQuality,
+        durable_through: Option<i64>,
+    ) {
+        let mut counted = self.counted.lock().expect(POISONED);
+        match durable_through {
+            Some(o) => counted.insert(key.clone(), o),
+            None => counted.remove(key),
+        };
+        drop(counted);
+        for (model, q) in &state.models {
+            self.show_accuracy(model, &q.version, key.clone(), (q.hits, q.recent.len()));
         }
+    }
+
+    /// A label partition revoked: its figures leave the gauge (its new owner shows them).
+    /// Its counted offset stays until the next assignment sets it: the segments sealed on
+    /// revoke are still to be counted when durable.
+    pub fn revoked(&self, key: &PartitionKey) {
+        let mut acc = self.accuracy.lock().expect(POISONED);
+        for parts in acc.values_mut() {
+            parts.remove(key);
+        }
+    }
+
+    /// Counts a durable segment's graded labels (labeled, correct, confusion) and drift
+    /// events, each label once: a label partition grades in offset order, so a row at or
+    /// below the partition's highest counted offset was counted before (a replay rewrote
+    /// it). Label-free events are counted as written (their detectors are not replayed).
+    pub fn count_durable(&self, topic: &str, partition: i32, rows: &QualityRows) {
+        let m = &self.metrics;
+        let mut counted = self.counted.lock().expect(POISONED);
+        let mark = counted.get(&(topic.to_string(), partition)).copied();
+        let new = |offset: i64| mark.is_none_or(|m| offset > m);
+        let mut top = mark;
+        for e in rows.evaluations.iter().filter(|e| new(e.source_offset)) {
+            let (model, version) = (e.model_name.as_str(), e.model_version.as_str());
+            m.labeled_predictions
+                .with_label_values(&[model, version])
+                .inc();
+            if e.correct {
+                m.correct_predictions
+                    .with_label_values(&[model, version])
+                    .inc();
+            }
+            // Label values stay bounded: a label none of the model's classes is `other`.
+            let label = if e.classes.contains(&e.label) {
+                e.label.as_str()
+            } else {
+                "other"
+            };
+            m.confusion
+                .with_label_values(&[model, version, label, &e.predicted])
+                .inc();
+            top = top.max(Some(e.source_offset));
+        }
+        for d in &rows.drift_events {
+            if d.detector == "errors" && !new(d.source_offset) {
+                continue;
+            }
+            m.drift_events
+                .with_label_values(&[&d.model_name, d.detector, d.signal])
+                .inc();
+        }
+        if let Some(t) = top.filter(|_| !rows.evaluations.is_empty()) {
+            counted.insert((topic.to_string(), partition), t);
+        }
+    }
+
+    #[cfg(test)]
+    pub fn metrics_for_tests(&self) -> &Metrics {
+        &self.metrics
     }
 
     /// A scoring worker's label-free detectors (None when off).
@@ -349,10 +523,6 @@ impl MarginWatch {
                 continue;
             }
             let model = p.model_name.as_str();
-            q.metrics
-                .drift_events
-                .with_label_values(&[model, "margin", "drift"])
-                .inc();
             warn!(
                 model,
                 version = %p.model_version,

@@ -202,7 +202,7 @@ pub fn example_batch(rows: &[Example]) -> RecordBatch {
 
 /// A timestamp column as milliseconds (None for nulls): microseconds as written today, or
 /// milliseconds as files written before the switch to microseconds hold.
-fn timestamps_ms(batch: &RecordBatch, name: &str) -> anyhow::Result<Vec<Option<i64>>> {
+pub(super) fn timestamps_ms(batch: &RecordBatch, name: &str) -> anyhow::Result<Vec<Option<i64>>> {
     let col = batch
         .column_by_name(name)
         .ok_or_else(|| anyhow::anyhow!("column `{name}` is missing"))?;
@@ -219,7 +219,7 @@ fn timestamps_ms(batch: &RecordBatch, name: &str) -> anyhow::Result<Vec<Option<i
     }
 }
 
-fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> anyhow::Result<&'a T> {
+pub(super) fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> anyhow::Result<&'a T> {
     batch
         .column_by_name(name)
         .and_then(|c| c.as_any().downcast_ref::<T>())

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use super::commit::PartitionKey;
 use super::labels::{LabelJoiner, LabelSource, WaitingLabels};
 use super::models::Models;
-use super::quality::{MarginWatch, Quality, QualityRows};
+use super::quality::{MarginWatch, PartitionQuality, Quality, QualityRows};
 use super::record::{
     decode, DeadLetterRecord, DeadReason, DecodeLimits, PredictionRecord, Record, RecordKind,
     Rejected,
@@ -91,6 +91,9 @@ pub struct PartitionState {
     /// Labels waiting for their segment's points. They hold the partition's replay point
     /// back, so a crash replays them.
     waiting_labels: WaitingLabels,
+    /// A label partition's live figures per model (accuracy window, errors' detector):
+    /// restored on assignment, checkpointed into each `evaluations` file (`quality.rs`).
+    pub quality: PartitionQuality,
 }
 
 impl PartitionState {
@@ -120,6 +123,7 @@ impl PartitionState {
             topic: topic.to_string(),
             partition,
             waiting_labels: WaitingLabels::default(),
+            quality: PartitionQuality::default(),
         }
     }
 }
@@ -159,6 +163,12 @@ impl WorkerEnv {
             .into_iter()
             .chain(p.waiting_labels.oldest_offset())
             .fold(next, i64::min);
+        // The partition's figures after the segment's last graded label: the checkpoint a
+        // new owner restores from (every graded row of the partition goes into its open
+        // segment, so nothing graded after that label is missing from it).
+        if let Some(last) = seg.quality.evaluations.last() {
+            seg.quality.checkpoint = Some((last.source_offset, p.quality.checkpoint()));
+        }
         if let Some(w) = p.windows.as_mut() {
             w.evict_idle();
             let ev = std::mem::take(&mut w.events);
@@ -231,6 +241,9 @@ impl Worker {
                 continue;
             };
             self.env.metrics.live_series.sub(p.live_series);
+            if let Some(q) = &self.env.quality {
+                q.revoked(&k);
+            }
             if seal {
                 segments.extend(self.env.seal(&mut p));
                 targets.push((k, p.next_offset));
@@ -279,7 +292,7 @@ impl Worker {
                 &src,
                 &mut examples,
                 &mut dead,
-                &mut graded,
+                (&mut graded, &mut p.quality),
             );
             if examples.is_empty() && dead.is_empty() {
                 continue;
@@ -543,7 +556,7 @@ impl Worker {
                 &src,
                 &mut examples,
                 &mut dead,
-                &mut graded,
+                (&mut graded, &mut p.quality),
             );
         }
         if !emit {

@@ -20,6 +20,7 @@ use rdkafka::producer::FutureProducer;
 use tracing::{debug, error, warn};
 
 use super::commit::DurableOffsets;
+use super::quality::Quality;
 use super::sink::roll::FileSizes;
 use super::sink::{self, Segment};
 use super::store::Store;
@@ -45,6 +46,8 @@ pub struct WriterEnv {
     pub file_sizes: Arc<FileSizes>,
     /// The end of shutdown's grace period, once shutdown begins.
     pub give_up: Arc<GiveUp>,
+    /// Live quality: its counters count a graded label when its row is durable.
+    pub quality: Option<Arc<Quality>>,
 }
 
 /// When the writers stop retrying: the end of shutdown's grace period (`shutdown.grace_ms`),
@@ -303,5 +306,8 @@ fn count_durable(env: &WriterEnv, seg: &Segment) {
     }
     if let Some(t) = &env.training {
         t.examples_durable.add(&seg.examples);
+    }
+    if let Some(q) = &env.quality {
+        q.count_durable(&seg.topic, seg.partition, &seg.quality);
     }
 }

@@ -12,10 +12,13 @@ use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 
-use super::quality::QualityRows;
+use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use super::quality::{PartitionQuality, QualityRows};
 use super::record::{DeadLetterRecord, PredictionRecord};
 use super::store::Store;
-use super::training::Example;
+use super::training::{column, timestamps_ms, Example};
+use crate::config::DriftConfig;
 
 /// The outputs of `topic`/`partition` for source offsets `first_offset..=last_offset`.
 #[derive(Debug, Clone)]
@@ -333,9 +336,253 @@ pub fn replay_point_from_files(
     Ok(consistent.then_some((replay_from, name.last_offset + 1, rel)))
 }
 
+/// Keys of an `evaluations` file's checkpoint (see [`QualityRows::checkpoint`]).
+pub const META_QUALITY_THROUGH: &str = "milstream.quality_through";
+pub const META_QUALITY_STATE: &str = "milstream.quality_state";
+
+/// A label partition's figures as its durable evaluations leave them for a replay from
+/// `replay_from`, and the highest label offset durable in them (after the sweep; the caller
+/// raises it to the one found before the sweep, see `newest_quality_through`).
+pub struct Restored {
+    pub state: PartitionQuality,
+    pub durable_through: Option<i64>,
+}
+
+/// Rebuilds a label partition's [`PartitionQuality`] on assignment, exactly as an
+/// uninterrupted run had it before the label at `replay_from` (the partition's replay
+/// point: the replay grades every label from there on again, and none below it).
+///
+/// Why this is exact: a partition's labels are graded in offset order (waiting labels
+/// resolve in order, see `labels.rs`), and its state is a pure function of those grades
+/// (`PartitionQuality::grade`). Each `evaluations` file carries the state after its last
+/// label (its checkpoint); the sweep has removed every file at or beyond the committed
+/// offset. So the newest remaining file whose checkpoint lies below `replay_from` holds the
+/// state of the labels up to it, and the rows of the newer files below `replay_from`
+/// (labels a replay does not grade again; normally there are none) are graded on top, once
+/// each. Files are read newest first, footers only, down to that checkpoint. A file
+/// without a checkpoint (written before there were any) ends the search: the state starts
+/// over after it. Without a commit (`replay_from` None) the whole partition is replayed and
+/// the state starts empty.
+pub fn restore_quality(
+    store: &Store,
+    cfg: &DriftConfig,
+    topic: &str,
+    partition: i32,
+    replay_from: Option<i64>,
+) -> std::io::Result<Restored> {
+    let mut out = Restored {
+        state: PartitionQuality::default(),
+        durable_through: None,
+    };
+    let Some(replay_from) = replay_from else {
+        return Ok(out);
+    };
+    let mut files = evaluation_files(store, topic, partition)?;
+    files.sort_by_key(|(n, _)| std::cmp::Reverse((n.first_offset, n.last_offset)));
+    let mut newer = Vec::new();
+    let mut base = i64::MIN;
+    for (_, rel) in files {
+        let meta = parquet::read_key_value_metadata(store, &rel)?;
+        let through = meta
+            .get(META_QUALITY_THROUGH)
+            .and_then(|v| v.parse::<i64>().ok());
+        out.durable_through = out.durable_through.max(through);
+        match (through, meta.get(META_QUALITY_STATE)) {
+            (Some(t), Some(state)) if t < replay_from => {
+                out.state = serde_json::from_str(state).map_err(|e| {
+                    std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{rel}: {e}"))
+                })?;
+                base = t;
+                break;
+            }
+            (Some(_), Some(_)) => newer.push(rel),
+            _ => break,
+        }
+    }
+    let mut rows = Vec::new();
+    for rel in newer.iter().rev() {
+        rows.extend(
+            read_grades(store, rel)
+                .map_err(|e| std::io::Error::other(format!("{rel}: {e}")))?
+                .into_iter()
+                .filter(|g| g.offset > base && g.offset < replay_from),
+        );
+    }
+    // Offset order (stable: the older file's row first), one grade per label and model.
+    rows.sort_by_key(|g| g.offset);
+    rows.dedup_by(|b, a| a.offset == b.offset && a.model == b.model);
+    for g in rows {
+        let version = (g.model.as_str(), g.version.as_str());
+        out.state.grade(cfg, version, g.correct, g.labeled_at_ms);
+    }
+    Ok(out)
+}
+
+/// The visible `evaluations` files of `topic`/`partition`, with their parsed names.
+fn evaluation_files(
+    store: &Store,
+    topic: &str,
+    partition: i32,
+) -> std::io::Result<Vec<(OutputName, String)>> {
+    Ok(store
+        .list(EVALUATIONS_DIR)?
+        .into_iter()
+        .filter_map(|rel| {
+            let name = rel.rsplit('/').next().unwrap_or(&rel);
+            if name.starts_with('.') || !name.ends_with(".parquet") {
+                return None;
+            }
+            let parsed = parse_output_name(name)?;
+            (parsed.topic == topic && parsed.partition == partition).then_some((parsed, rel))
+        })
+        .collect())
+}
+
+/// The offset of the last graded label of the newest `evaluations` file of
+/// `topic`/`partition` (its checkpoint's): read before the sweep on assignment, it is the
+/// highest label whose row some owner made durable, and so counted (a partition grades in
+/// offset order, so the newest file holds the highest). None without such a file.
+pub fn newest_quality_through(
+    store: &Store,
+    topic: &str,
+    partition: i32,
+) -> std::io::Result<Option<i64>> {
+    let newest = evaluation_files(store, topic, partition)?
+        .into_iter()
+        .max_by_key(|(n, _)| (n.first_offset, n.last_offset));
+    let Some((_, rel)) = newest else {
+        return Ok(None);
+    };
+    let meta = parquet::read_key_value_metadata(store, &rel)?;
+    Ok(meta
+        .get(META_QUALITY_THROUGH)
+        .and_then(|v| v.parse::<i64>().ok()))
+}
+
+/// What [`restore_quality`] needs of an evaluation row.
+struct Grade {
+    model: String,
+    version: String,
+    correct: bool,
+    labeled_at_ms: i64,
+    offset: i64,
+}
+
+fn read_grades(store: &Store, rel: &str) -> anyhow::Result<Vec<Grade>> {
+    use arrow_array::{BooleanArray, Int64Array, StringArray};
+    let bytes = store
+        .get(rel)?
+        .ok_or_else(|| anyhow::anyhow!("{rel} is gone"))?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))?.build()?;
+    let mut out = Vec::new();
+    for batch in reader {
+        let b = batch?;
+        let model: &StringArray = column(&b, "model_name")?;
+        let version: &StringArray = column(&b, "model_version")?;
+        let correct: &BooleanArray = column(&b, "correct")?;
+        let offset: &Int64Array = column(&b, "source_offset")?;
+        let at = timestamps_ms(&b, "labeled_at")?;
+        for (i, at) in at.into_iter().enumerate() {
+            out.push(Grade {
+                model: model.value(i).to_string(),
+                version: version.value(i).to_string(),
+                correct: correct.value(i),
+                labeled_at_ms: at.ok_or_else(|| anyhow::anyhow!("`labeled_at` is null"))?,
+                offset: offset.value(i),
+            });
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A label partition graded over segments (the labels' error rate jumps at label 150, so
+    /// ADWIN drifts): restoring from the written files at any replay point gives the state of
+    /// grading the labels below it once each, whether the replay point is a file boundary or
+    /// falls inside a file; the counters count a rewritten segment once.
+    #[test]
+    fn quality_restored_from_checkpoints_equals_grading_the_labels_below_the_replay_point() {
+        use crate::metrics::Metrics;
+        use crate::stream::quality::{EvaluationRecord, Quality};
+        let root = std::env::temp_dir().join(format!("milstream-restore-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let store = Store::Local(root.clone());
+        let cfg = DriftConfig::default();
+        let label = |o: i64| {
+            // Right 9 times in 10 before label 150, wrong 7 times in 10 after.
+            let correct = if o < 150 { o % 10 != 3 } else { o % 10 > 6 };
+            EvaluationRecord {
+                key: format!("s-{}", o % 4),
+                segment: Some((o * 10, o * 10 + 5)),
+                label: "1".into(),
+                predicted: if correct { "1" } else { "2" }.into(),
+                correct,
+                classes: vec!["1".into(), "2".into()],
+                scores: vec![0.5, -0.5],
+                model_name: "series".into(),
+                model_version: "v1".into(),
+                source_topic: "labels".into(),
+                source_partition: 0,
+                source_offset: o,
+                labeled_at_ms: 1_700_000_000_000 + o,
+            }
+        };
+        let quality = Quality::new(cfg.clone(), Metrics::new());
+        let mut state = PartitionQuality::default();
+        let mut drifts = 0;
+        for first in (0..300).step_by(40) {
+            let mut seg = Segment::new("labels", 0, first, 1_700_000_000_000);
+            for o in first..(first + 40).min(300) {
+                let e = label(o);
+                let event = quality.record(&mut state, &e);
+                drifts += usize::from(event.is_some_and(|e| e.signal == "drift"));
+                seg.quality.evaluations.push(e);
+                seg.last_offset = o;
+            }
+            seg.quality.checkpoint = Some((seg.last_offset, state.checkpoint()));
+            parquet::write_segment(&store, &seg, false).unwrap();
+            quality.count_durable("labels", 0, &seg.quality);
+            // Written again (a replay within the process): not counted again.
+            quality.count_durable("labels", 0, &seg.quality);
+        }
+        assert!(drifts >= 1, "the test's labels must drift");
+        let labeled = |q: &Quality| {
+            q.metrics_for_tests()
+                .labeled_predictions
+                .with_label_values(&["series", "v1"])
+                .get()
+        };
+        assert_eq!(labeled(&quality), 300);
+        for replay_from in [0, 40, 121, 160, 299, 300] {
+            let mut expected = PartitionQuality::default();
+            for o in 0..replay_from {
+                expected.grade(
+                    &cfg,
+                    ("series", "v1"),
+                    label(o).correct,
+                    label(o).labeled_at_ms,
+                );
+            }
+            let r = restore_quality(&store, &cfg, "labels", 0, Some(replay_from)).unwrap();
+            assert_eq!(
+                r.state.checkpoint(),
+                expected.checkpoint(),
+                "restored at {replay_from}"
+            );
+            assert_eq!(r.durable_through, Some(299));
+            // A new owner counts on from the durable labels: none again.
+            let owner = Quality::new(cfg.clone(), Metrics::new());
+            owner.assigned(&("labels".into(), 0), &r.state, r.durable_through);
+            let mut seg = Segment::new("labels", 0, 280, 1_700_000_000_000);
+            seg.quality.evaluations = (280..300).map(label).collect();
+            owner.count_durable("labels", 0, &seg.quality);
+            assert_eq!(labeled(&owner), 0);
+        }
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 
     #[test]
     fn a_late_labels_segment_never_takes_the_name_of_the_segment_of_its_offsets() {

@@ -16,7 +16,10 @@ use parquet::file::metadata::{FooterTail, KeyValue, ParquetMetaDataReader};
 use parquet::file::properties::WriterProperties;
 
 use super::roll::ParquetBytes;
-use super::{Segment, DEAD_LETTERS_DIR, DRIFT_EVENTS_DIR, EVALUATIONS_DIR, PREDICTIONS_DIR};
+use super::{
+    Segment, DEAD_LETTERS_DIR, DRIFT_EVENTS_DIR, EVALUATIONS_DIR, META_QUALITY_STATE,
+    META_QUALITY_THROUGH, PREDICTIONS_DIR,
+};
 use crate::stream::quality::{drift_event_batch, evaluation_batch};
 use crate::stream::record::{DeadLetterRecord, PredictionRecord};
 use crate::stream::store::Store;
@@ -336,12 +339,14 @@ pub fn write_segment(store: &Store, seg: &Segment, by_hour: bool) -> std::io::Re
     let q = &seg.quality;
     if !q.evaluations.is_empty() {
         let rel = format!("{EVALUATIONS_DIR}/{name}");
-        let b = write_parquet(
-            store,
-            &rel,
-            &evaluation_batch(&q.evaluations),
-            &seg.file_metadata(),
-        )?;
+        // The label partition's detector state after the file's last label: what a new
+        // owner restores (`quality::restore`).
+        let mut meta = seg.file_metadata();
+        if let Some((through, state)) = &q.checkpoint {
+            meta.push((META_QUALITY_THROUGH.into(), through.to_string()));
+            meta.push((META_QUALITY_STATE.into(), state.clone()));
+        }
+        let b = write_parquet(store, &rel, &evaluation_batch(&q.evaluations), &meta)?;
         w.parquet = w.parquet + b;
     }
     if !q.drift_events.is_empty() {
