@@ -1,0 +1,120 @@
+//! The Population Stability Index of a sample of scores against a reference binned by its
+//! quantiles: PSI = sum_b (p_b - q_b) ln(p_b / q_b) (Yurdakul, "Statistical properties of
+//! population stability index", 2018, eq. 1), with the shares of empty bins floored at
+//! [`PSI_FLOOR`] so that a bin one side leaves empty adds a large but finite term.
+//!
+//! Not wired into the daemon: measured on GunPoint, a reference taken from a model's
+//! training scores does not describe its served scores (README, "Live accuracy and drift").
+
+use serde::{Deserialize, Serialize};
+
+/// The share an empty bin counts as on either side (1 in 10,000).
+pub const PSI_FLOOR: f64 = 1e-4;
+
+/// A reference distribution: the inner quantile edges of a reference sample and the share
+/// of that sample in each bin (not always 1/bins: tied values fall into one bin).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScoreBins {
+    /// Ascending inner edges; bin b holds the values with exactly b edges at or below them.
+    pub edges: Vec<f64>,
+    /// The reference sample's share per bin (edges.len() + 1 of them, summing to 1).
+    pub shares: Vec<f64>,
+}
+
+impl ScoreBins {
+    /// `bins` bins at the quantiles of `sample` (linear interpolation); None when the sample
+    /// has no finite value or `bins` is 0.
+    pub fn of(sample: &[f64], bins: usize) -> Option<ScoreBins> {
+        let mut v: Vec<f64> = sample.iter().copied().filter(|x| x.is_finite()).collect();
+        if v.is_empty() || bins == 0 {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let quantile = |p: f64| {
+            let at = p * (v.len() - 1) as f64;
+            let (lo, hi) = (at.floor() as usize, at.ceil() as usize);
+            v[lo] + (v[hi] - v[lo]) * (at - lo as f64)
+        };
+        let edges: Vec<f64> = (1..bins)
+            .map(|b| quantile(b as f64 / bins as f64))
+            .collect();
+        let mut counts = vec![0u64; bins];
+        let mut reference = ScoreBins {
+            edges,
+            shares: Vec::new(),
+        };
+        for &x in &v {
+            counts[reference.bin(x)] += 1;
+        }
+        reference.shares = counts.iter().map(|&c| c as f64 / v.len() as f64).collect();
+        Some(reference)
+    }
+
+    /// The bin of `x`: how many edges are at or below it.
+    pub fn bin(&self, x: f64) -> usize {
+        self.edges.partition_point(|&e| e <= x)
+    }
+
+    /// The PSI of a sample given as its counts per bin against this reference.
+    pub fn psi(&self, counts: &[u64]) -> f64 {
+        let n: u64 = counts.iter().sum();
+        if n == 0 {
+            return 0.0;
+        }
+        counts
+            .iter()
+            .zip(&self.shares)
+            .map(|(&c, &q)| {
+                let (p, q) = ((c as f64 / n as f64).max(PSI_FLOOR), q.max(PSI_FLOOR));
+                (p - q) * (p / q).ln()
+            })
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn psi_matches_a_hand_computation() {
+        let r = ScoreBins {
+            edges: vec![0.0],
+            shares: vec![0.5, 0.5],
+        };
+        // p = (1/4, 3/4), q = (1/2, 1/2):
+        // (0.25 - 0.5) ln(0.5) + (0.75 - 0.5) ln(1.5) = 0.25 ln 2 + 0.25 ln 1.5 = 0.2746531
+        assert!((r.psi(&[1, 3]) - 0.274_653_072).abs() < 1e-8);
+        assert_eq!(r.psi(&[5, 5]), 0.0);
+        // An empty bin counts as 1e-4: (1e-4 - 0.5) ln(2e-4) + (1 - 0.5) ln(2) = 4.6043...
+        let hand = (1e-4 - 0.5) * (1e-4f64 / 0.5).ln() + 0.5 * 2f64.ln();
+        assert!((r.psi(&[0, 7]) - hand).abs() < 1e-12);
+        assert!((hand - 4.604_32).abs() < 1e-4);
+    }
+
+    #[test]
+    fn quantile_bins_split_a_sample_evenly_and_keep_ties_together() {
+        let sample: Vec<f64> = (0..100).map(f64::from).collect();
+        let r = ScoreBins::of(&sample, 10).unwrap();
+        assert_eq!(r.edges.len(), 9);
+        assert!((r.edges[0] - 9.9).abs() < 1e-12);
+        assert!(r.shares.iter().all(|s| (s - 0.1).abs() < 1e-12));
+        assert_eq!(r.bin(-1.0), 0);
+        assert_eq!(r.bin(1e9), 9);
+        // The reference against itself: no shift.
+        let counts: Vec<u64> = r
+            .shares
+            .iter()
+            .map(|s| (s * 100.0).round() as u64)
+            .collect();
+        assert!(r.psi(&counts).abs() < 1e-12);
+        // Half the sample tied at one value: its bins are empty, one bin holds the ties.
+        let tied: Vec<f64> = (0..100)
+            .map(|i| if i < 50 { 0.0 } else { f64::from(i) })
+            .collect();
+        let r = ScoreBins::of(&tied, 10).unwrap();
+        assert!((r.shares.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        assert!((r.shares[r.bin(0.0)] - 0.5).abs() < 1e-12);
+        assert!(ScoreBins::of(&[f64::NAN], 10).is_none());
+    }
+}
