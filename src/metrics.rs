@@ -100,10 +100,12 @@ metric_names! {
     CONFUSION = "milstream_confusion_total";
     /// Accuracy of a model version over its last drift.accuracy_window labels (prequential).
     MODEL_ACCURACY = "milstream_model_accuracy";
-    /// Drift detector events per model, detector (errors: on labeled errors; margin: label-free, on the served margins) and signal (warning, drift).
+    /// Drift detector events per model, detector (errors: on labeled errors; margin: label-free, on the served margins; scores: label-free, PSI of the served class scores) and signal (warning, drift).
     DRIFT_EVENTS = "milstream_drift_events_total";
     /// The errors detector's state per model: 0 stable, 1 warning, 2 drift (until its next label).
     DRIFT_STATE = "milstream_drift_state";
+    /// The label-free distribution test's last window per model: the largest PSI over the classes of its served scores against its version's first window (on the scoring worker that closed it).
+    SCORE_PSI = "milstream_score_psi";
 }
 
 /// Every `reason` label value of [`DEAD_LETTERS`]: the dead-letter reason codes, taken
@@ -231,6 +233,8 @@ pub struct Metrics {
     pub drift_events: IntCounterVec,
     /// [`DRIFT_STATE`]`{model}`.
     pub drift_state: IntGaugeVec,
+    /// [`SCORE_PSI`]`{model}`.
+    pub score_psi: prometheus::GaugeVec,
 }
 
 impl Metrics {
@@ -289,6 +293,7 @@ impl Metrics {
             model_accuracy: float_gauge_vec(&r, MODEL_ACCURACY, &MODEL_VERSION),
             drift_events: counter_vec_of(&r, DRIFT_EVENTS, &["model", "detector", "signal"]),
             drift_state: gauge_vec(&r, DRIFT_STATE, &["model"]),
+            score_psi: float_gauge_vec(&r, SCORE_PSI, &["model"]),
             registry: r,
         };
         // Pre-touch the known label values so every series exists at 0 from the first scrape:
@@ -333,13 +338,14 @@ impl Metrics {
         }
         self.training_examples.with_label_values(&[model]);
         self.model_holdout_accuracy.with_label_values(&[model]);
-        for detector in ["errors", "margin"] {
+        for detector in ["errors", "margin", "scores"] {
             for signal in ["warning", "drift"] {
                 self.drift_events
                     .with_label_values(&[model, detector, signal]);
             }
         }
         self.drift_state.with_label_values(&[model]);
+        self.score_psi.with_label_values(&[model]);
     }
 
     /// Marks `version` (of kind `kind`) as the one model `model` serves; that model's
@@ -599,6 +605,7 @@ mod tests {
             MODEL_ACCURACY,
             DRIFT_EVENTS,
             DRIFT_STATE,
+            SCORE_PSI,
         ]
         .into();
         assert_eq!(

@@ -320,15 +320,19 @@ fn the_default_detectors_raise_no_false_alarm_on_20000_stationary_labels_and_fin
             ))
         })
         .collect();
-    let quality = Quality::new(DriftConfig::default(), Metrics::new());
+    let metrics = Metrics::new();
+    let quality = Quality::new(DriftConfig::default(), metrics.clone());
     let mut state = PartitionQuality::default();
     let mut margins = quality
         .margin_watch()
         .expect("margin detection is on by default");
+    let mut score_psi = quality
+        .score_watch()
+        .expect("the PSI test on the class scores is on by default");
     let classes = model.classes().to_vec();
     const STATIONARY: usize = 20_000;
     const CHANGED: usize = 5_000;
-    let (mut error_drift, mut margin_drift) = (None, None);
+    let (mut error_drift, mut margin_drift, mut psi_drift) = (None, None, None);
     for n in 0..STATIONARY + CHANGED {
         let changed = n >= STATIONARY;
         let i = rng.below(test.len());
@@ -384,12 +388,23 @@ fn the_default_detectors_raise_no_false_alarm_on_20000_stationary_labels_and_fin
             first_offset: n as i64,
             emitted_at_ms: 0,
         };
-        if let Some(e) = margins.observe(&[pred]).pop() {
+        let pred = [pred];
+        if let Some(e) = margins.observe(&pred).pop() {
             assert!(changed, "margins: false alarm at prediction {n}: {e:?}");
             margin_drift.get_or_insert(n - STATIONARY);
         }
+        if let Some(e) = score_psi.observe(&pred).pop() {
+            assert!(
+                changed,
+                "scores (PSI): false alarm at prediction {n}: {e:?}"
+            );
+            assert_eq!((e.detector, e.method, e.action), ("scores", "psi", "alert"));
+            let gauge = metrics.score_psi.with_label_values(&["series"]).get();
+            assert!(gauge > 0.25, "the PSI gauge shows {gauge} at the alarm");
+            psi_drift.get_or_insert(n - STATIONARY);
+        }
     }
-    println!("errors (ADWIN) drift after {error_drift:?} labels; margins (Page-Hinkley) after {margin_drift:?} predictions");
+    println!("errors (ADWIN) drift after {error_drift:?} labels; margins (Page-Hinkley) after {margin_drift:?} predictions; scores (PSI) after {psi_drift:?} predictions");
     let error_delay = error_drift.expect("the swapped labels were not detected");
     assert!(
         error_delay <= 64,
@@ -399,6 +414,13 @@ fn the_default_detectors_raise_no_false_alarm_on_20000_stationary_labels_and_fin
     assert!(
         margin_delay <= 2_000,
         "margins detected {margin_delay} predictions after the change"
+    );
+    // The change starts a window (20,000 is a multiple of the default 1,000), so the first
+    // window of changed scores closes 999 predictions after it; two windows at most.
+    let psi_delay = psi_drift.expect("the changed series were not detected by the PSI test");
+    assert!(
+        psi_delay < 2_000,
+        "the PSI test detected {psi_delay} predictions after the change"
     );
 }
 
@@ -762,10 +784,10 @@ fn a_new_owner_does_not_count_again_the_labels_durable_before_it() {
     );
 }
 
-/// Why the label-free distribution test on the class scores (PSI against a reference the
-/// model card would carry) is not in the daemon: LPBoost pushes its training examples onto
-/// the margin (scores at +-rho), so quantile bins of the training scores do not describe the
-/// scores of unseen series. 1,000 predictions of GunPoint test series drawn with replacement
+/// Why the label-free distribution test on the class scores (PSI) takes its reference from
+/// the version's first served window, not from the training set the model card could
+/// describe: LPBoost pushes its training examples onto the margin (scores at +-rho), so
+/// quantile bins of the training scores do not describe the scores of unseen series. 1,000 predictions of GunPoint test series drawn with replacement
 /// (a stationary stream) score a PSI far above the usual 0.25 alarm level on every class.
 /// Also printed: a reference of 50 unseen test series against the other 100, the floor a
 /// training set of GunPoint's size (50) gives even out of sample.
@@ -807,7 +829,7 @@ fn a_training_reference_of_the_class_scores_does_not_describe_the_served_scores(
         assert!(
             training > 1.0,
             "class {c}: the training reference describes the served scores (PSI {training}): \
-             the PSI test could now be wired into the daemon"
+             the model card could now carry the PSI test's reference"
         );
     }
 }

@@ -60,6 +60,19 @@ pub struct DriftConfig {
     /// Page-Hinkley's parameters on the margin (River 0.26 defaults but the threshold:
     /// min_instances 30, delta 0.005, alpha 0.9999, mode "both", threshold 50).
     pub page_hinkley: PageHinkleyParams,
+    /// The label-free distribution test: the Population Stability Index of each class's
+    /// served scores, per model and scoring worker, in tumbling windows of `score_window`
+    /// predictions against the quantile bins of the version's first window there. Alerts
+    /// only. (Not against the training scores: LPBoost puts those on the margin, see
+    /// `tests/live_quality.rs`.)
+    pub scores: bool,
+    /// Predictions per window of the PSI test (the first one is the reference).
+    pub score_window: usize,
+    /// Quantile bins of the reference window (deciles by default).
+    pub score_bins: usize,
+    /// An alarm when the largest PSI over the classes exceeds it (0.25: the usual
+    /// "significant shift" rule).
+    pub psi_threshold: f64,
 }
 
 impl Default for DriftConfig {
@@ -73,6 +86,10 @@ impl Default for DriftConfig {
             adwin: AdwinParams::default(),
             margin: true,
             page_hinkley: PageHinkleyParams::default(),
+            scores: true,
+            score_window: 1_000,
+            score_bins: 10,
+            psi_threshold: 0.25,
         }
     }
 }
@@ -94,6 +111,18 @@ impl DriftConfig {
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
         if self.accuracy_window == 0 {
             return Err(("drift.accuracy_window", "must be at least 1".into()));
+        }
+        if self.score_bins < 2 {
+            return Err(("drift.score_bins", "must be at least 2".into()));
+        }
+        if self.score_window < self.score_bins {
+            return Err((
+                "drift.score_window",
+                "must be at least drift.score_bins".into(),
+            ));
+        }
+        if !(self.psi_threshold > 0.0 && self.psi_threshold.is_finite()) {
+            return Err(("drift.psi_threshold", "must be a positive number".into()));
         }
         if self.adwin.clock == 0 {
             return Err(("drift.adwin.clock", "must be at least 1".into()));

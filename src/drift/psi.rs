@@ -3,8 +3,8 @@
 //! population stability index", 2018, eq. 1), with the shares of empty bins floored at
 //! [`PSI_FLOOR`] so that a bin one side leaves empty adds a large but finite term.
 //!
-//! Not wired into the daemon: measured on GunPoint, a reference taken from a model's
-//! training scores does not describe its served scores (README, "Live accuracy and drift").
+//! The daemon's label-free distribution test (`stream::quality::ScoreWatch`) bins each
+//! class's served scores with it against its version's first window of predictions.
 
 use serde::{Deserialize, Serialize};
 
