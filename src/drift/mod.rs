@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 pub use adwin::{Adwin, AdwinParams};
 pub use ddm::{Ddm, DdmParams};
 pub use page_hinkley::{PageHinkley, PageHinkleyMode, PageHinkleyParams};
-pub use psi::{ScoreBins, PSI_FLOOR};
+pub use psi::{PsiTest, ScoreBins, PSI_FLOOR};
 
 /// What a detector says after an update.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -72,6 +72,84 @@ impl ScoreBins {
     }
 }
 
+/// A PSI test on a stream of class-score vectors: the first `window` of them are the
+/// reference (per class, `bins` quantile bins of their scores), then each tumbling window
+/// of `window` is compared with it.
+pub struct PsiTest {
+    /// Per class, the reference bins; empty while the first window fills.
+    reference: Vec<ScoreBins>,
+    /// Per class, the first window's scores (until the reference is made).
+    first: Vec<Vec<f64>>,
+    /// Per class and bin, the current window's counts.
+    counts: Vec<Vec<u64>>,
+    /// Predictions in the current window.
+    filled: usize,
+    /// Predictions since the test (re)started, the reference included.
+    seen: u64,
+}
+
+impl PsiTest {
+    pub fn new(classes: usize) -> Self {
+        PsiTest {
+            reference: Vec::new(),
+            first: vec![Vec::new(); classes],
+            counts: Vec::new(),
+            filled: 0,
+            seen: 0,
+        }
+    }
+
+    /// The classes it bins.
+    pub fn classes(&self) -> usize {
+        self.reference.len().max(self.first.len())
+    }
+
+    /// Predictions since it started, the reference window included.
+    pub fn seen(&self) -> u64 {
+        self.seen
+    }
+
+    /// Adds one prediction's class scores (finite, one per class); returns the largest PSI
+    /// over the classes when the prediction closes a window (not the reference's).
+    pub fn push(&mut self, scores: &[f64], window: usize, bins: usize) -> Option<f64> {
+        self.seen += 1;
+        if self.reference.is_empty() {
+            for (v, &s) in self.first.iter_mut().zip(scores) {
+                v.push(s);
+            }
+            if self.first[0].len() == window {
+                let first = std::mem::take(&mut self.first);
+                self.reference = first
+                    .iter()
+                    .map(|v| ScoreBins::of(v, bins).expect("a window of finite scores"))
+                    .collect();
+                self.counts = self
+                    .reference
+                    .iter()
+                    .map(|r| vec![0; r.shares.len()])
+                    .collect();
+            }
+            return None;
+        }
+        for ((r, c), &s) in self.reference.iter().zip(&mut self.counts).zip(scores) {
+            c[r.bin(s)] += 1;
+        }
+        self.filled += 1;
+        if self.filled < window {
+            return None;
+        }
+        let psi = self
+            .reference
+            .iter()
+            .zip(&self.counts)
+            .map(|(r, c)| r.psi(c))
+            .fold(0.0, f64::max);
+        self.filled = 0;
+        self.counts.iter_mut().for_each(|c| c.fill(0));
+        Some(psi)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,6 +168,22 @@ mod tests {
         let hand = (1e-4 - 0.5) * (1e-4f64 / 0.5).ln() + 0.5 * 2f64.ln();
         assert!((r.psi(&[0, 7]) - hand).abs() < 1e-12);
         assert!((hand - 4.604_32).abs() < 1e-4);
+    }
+
+    #[test]
+    fn a_psi_test_takes_its_first_window_as_the_reference_then_tumbles() {
+        let mut t = PsiTest::new(1);
+        let same: Vec<Option<f64>> = (0..20)
+            .map(|i| t.push(&[f64::from(i % 10)], 10, 2))
+            .collect();
+        // The reference window, then one window of the same values: PSI 0 at its end only.
+        assert!(same[..19].iter().all(Option::is_none));
+        assert_eq!(same[19], Some(0.0));
+        // A window all in the upper bin: (1 - 0.5) ln 2 + (1e-4 - 0.5) ln(2e-4).
+        let shifted: Vec<Option<f64>> = (0..10).map(|_| t.push(&[9.0], 10, 2)).collect();
+        let hand = 0.5 * 2f64.ln() + (1e-4 - 0.5) * (2e-4f64).ln();
+        assert!((shifted[9].unwrap() - hand).abs() < 1e-12);
+        assert_eq!((t.seen(), t.classes()), (30, 1));
     }
 
     #[test]

@@ -41,7 +41,7 @@ use tracing::warn;
 use super::training::{ms_to_us, ts_type, Example};
 use super::window::ScoringModel;
 use crate::config::{DriftConfig, OnDrift};
-use crate::drift::{Detector, ScoreBins, Signal};
+use crate::drift::{Detector, PsiTest, Signal};
 use crate::metrics::Metrics;
 
 /// One label graded against the prediction of the model serving when it joined.
@@ -465,6 +465,15 @@ impl Quality {
         })
     }
 
+    /// A scoring worker's label-free detectors, those that are on (None when none is).
+    pub fn served_watch(self: &Arc<Self>) -> Option<ServedWatch> {
+        let w = ServedWatch {
+            margins: self.margin_watch(),
+            scores: self.score_watch(),
+        };
+        (w.margins.is_some() || w.scores.is_some()).then_some(w)
+    }
+
     /// A scoring worker's label-free distribution tests on the class scores (None when off).
     pub fn score_watch(self: &Arc<Self>) -> Option<ScoreWatch> {
         (self.cfg.scores && self.cfg.on_drift != OnDrift::Off).then(|| ScoreWatch {
@@ -556,74 +565,23 @@ impl MarginWatch {
     }
 }
 
-/// One model version's PSI test on one scoring worker: the first `score_window` predictions
-/// are the reference (per class, the quantile bins of their scores), then each tumbling
-/// window of `score_window` predictions is compared with it. After an alarm the test starts
-/// over (its next window is the new reference), as River's detectors do after a drift.
-struct ScoreTest {
-    version: String,
-    /// Per class, the reference bins; empty while the first window fills.
-    reference: Vec<ScoreBins>,
-    /// Per class, the first window's scores (until the reference is made).
-    first: Vec<Vec<f64>>,
-    /// Per class and bin, the current window's counts.
-    counts: Vec<Vec<u64>>,
-    /// Predictions in the current window.
-    filled: usize,
-    /// Predictions since the test (re)started, the reference included.
-    seen: u64,
+/// A scoring worker's label-free detectors on the predictions it emits.
+pub struct ServedWatch {
+    margins: Option<MarginWatch>,
+    scores: Option<ScoreWatch>,
 }
 
-impl ScoreTest {
-    fn new(version: &str, classes: usize) -> Self {
-        ScoreTest {
-            version: version.to_string(),
-            reference: Vec::new(),
-            first: vec![Vec::new(); classes],
-            counts: Vec::new(),
-            filled: 0,
-            seen: 0,
+impl ServedWatch {
+    /// Feeds the predictions to each detector that is on; returns their events.
+    pub fn observe(&mut self, preds: &[super::record::PredictionRecord]) -> Vec<DriftEventRecord> {
+        let mut events = Vec::new();
+        if let Some(m) = &mut self.margins {
+            events.extend(m.observe(preds));
         }
-    }
-
-    /// Adds one prediction's class scores; returns the largest PSI over the classes when
-    /// the prediction closes a window (not the reference's).
-    fn push(&mut self, scores: &[f64], window: usize, bins: usize) -> Option<f64> {
-        self.seen += 1;
-        if self.reference.is_empty() {
-            for (v, &s) in self.first.iter_mut().zip(scores) {
-                v.push(s);
-            }
-            if self.first[0].len() == window {
-                let first = std::mem::take(&mut self.first);
-                self.reference = first
-                    .iter()
-                    .map(|v| ScoreBins::of(v, bins).expect("a window of finite scores"))
-                    .collect();
-                self.counts = self
-                    .reference
-                    .iter()
-                    .map(|r| vec![0; r.shares.len()])
-                    .collect();
-            }
-            return None;
+        if let Some(s) = &mut self.scores {
+            events.extend(s.observe(preds));
         }
-        for ((r, c), &s) in self.reference.iter().zip(&mut self.counts).zip(scores) {
-            c[r.bin(s)] += 1;
-        }
-        self.filled += 1;
-        if self.filled < window {
-            return None;
-        }
-        let psi = self
-            .reference
-            .iter()
-            .zip(&self.counts)
-            .map(|(r, c)| r.psi(c))
-            .fold(0.0, f64::max);
-        self.filled = 0;
-        self.counts.iter_mut().for_each(|c| c.fill(0));
-        Some(psi)
+        events
     }
 }
 
@@ -634,7 +592,7 @@ impl ScoreTest {
 /// stationary stream against them). Deterministic for a given order of predictions.
 pub struct ScoreWatch {
     quality: Arc<Quality>,
-    models: HashMap<String, ScoreTest>,
+    models: HashMap<String, (String, PsiTest)>,
 }
 
 impl ScoreWatch {
@@ -649,13 +607,12 @@ impl ScoreWatch {
             }
             // Looked up by &str first: no allocation per prediction once the model is known.
             if !self.models.contains_key(&p.model_name) {
-                let fresh = ScoreTest::new(&p.model_version, p.scores.len());
+                let fresh = (p.model_version.clone(), PsiTest::new(p.scores.len()));
                 self.models.insert(p.model_name.clone(), fresh);
             }
-            let t = self.models.get_mut(&p.model_name).expect("inserted above");
-            let classes = t.reference.len().max(t.first.len());
-            if t.version != p.model_version || classes != p.scores.len() {
-                *t = ScoreTest::new(&p.model_version, p.scores.len());
+            let (version, t) = self.models.get_mut(&p.model_name).expect("inserted above");
+            if *version != p.model_version || t.classes() != p.scores.len() {
+                (*version, *t) = (p.model_version.clone(), PsiTest::new(p.scores.len()));
             }
             let Some(psi) = t.push(&p.scores, cfg.score_window, cfg.score_bins) else {
                 continue;
@@ -669,8 +626,10 @@ impl ScoreWatch {
             if psi <= cfg.psi_threshold {
                 continue;
             }
-            let observations = t.seen;
-            *t = ScoreTest::new(&p.model_version, p.scores.len());
+            let observations = t.seen();
+            // Started over, as River's detectors after a drift: the next window is the
+            // new reference.
+            *t = PsiTest::new(p.scores.len());
             warn!(
                 model,
                 version = %p.model_version,

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use super::commit::PartitionKey;
 use super::labels::{LabelJoiner, LabelSource, WaitingLabels};
 use super::models::Models;
-use super::quality::{MarginWatch, PartitionQuality, Quality, QualityRows, ScoreWatch};
+use super::quality::{PartitionQuality, Quality, QualityRows, ServedWatch};
 use super::record::{
     decode, DeadLetterRecord, DeadReason, DecodeLimits, PredictionRecord, Record, RecordKind,
     Rejected,
@@ -194,10 +194,8 @@ pub struct Worker {
     open_budget: usize,
     /// The key of the message being processed, reused so a lookup allocates nothing.
     key: PartitionKey,
-    /// The label-free drift detectors on this worker's predictions (`drift.margin`).
-    margins: Option<MarginWatch>,
-    /// The label-free PSI tests on this worker's class scores (`drift.scores`).
-    scores: Option<ScoreWatch>,
+    /// The label-free detectors on its predictions (`drift.margin`, `drift.scores`).
+    margins: Option<ServedWatch>,
 }
 
 impl Worker {
@@ -212,8 +210,7 @@ impl Worker {
     pub fn in_pool(env: Arc<WorkerEnv>, workers: usize) -> Self {
         let open_budget = env.cfg.output.max_open_bytes / workers.max(1);
         Self {
-            margins: env.quality.as_ref().and_then(|q| q.margin_watch()),
-            scores: env.quality.as_ref().and_then(|q| q.score_watch()),
+            margins: env.quality.as_ref().and_then(|q| q.served_watch()),
             env,
             parts: HashMap::new(),
             open_budget,
@@ -352,7 +349,6 @@ impl Worker {
             open_budget,
             key,
             margins,
-            scores,
         } = self;
         let metrics = &env.metrics;
         let (topic, partition, offset) = (&*msg.topic, msg.partition, msg.offset);
@@ -596,9 +592,6 @@ impl Worker {
             .extend(std::iter::repeat_n(consumed_at, preds.len()));
         if let Some(m) = margins {
             seg.quality.drift_events.extend(m.observe(&preds));
-        }
-        if let Some(s) = scores {
-            seg.quality.drift_events.extend(s.observe(&preds));
         }
         seg.predictions.extend(preds);
         seg.quality.extend(graded);
