@@ -109,13 +109,23 @@ pub struct WindowEvents {
     pub restarted: u64,
 }
 
+#[derive(Debug, Clone, Copy)]
+struct Released {
+    ts: i64,
+    value: f64,
+    offset: i64,
+}
+
 struct SeriesWindow {
     /// Reorder buffer: ts -> (value, offset), released once older than max_ts - lateness.
     pending: BTreeMap<i64, (f64, Vec<f64>, i64)>,
     max_ts: i64,
     last_released: Option<i64>,
-    /// The last W released points: (ts, value, offset, the other channels' values).
-    points: VecDeque<(i64, f64, i64, Vec<f64>)>,
+    /// The last W released points (24 bytes each).
+    points: VecDeque<Released>,
+    /// The other channels' values of each point in `points`, in step with it once a point
+    /// of several channels came; empty (no 24-byte entry per point) while none did.
+    rest: VecDeque<Vec<f64>>,
     scorer: Option<WindowScorer>,
     generation: u64,
     last_seen: u64,
@@ -193,6 +203,7 @@ impl PartitionWindows {
                     max_ts: i64::MIN,
                     last_released: None,
                     points: VecDeque::with_capacity(self.params.points + 1),
+                    rest: VecDeque::new(),
                     scorer: None,
                     generation: u64::MAX,
                     last_seen: clock,
@@ -256,7 +267,7 @@ impl PartitionWindows {
             .flat_map(|s| {
                 s.points
                     .iter()
-                    .map(|p| p.2)
+                    .map(|p| p.offset)
                     .chain(s.pending.values().map(|p| p.2))
             })
             .min()
@@ -294,11 +305,12 @@ fn release(
     out: &mut Vec<ScoredWindow>,
 ) -> bool {
     let mut restarted = false;
-    if let Some(&(prev_ts, ..)) = s.points.back() {
+    if let Some(&Released { ts: prev_ts, .. }) = s.points.back() {
         // Saturating: the decoder bounds `ts` to years 0000..=9999 (record::MAX_TS_MS),
         // where no difference overflows, but this must hold for any i64 a caller passes.
         if ts.saturating_sub(prev_ts) > params.idle_timeout_ms {
             s.points.clear();
+            s.rest.clear();
             s.scorer = None;
             restarted = true;
         } else if floor_div(prev_ts, params.hop_ms) < floor_div(ts, params.hop_ms) {
@@ -308,8 +320,9 @@ fn release(
                 // Later windows end later still: what is out of this one is out for good.
                 // Checked: a horizon below i64::MIN is below every point (none goes).
                 if let Some(horizon) = prev_ts.checked_sub(params.duration_ms) {
-                    while s.points.front().is_some_and(|p| p.0 <= horizon) {
+                    while s.points.front().is_some_and(|p| p.ts <= horizon) {
                         s.points.pop_front();
+                        s.rest.pop_front();
                     }
                 }
             }
@@ -324,9 +337,14 @@ fn release(
                     if let Ok(Some(explanation)) = explained {
                         out.push(ScoredWindow {
                             series_id: series_id.to_string(),
-                            start_ms: s.points.front().expect("full window").0,
+                            start_ms: s.points.front().expect("full window").ts,
                             end_ms: prev_ts,
-                            first_offset: s.points.iter().map(|p| p.2).min().expect("full window"),
+                            first_offset: s
+                                .points
+                                .iter()
+                                .map(|p| p.offset)
+                                .min()
+                                .expect("full window"),
                             points: if duration { len } else { params.points },
                             explanation,
                         });
@@ -344,9 +362,21 @@ fn release(
     } else {
         s.scorer = None;
     }
-    s.points.push_back((ts, v, off, rest));
+    if !rest.is_empty() && s.rest.len() < s.points.len() {
+        // The first point of several channels: the earlier ones had none besides.
+        s.rest.resize(s.points.len(), Vec::new());
+    }
+    if !s.rest.is_empty() || !rest.is_empty() {
+        s.rest.push_back(rest);
+    }
+    s.points.push_back(Released {
+        ts,
+        value: v,
+        offset: off,
+    });
     if s.points.len() > params.points {
         s.points.pop_front();
+        s.rest.pop_front();
     }
     s.last_released = Some(ts);
     restarted
@@ -377,8 +407,9 @@ fn ensure_scorer<'a>(
 ) -> Option<&'a mut WindowScorer> {
     if s.scorer.is_none() || s.generation != model.generation {
         let mut sc = WindowScorer::new(&model.model, params.points).ok()?;
-        for (_, v, _, rest) in &s.points {
-            push(&mut sc, &model.model, *v, rest).ok()?;
+        for (i, p) in s.points.iter().enumerate() {
+            let rest = s.rest.get(i).map_or(&[][..], Vec::as_slice);
+            push(&mut sc, &model.model, p.value, rest).ok()?;
         }
         s.scorer = Some(sc);
         s.generation = model.generation;
