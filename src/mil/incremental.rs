@@ -31,6 +31,8 @@ pub struct Plan {
     spaces: Vec<SpacePlan>,
     /// The most representatives one space keeps (the kernel row scratch).
     max_kept: usize,
+    /// The longest subsequence of a used space (the extraction scratch).
+    max_dim: usize,
     /// Per hypothesis (flat, ensemble by ensemble): its group.
     group_of: Vec<usize>,
     n_groups: usize,
@@ -190,9 +192,11 @@ impl Plan {
             });
         }
         let max_kept = spaces.iter().map(|s| s.n_kept).max().unwrap_or(0);
+        let max_dim = spaces.iter().map(|s| s.dim).max().unwrap_or(0);
         Self {
             spaces,
             max_kept,
+            max_dim,
             group_of,
             n_groups,
             mean_of,
@@ -268,14 +272,33 @@ pub struct WindowScorer {
     sums: Vec<i128>,
     /// Per space with mean groups: the subsequences its sums hold, (first start, count).
     spans: Vec<(u64, u64)>,
-    /// Kernel row scratch, per space.
-    scratch: Vec<f64>,
-    /// The new subsequence of a space, extracted.
-    sub: Vec<f64>,
     /// False for the kinds that take bags (MIORDM, the SVMs): their window score is not a
     /// max of per-subsequence terms one deque can maintain for every kind, so each window
     /// is scored from its points (`recent` keeps the last `window`).
     incremental: bool,
+}
+
+thread_local! {
+    /// Per scoring thread: the new subsequence of a space, extracted, and its kernel row
+    /// (scratch shared by the thread's scorers rather than held by each series).
+    static SCRATCH: std::cell::Cell<(Vec<f64>, Vec<f64>)> =
+        const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+}
+
+/// The thread's scratch, long enough for `plan`; give it back with [`put_scratch`].
+fn take_scratch(plan: &Plan) -> (Vec<f64>, Vec<f64>) {
+    let (mut sub, mut row) = SCRATCH.with(std::cell::Cell::take);
+    if sub.len() < plan.max_dim {
+        sub.resize(plan.max_dim, 0.0);
+    }
+    if row.len() < plan.max_kept {
+        row.resize(plan.max_kept, 0.0);
+    }
+    (sub, row)
+}
+
+fn put_scratch(scratch: (Vec<f64>, Vec<f64>)) {
+    SCRATCH.with(|c| c.set(scratch));
 }
 
 /// Points `recent` holds beyond what it keeps before it is compacted: one move of `keep`
@@ -358,8 +381,6 @@ impl WindowScorer {
                 deques: Vec::new(),
                 sums: Vec::new(),
                 spans: Vec::new(),
-                scratch: Vec::new(),
-                sub: Vec::new(),
                 incremental: false,
             });
         }
@@ -377,7 +398,6 @@ impl WindowScorer {
             )));
         }
         let p = plan(m);
-        let scratch = vec![0.0; p.max_kept];
         // The window, and the footprint of the subsequence leaving it.
         let keep = window + max_len + 1;
         Ok(Self {
@@ -390,15 +410,6 @@ impl WindowScorer {
             deques: vec![VecDeque::new(); p.n_groups],
             sums: vec![0; p.span_of.len()],
             spans: vec![(0, 0); p.n_spans],
-            scratch,
-            sub: vec![
-                0.0;
-                m.spaces
-                    .iter()
-                    .map(|s| s.extraction().dim())
-                    .max()
-                    .unwrap_or(0)
-            ],
             incremental: true,
         })
     }
@@ -449,6 +460,7 @@ impl WindowScorer {
         }
         let m = shapelet(model)?;
         let plan = plan(m);
+        let (mut sub, mut scratch) = take_scratch(plan);
         for (r, &v) in self.recent.iter_mut().zip(x) {
             if r.len() >= self.keep + SLACK {
                 r.drain(..r.len() - self.keep);
@@ -480,9 +492,9 @@ impl WindowScorer {
                 continue;
             }
             let start = self.n - f as u64;
-            let sub = &mut self.sub[..sp.dim];
+            let sub = &mut sub[..sp.dim];
             sp.extraction.extract_channels(all, live - f, sub);
-            let krow = &mut self.scratch[..sp.n_kept];
+            let krow = &mut scratch[..sp.n_kept];
             sp.kernel.row_blocked(sub, &sp.kept, krow);
             for g in &sp.groups {
                 let v: f64 = g.alpha.iter().map(|&(z, a)| a * krow[z as usize]).sum();
@@ -518,9 +530,10 @@ impl WindowScorer {
             window_start,
             &mut self.sums,
             &mut self.spans,
-            &mut self.sub,
-            &mut self.scratch,
+            &mut sub,
+            &mut scratch,
         );
+        put_scratch((sub, scratch));
         Ok(())
     }
 
@@ -545,6 +558,7 @@ impl WindowScorer {
                 }
             }
             let plan = plan(shapelet(model)?);
+            let (mut sub, mut scratch) = take_scratch(plan);
             let all: Vec<&[f64]> = self.recent.iter().map(Vec::as_slice).collect();
             let base = self.n - all[0].len() as u64;
             drop_means_before(
@@ -554,9 +568,10 @@ impl WindowScorer {
                 start,
                 &mut self.sums,
                 &mut self.spans,
-                &mut self.sub,
-                &mut self.scratch,
+                &mut sub,
+                &mut scratch,
             );
+            put_scratch((sub, scratch));
         }
         self.explain_from(model, self.window_start)
     }
