@@ -3,12 +3,10 @@
 //! A live series holds one deque per hypothesis group and a daemon holds many series, so
 //! an entry is 12 bytes (the subsequence's start as a wrapping `u32` beside its exact
 //! value) and no deque has an allocation or a capacity of its own: each is a ring in one
-//! arena per scorer. A full ring doubles: in place when it is the arena's last, else into
-//! a region an earlier move freed (kept by size class), else at the arena's end. Only when
-//! the arena has no room left is it compacted, rings holding more than twice their length
+//! arena per scorer. A full ring moves to the arena's end with twice the room; when the
+//! arena has no room left it is compacted, rings holding more than twice their length
 //! (and a few) cut down to 3/2 of it, so the arena follows what the deques hold now, not
-//! the longest each ever was; reusing freed regions keeps compactions (and the regrowth
-//! of the rings they cut) rare.
+//! the longest each ever was.
 //!
 //! Values stay exact `f64`s: a rounded key would leave equal keys to be recomputed, and
 //! some data (ACSF1's, quantised) ties dozens of times a point.
@@ -46,19 +44,6 @@ pub(super) struct Deques {
     starts: Vec<u32>,
     values: Vec<f64>,
     rings: Vec<Ring>,
-    /// Regions rings moved out of, as (base, cap), by size class: `free[k]` holds those
-    /// with `cap` in [2^k, 2^(k+1)).
-    free: Vec<Vec<(u32, u32)>>,
-    /// How often each way of growing was taken: in place, into a freed region, at the
-    /// end, by compaction (for the tests).
-    #[cfg(test)]
-    grown: [u32; 4],
-}
-
-/// The size class of a region of `cap` slots.
-#[inline]
-fn class(cap: u32) -> usize {
-    (31 - cap.leading_zeros()) as usize
 }
 
 impl Deques {
@@ -111,103 +96,29 @@ impl Deques {
         self.values[k] = v;
     }
 
-    /// Deque `g` is full: it doubles in place when it is the arena's last ring, else moves
-    /// to a freed region or the arena's end; when neither has room the arena is compacted.
+    /// Deque `g` is full: it moves to the arena's end with twice the room, or, when the
+    /// arena has no room for that, the arena is compacted.
     #[cold]
     fn grow(&mut self, g: usize) {
         let r = self.rings[g];
         let cap = (2 * r.cap).max(4);
-        let end = self.values.len();
-        if r.cap > 0 && (r.base + r.cap) as usize == end {
-            if end + (cap - r.cap) as usize <= self.values.capacity() {
-                self.grow_in_place(g, cap);
-                return;
-            }
+        if self.values.len() + cap as usize > self.values.capacity() {
+            self.compact(g, cap);
+            return;
         }
-        let base = match self.take_free(cap) {
-            Some((base, got)) => {
-                self.count(1);
-                self.move_ring(g, base, got);
-                base
-            }
-            None if end + cap as usize <= self.values.capacity() => {
-                self.count(2);
-                self.starts.resize(end + cap as usize, 0);
-                self.values.resize(end + cap as usize, 0.0);
-                self.move_ring(g, end as u32, cap);
-                end as u32
-            }
-            None => {
-                self.count(3);
-                self.compact(g, cap);
-                return;
-            }
-        };
-        debug_assert_eq!(self.rings[g].base, base);
-        if r.cap > 0 {
-            self.release(r.base, r.cap);
+        let base = self.values.len();
+        for run in r.runs() {
+            self.starts.extend_from_within(run.clone());
+            self.values.extend_from_within(run);
         }
-    }
-
-    #[inline]
-    fn count(&mut self, _way: usize) {
-        #[cfg(test)]
-        {
-            self.grown[_way] += 1;
-        }
-    }
-
-    /// The last ring in the arena takes `cap` slots where it is: the arena extends, and
-    /// the entries that wrapped to the ring's start follow its old end.
-    fn grow_in_place(&mut self, g: usize, cap: u32) {
-        self.count(0);
-        let r = self.rings[g];
-        let (base, end) = (r.base as usize, self.values.len());
         self.starts.resize(base + cap as usize, 0);
         self.values.resize(base + cap as usize, 0.0);
-        // Full, so the wrapped entries are the ring's first `head` slots.
-        let wrapped = base..base + r.head as usize;
-        self.starts.copy_within(wrapped.clone(), end);
-        self.values.copy_within(wrapped, end);
-        self.rings[g].cap = cap;
-    }
-
-    /// Ring `g`'s entries, front to back, to `cap` slots at `base` (a region no ring uses).
-    fn move_ring(&mut self, g: usize, base: u32, cap: u32) {
-        let r = self.rings[g];
-        let mut to = base as usize;
-        for run in r.runs() {
-            let n = run.len();
-            self.starts.copy_within(run.clone(), to);
-            self.values.copy_within(run, to);
-            to += n;
-        }
         self.rings[g] = Ring {
-            base,
+            base: base as u32,
             cap,
             head: 0,
             len: r.len,
         };
-    }
-
-    /// A freed region of at least `cap` slots: one of its own class that fits, else any
-    /// of a larger class.
-    fn take_free(&mut self, cap: u32) -> Option<(u32, u32)> {
-        let k = class(cap);
-        if let Some(list) = self.free.get_mut(k) {
-            if let Some(i) = list.iter().position(|&(_, c)| c >= cap) {
-                return Some(list.swap_remove(i));
-            }
-        }
-        self.free.iter_mut().skip(k + 1).find_map(|list| list.pop())
-    }
-
-    fn release(&mut self, base: u32, cap: u32) {
-        let k = class(cap);
-        if self.free.len() <= k {
-            self.free.resize_with(k + 1, Vec::new);
-        }
-        self.free[k].push((base, cap));
     }
 
     /// A new arena holding every deque in order (deque `g` with room for `cap`), and a
@@ -248,7 +159,6 @@ impl Deques {
         }
         self.starts = starts;
         self.values = values;
-        self.free.iter_mut().for_each(Vec::clear);
     }
 
     /// Heap bytes: (entries in use, the arena and the rings).
@@ -256,14 +166,7 @@ impl Deques {
         let entry = std::mem::size_of::<u32>() + std::mem::size_of::<f64>();
         (
             self.rings.iter().map(|r| r.len as usize).sum::<usize>() * entry,
-            self.values.capacity() * entry
-                + self.rings.capacity() * std::mem::size_of::<Ring>()
-                + self.free.capacity() * std::mem::size_of::<Vec<(u32, u32)>>()
-                + self
-                    .free
-                    .iter()
-                    .map(|l| l.capacity() * std::mem::size_of::<(u32, u32)>())
-                    .sum::<usize>(),
+            self.values.capacity() * entry + self.rings.capacity() * std::mem::size_of::<Ring>(),
         )
     }
 }
@@ -273,9 +176,8 @@ mod tests {
     use super::*;
     use std::collections::VecDeque;
 
-    /// Random pushes and pops on several deques against `VecDeque`s, through growth in
-    /// place, moves into freed regions and to the end, and compactions; the arena stays
-    /// within a bound of what is live.
+    /// Random pushes and pops on several deques against `VecDeque`s, through growth,
+    /// moves and compactions; the arena stays within a bound of what is live.
     #[test]
     fn rings_behave_as_deques() {
         let mut d = Deques::new(5);
@@ -310,7 +212,6 @@ mod tests {
             assert_eq!(d.front(g), refs[g].front().copied(), "step {step}");
             assert_eq!(d.back(g), refs[g].back().map(|e| e.1), "step {step}");
         }
-        assert!(d.grown.iter().all(|&n| n > 0), "ways grown: {:?}", d.grown);
         let live: usize = refs.iter().map(VecDeque::len).sum();
         let (used, held) = d.heap_bytes();
         assert_eq!(used, live * 12);
