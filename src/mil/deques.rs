@@ -38,11 +38,26 @@ impl Ring {
     }
 }
 
+/// Whether a subsequence starting at `a` starts before `b`, both wrapping at 2^32 (a
+/// window never spans 2^31 points, see `WindowScorer::new`).
+#[inline]
+pub(super) fn starts_before(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
+/// One entry: a subsequence's start (wrapping) beside its exact value, 12 bytes (packed to
+/// 4-byte alignment), so one access reads one place.
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C, packed(4))]
+struct Slot {
+    start: u32,
+    value: f64,
+}
+
 #[derive(Debug, Clone, Default)]
 pub(super) struct Deques {
     /// The arena: a subsequence's start (wrapping) and its value, slot by slot.
-    starts: Vec<u32>,
-    values: Vec<f64>,
+    slots: Vec<Slot>,
     rings: Vec<Ring>,
 }
 
@@ -60,17 +75,19 @@ impl Deques {
         let r = &self.rings[g];
         (r.len > 0).then(|| {
             let k = r.slot(0);
-            (self.starts[k], self.values[k])
+            (self.slots[k].start, self.slots[k].value)
         })
     }
 
     /// The value at the back of deque `g`.
+    #[cfg(test)]
     #[inline]
     pub fn back(&self, g: usize) -> Option<f64> {
         let r = &self.rings[g];
-        (r.len > 0).then(|| self.values[r.slot(r.len - 1)])
+        (r.len > 0).then(|| self.slots[r.slot(r.len - 1)].value)
     }
 
+    #[cfg(test)]
     #[inline]
     pub fn pop_back(&mut self, g: usize) {
         self.rings[g].len -= 1;
@@ -84,6 +101,7 @@ impl Deques {
     }
 
     /// Appends a subsequence starting at `start` (wrapping) of value `v` to deque `g`.
+    #[cfg(test)]
     #[inline]
     pub fn push_back(&mut self, g: usize, start: u32, v: f64) {
         if self.rings[g].len == self.rings[g].cap {
@@ -92,8 +110,34 @@ impl Deques {
         let r = &mut self.rings[g];
         r.len += 1;
         let k = r.slot(r.len - 1);
-        self.starts[k] = start;
-        self.values[k] = v;
+        self.slots[k] = Slot { start, value: v };
+    }
+
+    /// One step of a sliding-window maximum on deque `g`: drops the back entries smaller
+    /// than `v` (strict: an equal earlier value stays in front, as the from-scratch argmax
+    /// keeps the first maximiser), appends (`start`, `v`), then drops the front entries
+    /// starting before `window_start` (wrapping, see [`starts_before`]). The same as
+    /// `back`/`pop_back`/`push_back`/`front`/`pop_front` in that order, with the ring
+    /// read once: this is the scorer's hot path.
+    #[inline]
+    pub fn push_max(&mut self, g: usize, start: u32, v: f64, window_start: u32) {
+        let mut r = self.rings[g];
+        while r.len > 0 && self.slots[r.slot(r.len - 1)].value < v {
+            r.len -= 1;
+        }
+        if r.len == r.cap {
+            self.rings[g] = r;
+            self.grow(g);
+            r = self.rings[g];
+        }
+        r.len += 1;
+        let k = r.slot(r.len - 1);
+        self.slots[k] = Slot { start, value: v };
+        while r.len > 0 && starts_before(self.slots[r.slot(0)].start, window_start) {
+            r.len -= 1;
+            r.head = if r.head + 1 == r.cap { 0 } else { r.head + 1 };
+        }
+        self.rings[g] = r;
     }
 
     /// Deque `g` is full: it moves to the arena's end with twice the room, or, when the
@@ -102,17 +146,15 @@ impl Deques {
     fn grow(&mut self, g: usize) {
         let r = self.rings[g];
         let cap = (2 * r.cap).max(4);
-        if self.values.len() + cap as usize > self.values.capacity() {
+        if self.slots.len() + cap as usize > self.slots.capacity() {
             self.compact(g, cap);
             return;
         }
-        let base = self.values.len();
+        let base = self.slots.len();
         for run in r.runs() {
-            self.starts.extend_from_within(run.clone());
-            self.values.extend_from_within(run);
+            self.slots.extend_from_within(run);
         }
-        self.starts.resize(base + cap as usize, 0);
-        self.values.resize(base + cap as usize, 0.0);
+        self.slots.resize(base + cap as usize, Slot::default());
         self.rings[g] = Ring {
             base: base as u32,
             cap,
@@ -140,16 +182,14 @@ impl Deques {
             .map(|(i, r)| cap_of(i, r) as usize)
             .sum();
         let room = total + total / 4 + 16;
-        let (mut starts, mut values) = (Vec::with_capacity(room), Vec::with_capacity(room));
+        let mut slots = Vec::with_capacity(room);
         for (i, r) in self.rings.iter_mut().enumerate() {
             let cap = cap_of(i, r);
-            let base = values.len();
+            let base = slots.len();
             for run in r.runs() {
-                starts.extend_from_slice(&self.starts[run.clone()]);
-                values.extend_from_slice(&self.values[run]);
+                slots.extend_from_slice(&self.slots[run]);
             }
-            starts.resize(base + cap as usize, 0);
-            values.resize(base + cap as usize, 0.0);
+            slots.resize(base + cap as usize, Slot::default());
             *r = Ring {
                 base: base as u32,
                 cap,
@@ -157,16 +197,15 @@ impl Deques {
                 len: r.len,
             };
         }
-        self.starts = starts;
-        self.values = values;
+        self.slots = slots;
     }
 
     /// Heap bytes: (entries in use, the arena and the rings).
     pub fn heap_bytes(&self) -> (usize, usize) {
-        let entry = std::mem::size_of::<u32>() + std::mem::size_of::<f64>();
+        let entry = std::mem::size_of::<Slot>();
         (
             self.rings.iter().map(|r| r.len as usize).sum::<usize>() * entry,
-            self.values.capacity() * entry + self.rings.capacity() * std::mem::size_of::<Ring>(),
+            self.slots.capacity() * entry + self.rings.capacity() * std::mem::size_of::<Ring>(),
         )
     }
 }
@@ -175,6 +214,39 @@ impl Deques {
 mod tests {
     use super::*;
     use std::collections::VecDeque;
+
+    /// `push_max` is the separate steps of a sliding-window maximum, on random values
+    /// (ties included) and window starts that wrap past 2^32.
+    #[test]
+    fn push_max_is_the_sliding_maximum_steps() {
+        let (mut fused, mut steps) = (Deques::new(3), Deques::new(3));
+        let mut state = 987654321u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let origin = u32::MAX - 5_000;
+        for i in 0..40_000u32 {
+            let g = (next() % 3) as usize;
+            let start = origin.wrapping_add(i);
+            let v = (next() % 50) as f64;
+            let ws = start.wrapping_sub((next() % 64) as u32);
+            fused.push_max(g, start, v, ws);
+            while steps.back(g).is_some_and(|b| b < v) {
+                steps.pop_back(g);
+            }
+            steps.push_back(g, start, v);
+            while steps.front(g).is_some_and(|(st, _)| starts_before(st, ws)) {
+                steps.pop_front(g);
+            }
+            for h in 0..3 {
+                assert_eq!(fused.front(h), steps.front(h), "step {i}");
+                assert_eq!(fused.back(h), steps.back(h), "step {i}");
+            }
+        }
+    }
 
     /// Random pushes and pops on several deques against `VecDeque`s, through growth,
     /// moves and compactions; the arena stays within a bound of what is live.

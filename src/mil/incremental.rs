@@ -308,7 +308,7 @@ fn put_scratch(scratch: Scratch) {
 
 /// Points `recent` holds beyond what it keeps before it is compacted: one move of `keep`
 /// values every `SLACK` points.
-const SLACK: usize = 16;
+const SLACK: usize = 64;
 
 /// The point index of a deque entry's wrapping start: every live start is at most `keep`
 /// points behind `n`.
@@ -318,7 +318,7 @@ fn unwrap_start(n: u64, start: u32) -> u64 {
 
 /// True if wrapping start `a` is before `b` (both within 2^31 points of each other).
 fn before(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) < 0
+    super::deques::starts_before(a, b)
 }
 
 /// The kernel row of `space`'s subsequence at `at` in `all`, into `row`.
@@ -542,18 +542,9 @@ impl WindowScorer {
             row_at(sp, all, live - f, &mut scratch.sub, &mut scratch.row);
             for g in &sp.groups {
                 let v = group_value(&g.alpha, &scratch.row);
-                let dq = &mut self.deques;
-                // Strict <: an equal earlier value stays in front, as the from-scratch
-                // argmax keeps the first maximiser.
-                while dq.back(g.group).is_some_and(|b| b < v) {
-                    dq.pop_back(g.group);
-                }
-                dq.push_back(g.group, start as u32, v);
                 // The window moved by one point: at most one subsequence left it
                 // (none stays when the window is shorter than the footprint).
-                while dq.front(g.group).is_some_and(|(st, _)| before(st, ws)) {
-                    dq.pop_front(g.group);
-                }
+                self.deques.push_max(g.group, start as u32, v, ws);
                 if let Some(slot) = g.mean {
                     self.sums[slot] += i128::from(to_fixed(v));
                 }
