@@ -254,6 +254,7 @@ fn bench_score(opts: &FitOptions) -> Result<()> {
             black_box(&full);
             k = if k + 1 < stream.len() { k + 1 } else { foot };
         });
+        let heap = sc.heap_bytes();
         let hyps: usize = m.ensembles.iter().map(|e| e.hypotheses.len()).sum();
         models.push(json!({
             "model": format!("{name} default"),
@@ -272,6 +273,7 @@ fn bench_score(opts: &FitOptions) -> Result<()> {
             "ratio_to_floor": ns_point / ns_floor,
             "full_rows_ns_per_point": ns_full,
             "ns_per_explain": ns_explain,
+            "scorer_heap_bytes": {"deque_entries": heap[0], "deques": heap[1], "recent": heap[2], "sums": heap[3]},
         }));
         if name == "GunPoint" {
             gunpoint = Some((model, stream));
@@ -332,6 +334,10 @@ fn bench_score(opts: &FitOptions) -> Result<()> {
                 m["representatives_kept"],
                 m["representatives"],
                 m["ns_per_explain"].as_f64().unwrap_or(f64::NAN),
+            );
+            println!(
+                "  scorer heap bytes: {} (groups {})",
+                m["scorer_heap_bytes"], m["hypothesis_groups"]
             );
         }
         println!(

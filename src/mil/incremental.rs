@@ -9,8 +9,7 @@
 //! and the alpha sums are computed by the same code in the same order, and ties keep the
 //! earliest subsequence as the from-scratch argmax does.
 
-use std::collections::VecDeque;
-
+use super::deques::Deques;
 use super::error::{MilError, Result};
 use super::kernel::{Kernel, RepBlocks};
 use super::model::{Explanation, Model};
@@ -265,8 +264,9 @@ pub struct WindowScorer {
     /// shorter than a space's footprint has that space's one subsequence with the last
     /// point repeated, as the offline scorer reads it (computed when explained).
     min_window: usize,
-    /// Per hypothesis group (see [`Plan`]): (subsequence start, value), values decreasing.
-    deques: Vec<VecDeque<(u64, f64)>>,
+    /// Per hypothesis group (see [`Plan`]): (subsequence start, value), values decreasing
+    /// (the start wrapping at 2^32; see [`Deques`]).
+    deques: Deques,
     /// Per mean group: the exact fixed-point sum of its in-window subsequences' values
     /// (added on entry, subtracted on leaving).
     sums: Vec<i128>,
@@ -278,32 +278,61 @@ pub struct WindowScorer {
     incremental: bool,
 }
 
+/// A scoring thread's scratch: a space's new subsequence and its kernel row.
+#[derive(Default)]
+struct Scratch {
+    sub: Vec<f64>,
+    row: Vec<f64>,
+}
+
 thread_local! {
-    /// Per scoring thread: the new subsequence of a space, extracted, and its kernel row
-    /// (scratch shared by the thread's scorers rather than held by each series).
-    static SCRATCH: std::cell::Cell<(Vec<f64>, Vec<f64>)> =
-        const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+    /// Per scoring thread (shared by the thread's scorers rather than held by each series).
+    static SCRATCH: std::cell::Cell<Scratch> = std::cell::Cell::new(Scratch::default());
 }
 
 /// The thread's scratch, long enough for `plan`; give it back with [`put_scratch`].
-fn take_scratch(plan: &Plan) -> (Vec<f64>, Vec<f64>) {
-    let (mut sub, mut row) = SCRATCH.with(std::cell::Cell::take);
-    if sub.len() < plan.max_dim {
-        sub.resize(plan.max_dim, 0.0);
+fn take_scratch(plan: &Plan) -> Scratch {
+    let mut s = SCRATCH.with(std::cell::Cell::take);
+    if s.sub.len() < plan.max_dim {
+        s.sub.resize(plan.max_dim, 0.0);
     }
-    if row.len() < plan.max_kept {
-        row.resize(plan.max_kept, 0.0);
+    if s.row.len() < plan.max_kept {
+        s.row.resize(plan.max_kept, 0.0);
     }
-    (sub, row)
+    s
 }
 
-fn put_scratch(scratch: (Vec<f64>, Vec<f64>)) {
+fn put_scratch(scratch: Scratch) {
     SCRATCH.with(|c| c.set(scratch));
 }
 
 /// Points `recent` holds beyond what it keeps before it is compacted: one move of `keep`
 /// values every `SLACK` points.
 const SLACK: usize = 64;
+
+/// The point index of a deque entry's wrapping start: every live start is at most `keep`
+/// points behind `n`.
+fn unwrap_start(n: u64, start: u32) -> u64 {
+    n - u64::from((n as u32).wrapping_sub(start))
+}
+
+/// True if wrapping start `a` is before `b` (both within 2^31 points of each other).
+fn before(a: u32, b: u32) -> bool {
+    super::deques::starts_before(a, b)
+}
+
+/// The kernel row of `space`'s subsequence at `at` in `all`, into `row`.
+fn row_at(sp: &SpacePlan, all: &[&[f64]], at: usize, sub: &mut [f64], row: &mut [f64]) {
+    let sub = &mut sub[..sp.dim];
+    sp.extraction.extract_channels(all, at, sub);
+    sp.kernel.row_blocked(sub, &sp.kept, &mut row[..sp.n_kept]);
+}
+
+/// A group's value: sum_z alpha_z K(z, x) over its kept representatives, in the model's
+/// order (hence its bits).
+fn group_value(alpha: &[(u32, f64)], row: &[f64]) -> f64 {
+    alpha.iter().map(|&(z, a)| a * row[z as usize]).sum()
+}
 
 /// Takes every subsequence starting before `start` out of the sliding sums: each one's
 /// value recomputed from the kept points (`all`, whose first point has index `base`).
@@ -315,21 +344,19 @@ fn drop_means_before(
     start: u64,
     sums: &mut [i128],
     spans: &mut [(u64, u64)],
-    sub: &mut [f64],
-    scratch: &mut [f64],
+    scratch: &mut Scratch,
 ) {
     for sp in &plan.spaces {
         let Some(ex) = &sp.exit else { continue };
         let (first, count) = &mut spans[ex.span];
         while *count > 0 && *first < start {
-            let sub = &mut sub[..sp.dim];
+            let sub = &mut scratch.sub[..sp.dim];
             sp.extraction
                 .extract_channels(all, (*first - base) as usize, sub);
-            let krow = &mut scratch[..ex.n];
+            let krow = &mut scratch.row[..ex.n];
             sp.kernel.row_blocked(sub, &ex.reps, krow);
             for (slot, alpha) in &ex.means {
-                let v: f64 = alpha.iter().map(|&(z, a)| a * krow[z as usize]).sum();
-                sums[*slot] -= i128::from(to_fixed(v));
+                sums[*slot] -= i128::from(to_fixed(group_value(alpha, krow)));
             }
             *first += 1;
             *count -= 1;
@@ -378,7 +405,7 @@ impl WindowScorer {
                 recent: vec![Vec::with_capacity(2 * window); sb.channels.max(1)],
                 keep: window,
                 min_window: sb.length,
-                deques: Vec::new(),
+                deques: Deques::new(0),
                 sums: Vec::new(),
                 spans: Vec::new(),
                 incremental: false,
@@ -400,6 +427,12 @@ impl WindowScorer {
         let p = plan(m);
         // The window, and the footprint of the subsequence leaving it.
         let keep = window + max_len + 1;
+        if keep >= 1 << 31 {
+            // The deques keep starts wrapping at 2^32, compared within 2^31 of each other.
+            return Err(MilError::InvalidParameter(format!(
+                "a window of {window} points is longer than incremental scoring takes (2^31)"
+            )));
+        }
         Ok(Self {
             window,
             window_start: 0,
@@ -407,7 +440,7 @@ impl WindowScorer {
             recent: vec![Vec::with_capacity(keep + SLACK); m.input.channels()],
             keep,
             min_window,
-            deques: vec![VecDeque::new(); p.n_groups],
+            deques: Deques::new(p.n_groups),
             sums: vec![0; p.span_of.len()],
             spans: vec![(0, 0); p.n_spans],
             incremental: true,
@@ -426,6 +459,18 @@ impl WindowScorer {
     /// True once the window holds `window` points.
     pub fn is_full(&self) -> bool {
         self.n >= self.window as u64
+    }
+
+    /// Heap bytes this scorer holds, by part: deque entries in use, the deques' arena and
+    /// rings, recent points, sums and spans. For `bench --score`.
+    pub fn heap_bytes(&self) -> [usize; 4] {
+        let (entries, deques) = self.deques.heap_bytes();
+        [
+            entries,
+            deques,
+            self.recent.iter().map(|r| r.capacity() * 8 + 24).sum(),
+            self.sums.len() * 16 + self.spans.len() * 16,
+        ]
     }
 
     /// Values per point this scorer takes (the model's channels).
@@ -460,7 +505,7 @@ impl WindowScorer {
         }
         let m = shapelet(model)?;
         let plan = plan(m);
-        let (mut sub, mut scratch) = take_scratch(plan);
+        let mut scratch = take_scratch(plan);
         for (r, &v) in self.recent.iter_mut().zip(x) {
             if r.len() >= self.keep + SLACK {
                 r.drain(..r.len() - self.keep);
@@ -484,6 +529,8 @@ impl WindowScorer {
             &many
         };
         let live = all[0].len();
+        let base = self.n - live as u64;
+        let ws = window_start as u32;
         // Only the spaces some hypothesis reads, and in each only the representatives some
         // alpha weighs (the plan): the values are the full rows' bits (see `Plan`).
         for sp in &plan.spaces {
@@ -492,24 +539,12 @@ impl WindowScorer {
                 continue;
             }
             let start = self.n - f as u64;
-            let sub = &mut sub[..sp.dim];
-            sp.extraction.extract_channels(all, live - f, sub);
-            let krow = &mut scratch[..sp.n_kept];
-            sp.kernel.row_blocked(sub, &sp.kept, krow);
+            row_at(sp, all, live - f, &mut scratch.sub, &mut scratch.row);
             for g in &sp.groups {
-                let v: f64 = g.alpha.iter().map(|&(z, a)| a * krow[z as usize]).sum();
-                let dq = &mut self.deques[g.group];
-                // Strict <: an equal earlier value stays in front, as the from-scratch
-                // argmax keeps the first maximiser.
-                while dq.back().is_some_and(|&(_, b)| b < v) {
-                    dq.pop_back();
-                }
-                dq.push_back((start, v));
+                let v = group_value(&g.alpha, &scratch.row);
                 // The window moved by one point: at most one subsequence left it
                 // (none stays when the window is shorter than the footprint).
-                while dq.front().is_some_and(|&(st, _)| st < window_start) {
-                    dq.pop_front();
-                }
+                self.deques.push_max(g.group, start as u32, v, ws);
                 if let Some(slot) = g.mean {
                     self.sums[slot] += i128::from(to_fixed(v));
                 }
@@ -522,7 +557,6 @@ impl WindowScorer {
                 *count += 1;
             }
         }
-        let base = self.n - live as u64;
         drop_means_before(
             plan,
             all,
@@ -530,10 +564,9 @@ impl WindowScorer {
             window_start,
             &mut self.sums,
             &mut self.spans,
-            &mut sub,
             &mut scratch,
         );
-        put_scratch((sub, scratch));
+        put_scratch(scratch);
         Ok(())
     }
 
@@ -552,13 +585,17 @@ impl WindowScorer {
         let start = self.n - len as u64;
         if start > self.window_start {
             self.window_start = start;
-            for dq in &mut self.deques {
-                while dq.front().is_some_and(|&(st, _)| st < start) {
-                    dq.pop_front();
+            let plan = plan(shapelet(model)?);
+            for g in 0..plan.n_groups {
+                while self
+                    .deques
+                    .front(g)
+                    .is_some_and(|(st, _)| before(st, start as u32))
+                {
+                    self.deques.pop_front(g);
                 }
             }
-            let plan = plan(shapelet(model)?);
-            let (mut sub, mut scratch) = take_scratch(plan);
+            let mut scratch = take_scratch(plan);
             let all: Vec<&[f64]> = self.recent.iter().map(Vec::as_slice).collect();
             let base = self.n - all[0].len() as u64;
             drop_means_before(
@@ -568,10 +605,9 @@ impl WindowScorer {
                 start,
                 &mut self.sums,
                 &mut self.spans,
-                &mut sub,
                 &mut scratch,
             );
-            put_scratch((sub, scratch));
+            put_scratch(scratch);
         }
         self.explain_from(model, self.window_start)
     }
@@ -618,9 +654,9 @@ impl WindowScorer {
             let (mut ve, mut oe) = (Vec::new(), Vec::new());
             for h in &e.hypotheses {
                 let g = plan.group_of[q];
-                let (start, v) = match self.deques[g].front() {
-                    Some(&(start, max)) => (
-                        start,
+                let (start, v) = match self.deques.front(g) {
+                    Some((start, max)) => (
+                        unwrap_start(self.n, start),
                         match plan.mean_of[g] {
                             Some(slot) if h.mean => fixed_mean(
                                 self.sums[slot],

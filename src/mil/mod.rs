@@ -9,6 +9,7 @@ pub mod bag;
 pub mod boxcount;
 pub mod boxsvm;
 pub mod cancel;
+mod deques;
 pub mod derived;
 pub mod error;
 pub mod head;

@@ -1,0 +1,295 @@
+//! The monotonic deques of one window scorer's hypothesis groups, all in one arena.
+//!
+//! A live series holds one deque per hypothesis group and a daemon holds many series, so
+//! an entry is 12 bytes (the subsequence's start as a wrapping `u32` beside its exact
+//! value) and no deque has an allocation or a capacity of its own: each is a ring in one
+//! arena per scorer. A full ring moves to the arena's end with twice the room; when the
+//! arena has no room left it is compacted, rings holding more than twice their length
+//! (and a few) cut down to 3/2 of it, so the arena follows what the deques hold now, not
+//! the longest each ever was.
+//!
+//! Values stay exact `f64`s: a rounded key would leave equal keys to be recomputed, and
+//! some data (ACSF1's, quantised) ties dozens of times a point.
+
+/// A ring in the arena: `len` entries from `head` within `cap` slots at `base`.
+#[derive(Debug, Clone, Copy, Default)]
+struct Ring {
+    base: u32,
+    cap: u32,
+    head: u32,
+    len: u32,
+}
+
+impl Ring {
+    #[inline]
+    fn slot(&self, i: u32) -> usize {
+        let j = self.head + i;
+        (self.base + if j >= self.cap { j - self.cap } else { j }) as usize
+    }
+
+    /// Its entries' slots, front to back, as at most two ranges.
+    fn runs(&self) -> [std::ops::Range<usize>; 2] {
+        let (base, head) = (self.base as usize, self.head as usize);
+        let first = (self.len as usize).min((self.cap - self.head) as usize);
+        [
+            base + head..base + head + first,
+            base..base + self.len as usize - first,
+        ]
+    }
+}
+
+/// Whether a subsequence starting at `a` starts before `b`, both wrapping at 2^32 (a
+/// window never spans 2^31 points, see `WindowScorer::new`).
+#[inline]
+pub(super) fn starts_before(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
+/// One entry: a subsequence's start (wrapping) beside its exact value, 12 bytes (packed to
+/// 4-byte alignment), so one access reads one place.
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C, packed(4))]
+struct Slot {
+    start: u32,
+    value: f64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(super) struct Deques {
+    /// The arena: a subsequence's start (wrapping) and its value, slot by slot.
+    slots: Vec<Slot>,
+    rings: Vec<Ring>,
+}
+
+impl Deques {
+    pub fn new(groups: usize) -> Self {
+        Self {
+            rings: vec![Ring::default(); groups],
+            ..Self::default()
+        }
+    }
+
+    /// The front of deque `g`: (start, value).
+    #[inline]
+    pub fn front(&self, g: usize) -> Option<(u32, f64)> {
+        let r = &self.rings[g];
+        (r.len > 0).then(|| {
+            let k = r.slot(0);
+            (self.slots[k].start, self.slots[k].value)
+        })
+    }
+
+    /// The value at the back of deque `g`.
+    #[cfg(test)]
+    #[inline]
+    pub fn back(&self, g: usize) -> Option<f64> {
+        let r = &self.rings[g];
+        (r.len > 0).then(|| self.slots[r.slot(r.len - 1)].value)
+    }
+
+    #[cfg(test)]
+    #[inline]
+    pub fn pop_back(&mut self, g: usize) {
+        self.rings[g].len -= 1;
+    }
+
+    #[inline]
+    pub fn pop_front(&mut self, g: usize) {
+        let r = &mut self.rings[g];
+        r.len -= 1;
+        r.head = if r.head + 1 == r.cap { 0 } else { r.head + 1 };
+    }
+
+    /// Appends a subsequence starting at `start` (wrapping) of value `v` to deque `g`.
+    #[cfg(test)]
+    #[inline]
+    pub fn push_back(&mut self, g: usize, start: u32, v: f64) {
+        if self.rings[g].len == self.rings[g].cap {
+            self.grow(g);
+        }
+        let r = &mut self.rings[g];
+        r.len += 1;
+        let k = r.slot(r.len - 1);
+        self.slots[k] = Slot { start, value: v };
+    }
+
+    /// One step of a sliding-window maximum on deque `g`: drops the back entries smaller
+    /// than `v` (strict: an equal earlier value stays in front, as the from-scratch argmax
+    /// keeps the first maximiser), appends (`start`, `v`), then drops the front entries
+    /// starting before `window_start` (wrapping, see [`starts_before`]). The same as
+    /// `back`/`pop_back`/`push_back`/`front`/`pop_front` in that order, with the ring
+    /// read once: this is the scorer's hot path.
+    #[inline]
+    pub fn push_max(&mut self, g: usize, start: u32, v: f64, window_start: u32) {
+        let mut r = self.rings[g];
+        while r.len > 0 && self.slots[r.slot(r.len - 1)].value < v {
+            r.len -= 1;
+        }
+        if r.len == r.cap {
+            self.rings[g] = r;
+            self.grow(g);
+            r = self.rings[g];
+        }
+        r.len += 1;
+        let k = r.slot(r.len - 1);
+        self.slots[k] = Slot { start, value: v };
+        while r.len > 0 && starts_before(self.slots[r.slot(0)].start, window_start) {
+            r.len -= 1;
+            r.head = if r.head + 1 == r.cap { 0 } else { r.head + 1 };
+        }
+        self.rings[g] = r;
+    }
+
+    /// Deque `g` is full: it moves to the arena's end with twice the room, or, when the
+    /// arena has no room for that, the arena is compacted.
+    #[cold]
+    fn grow(&mut self, g: usize) {
+        let r = self.rings[g];
+        let cap = (2 * r.cap).max(4);
+        if self.slots.len() + cap as usize > self.slots.capacity() {
+            self.compact(g, cap);
+            return;
+        }
+        let base = self.slots.len();
+        for run in r.runs() {
+            self.slots.extend_from_within(run);
+        }
+        self.slots.resize(base + cap as usize, Slot::default());
+        self.rings[g] = Ring {
+            base: base as u32,
+            cap,
+            head: 0,
+            len: r.len,
+        };
+    }
+
+    /// A new arena holding every deque in order (deque `g` with room for `cap`), and a
+    /// quarter of it free for rings that move later.
+    fn compact(&mut self, g: usize, cap: u32) {
+        let cap_of = |i: usize, r: &Ring| {
+            if i == g {
+                cap
+            } else if r.cap > 2 * r.len + 8 {
+                r.len + r.len / 2 + 4
+            } else {
+                r.cap
+            }
+        };
+        let total: usize = self
+            .rings
+            .iter()
+            .enumerate()
+            .map(|(i, r)| cap_of(i, r) as usize)
+            .sum();
+        let room = total + total / 4 + 16;
+        let mut slots = Vec::with_capacity(room);
+        for (i, r) in self.rings.iter_mut().enumerate() {
+            let cap = cap_of(i, r);
+            let base = slots.len();
+            for run in r.runs() {
+                slots.extend_from_slice(&self.slots[run]);
+            }
+            slots.resize(base + cap as usize, Slot::default());
+            *r = Ring {
+                base: base as u32,
+                cap,
+                head: 0,
+                len: r.len,
+            };
+        }
+        self.slots = slots;
+    }
+
+    /// Heap bytes: (entries in use, the arena and the rings).
+    pub fn heap_bytes(&self) -> (usize, usize) {
+        let entry = std::mem::size_of::<Slot>();
+        (
+            self.rings.iter().map(|r| r.len as usize).sum::<usize>() * entry,
+            self.slots.capacity() * entry + self.rings.capacity() * std::mem::size_of::<Ring>(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+
+    /// `push_max` is the separate steps of a sliding-window maximum, on random values
+    /// (ties included) and window starts that wrap past 2^32.
+    #[test]
+    fn push_max_is_the_sliding_maximum_steps() {
+        let (mut fused, mut steps) = (Deques::new(3), Deques::new(3));
+        let mut state = 987654321u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let origin = u32::MAX - 5_000;
+        for i in 0..40_000u32 {
+            let g = (next() % 3) as usize;
+            let start = origin.wrapping_add(i);
+            let v = (next() % 50) as f64;
+            let ws = start.wrapping_sub((next() % 64) as u32);
+            fused.push_max(g, start, v, ws);
+            while steps.back(g).is_some_and(|b| b < v) {
+                steps.pop_back(g);
+            }
+            steps.push_back(g, start, v);
+            while steps.front(g).is_some_and(|(st, _)| starts_before(st, ws)) {
+                steps.pop_front(g);
+            }
+            for h in 0..3 {
+                assert_eq!(fused.front(h), steps.front(h), "step {i}");
+                assert_eq!(fused.back(h), steps.back(h), "step {i}");
+            }
+        }
+    }
+
+    /// Random pushes and pops on several deques against `VecDeque`s, through growth,
+    /// moves and compactions; the arena stays within a bound of what is live.
+    #[test]
+    fn rings_behave_as_deques() {
+        let mut d = Deques::new(5);
+        let mut refs: Vec<VecDeque<(u32, f64)>> = vec![VecDeque::new(); 5];
+        let mut state = 12345u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for step in 0..200_000u32 {
+            let g = (next() % 5) as usize;
+            // Deques drift between long and short, so rings grow, move and shrink.
+            let op = next() % 10;
+            let push = match (step / 5_000) % 3 {
+                0 => op < 7,
+                1 => op < 5,
+                _ => op < 3,
+            };
+            if push {
+                let v = (next() % 1000) as f64 / 7.0;
+                d.push_back(g, step, v);
+                refs[g].push_back((step, v));
+            } else if op % 2 == 0 && !refs[g].is_empty() {
+                d.pop_front(g);
+                refs[g].pop_front();
+            } else if !refs[g].is_empty() {
+                d.pop_back(g);
+                refs[g].pop_back();
+            }
+            assert_eq!(d.front(g), refs[g].front().copied(), "step {step}");
+            assert_eq!(d.back(g), refs[g].back().map(|e| e.1), "step {step}");
+        }
+        let live: usize = refs.iter().map(VecDeque::len).sum();
+        let (used, held) = d.heap_bytes();
+        assert_eq!(used, live * 12);
+        assert!(
+            held < 4 * used + 4096,
+            "{held} bytes held for {used} in use"
+        );
+    }
+}
