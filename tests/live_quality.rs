@@ -425,10 +425,14 @@ fn the_default_detectors_raise_no_false_alarm_on_20000_stationary_labels_and_fin
 }
 
 /// SIGKILLs mid-stream (the crash-test pattern of `tests/stream_recovery.rs`): after three
-/// kills and a restart, `evaluations/` holds every label exactly once (one model version
-/// serves throughout: `on_drift = "alert"`).
+/// kills and a restart, every label is accounted for exactly once (one model version serves
+/// throughout: `on_drift = "alert"`): graded once in `evaluations/`, or, when a kill fell
+/// after its points' partition committed past the label's segment but before the label
+/// joined, an `unjoined` dead letter naming the series' kept history (the points history
+/// is in memory, so the restarted process cannot join it again: a known gap, see
+/// docs/DRIFT.md). Never both, never twice, never lost.
 #[test]
-fn after_sigkills_every_label_is_graded_exactly_once() {
+fn after_sigkills_every_label_is_graded_or_dead_lettered_exactly_once() {
     let dir = scratch("quality-crash");
     let out = dir.join("out");
     let bootstrap = cluster(3);
@@ -467,6 +471,18 @@ fn after_sigkills_every_label_is_graded_exactly_once() {
         })
     };
     let graded = |out: &Path| read_rows(out, "evaluations").len();
+    let unjoined = |out: &Path| -> Vec<(i64, i64)> {
+        read_rows(out, "dead_letters")
+            .iter()
+            .filter(|r| r["topic"] == LABELS && r["reason"] == "unjoined")
+            .map(|r| {
+                (
+                    r["partition"].as_i64().unwrap(),
+                    r["offset"].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    };
     for i in 0..3 {
         let log = dir.join(format!("child-{i}.log"));
         let mut child = spawn_child(&cfg_path, &log);
@@ -480,13 +496,20 @@ fn after_sigkills_every_label_is_graded_exactly_once() {
     let log = dir.join("child-final.log");
     let mut child = spawn_child(&cfg_path, &log);
     let complete = wait_until(Duration::from_secs(120), || {
-        fed.load(std::sync::atomic::Ordering::SeqCst) && graded(&out) >= labels
+        fed.load(std::sync::atomic::Ordering::SeqCst)
+            && graded(&out) + unjoined(&out).len() >= labels
     });
     std::thread::sleep(Duration::from_millis(1_000));
     child.kill().expect("SIGKILL");
     child.wait().unwrap();
     feeder.join().unwrap();
-    assert!(complete, "{} of {labels} labels graded", graded(&out));
+    let lost = unjoined(&out);
+    assert!(
+        complete,
+        "{} of {labels} labels graded, {} unjoined",
+        graded(&out),
+        lost.len()
+    );
     let evals = read_rows(&out, "evaluations");
     let mut seen = BTreeMap::new();
     for r in &evals {
@@ -499,7 +522,28 @@ fn after_sigkills_every_label_is_graded_exactly_once() {
     }
     let twice: Vec<_> = seen.iter().filter(|(_, &n)| n > 1).collect();
     assert!(twice.is_empty(), "labels graded twice: {twice:?}");
-    assert_eq!(evals.len(), labels, "every label exactly once");
+    let graded_labels: BTreeSet<(i64, i64)> = seen.keys().map(|(p, o, _)| (*p, *o)).collect();
+    let unjoined_labels: BTreeSet<(i64, i64)> = lost.iter().copied().collect();
+    assert_eq!(
+        unjoined_labels.len(),
+        lost.len(),
+        "a label dead-lettered twice"
+    );
+    assert!(
+        graded_labels.is_disjoint(&unjoined_labels),
+        "a label both graded and dead-lettered"
+    );
+    assert_eq!(
+        graded_labels.len() + unjoined_labels.len(),
+        labels,
+        "every label exactly once, graded or dead-lettered"
+    );
+    assert!(!graded_labels.is_empty(), "no label graded at all");
+    println!(
+        "{} labels graded once, {} unjoined after a kill (of {labels})",
+        graded_labels.len(),
+        unjoined_labels.len()
+    );
 }
 
 /// Per label partition, the detector state of its newest `evaluations` checkpoint (read
@@ -597,6 +641,18 @@ fn the_detectors_state_survives_a_rebalance_and_a_sigkill() {
         )
     };
     let graded = |out: &Path| read_rows(out, "evaluations").len();
+    let unjoined = |out: &Path| -> Vec<(i64, i64)> {
+        read_rows(out, "dead_letters")
+            .iter()
+            .filter(|r| r["topic"] == LABELS && r["reason"] == "unjoined")
+            .map(|r| {
+                (
+                    r["partition"].as_i64().unwrap(),
+                    r["offset"].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    };
 
     // Uninterrupted.
     let dir = scratch("quality-state-whole");
@@ -657,7 +713,8 @@ fn the_detectors_state_survives_a_rebalance_and_a_sigkill() {
     first.kill().expect("SIGKILL");
     first.wait().unwrap();
     let complete = wait_until(Duration::from_secs(120), || {
-        fed.load(std::sync::atomic::Ordering::SeqCst) && graded(&out) >= labels
+        fed.load(std::sync::atomic::Ordering::SeqCst)
+            && graded(&out) + unjoined(&out).len() >= labels
     });
     std::thread::sleep(Duration::from_millis(1_000));
     second.kill().expect("SIGKILL");
