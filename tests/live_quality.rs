@@ -546,6 +546,30 @@ fn after_sigkills_every_label_is_graded_or_dead_lettered_exactly_once() {
     );
 }
 
+/// Produces `msgs` from a thread at about 1,500 messages a second (some 15 s for these
+/// tests' streams); the flag is set once every message is produced.
+fn feed_slowly(
+    bootstrap: &str,
+    msgs: Vec<(String, String, Vec<u8>)>,
+) -> (
+    std::thread::JoinHandle<()>,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+) {
+    let fed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let feeder = {
+        let (bootstrap, fed) = (bootstrap.to_string(), fed.clone());
+        std::thread::spawn(move || {
+            let p = producer(&bootstrap);
+            for chunk in msgs.chunks(151) {
+                produce_all(&p, chunk);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            fed.store(true, std::sync::atomic::Ordering::SeqCst);
+        })
+    };
+    (feeder, fed)
+}
+
 /// Per label partition, the detector state of its newest `evaluations` checkpoint (read
 /// back with pyarrow from the files' key-value metadata), with each model's `version` and
 /// label times dropped: two runs' registries name the start-up model differently, and
@@ -693,19 +717,7 @@ fn the_detectors_state_survives_a_rebalance_and_a_sigkill() {
     let (model_path, _) = model_file(&dir);
     let _ = config(&bootstrap, &out, &model_path, "state-moved", &extra(&dir));
     let cfg_path = config_path(&out, "state-moved");
-    let fed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let feeder = {
-        let (bootstrap, fed) = (bootstrap.clone(), fed.clone());
-        std::thread::spawn(move || {
-            let p = producer(&bootstrap);
-            // About 1,500 messages a second: some 15 s for the stream.
-            for chunk in msgs.chunks(151) {
-                produce_all(&p, chunk);
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            fed.store(true, std::sync::atomic::Ordering::SeqCst);
-        })
-    };
+    let (feeder, fed) = feed_slowly(&bootstrap, msgs);
     let mut first = spawn_child(&cfg_path, &dir.join("first.log"));
     wait_until(Duration::from_secs(30), || graded(&out) >= labels / 5);
     let mut second = spawn_child(&cfg_path, &dir.join("second.log"));
@@ -779,18 +791,7 @@ fn a_new_owner_does_not_count_again_the_labels_durable_before_it() {
         ),
     )
     .unwrap();
-    let fed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let feeder = {
-        let (bootstrap, fed) = (bootstrap.clone(), fed.clone());
-        std::thread::spawn(move || {
-            let p = producer(&bootstrap);
-            for chunk in msgs.chunks(151) {
-                produce_all(&p, chunk);
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            fed.store(true, std::sync::atomic::Ordering::SeqCst);
-        })
-    };
+    let (feeder, fed) = feed_slowly(&bootstrap, msgs);
     let mut first = spawn_child(&cfg_path, &dir.join("first.log"));
     // Killed once a label's row is durable at or beyond its partition's committed offset.
     let uncommitted = |rows: &[Value]| {

@@ -226,12 +226,20 @@ pub(super) fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> anyh
         .ok_or_else(|| anyhow::anyhow!("column `{name}` is missing or of another type"))
 }
 
-/// Reads one store file.
-pub fn read_examples(store: &Store, rel: &str) -> anyhow::Result<Vec<Example>> {
+/// The record batches of one Parquet file of the store (training examples, evaluations).
+pub(super) fn read_batches(
+    store: &Store,
+    rel: &str,
+) -> anyhow::Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
     let bytes = store
         .get(rel)?
         .ok_or_else(|| anyhow::anyhow!("{rel} is gone"))?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))?.build()?;
+    Ok(ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))?.build()?)
+}
+
+/// Reads one store file.
+pub fn read_examples(store: &Store, rel: &str) -> anyhow::Result<Vec<Example>> {
+    let reader = read_batches(store, rel)?;
     let mut out = Vec::new();
     for batch in reader {
         let b = batch?;

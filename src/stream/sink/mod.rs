@@ -12,12 +12,10 @@ use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 
-use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-
 use super::quality::{PartitionQuality, QualityRows};
 use super::record::{DeadLetterRecord, PredictionRecord};
 use super::store::Store;
-use super::training::{column, timestamps_ms, Example};
+use super::training::{column, read_batches, timestamps_ms, Example};
 use crate::config::DriftConfig;
 
 /// The outputs of `topic`/`partition` for source offsets `first_offset..=last_offset`.
@@ -470,10 +468,7 @@ struct Grade {
 
 fn read_grades(store: &Store, rel: &str) -> anyhow::Result<Vec<Grade>> {
     use arrow_array::{BooleanArray, Int64Array, StringArray};
-    let bytes = store
-        .get(rel)?
-        .ok_or_else(|| anyhow::anyhow!("{rel} is gone"))?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))?.build()?;
+    let reader = read_batches(store, rel)?;
     let mut out = Vec::new();
     for batch in reader {
         let b = batch?;
