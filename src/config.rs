@@ -932,4 +932,22 @@ mod tests {
         let text = include_str!("../deploy/milstream.example.toml");
         Config::parse("deploy/milstream.example.toml", text).unwrap();
     }
+
+    #[test]
+    fn drift_warning_delta_defaults_to_rivers_warning_level_and_0_turns_it_off() {
+        let c = Config::parse("x.toml", "").unwrap();
+        assert_eq!(c.drift.warning_delta, 0.01);
+        assert!(c.drift.warning_detector().is_some());
+        let off = Config::parse("x.toml", "[drift]\nwarning_delta = 0\n").unwrap();
+        assert!(off.drift.warning_detector().is_none());
+        let ddm = Config::parse("x.toml", "[drift]\nerrors = \"ddm\"\n").unwrap();
+        assert!(
+            ddm.drift.warning_detector().is_none(),
+            "DDM has its own warning"
+        );
+        let e = Config::parse("x.toml", "[drift]\nwarning_delta = 0.001\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("drift.warning_delta"), "{e}");
+    }
 }

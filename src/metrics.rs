@@ -106,7 +106,16 @@ metric_names! {
     DRIFT_STATE = "milstream_drift_state";
     /// The label-free distribution test's last window per model: the largest PSI over the classes of its served scores against its version's first window (on the scoring worker that closed it).
     SCORE_PSI = "milstream_score_psi";
+    /// 1 while the trainer holds a candidate fitted on a warning of the model's errors (challenged at the drift), else 0, per model.
+    CANDIDATE_HELD = "milstream_candidate_held";
+    /// Candidates fitted on a warning, per model and outcome (fitted; then promoted or rejected at the drift, or dropped when the warning cleared).
+    WARNING_CANDIDATES = "milstream_warning_candidates_total";
+    /// Drifts of a model's errors answered by no better candidate (the held one and the retrain both lost): the champion keeps serving.
+    DRIFT_NO_BETTER_CANDIDATE = "milstream_drift_no_better_candidate_total";
 }
+
+/// Every `outcome` label value of [`WARNING_CANDIDATES`].
+pub const WARNING_CANDIDATE_OUTCOMES: [&str; 4] = ["fitted", "promoted", "rejected", "dropped"];
 
 /// Every `reason` label value of [`DEAD_LETTERS`]: the dead-letter reason codes, taken
 /// from [`DeadReason`] so a new reason is pre-touched here without a second list.
@@ -235,6 +244,12 @@ pub struct Metrics {
     pub drift_state: IntGaugeVec,
     /// [`SCORE_PSI`]`{model}`.
     pub score_psi: prometheus::GaugeVec,
+    /// [`CANDIDATE_HELD`]`{model}`.
+    pub candidate_held: IntGaugeVec,
+    /// [`WARNING_CANDIDATES`]`{model, outcome}`, outcome in [`WARNING_CANDIDATE_OUTCOMES`].
+    pub warning_candidates: IntCounterVec,
+    /// [`DRIFT_NO_BETTER_CANDIDATE`]`{model}`.
+    pub drift_no_better_candidate: IntCounterVec,
 }
 
 impl Metrics {
@@ -294,6 +309,9 @@ impl Metrics {
             drift_events: counter_vec_of(&r, DRIFT_EVENTS, &["model", "detector", "signal"]),
             drift_state: gauge_vec(&r, DRIFT_STATE, &["model"]),
             score_psi: float_gauge_vec(&r, SCORE_PSI, &["model"]),
+            candidate_held: gauge_vec(&r, CANDIDATE_HELD, &["model"]),
+            warning_candidates: counter_vec_of(&r, WARNING_CANDIDATES, &["model", "outcome"]),
+            drift_no_better_candidate: counter_vec_of(&r, DRIFT_NO_BETTER_CANDIDATE, &["model"]),
             registry: r,
         };
         // Pre-touch the known label values so every series exists at 0 from the first scrape:
@@ -346,6 +364,11 @@ impl Metrics {
         }
         self.drift_state.with_label_values(&[model]);
         self.score_psi.with_label_values(&[model]);
+        self.candidate_held.with_label_values(&[model]);
+        for outcome in WARNING_CANDIDATE_OUTCOMES {
+            self.warning_candidates.with_label_values(&[model, outcome]);
+        }
+        self.drift_no_better_candidate.with_label_values(&[model]);
     }
 
     /// Marks `version` (of kind `kind`) as the one model `model` serves; that model's

@@ -53,6 +53,12 @@ pub struct DriftConfig {
     /// ADWIN's parameters (River 0.26 defaults: delta 0.002, clock 32, max_buckets 5,
     /// min_window_length 5, grace_period 10).
     pub adwin: AdwinParams,
+    /// The warning level beside ADWIN on the errors: a second ADWIN on the same errors at
+    /// this larger delta (River's adaptive random forest pairs ADWIN(delta=0.01) as warning
+    /// with ADWIN(delta=0.001) as drift), the rest of `[drift.adwin]` shared. A warning
+    /// starts a candidate's training in the background (`on_drift = "retrain"`), challenged
+    /// at the drift. 0 = no warning level. DDM has its own warning level and ignores it.
+    pub warning_delta: f64,
     /// The label-free detector: Page-Hinkley on each served prediction's margin (its top
     /// score minus the next), per model and scoring worker. Alerts only: a retrain needs
     /// labels, which the errors' detector sees.
@@ -84,6 +90,7 @@ impl Default for DriftConfig {
             errors: ErrorDetector::default(),
             ddm: DdmParams::default(),
             adwin: AdwinParams::default(),
+            warning_delta: 0.01,
             margin: true,
             page_hinkley: PageHinkleyParams::default(),
             scores: true,
@@ -101,6 +108,17 @@ impl DriftConfig {
             ErrorDetector::Ddm => Detector::Ddm(Ddm::new(self.ddm)),
             ErrorDetector::Adwin => Detector::Adwin(Adwin::new(self.adwin)),
         }
+    }
+
+    /// A fresh warning detector on a model's errors: ADWIN at `warning_delta` beside the
+    /// ADWIN on them; None with DDM (its own warning level) or `warning_delta = 0`.
+    pub fn warning_detector(&self) -> Option<Adwin> {
+        (self.errors == ErrorDetector::Adwin && self.warning_delta > 0.0).then(|| {
+            Adwin::new(AdwinParams {
+                delta: self.warning_delta,
+                ..self.adwin
+            })
+        })
     }
 
     /// A fresh label-free detector on a model's margins.
@@ -129,6 +147,17 @@ impl DriftConfig {
         }
         if !(self.adwin.delta > 0.0 && self.adwin.delta < 1.0) {
             return Err(("drift.adwin.delta", "must be in (0, 1)".into()));
+        }
+        // A warning tighter than the drift's delta would come after the drift, never before.
+        let w = self.warning_delta;
+        if w != 0.0 && !(w > self.adwin.delta && w < 1.0) {
+            return Err((
+                "drift.warning_delta",
+                format!(
+                    "must be 0 (no warning) or in (drift.adwin.delta = {}, 1), got {w}",
+                    self.adwin.delta
+                ),
+            ));
         }
         Ok(())
     }

@@ -82,6 +82,10 @@ impl Adwin {
         }
     }
 
+    pub fn params(&self) -> AdwinParams {
+        self.params
+    }
+
     /// The window's length.
     pub fn width(&self) -> f64 {
         self.width
@@ -225,5 +229,37 @@ mod tests {
         assert_eq!(a.width(), 5000.0);
         let hit = (0..500).position(|_| a.update(100.0) == Signal::Drift);
         assert!(hit.is_some(), "a jump from 1 to 100 is a drift");
+    }
+
+    /// The warning level beside the drift detector (as River's ARF pairs them): on the same
+    /// errors, ADWIN at delta 0.01 fires on a clock tick before ADWIN at the default 0.002
+    /// (48 right then all wrong: at value 64 against 96, River's points too).
+    #[test]
+    fn a_larger_delta_fires_a_clock_tick_before_the_default() {
+        let first = |delta: f64| {
+            let mut a = Adwin::new(AdwinParams {
+                delta,
+                ..Default::default()
+            });
+            (1..=200).find(|&i| a.update(if i <= 48 { 0.0 } else { 1.0 }) == Signal::Drift)
+        };
+        assert_eq!(first(0.01), Some(64));
+        assert_eq!(first(0.002), Some(96));
+    }
+
+    /// A restarted detector's estimation is the mean of what it saw since: the rate the
+    /// daemon compares with the pre-warning rate to clear a warning.
+    #[test]
+    fn after_a_detection_it_restarts_on_the_next_value() {
+        let mut a = Adwin::new(AdwinParams {
+            delta: 0.01,
+            ..Default::default()
+        });
+        let hit = (1..=200).find(|&i| a.update(if i <= 48 { 0.0 } else { 1.0 }) == Signal::Drift);
+        assert_eq!(hit, Some(64));
+        for _ in 0..10 {
+            a.update(0.0);
+        }
+        assert_eq!((a.seen(), a.estimation()), (10, 0.0));
     }
 }

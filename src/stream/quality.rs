@@ -36,12 +36,12 @@ use arrow_array::builder::{
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use serde::{Deserialize, Serialize};
-use tracing::warn;
+use tracing::{info, warn};
 
 use super::training::{ms_to_us, ts_type, Example};
 use super::window::ScoringModel;
 use crate::config::{DriftConfig, OnDrift};
-use crate::drift::{Detector, PsiTest, Signal};
+use crate::drift::{Adwin, Detector, PsiTest, Signal};
 use crate::metrics::Metrics;
 
 /// One label graded against the prediction of the model serving when it joined.
@@ -78,8 +78,8 @@ pub struct DriftEventRecord {
     pub signal: &'static str,
     /// Values the detector had seen since it (re)started.
     pub observations: u64,
-    /// What the daemon does: `retrain`, `alert` (nothing but the event) or `none` (a
-    /// warning).
+    /// What the daemon does: `retrain`, `alert` (nothing but the event), `candidate` (a
+    /// warning that starts a candidate's training) or `none` (a warning, otherwise).
     pub action: &'static str,
     /// The message whose label (or prediction) raised it.
     pub source_topic: String,
@@ -151,6 +151,16 @@ struct ModelQuality {
     /// DDM's paper, the examples from the warning on are the new concept's, and a retrain on
     /// drift learns from them only.
     since_ms: Option<i64>,
+    /// The warning level beside ADWIN on the errors: ADWIN at `drift.warning_delta` on the
+    /// same errors. Absent from checkpoints written before it: it starts on the first label
+    /// graded after such a restore.
+    #[serde(default)]
+    warning: Option<Adwin>,
+    /// While the warning detector's warning holds: the error rate of the accuracy window
+    /// before the warning's change point. The warning clears when the errors since the
+    /// warning are no more frequent.
+    #[serde(default)]
+    baseline: Option<f64>,
 }
 
 /// One label partition's live figures, per model: owned by the worker that owns the
@@ -172,6 +182,8 @@ pub struct Step {
     signal: Signal,
     hits: usize,
     window: usize,
+    /// A warning ended without a drift: back to stable, or the version changed under it.
+    cleared: bool,
 }
 
 impl PartitionQuality {
@@ -192,12 +204,16 @@ impl PartitionQuality {
             errors: (cfg.on_drift != OnDrift::Off).then(|| cfg.error_detector()),
             signal: Signal::Stable,
             since_ms: None,
+            warning: None,
+            baseline: None,
         };
         if !self.models.contains_key(model) {
             self.models.insert(model.to_string(), fresh());
         }
         let q = self.models.get_mut(model).expect("inserted above");
+        let mut cleared = false;
         if q.version != version {
+            cleared = q.signal == Signal::Warning;
             *q = fresh();
         }
         q.recent.push_back((correct, labeled_at_ms));
@@ -213,21 +229,54 @@ impl PartitionQuality {
             signal: Signal::Stable,
             hits: q.hits,
             window: q.recent.len(),
+            cleared,
         };
         let Some(detector) = q.errors.as_mut() else {
             return step;
         };
         let before = q.signal;
-        q.signal = detector.update(if correct { 0.0 } else { 1.0 });
-        (step.observations, step.method, step.signal) =
-            (detector.seen(), detector.kind(), q.signal);
+        let error = if correct { 0.0 } else { 1.0 };
+        q.signal = detector.update(error);
+        (step.observations, step.method) = (detector.seen(), detector.kind());
+        if matches!(detector, Detector::Adwin(_)) && q.warning.is_none() {
+            q.warning = cfg.warning_detector();
+        }
+        if let Some(w) = q.warning.as_mut() {
+            let fired = w.update(error) == Signal::Drift;
+            if q.signal == Signal::Drift {
+                // As River's adaptive random forest: a drift restarts the warning detector.
+                *w = Adwin::new(w.params());
+                q.baseline = None;
+            } else if let Some(base) = q.baseline {
+                // Holding; tested on the detector's clock, so a few errors in a row do not
+                // keep it and a few hits do not clear it.
+                let tested = w.seen().is_multiple_of(w.params().clock);
+                q.signal = if tested && w.estimation() <= base {
+                    q.baseline = None;
+                    Signal::Stable
+                } else {
+                    Signal::Warning
+                };
+            } else if fired {
+                // ADWIN fires on any change of the mean: only more errors is a warning.
+                let (at, old, new) = split_at_change(&q.recent);
+                if new > old {
+                    q.baseline = Some(old);
+                    q.since_ms = Some(q.recent[at].1);
+                    q.signal = Signal::Warning;
+                }
+            }
+        }
+        step.signal = q.signal;
+        step.cleared |= before == Signal::Warning && q.signal == Signal::Stable;
         match q.signal {
             Signal::Warning => _ = q.since_ms.get_or_insert(labeled_at_ms),
             Signal::Stable => q.since_ms = None,
             Signal::Drift => {}
         }
-        // Where the new concept starts: DDM's warning, else (ADWIN) the change point of the
-        // version's recent errors.
+        // Where the new concept starts: the warning's (DDM's, or the change point of the
+        // version's recent errors when the warning ADWIN fired), else (ADWIN without a
+        // warning) the change point at the drift.
         step.since_ms = match q.since_ms.take() {
             Some(t) => t,
             None if q.signal == Signal::Drift => change_point(&q.recent),
@@ -236,7 +285,7 @@ impl PartitionQuality {
         if q.signal == Signal::Warning {
             q.since_ms = Some(step.since_ms);
         }
-        // An event: entering the warning zone (DDM), or a drift.
+        // An event: entering the warning zone, or a drift.
         step.event = match (before, q.signal) {
             (_, Signal::Drift) => Some("drift"),
             (b, Signal::Warning) if b != Signal::Warning => Some("warning"),
@@ -268,9 +317,22 @@ pub struct Quality {
     /// Per label partition, the highest label offset the counters have counted: a label is
     /// counted once, when its row becomes durable (see [`Quality::count_durable`]).
     counted: Mutex<HashMap<PartitionKey, i64>>,
-    /// Models whose errors drifted, for the trainer to retrain (`on_drift = "retrain"`),
-    /// with the label time the new concept starts at (see [`ModelQuality::since_ms`]).
-    retrain: Mutex<BTreeMap<String, i64>>,
+    /// Per model, what its errors' detectors asked of the trainer (`on_drift = "retrain"`)
+    /// since it last looked, in order.
+    requests: Mutex<BTreeMap<String, Vec<TrainerRequest>>>,
+}
+
+/// What the errors' detectors ask of the trainer (`on_drift = "retrain"`). The label times
+/// say from when the examples show the new concept (see [`ModelQuality::since_ms`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrainerRequest {
+    /// A warning: fit a candidate on the examples labeled since `since_ms` and hold it.
+    Warning { since_ms: i64 },
+    /// The warning cleared without a drift: drop the held candidate.
+    Cleared,
+    /// A drift: challenge the champion with the held candidate, else retrain from
+    /// `since_ms` now.
+    Drift { since_ms: i64 },
 }
 
 const POISONED: &str = "the quality state is never poisoned: nothing panics while holding it";
@@ -282,7 +344,7 @@ impl Quality {
             metrics,
             accuracy: Mutex::new(HashMap::new()),
             counted: Mutex::new(HashMap::new()),
-            retrain: Mutex::new(BTreeMap::new()),
+            requests: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -294,10 +356,20 @@ impl Quality {
         self.cfg.on_drift == OnDrift::Retrain
     }
 
-    /// Takes `model`'s pending retrain request, if any: the label time (Kafka timestamp, ms)
-    /// from which its examples show the new concept.
-    pub fn take_retrain(&self, model: &str) -> Option<i64> {
-        self.retrain.lock().expect(POISONED).remove(model)
+    /// Takes `model`'s requests to the trainer since the last call, oldest first.
+    pub fn take_requests(&self, model: &str) -> Vec<TrainerRequest> {
+        self.requests
+            .lock()
+            .expect(POISONED)
+            .remove(model)
+            .unwrap_or_default()
+    }
+
+    fn request(&self, model: &str, r: TrainerRequest) {
+        if self.retrains_on_drift() {
+            let mut requests = self.requests.lock().expect(POISONED);
+            requests.entry(model.to_string()).or_default().push(r);
+        }
     }
 
     /// Grades a label into its partition's `state` (the accuracy gauge follows); returns
@@ -323,17 +395,29 @@ impl Quality {
                 Signal::Warning => 1,
                 Signal::Drift => 2,
             });
+        if step.cleared {
+            self.request(model, TrainerRequest::Cleared);
+            info!(
+                model,
+                version,
+                detector = step.method,
+                source_partition = e.source_partition,
+                source_offset = e.source_offset,
+                "Warning on the labeled errors cleared without a drift."
+            );
+        }
         let signal = step.event?;
+        let since_ms = step.since_ms;
         let action = match signal {
             "drift" if self.retrains_on_drift() => "retrain",
             "drift" => "alert",
+            _ if self.retrains_on_drift() => "candidate",
             _ => "none",
         };
-        if action == "retrain" {
-            self.retrain
-                .lock()
-                .expect(POISONED)
-                .insert(model.to_string(), step.since_ms);
+        match action {
+            "retrain" => self.request(model, TrainerRequest::Drift { since_ms }),
+            "candidate" => self.request(model, TrainerRequest::Warning { since_ms }),
+            _ => {}
         }
         warn!(
             model,
@@ -483,10 +567,27 @@ impl Quality {
     }
 }
 
+/// Where the errors' mean shifted most in the accuracy window (as [`change_point`]): the
+/// index of the first label after the change, the error rate before it and from it on.
+fn split_at_change(recent: &VecDeque<(bool, i64)>) -> (usize, f64, f64) {
+    let at = change_index(recent);
+    let errors = |r: std::collections::vec_deque::Iter<'_, (bool, i64)>, n: usize| {
+        r.filter(|(hit, _)| !hit).count() as f64 / n.max(1) as f64
+    };
+    let old = errors(recent.range(..at), at);
+    let new = errors(recent.range(at..), recent.len() - at);
+    (at, old, new)
+}
+
 /// The label time where the errors' mean shifted most: the CUSUM change-point estimate
 /// (Hinkley, "Inference about the change-point from cumulative sum tests", Biometrika 1971),
 /// argmax_k |S_k - k S_n / n| over the window's 0/1 errors.
 fn change_point(recent: &VecDeque<(bool, i64)>) -> i64 {
+    recent[change_index(recent)].1
+}
+
+/// [`change_point`]'s index in the window.
+fn change_index(recent: &VecDeque<(bool, i64)>) -> usize {
     let n = recent.len() as f64;
     let errors = recent.iter().filter(|(hit, _)| !hit).count() as f64;
     let (mut s, mut best, mut at) = (0.0, -1.0, 0);
@@ -498,7 +599,7 @@ fn change_point(recent: &VecDeque<(bool, i64)>) -> i64 {
         }
     }
     // The first label after the change (the newest label if the shift is at the end).
-    recent[at.min(recent.len() - 1)].1
+    at.min(recent.len() - 1)
 }
 
 /// One scoring worker's Page-Hinkley detectors on the margins of the predictions it emits,
@@ -799,5 +900,102 @@ mod tests {
         assert_eq!(change_point(&recent), 1048);
         let recent: VecDeque<(bool, i64)> = (0..10).map(|i| (true, i)).collect();
         assert!(change_point(&recent) <= 9);
+    }
+
+    /// Grades `errors` (true = wrong) for model `m` version `v1`, label times 1000 + i; the
+    /// events and the label index they came at.
+    fn grade_all(
+        cfg: &DriftConfig,
+        state: &mut PartitionQuality,
+        errors: impl Iterator<Item = bool>,
+    ) -> Vec<(usize, &'static str, i64, bool)> {
+        let mut out = Vec::new();
+        for (i, wrong) in errors.enumerate() {
+            let step = state.grade(cfg, ("m", "v1"), !wrong, 1000 + i as i64);
+            if step.event.is_some() || step.cleared {
+                out.push((
+                    i + 1,
+                    step.event.unwrap_or("cleared"),
+                    step.since_ms,
+                    step.cleared,
+                ));
+            }
+        }
+        out
+    }
+
+    /// 48 right labels, then wrong ones: the warning ADWIN (delta 0.01) warns at label 64
+    /// with the change point (label 49, time 1048) as where the new concept starts; the
+    /// drift ADWIN fires at label 96 and learns from the same point.
+    #[test]
+    fn the_warning_adwin_warns_a_clock_tick_before_the_drift_from_the_change_point() {
+        let cfg = DriftConfig::default();
+        let mut state = PartitionQuality::default();
+        let events = grade_all(&cfg, &mut state, (0..120).map(|i| i >= 48));
+        assert_eq!(
+            events,
+            vec![(64, "warning", 1048, false), (96, "drift", 1048, false)]
+        );
+        // Without a warning level: the drift alone, at the same label.
+        let cfg = DriftConfig {
+            warning_delta: 0.0,
+            ..DriftConfig::default()
+        };
+        let mut state = PartitionQuality::default();
+        let events = grade_all(&cfg, &mut state, (0..120).map(|i| i >= 48));
+        assert_eq!(events, vec![(96, "drift", 1048, false)]);
+    }
+
+    /// A warning whose errors go back to the old rate clears (on the detector's clock), and
+    /// a stream whose errors fall raises no warning at all (ADWIN fires on any change of the
+    /// mean; fewer errors is no warning).
+    #[test]
+    fn a_warning_clears_when_the_errors_return_and_fewer_errors_is_no_warning() {
+        let cfg = DriftConfig::default();
+        let mut state = PartitionQuality::default();
+        // 48 right, 16 wrong (warning at 64), then right again.
+        let events = grade_all(&cfg, &mut state, (0..200).map(|i| (48..64).contains(&i)));
+        assert_eq!(events[0], (64, "warning", 1048, false));
+        assert_eq!(events[1].1, "cleared", "{events:?}");
+        assert!(events[1].0 <= 64 + 32, "{events:?}");
+        assert!(events.iter().all(|e| e.1 != "drift"), "{events:?}");
+        // All wrong, then right: the detectors fire on the fall, but no warning is raised.
+        let mut state = PartitionQuality::default();
+        let events = grade_all(&cfg, &mut state, (0..200).map(|i| i < 48));
+        assert!(events.iter().all(|e| e.1 != "warning"), "{events:?}");
+    }
+
+    /// The warning detector is in the checkpoint (a restored partition warns where an
+    /// uninterrupted one does), and a checkpoint from before it still reads.
+    #[test]
+    fn the_warning_detector_survives_a_checkpoint_and_old_checkpoints_read() {
+        let cfg = DriftConfig::default();
+        let errors = |r: std::ops::Range<usize>| r.map(|i| i >= 48);
+        let mut whole = PartitionQuality::default();
+        let all = grade_all(&cfg, &mut whole, errors(0..120));
+        let mut first = PartitionQuality::default();
+        grade_all(&cfg, &mut first, errors(0..50));
+        let mut restored: PartitionQuality =
+            serde_json::from_str(&first.checkpoint()).expect("reads its own checkpoint");
+        let mut rest = Vec::new();
+        for i in 50..120 {
+            let step = restored.grade(&cfg, ("m", "v1"), i < 48, 1000 + i as i64);
+            if let Some(e) = step.event {
+                rest.push((i + 1, e, step.since_ms, step.cleared));
+            }
+        }
+        assert_eq!(rest, all);
+        assert_eq!(restored.checkpoint(), whole.checkpoint());
+        // A checkpoint written before the warning level: no `warning`, no `baseline`.
+        let mut old: serde_json::Value = serde_json::from_str(&first.checkpoint()).unwrap();
+        let m = old["models"]["m"].as_object_mut().unwrap();
+        assert!(m.remove("warning").is_some() && m.remove("baseline").is_some());
+        let mut old: PartitionQuality = serde_json::from_value(old).expect("an old checkpoint");
+        let step = old.grade(&cfg, ("m", "v1"), false, 2000);
+        assert_eq!(step.method, "adwin");
+        assert!(
+            old.models["m"].warning.is_some(),
+            "the warning level starts"
+        );
     }
 }

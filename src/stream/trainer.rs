@@ -4,6 +4,13 @@
 //! is worse by more than the tolerance. Each model learns from its own examples (the series
 //! model from labeled segments, the bag model from labeled bags), with its own registry and
 //! name on the models topic. Runs on its own thread: ingestion never waits on it.
+//!
+//! On the errors' detectors (`drift.on_drift = "retrain"`): a warning fits a candidate on the
+//! examples labeled since the warning's change point and holds it (not promoted); a cleared
+//! warning drops it; a drift challenges the champion with it on the examples labeled since
+//! that it did not train on, by the same rule, and when it loses (or none is held) retrains
+//! at once from the change point, as a scheduled run but on the new concept's examples only;
+//! when that loses too, the champion keeps serving and the trainer alerts.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,7 +21,7 @@ use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
 use super::models::{Models, ServedModel};
-use super::quality::Quality;
+use super::quality::{Quality, TrainerRequest};
 use super::registry::{short_hash, ModelCard, Registry};
 use super::training::{self, Example, TrainingRuntime};
 use crate::config::ModelInput;
@@ -90,6 +97,8 @@ pub fn spawn(env: TrainerEnv) -> anyhow::Result<Option<TrainerHandle>> {
             last_run: Instant::now(),
             seen: 0,
             drift: None,
+            warning: None,
+            held: None,
         });
     }
     let on_drift = env.quality.as_ref().is_some_and(|q| q.retrains_on_drift());
@@ -119,6 +128,33 @@ struct Schedule {
     /// A retrain on drift not done yet: from which label time it learns, and the durable
     /// example count at its last attempt (it waits for new examples to try again).
     drift: Option<(i64, Option<u64>)>,
+    /// A warning holds: from which label time its candidate learns, and the durable example
+    /// count at its last failed fit (too few examples: it waits for new ones).
+    warning: Option<(i64, Option<u64>)>,
+    /// The candidate fitted on the warning, held for the drift.
+    held: Option<Candidate>,
+}
+
+impl Schedule {
+    fn drop_held(&mut self, env: &TrainerEnv, model: &str, why: &str) {
+        if self.held.take().is_some() {
+            held_outcome(env, model, "dropped", false);
+            info!(model, why, "held candidate dropped");
+        }
+    }
+}
+
+/// Counts a held candidate's fate (`milstream_warning_candidates_total`) and shows whether
+/// one is held (`milstream_candidate_held`).
+fn held_outcome(env: &TrainerEnv, model: &str, outcome: &str, held: bool) {
+    env.metrics
+        .warning_candidates
+        .with_label_values(&[model, outcome])
+        .inc();
+    env.metrics
+        .candidate_held
+        .with_label_values(&[model])
+        .set(i64::from(held));
 }
 
 fn trainer_loop(env: &TrainerEnv, mut schedules: Vec<Schedule>, stop: Arc<AtomicBool>) {
@@ -129,20 +165,90 @@ fn trainer_loop(env: &TrainerEnv, mut schedules: Vec<Schedule>, stop: Arc<Atomic
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(100));
         for (m, s) in env.models.all.iter().zip(&mut schedules) {
-            let durable = t.examples_durable.of(&m.spec.name);
-            // A drift of its errors makes a model due at once, trained on the examples from
-            // the detector's warning on (the new concept's); the candidate still has to pass
-            // the champion/challenger check on the newest examples to be promoted.
-            if let Some(since) = env
-                .quality
-                .as_ref()
-                .and_then(|q| q.take_retrain(&m.spec.name))
-            {
-                s.drift = Some((since, None));
+            let name = m.spec.name.as_str();
+            let durable = t.examples_durable.of(name);
+            let requests = env.quality.as_ref().map(|q| q.take_requests(name));
+            for r in requests.into_iter().flatten() {
+                match r {
+                    // A new warning (another label partition's, or after a clear) starts
+                    // its candidate over, as River's adaptive random forest does.
+                    TrainerRequest::Warning { since_ms } => {
+                        s.drop_held(env, name, "a new warning");
+                        s.warning = Some((since_ms, None));
+                    }
+                    TrainerRequest::Cleared => {
+                        s.drop_held(env, name, "the warning cleared");
+                        s.warning = None;
+                    }
+                    // A drift of its errors makes a model due at once, trained on the
+                    // examples from the detector's warning on (the new concept's).
+                    TrainerRequest::Drift { since_ms } => s.drift = Some((since_ms, None)),
+                }
+            }
+            if stop.load(Ordering::SeqCst) {
+                break;
             }
             let drift_due = s
                 .drift
                 .is_some_and(|(_, tried)| tried.is_none_or(|n| durable > n));
+            if drift_due {
+                if let Some(c) = s.held.take() {
+                    let since = s.drift.map_or(i64::MIN, |(since, _)| since);
+                    let started = Instant::now();
+                    let outcome = challenge(env, m, c, since);
+                    env.metrics
+                        .training_seconds
+                        .observe(started.elapsed().as_secs_f64());
+                    let promoted = matches!(outcome, RunOutcome::Promoted { .. });
+                    let label = if promoted { "promoted" } else { "rejected" };
+                    held_outcome(env, name, label, false);
+                    info!(
+                        model = name,
+                        outcome = label,
+                        "held candidate challenged at the drift"
+                    );
+                    record(env, m, &outcome);
+                    if promoted {
+                        (s.drift, s.warning) = (None, None);
+                        (s.last_run, s.seen) = (Instant::now(), durable);
+                        continue;
+                    }
+                }
+            } else if s.drift.is_none() && s.held.is_none() {
+                // A warning holds: fit its candidate in the background of the champion.
+                if let Some((since, _)) = s
+                    .warning
+                    .filter(|(_, tried)| tried.is_none_or(|n| durable > n))
+                {
+                    let started = Instant::now();
+                    match fit(env, m, Some(since)) {
+                        Ok(c) => {
+                            info!(
+                                model = name,
+                                examples = c.per_class.values().sum::<usize>(),
+                                holdout_accuracy = c.accuracy,
+                                champion = ?c.champion_accuracy,
+                                "candidate fitted on the warning, held until a drift"
+                            );
+                            s.held = Some(c);
+                            held_outcome(env, name, "fitted", true);
+                        }
+                        Err(outcome) => {
+                            // Too few of the new concept's examples yet: wait for more.
+                            if let RunOutcome::Failed { reason, detail } = &outcome {
+                                info!(
+                                    model = name,
+                                    reason, detail, "no candidate on the warning yet"
+                                );
+                            }
+                            s.warning = Some((since, Some(durable)));
+                        }
+                    }
+                    env.metrics
+                        .training_seconds
+                        .observe(started.elapsed().as_secs_f64());
+                }
+            }
             let due = drift_due
                 || s.every.is_some_and(|e| s.last_run.elapsed() >= e)
                 || (s.after > 0 && durable.saturating_sub(s.seen) >= s.after);
@@ -163,10 +269,29 @@ fn trainer_loop(env: &TrainerEnv, mut schedules: Vec<Schedule>, stop: Arc<Atomic
                 }
                 _ => None,
             };
+            if since.is_some() && s.drift.is_none() {
+                // The drift is answered: its warning with it.
+                s.warning = None;
+                s.drop_held(env, name, "the drift was answered");
+            }
             env.metrics
                 .training_seconds
                 .observe(started.elapsed().as_secs_f64());
             record(env, m, &outcome);
+            if since.is_some() && !matches!(outcome, RunOutcome::Promoted { .. }) {
+                if matches!(outcome, RunOutcome::Rejected { .. }) {
+                    env.metrics
+                        .drift_no_better_candidate
+                        .with_label_values(&[name])
+                        .inc();
+                }
+                if s.drift.is_none() {
+                    warn!(
+                        model = name,
+                        "drift detected, no better candidate: the champion keeps serving"
+                    );
+                }
+            }
         }
     }
 }
@@ -240,6 +365,19 @@ pub fn run_once(env: &TrainerEnv, trained: &ServedModel) -> RunOutcome {
 
 /// [`run_once`] on the examples labeled at or after `since_ms` only (a retrain on drift).
 fn run_since(env: &TrainerEnv, trained: &ServedModel, since_ms: Option<i64>) -> RunOutcome {
+    match fit(env, trained, since_ms) {
+        Ok(c) => promote(env, trained, c),
+        Err(outcome) => outcome,
+    }
+}
+
+/// The examples of `trained` in the store labeled at or after `since_ms` (and within
+/// `training.max_age`), oldest first, after the store's retention.
+fn load_examples(
+    env: &TrainerEnv,
+    trained: &ServedModel,
+    since_ms: Option<i64>,
+) -> Result<Vec<Example>, RunOutcome> {
     let cfg = &trained.spec.training;
     let t = &env.store;
     let now = chrono::Utc::now().timestamp_millis();
@@ -268,10 +406,8 @@ fn run_since(env: &TrainerEnv, trained: &ServedModel, since_ms: Option<i64>) -> 
             .owns_example(&trained.spec.name, input, &e.key, e.model.as_deref())
     };
     let newer = not_before.max(since_ms);
-    let examples = match training::load_store_where(&t.store, cfg.max_examples, newer, &own) {
-        Ok(e) => e,
-        Err(e) => return failed("store", format!("reading the training store: {e}")),
-    };
+    let examples = training::load_store_where(&t.store, cfg.max_examples, newer, &own)
+        .map_err(|e| failed("store", format!("reading the training store: {e}")))?;
     // Retention by count: files holding only this model's examples, all older than the
     // oldest kept one, go.
     if examples.len() >= cfg.max_examples {
@@ -279,11 +415,22 @@ fn run_since(env: &TrainerEnv, trained: &ServedModel, since_ms: Option<i64>) -> 
             training::apply_retention_where(&t.store, oldest.labeled_at_ms, &own);
         }
     }
-    let name = trained.serving.name.as_str();
     env.metrics
         .training_examples
-        .with_label_values(&[name])
+        .with_label_values(&[&trained.serving.name])
         .set(examples.len() as i64);
+    Ok(examples)
+}
+
+/// Fits a candidate on `trained`'s examples labeled since `since_ms` (all but the newest
+/// `training.holdout`) and scores it and the champion on the newest; promotes nothing.
+fn fit(
+    env: &TrainerEnv,
+    trained: &ServedModel,
+    since_ms: Option<i64>,
+) -> Result<Candidate, RunOutcome> {
+    let cfg = &trained.spec.training;
+    let examples = load_examples(env, trained, since_ms)?;
     let champion = trained.serving.load_full();
     let search = cfg.search.then(|| {
         parse_duration_ms(&cfg.search_budget)
@@ -291,74 +438,99 @@ fn run_since(env: &TrainerEnv, trained: &ServedModel, since_ms: Option<i64>) -> 
             .flatten()
             .map_or(Duration::from_secs(300), Duration::from_millis)
     });
-    match train_candidate(
+    train_candidate(
         &examples,
         cfg.holdout,
         cfg.min_examples,
         Some(&champion.model),
         trained.spec.params.as_ref(),
         search,
-    ) {
-        Err((reason, detail)) => failed(reason, detail),
-        Ok(c) => {
-            if trained.spec.input == ModelInput::Bags {
-                if c.model.input() != champion.model.input() {
-                    return failed(
-                        "window",
-                        "the candidate takes other bags than the champion".to_string(),
-                    );
-                }
-            } else if let Err(e) =
-                crate::mil::incremental::WindowScorer::new(&c.model, env.cfg.window.points)
-            {
-                return failed(
-                    "window",
-                    format!("the candidate does not fit the window: {e}"),
-                );
-            }
-            if c.champion_accuracy
-                .is_some_and(|ch| c.accuracy + cfg.tolerance < ch)
-            {
-                return RunOutcome::Rejected {
-                    accuracy: c.accuracy,
-                    champion: c.champion_accuracy.unwrap_or(0.0),
-                };
-            }
-            let mut card = ModelCard::describe(&c.model, "trainer");
-            card.per_class = c.per_class.clone();
-            card.holdout_accuracy = Some(c.accuracy);
-            card.champion_holdout_accuracy = c.champion_accuracy;
-            card.n_holdout = c.n_holdout;
-            card.cv_accuracy = c.cv_accuracy;
-            let version = match &trained.spec.registry_dir {
-                Some(dir) => match Registry::open_with(dir, &env.cfg.object_store.0)
-                    .and_then(|r| r.publish(&c.model, &card))
-                {
-                    Ok(v) => v,
-                    Err(e) => {
-                        return failed("registry", format!("publishing to the registry: {e}"))
-                    }
-                },
-                None => format!("trained-{}", short_hash(&c.model.to_json())),
-            };
-            if let Err(e) = super::models_topic::publish(
-                &env.cfg,
-                &env.bootstrap,
-                name,
-                &version,
-                &c.model,
-                &card,
-            ) {
-                // Promoted here all the same; scorers pick up the next published version.
-                warn!(%e, version, "publishing to the models topic failed");
-            }
-            trained.serving.promote(c.model, version.clone());
-            RunOutcome::Promoted {
-                version,
-                accuracy: c.accuracy,
-                champion: c.champion_accuracy,
-            }
+    )
+    .map_err(|(reason, detail)| failed(reason, detail))
+}
+
+/// A candidate held since a warning, at the drift: it and the current champion are scored
+/// on the examples labeled since `since_ms` that the candidate did not train on (its held-out
+/// newest and every one labeled since it was fitted), then [`promote`]'s rule decides.
+fn challenge(env: &TrainerEnv, trained: &ServedModel, c: Candidate, since_ms: i64) -> RunOutcome {
+    let examples = match load_examples(env, trained, Some(since_ms)) {
+        Ok(e) => e,
+        Err(outcome) => return outcome,
+    };
+    let unseen: Vec<Example> = examples
+        .into_iter()
+        .filter(|e| e.labeled_at_ms > c.trained_through_ms)
+        .collect();
+    let champion = trained.serving.load_full();
+    let c = if unseen.is_empty() {
+        c
+    } else {
+        Candidate {
+            accuracy: accuracy(&c.model, &unseen),
+            champion_accuracy: Some(accuracy(&champion.model, &unseen)),
+            n_holdout: unseen.len(),
+            ..c
         }
+    };
+    promote(env, trained, c)
+}
+
+/// The champion/challenger rule: promotes `c` (registry, models topic, atomic swap) unless
+/// it does not fit the window or is worse than the champion on the held-out newest examples
+/// by more than `training.tolerance`.
+fn promote(env: &TrainerEnv, trained: &ServedModel, c: Candidate) -> RunOutcome {
+    let cfg = &trained.spec.training;
+    let name = trained.serving.name.as_str();
+    let champion = trained.serving.load_full();
+    if trained.spec.input == ModelInput::Bags {
+        if c.model.input() != champion.model.input() {
+            return failed(
+                "window",
+                "the candidate takes other bags than the champion".to_string(),
+            );
+        }
+    } else if let Err(e) =
+        crate::mil::incremental::WindowScorer::new(&c.model, env.cfg.window.points)
+    {
+        return failed(
+            "window",
+            format!("the candidate does not fit the window: {e}"),
+        );
+    }
+    if c.champion_accuracy
+        .is_some_and(|ch| c.accuracy + cfg.tolerance < ch)
+    {
+        return RunOutcome::Rejected {
+            accuracy: c.accuracy,
+            champion: c.champion_accuracy.unwrap_or(0.0),
+        };
+    }
+    let mut card = ModelCard::describe(&c.model, "trainer");
+    card.per_class = c.per_class.clone();
+    card.holdout_accuracy = Some(c.accuracy);
+    card.champion_holdout_accuracy = c.champion_accuracy;
+    card.n_holdout = c.n_holdout;
+    card.cv_accuracy = c.cv_accuracy;
+    let version = match &trained.spec.registry_dir {
+        Some(dir) => match Registry::open_with(dir, &env.cfg.object_store.0)
+            .and_then(|r| r.publish(&c.model, &card))
+        {
+            Ok(v) => v,
+            Err(e) => return failed("registry", format!("publishing to the registry: {e}")),
+        },
+        None => format!("trained-{}", short_hash(&c.model.to_json())),
+    };
+    if let Err(e) =
+        super::models_topic::publish(&env.cfg, &env.bootstrap, name, &version, &c.model, &card)
+    {
+        // Promoted here all the same; scorers pick up the next published version.
+        warn!(%e, version, "publishing to the models topic failed");
+    }
+    trained.serving.promote(c.model, version.clone());
+    RunOutcome::Promoted {
+        version,
+        accuracy: c.accuracy,
+        champion: c.champion_accuracy,
     }
 }
 
@@ -371,6 +543,8 @@ pub struct Candidate {
     pub per_class: BTreeMap<String, usize>,
     /// Inner cross-validated accuracy of the chosen grid point, when searched.
     pub cv_accuracy: Option<f64>,
+    /// The label time of the newest example it trained on.
+    pub trained_through_ms: i64,
 }
 
 /// Fits a candidate on all but the newest `holdout` fraction of `examples` (oldest first),
@@ -438,6 +612,7 @@ pub fn train_candidate(
         n_holdout,
         per_class,
         cv_accuracy,
+        trained_through_ms: train.last().map_or(i64::MIN, |e| e.labeled_at_ms),
     })
 }
 
