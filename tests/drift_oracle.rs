@@ -116,6 +116,16 @@ fn detectors() -> Vec<(&'static str, &'static str, Detector, bool)> {
             Detector::Adwin(Adwin::new(AdwinParams::default())),
             false,
         ),
+        // The warning level beside the default ADWIN (`drift.warning_delta`).
+        (
+            "adwin_warning",
+            "drift.ADWIN(delta=0.01)",
+            Detector::Adwin(Adwin::new(AdwinParams {
+                delta: 0.01,
+                ..Default::default()
+            })),
+            false,
+        ),
         (
             "adwin_clock1",
             "drift.ADWIN(clock=1, delta=0.01)",

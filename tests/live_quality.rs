@@ -95,18 +95,38 @@ fn accuracy(rows: &[&Value]) -> f64 {
     hits as f64 / rows.len().max(1) as f64
 }
 
-#[test]
-fn labels_are_graded_once_and_a_concept_change_is_detected_retrained_and_recovered() {
-    let dir = scratch("live-quality");
+/// What one run of the concept-change scenario measured, on the label partition of the
+/// first drift: labels after the change until the warning and the drift (None: none), and
+/// until the first label graded by a promoted model; what the trainer did with candidates
+/// fitted on a warning.
+#[derive(Debug)]
+struct ChangeFigures {
+    to_warning: Option<u64>,
+    to_drift: u64,
+    to_promoted: usize,
+    /// `milstream_warning_candidates_total` by outcome: fitted, promoted, rejected, dropped.
+    candidates: [f64; 4],
+    /// Seen `milstream_candidate_held` at 1 while the labels were fed.
+    held_seen: bool,
+}
+
+/// 12 rounds of 4 truly labeled GunPoint series, then 28 rounds with the labels swapped, on
+/// the mock cluster, `[drift] warning_delta` as given: every label is graded once, ADWIN on
+/// the errors finds the change within 64 labels of its partition, a retrained model is
+/// promoted and the accuracy comes back within 0.05.
+fn concept_change_scenario(name: &str, warning_delta: f64) -> ChangeFigures {
+    let dir = scratch(name);
     let out = dir.join("out");
     let bootstrap = cluster(2);
     let (model_path, _) = model_file(&dir);
     let test = load("GunPoint_TEST.csv");
     let port = free_port();
-    // No schedule: only a drift retrains. [drift] keeps its defaults (DDM, on_drift retrain).
+    // No schedule: only the errors' detectors retrain. [drift] keeps its defaults (ADWIN,
+    // on_drift retrain) but the warning level.
     let extra = format!(
         "[training]\ndir = \"{}\"\nlabel_wait_ms = 20000\nevery = \"\"\nafter_examples = 0\n\
-         max_examples = 64\nholdout = 0.25\ntolerance = 0.0\nmin_examples = 12\n",
+         max_examples = 64\nholdout = 0.25\ntolerance = 0.0\nmin_examples = 12\n\
+         [drift]\nwarning_delta = {warning_delta}\n",
         dir.join("training").display()
     );
     let mut cfg = config(&bootstrap, &out, &model_path, "quality", &extra);
@@ -118,11 +138,14 @@ fn labels_are_graded_once_and_a_concept_change_is_detected_retrained_and_recover
     const ROUNDS: usize = 40;
     let p = producer(&bootstrap);
     let mut labeled: Vec<(String, i64, i64)> = Vec::new();
+    let held = "milstream_candidate_held{model=\"series\"}";
+    let mut held_seen = false;
     for r in 0..ROUNDS {
         let (msgs, segments) = round(&test, r, r >= CHANGE);
         produce_all(&p, &msgs);
         labeled.extend(segments);
         std::thread::sleep(Duration::from_millis(400));
+        held_seen |= metric(port, held) == 1.0;
     }
     let graded_all = wait_until(Duration::from_secs(60), || {
         read_rows(&out, "evaluations").len() >= labeled.len()
@@ -133,6 +156,12 @@ fn labels_are_graded_once_and_a_concept_change_is_detected_retrained_and_recover
         "milstream_drift_events_total{detector=\"errors\",model=\"series\",signal=\"drift\"}",
     );
     let metrics_text = common::stream::scrape(port);
+    let candidates = ["fitted", "promoted", "rejected", "dropped"].map(|o| {
+        sample(
+            &metrics_text,
+            &format!("milstream_warning_candidates_total{{model=\"series\",outcome=\"{o}\"}}"),
+        )
+    });
     stop.send(true).unwrap();
     daemon.join().unwrap().expect("the daemon stops cleanly");
     assert!(graded_all, "not every label was graded");
@@ -174,7 +203,7 @@ fn labels_are_graded_once_and_a_concept_change_is_detected_retrained_and_recover
     assert!(acc_before >= 0.8, "pre-change accuracy {acc_before}");
     let first_version = before[0]["model_version"].as_str().unwrap().to_string();
 
-    // The drift: raised by the errors' DDM, with a retrain, within a bounded number of labels.
+    // The drift: raised by the errors' ADWIN, with a retrain, within a bounded number of labels.
     let events = read_rows(&out, "drift_events");
     let label_drifts: Vec<&Value> = events
         .iter()
@@ -195,7 +224,7 @@ fn labels_are_graded_once_and_a_concept_change_is_detected_retrained_and_recover
         let f = first_by_partition.entry(p).or_insert(n);
         *f = (*f).min(n);
     }
-    let mut delay = u64::MAX;
+    let (mut delay, mut partition) = (u64::MAX, 0);
     for (&p, &first) in &first_by_partition {
         let pre = before
             .iter()
@@ -205,8 +234,36 @@ fn labels_are_graded_once_and_a_concept_change_is_detected_retrained_and_recover
             first > pre,
             "a drift before the change (false alarm) at label {first} of partition {p}"
         );
-        delay = delay.min(first - pre);
+        if first - pre < delay {
+            (delay, partition) = (first - pre, p);
+        }
     }
+    let in_partition = |r: &Value| r["source_partition"].as_i64() == Some(partition);
+    let pre = before.iter().filter(|r| in_partition(r)).count() as u64;
+    let warning = events
+        .iter()
+        .filter(|e| e["detector"] == "errors" && e["signal"] == "warning")
+        .filter(|e| in_partition(e))
+        .map(|e| e["observations"].as_u64().unwrap())
+        .find(|&n| n > pre && n <= pre + delay);
+    if warning_delta == 0.0 {
+        assert_eq!(
+            warning, None,
+            "a warning without a warning level: {events:?}"
+        );
+    }
+    // Labels of the partition after the change graded by the first version: those until a
+    // promoted model serves.
+    let mut after: Vec<&Value> = evals
+        .iter()
+        .filter(|r| in_partition(r))
+        .filter(|r| start(r) >= change_ms)
+        .collect();
+    after.sort_by_key(|r| r["source_offset"].as_i64().unwrap());
+    let to_promoted = after
+        .iter()
+        .position(|r| r["model_version"] != first_version.as_str())
+        .unwrap_or(after.len());
     println!("pre-change accuracy {acc_before:.3}; errors drift {delay} labels (of its partition) after the change");
     // ADWIN (the default) tests every 32 labels (its clock): a partition's detector finds the
     // change at the first test after enough wrong labels (measured: 48 labels; the mock
@@ -267,6 +324,42 @@ fn labels_are_graded_once_and_a_concept_change_is_detected_retrained_and_recover
     assert_eq!(labeled_total as usize, labeled.len());
     assert!(metrics_text.contains("milstream_model_accuracy{"));
     assert!(metrics_text.contains("milstream_confusion_total{"));
+    let figures = ChangeFigures {
+        to_warning: warning.map(|n| n - pre),
+        to_drift: delay,
+        to_promoted,
+        candidates,
+        held_seen,
+    };
+    println!("warning_delta {warning_delta}: {figures:?}");
+    figures
+}
+
+#[test]
+fn labels_are_graded_once_and_a_concept_change_is_detected_retrained_and_recovered() {
+    // Without a warning level: the drift retrains at once from the change point.
+    let f = concept_change_scenario("live-quality-nowarn", 0.0);
+    assert_eq!(f.to_warning, None);
+    assert_eq!(f.candidates, [0.0; 4], "no candidate without a warning");
+    assert!(!f.held_seen);
+}
+
+/// The default warning level (ADWIN at delta 0.01 beside the drift's 0.002): the change
+/// raises a warning before the drift, the trainer fits a candidate on the examples since
+/// the warning's change point and holds it (`milstream_candidate_held` 1), and at the drift
+/// that held candidate is what gets promoted.
+#[test]
+fn a_warning_fits_a_candidate_that_the_drift_promotes() {
+    let f = concept_change_scenario("live-quality-warn", 0.01);
+    let to_warning = f.to_warning.expect("no warning before the drift");
+    assert!(to_warning < f.to_drift, "{f:?}");
+    assert!(f.held_seen, "the candidate was never seen held: {f:?}");
+    let [fitted, promoted, rejected, dropped] = f.candidates;
+    assert_eq!(
+        (fitted, promoted, rejected, dropped),
+        (1.0, 1.0, 0.0, 0.0),
+        "the warning's candidate is the one promoted at the drift: {f:?}"
+    );
 }
 
 /// SplitMix64, for seeded draws.
@@ -333,6 +426,7 @@ fn the_default_detectors_raise_no_false_alarm_on_20000_stationary_labels_and_fin
     const STATIONARY: usize = 20_000;
     const CHANGED: usize = 5_000;
     let (mut error_drift, mut margin_drift, mut psi_drift) = (None, None, None);
+    let (mut warnings, mut requests) = (0, Vec::new());
     for n in 0..STATIONARY + CHANGED {
         let changed = n >= STATIONARY;
         let i = rng.below(test.len());
@@ -366,6 +460,10 @@ fn the_default_detectors_raise_no_false_alarm_on_20000_stationary_labels_and_fin
             if e.signal == "drift" {
                 error_drift.get_or_insert(n - STATIONARY);
             }
+            warnings += usize::from(!changed && e.signal == "warning");
+        }
+        if n + 1 == STATIONARY {
+            requests = quality.take_requests("series");
         }
         let served = if changed { &shifted[i] } else { p };
         let pred = PredictionRecord {
@@ -404,6 +502,22 @@ fn the_default_detectors_raise_no_false_alarm_on_20000_stationary_labels_and_fin
             psi_drift.get_or_insert(n - STATIONARY);
         }
     }
+    // Warnings on the stationary stream fit candidates that are only ever challenged at a
+    // drift: none reaches the trainer, so none is promoted.
+    use milstream::stream::quality::TrainerRequest;
+    assert!(
+        !requests
+            .iter()
+            .any(|r| matches!(r, TrainerRequest::Drift { .. })),
+        "{requests:?}"
+    );
+    println!(
+        "stationary: {warnings} warnings, {} cleared, 0 drifts",
+        requests
+            .iter()
+            .filter(|r| **r == TrainerRequest::Cleared)
+            .count()
+    );
     println!("errors (ADWIN) drift after {error_drift:?} labels; margins (Page-Hinkley) after {margin_drift:?} predictions; scores (PSI) after {psi_drift:?} predictions");
     let error_delay = error_drift.expect("the swapped labels were not detected");
     assert!(
