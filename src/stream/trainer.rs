@@ -165,133 +165,140 @@ fn trainer_loop(env: &TrainerEnv, mut schedules: Vec<Schedule>, stop: Arc<Atomic
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(100));
         for (m, s) in env.models.all.iter().zip(&mut schedules) {
-            let name = m.spec.name.as_str();
-            let durable = t.examples_durable.of(name);
-            let requests = env.quality.as_ref().map(|q| q.take_requests(name));
-            for r in requests.into_iter().flatten() {
-                match r {
-                    // A new warning (another label partition's, or after a clear) starts
-                    // its candidate over, as River's adaptive random forest does.
-                    TrainerRequest::Warning { since_ms } => {
-                        s.drop_held(env, name, "a new warning");
-                        s.warning = Some((since_ms, None));
-                    }
-                    TrainerRequest::Cleared => {
-                        s.drop_held(env, name, "the warning cleared");
-                        s.warning = None;
-                    }
-                    // A drift of its errors makes a model due at once, trained on the
-                    // examples from the detector's warning on (the new concept's).
-                    TrainerRequest::Drift { since_ms } => s.drift = Some((since_ms, None)),
-                }
+            tend(env, m, s, &stop);
+        }
+    }
+}
+
+/// One model at one of the trainer's checks: its detectors' requests, the warning's
+/// candidate, the drift's answer, and its schedule.
+fn tend(env: &TrainerEnv, m: &ServedModel, s: &mut Schedule, stop: &AtomicBool) {
+    let t = &env.store;
+    let name = m.spec.name.as_str();
+    let durable = t.examples_durable.of(name);
+    let requests = env.quality.as_ref().map(|q| q.take_requests(name));
+    for r in requests.into_iter().flatten() {
+        match r {
+            // A new warning (another label partition's, or after a clear) starts
+            // its candidate over, as River's adaptive random forest does.
+            TrainerRequest::Warning { since_ms } => {
+                s.drop_held(env, name, "a new warning");
+                s.warning = Some((since_ms, None));
             }
-            if stop.load(Ordering::SeqCst) {
-                break;
+            TrainerRequest::Cleared => {
+                s.drop_held(env, name, "the warning cleared");
+                s.warning = None;
             }
-            let drift_due = s
-                .drift
-                .is_some_and(|(_, tried)| tried.is_none_or(|n| durable > n));
-            if drift_due {
-                if let Some(c) = s.held.take() {
-                    let since = s.drift.map_or(i64::MIN, |(since, _)| since);
-                    let started = Instant::now();
-                    let outcome = challenge(env, m, c, since);
-                    env.metrics
-                        .training_seconds
-                        .observe(started.elapsed().as_secs_f64());
-                    let promoted = matches!(outcome, RunOutcome::Promoted { .. });
-                    let label = if promoted { "promoted" } else { "rejected" };
-                    held_outcome(env, name, label, false);
+            // A drift of its errors makes a model due at once, trained on the
+            // examples from the detector's warning on (the new concept's).
+            TrainerRequest::Drift { since_ms } => s.drift = Some((since_ms, None)),
+        }
+    }
+    if stop.load(Ordering::SeqCst) {
+        return;
+    }
+    let drift_due = s
+        .drift
+        .is_some_and(|(_, tried)| tried.is_none_or(|n| durable > n));
+    if drift_due {
+        if let Some(c) = s.held.take() {
+            let since = s.drift.map_or(i64::MIN, |(since, _)| since);
+            let started = Instant::now();
+            let outcome = challenge(env, m, c, since);
+            env.metrics
+                .training_seconds
+                .observe(started.elapsed().as_secs_f64());
+            let promoted = matches!(outcome, RunOutcome::Promoted { .. });
+            let label = if promoted { "promoted" } else { "rejected" };
+            held_outcome(env, name, label, false);
+            info!(
+                model = name,
+                outcome = label,
+                "held candidate challenged at the drift"
+            );
+            record(env, m, &outcome);
+            if promoted {
+                (s.drift, s.warning) = (None, None);
+                (s.last_run, s.seen) = (Instant::now(), durable);
+                return;
+            }
+        }
+    } else if s.drift.is_none() && s.held.is_none() {
+        // A warning holds: fit its candidate in the background of the champion.
+        if let Some((since, _)) = s
+            .warning
+            .filter(|(_, tried)| tried.is_none_or(|n| durable > n))
+        {
+            let started = Instant::now();
+            match fit(env, m, Some(since)) {
+                Ok(c) => {
                     info!(
                         model = name,
-                        outcome = label,
-                        "held candidate challenged at the drift"
+                        examples = c.per_class.values().sum::<usize>(),
+                        holdout_accuracy = c.accuracy,
+                        champion = ?c.champion_accuracy,
+                        "candidate fitted on the warning, held until a drift"
                     );
-                    record(env, m, &outcome);
-                    if promoted {
-                        (s.drift, s.warning) = (None, None);
-                        (s.last_run, s.seen) = (Instant::now(), durable);
-                        continue;
+                    s.held = Some(c);
+                    held_outcome(env, name, "fitted", true);
+                }
+                Err(outcome) => {
+                    // Too few of the new concept's examples yet: wait for more.
+                    if let RunOutcome::Failed { reason, detail } = &outcome {
+                        info!(
+                            model = name,
+                            reason, detail, "no candidate on the warning yet"
+                        );
                     }
+                    s.warning = Some((since, Some(durable)));
                 }
-            } else if s.drift.is_none() && s.held.is_none() {
-                // A warning holds: fit its candidate in the background of the champion.
-                if let Some((since, _)) = s
-                    .warning
-                    .filter(|(_, tried)| tried.is_none_or(|n| durable > n))
-                {
-                    let started = Instant::now();
-                    match fit(env, m, Some(since)) {
-                        Ok(c) => {
-                            info!(
-                                model = name,
-                                examples = c.per_class.values().sum::<usize>(),
-                                holdout_accuracy = c.accuracy,
-                                champion = ?c.champion_accuracy,
-                                "candidate fitted on the warning, held until a drift"
-                            );
-                            s.held = Some(c);
-                            held_outcome(env, name, "fitted", true);
-                        }
-                        Err(outcome) => {
-                            // Too few of the new concept's examples yet: wait for more.
-                            if let RunOutcome::Failed { reason, detail } = &outcome {
-                                info!(
-                                    model = name,
-                                    reason, detail, "no candidate on the warning yet"
-                                );
-                            }
-                            s.warning = Some((since, Some(durable)));
-                        }
-                    }
-                    env.metrics
-                        .training_seconds
-                        .observe(started.elapsed().as_secs_f64());
-                }
-            }
-            let due = drift_due
-                || s.every.is_some_and(|e| s.last_run.elapsed() >= e)
-                || (s.after > 0 && durable.saturating_sub(s.seen) >= s.after);
-            if !due || stop.load(Ordering::SeqCst) {
-                continue;
-            }
-            s.last_run = Instant::now();
-            s.seen = durable;
-            let started = Instant::now();
-            let since = s.drift.map(|(since, _)| since);
-            let outcome = run_since(env, m, since);
-            // Too few of the new concept's examples yet: try again when more are durable.
-            s.drift = match (&outcome, since) {
-                (RunOutcome::Failed { reason, .. }, Some(since))
-                    if matches!(*reason, "too_few_examples" | "one_class") =>
-                {
-                    Some((since, Some(durable)))
-                }
-                _ => None,
-            };
-            if since.is_some() && s.drift.is_none() {
-                // The drift is answered: its warning with it.
-                s.warning = None;
-                s.drop_held(env, name, "the drift was answered");
             }
             env.metrics
                 .training_seconds
                 .observe(started.elapsed().as_secs_f64());
-            record(env, m, &outcome);
-            if since.is_some() && !matches!(outcome, RunOutcome::Promoted { .. }) {
-                if matches!(outcome, RunOutcome::Rejected { .. }) {
-                    env.metrics
-                        .drift_no_better_candidate
-                        .with_label_values(&[name])
-                        .inc();
-                }
-                if s.drift.is_none() {
-                    warn!(
-                        model = name,
-                        "drift detected, no better candidate: the champion keeps serving"
-                    );
-                }
-            }
+        }
+    }
+    let due = drift_due
+        || s.every.is_some_and(|e| s.last_run.elapsed() >= e)
+        || (s.after > 0 && durable.saturating_sub(s.seen) >= s.after);
+    if !due || stop.load(Ordering::SeqCst) {
+        return;
+    }
+    s.last_run = Instant::now();
+    s.seen = durable;
+    let started = Instant::now();
+    let since = s.drift.map(|(since, _)| since);
+    let outcome = run_since(env, m, since);
+    // Too few of the new concept's examples yet: try again when more are durable.
+    s.drift = match (&outcome, since) {
+        (RunOutcome::Failed { reason, .. }, Some(since))
+            if matches!(*reason, "too_few_examples" | "one_class") =>
+        {
+            Some((since, Some(durable)))
+        }
+        _ => None,
+    };
+    if since.is_some() && s.drift.is_none() {
+        // The drift is answered: its warning with it.
+        s.warning = None;
+        s.drop_held(env, name, "the drift was answered");
+    }
+    env.metrics
+        .training_seconds
+        .observe(started.elapsed().as_secs_f64());
+    record(env, m, &outcome);
+    if since.is_some() && !matches!(outcome, RunOutcome::Promoted { .. }) {
+        if matches!(outcome, RunOutcome::Rejected { .. }) {
+            env.metrics
+                .drift_no_better_candidate
+                .with_label_values(&[name])
+                .inc();
+        }
+        if s.drift.is_none() {
+            warn!(
+                model = name,
+                "drift detected, no better candidate: the champion keeps serving"
+            );
         }
     }
 }
@@ -751,5 +758,127 @@ mod tests {
         let cv = c.cv_accuracy.expect("searched");
         assert!((0.0..=1.0).contains(&cv));
         assert!(c.accuracy >= 0.5, "held-out accuracy {}", c.accuracy);
+    }
+
+    /// GunPoint training series from `from`, labeled by `label` (index, truth), label times
+    /// `base + i`.
+    fn labeled(
+        from: usize,
+        n: usize,
+        base: i64,
+        label: impl Fn(usize, &str) -> String,
+    ) -> Vec<Example> {
+        let mut v = examples(from + n, false).split_off(from);
+        for (k, e) in v.iter_mut().enumerate() {
+            let i = from + k;
+            e.label = label(i, &e.label);
+            e.labeled_at_ms = base + i as i64;
+            e.key = format!("s{i}");
+        }
+        v
+    }
+
+    /// A drift whose held candidate and retrain both lose keeps the champion serving and
+    /// moves `milstream_drift_no_better_candidate_total` (what the
+    /// `MilstreamDriftNoBetterCandidate` alert watches). The store (a real one, in a
+    /// temporary folder) holds 34 examples with labels drawn at random, then 16 truly
+    /// labeled ones (the newest, on which the champion is right): the candidate held since
+    /// the warning learned the noise, and so does the retrain at the drift.
+    #[test]
+    fn a_drift_with_no_better_candidate_keeps_the_champion_and_alerts() {
+        use crate::stream::history::{BagCache, SeriesHistory};
+        use crate::stream::models::{specs, Models};
+        use crate::stream::store::Store;
+        use crate::stream::window::ScoringModel;
+
+        let dir = std::env::temp_dir().join(format!("milstream-nobetter-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut cfg = Config::default();
+        cfg.kafka.models_topic = String::new();
+        cfg.model.registry_dir = Some(dir.join("registry"));
+        cfg.training.min_examples = 12;
+        cfg.training.holdout = 0.25;
+        cfg.training.tolerance = 0.0;
+        let metrics = Metrics::new();
+        let truth = examples(30, false);
+        let champion = train_candidate(&truth, 0.0, 10, None, None, None)
+            .expect("trains")
+            .model;
+        let spec = specs(&cfg).remove(0);
+        let served = Arc::new(ScoringModel {
+            model: champion.clone(),
+            version: "v1".into(),
+            generation: 0,
+        });
+        let models = Arc::new(Models::new(vec![(spec, served)], &metrics));
+        let store = Store::Local(dir.join("training"));
+        store.ensure_root().unwrap();
+        let base = chrono::Utc::now().timestamp_millis() - 60_000;
+        let noise = |i: usize, _: &str| if (i * 7919) % 2 == 0 { "1" } else { "2" }.to_string();
+        let mut rows = labeled(0, 34, base, noise);
+        rows.extend(labeled(34, 16, base, |_, l| l.to_string()));
+        crate::stream::sink::parquet::write_parquet(
+            &store,
+            "p0/examples.parquet",
+            &training::example_batch(&rows),
+            &[],
+        )
+        .unwrap();
+        let env = TrainerEnv {
+            cfg: cfg.clone(),
+            metrics: metrics.clone(),
+            models: models.clone(),
+            store: Arc::new(TrainingRuntime {
+                history: SeriesHistory::new(1_000, 1_000),
+                bags: BagCache::new(16),
+                store: Arc::new(store),
+                examples_durable: Default::default(),
+            }),
+            bootstrap: String::new(),
+            quality: None,
+        };
+        // The candidate fitted on the warning: on the first 24 noisy examples.
+        let held =
+            train_candidate(&rows[..24], 0.25, 12, Some(&champion), None, None).expect("trains");
+        let mut s = Schedule {
+            every: None,
+            after: 0,
+            last_run: Instant::now(),
+            seen: 0,
+            drift: Some((base, None)),
+            warning: Some((base, None)),
+            held: Some(held),
+        };
+        let m = &models.all[0];
+        tend(&env, m, &mut s, &AtomicBool::new(false));
+        let runs = |o: &str| {
+            metrics
+                .training_runs
+                .with_label_values(&["series", o])
+                .get()
+        };
+        let held_outcome = |o: &str| {
+            metrics
+                .warning_candidates
+                .with_label_values(&["series", o])
+                .get()
+        };
+        assert_eq!((runs("rejected"), runs("promoted")), (2, 0));
+        assert_eq!((held_outcome("rejected"), held_outcome("promoted")), (1, 0));
+        assert_eq!(
+            metrics
+                .drift_no_better_candidate
+                .with_label_values(&["series"])
+                .get(),
+            1
+        );
+        assert_eq!(m.serving.load_full().version, "v1", "the champion serves");
+        assert!(s.drift.is_none() && s.warning.is_none() && s.held.is_none());
+        assert_eq!(
+            metrics.candidate_held.with_label_values(&["series"]).get(),
+            0
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
