@@ -340,6 +340,10 @@ fn labels_are_graded_once_and_a_concept_change_is_detected_retrained_and_recover
     // Without a warning level: the drift retrains at once from the change point.
     let f = concept_change_scenario("live-quality-nowarn", 0.0);
     assert_eq!(f.to_warning, None);
+    assert!(
+        f.to_promoted >= f.to_drift as usize,
+        "promoted before the drift: {f:?}"
+    );
     assert_eq!(f.candidates, [0.0; 4], "no candidate without a warning");
     assert!(!f.held_seen);
 }
@@ -353,12 +357,115 @@ fn a_warning_fits_a_candidate_that_the_drift_promotes() {
     let f = concept_change_scenario("live-quality-warn", 0.01);
     let to_warning = f.to_warning.expect("no warning before the drift");
     assert!(to_warning < f.to_drift, "{f:?}");
+    // Held, not promoted, until the drift.
+    assert!(
+        f.to_promoted >= f.to_drift as usize,
+        "promoted before the drift: {f:?}"
+    );
     assert!(f.held_seen, "the candidate was never seen held: {f:?}");
     let [fitted, promoted, rejected, dropped] = f.candidates;
     assert_eq!(
         (fitted, promoted, rejected, dropped),
         (1.0, 1.0, 0.0, 0.0),
         "the warning's candidate is the one promoted at the drift: {f:?}"
+    );
+}
+
+/// A short burst of swapped labels (32, then true labels again) raises a warning but no
+/// drift: the trainer fits a candidate on the warning and holds it, the warning clears when
+/// the errors are gone, the candidate is dropped, and the champion grades every label.
+#[test]
+fn a_warning_that_clears_drops_its_candidate_and_promotes_nothing() {
+    let dir = scratch("live-quality-clear");
+    let out = dir.join("out");
+    let bootstrap = cluster(2);
+    let (model_path, _) = model_file(&dir);
+    let test = load("GunPoint_TEST.csv");
+    let port = free_port();
+    let extra = format!(
+        "[training]\ndir = \"{}\"\nlabel_wait_ms = 20000\nevery = \"\"\nafter_examples = 0\n\
+         max_examples = 64\nholdout = 0.25\ntolerance = 0.0\nmin_examples = 12\n",
+        dir.join("training").display()
+    );
+    let mut cfg = config(&bootstrap, &out, &model_path, "quality-clear", &extra);
+    cfg.http.listen = format!("127.0.0.1:{port}");
+    let (daemon, stop) = spawn_daemon(cfg);
+    // Rounds 12..20 (labels 49..80 of the partition) swapped; the rest true. The warning
+    // comes at label 64 and clears at 160 (see `quality.rs`'s tests); the drift ADWIN would
+    // fire on the fall of the errors at 192, after the last label.
+    const ROUNDS: usize = 44;
+    let p = producer(&bootstrap);
+    let mut labeled = 0;
+    let held = "milstream_candidate_held{model=\"series\"}";
+    let mut held_seen = false;
+    for r in 0..ROUNDS {
+        let (msgs, segments) = round(&test, r, (12..20).contains(&r));
+        produce_all(&p, &msgs);
+        labeled += segments.len();
+        std::thread::sleep(Duration::from_millis(400));
+        held_seen |= metric(port, held) == 1.0;
+    }
+    let graded_all = wait_until(Duration::from_secs(60), || {
+        read_rows(&out, "evaluations").len() >= labeled
+    });
+    let dropped = wait_until(Duration::from_secs(20), || {
+        metric(
+            port,
+            "milstream_warning_candidates_total{model=\"series\",outcome=\"dropped\"}",
+        ) >= 1.0
+    });
+    let text = common::stream::scrape(port);
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    assert!(graded_all, "not every label was graded");
+    let candidates = ["fitted", "promoted", "rejected", "dropped"].map(|o| {
+        sample(
+            &text,
+            &format!("milstream_warning_candidates_total{{model=\"series\",outcome=\"{o}\"}}"),
+        )
+    });
+    let events = read_rows(&out, "drift_events");
+    let errors: Vec<(&str, u64)> = events
+        .iter()
+        .filter(|e| e["detector"] == "errors")
+        .map(|e| {
+            (
+                e["signal"].as_str().unwrap(),
+                e["observations"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    println!("warning that clears: errors events {errors:?}, candidates {candidates:?}, held seen {held_seen}");
+    assert!(
+        errors.iter().any(|(s, _)| *s == "warning"),
+        "no warning: {events:?}"
+    );
+    assert!(
+        errors.iter().all(|(s, _)| *s != "drift"),
+        "a drift: {events:?}"
+    );
+    assert!(events
+        .iter()
+        .filter(|e| e["signal"] == "warning")
+        .all(|e| e["action"] == "candidate"));
+    assert!(dropped && held_seen, "{candidates:?}");
+    assert_eq!(candidates, [1.0, 0.0, 0.0, 1.0]);
+    assert_eq!(
+        sample(
+            &text,
+            "milstream_training_runs_total{model=\"series\",outcome=\"promoted\"}"
+        ),
+        0.0
+    );
+    let evals = read_rows(&out, "evaluations");
+    let versions: BTreeSet<&str> = evals
+        .iter()
+        .map(|r| r["model_version"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        versions.len(),
+        1,
+        "the champion grades every label: {versions:?}"
     );
 }
 

@@ -959,6 +959,14 @@ mod tests {
         assert_eq!(events[1].1, "cleared", "{events:?}");
         assert!(events[1].0 <= 64 + 32, "{events:?}");
         assert!(events.iter().all(|e| e.1 != "drift"), "{events:?}");
+        // 32 wrong: the warning detector, restarted at the warning, cuts the burst off at
+        // label 128 and sees no error from 129 to 160: cleared there.
+        let mut state = PartitionQuality::default();
+        let events = grade_all(&cfg, &mut state, (0..180).map(|i| (48..80).contains(&i)));
+        assert_eq!(
+            events,
+            vec![(64, "warning", 1048, false), (160, "cleared", 1159, true)]
+        );
         // All wrong, then right: the detectors fire on the fall, but no warning is raised.
         let mut state = PartitionQuality::default();
         let events = grade_all(&cfg, &mut state, (0..200).map(|i| i < 48));
