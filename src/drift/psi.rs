@@ -3,7 +3,7 @@
 //! population stability index", 2018, eq. 1), with the shares of empty bins floored at
 //! [`PSI_FLOOR`] so that a bin one side leaves empty adds a large but finite term.
 //!
-//! The daemon's label-free distribution test (`stream::served_watch::ScoreWatch`) bins each
+//! The daemon's label-free distribution test (`stream::quality::ScoreWatch`) bins each
 //! class's served scores with it against its version's first window of predictions.
 
 use serde::{Deserialize, Serialize};

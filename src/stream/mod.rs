@@ -27,7 +27,6 @@ pub mod quality;
 pub mod record;
 pub mod registry;
 mod registry_poll;
-pub mod served_watch;
 pub mod serving;
 pub mod sink;
 pub mod store;

@@ -19,12 +19,11 @@ use std::time::{Duration, Instant};
 use super::commit::PartitionKey;
 use super::labels::{LabelJoiner, LabelSource, WaitingLabels};
 use super::models::Models;
-use super::quality::{PartitionQuality, Quality, QualityRows};
+use super::quality::{PartitionQuality, Quality, QualityRows, ServedWatch};
 use super::record::{
     decode, DeadLetterRecord, DeadReason, DecodeLimits, PredictionRecord, Record, RecordKind,
     Rejected,
 };
-use super::served_watch::ServedWatch;
 use super::sink::roll::FileSizes;
 use super::sink::Segment;
 use super::training::Example;
