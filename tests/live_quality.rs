@@ -301,6 +301,7 @@ impl Rng {
 fn the_default_detectors_raise_no_false_alarm_on_20000_stationary_labels_and_find_a_change() {
     use milstream::config::DriftConfig;
     use milstream::metrics::Metrics;
+    use milstream::stream::label_free::{MarginWatch, ScoreWatch};
     use milstream::stream::quality::{EvaluationRecord, PartitionQuality, Quality};
     use milstream::stream::record::PredictionRecord;
 
@@ -323,12 +324,9 @@ fn the_default_detectors_raise_no_false_alarm_on_20000_stationary_labels_and_fin
     let metrics = Metrics::new();
     let quality = Quality::new(DriftConfig::default(), metrics.clone());
     let mut state = PartitionQuality::default();
-    let mut margins = quality
-        .margin_watch()
-        .expect("margin detection is on by default");
-    let mut score_psi = quality
-        .score_watch()
-        .expect("the PSI test on the class scores is on by default");
+    let mut margins = MarginWatch::new(&quality).expect("margin detection is on by default");
+    let mut score_psi =
+        ScoreWatch::new(&quality).expect("the PSI test on the class scores is on by default");
     let classes = model.classes().to_vec();
     const STATIONARY: usize = 20_000;
     const CHANGED: usize = 5_000;
@@ -644,7 +642,10 @@ fn error_events(out: &Path) -> BTreeSet<(i64, i64, String, u64)> {
 /// joins (a rebalance: partitions move, each side restores what it gets) and that is then
 /// killed (its partitions restored by the survivor from the durable checkpoints). The
 /// drift events (partition, offset, observations) and each partition's final detector state
-/// are the same; the uninterrupted run's counters count each label once.
+/// are the same; the uninterrupted run's counters count each label once. The label-free
+/// detectors (checkpointed in the `predictions` files) run with settings sensitive enough
+/// to fire on this short stream (Page-Hinkley threshold 0.5, PSI windows of 8 predictions):
+/// what is compared is where they fire and what they hold at the end.
 #[test]
 fn the_detectors_state_survives_a_rebalance_and_a_sigkill() {
     const ROUNDS: usize = 36;
@@ -660,7 +661,8 @@ fn the_detectors_state_survives_a_rebalance_and_a_sigkill() {
     let extra = |dir: &Path| {
         format!(
             "[training]\ndir = \"{}\"\nlabel_wait_ms = 30000\nevery = \"\"\nafter_examples = 0\n\
-             [drift]\non_drift = \"alert\"\n",
+             [drift]\non_drift = \"alert\"\nscore_window = 8\nscore_bins = 4\n\
+             [drift.page_hinkley]\nmin_instances = 5\nthreshold = 0.5\n",
             dir.join("training").display()
         )
     };
@@ -709,6 +711,8 @@ fn the_detectors_state_survives_a_rebalance_and_a_sigkill() {
     daemon.join().unwrap().expect("the daemon stops cleanly");
     assert!(complete, "{} of {labels} labels graded", graded(&out_whole));
     assert_eq!(labeled_total as usize, labels, "each label counted once");
+    let predictions = |out: &Path| read_rows(out, "predictions").len();
+    let whole_predictions = predictions(&out_whole);
 
     // A rebalance, then a SIGKILL.
     let dir = scratch("quality-state-moved");
@@ -727,6 +731,7 @@ fn the_detectors_state_survives_a_rebalance_and_a_sigkill() {
     let complete = wait_until(Duration::from_secs(120), || {
         fed.load(std::sync::atomic::Ordering::SeqCst)
             && graded(&out) + unjoined(&out).len() >= labels
+            && predictions(&out) >= whole_predictions
     });
     std::thread::sleep(Duration::from_millis(1_000));
     second.kill().expect("SIGKILL");
@@ -747,6 +752,88 @@ fn the_detectors_state_survives_a_rebalance_and_a_sigkill() {
         final_checkpoints(&out_whole),
         "each partition's detector state"
     );
+
+    let (whole, moved) = (label_free_events(&out_whole), label_free_events(&out));
+    println!("label-free events, uninterrupted: {whole:?}");
+    for detector in ["margin", "scores"] {
+        assert!(
+            whole.iter().any(|e| e.0 == detector),
+            "the {detector} detector must fire for the test to mean something"
+        );
+    }
+    assert_eq!(
+        moved, whole,
+        "label-free events after a rebalance and a SIGKILL"
+    );
+    let served = served_checkpoints(&out_whole);
+    assert!(
+        !served.is_empty(),
+        "the predictions files carry checkpoints"
+    );
+    assert_eq!(
+        served_checkpoints(&out),
+        served,
+        "each points partition's label-free detectors"
+    );
+}
+
+/// The label-free drift events as (detector, points partition, offset, observations).
+fn label_free_events(out: &Path) -> BTreeSet<(String, i64, i64, u64)> {
+    read_rows(out, "drift_events")
+        .iter()
+        .filter(|e| e["detector"] != "errors")
+        .map(|e| {
+            (
+                e["detector"].as_str().unwrap().to_string(),
+                e["source_partition"].as_i64().unwrap(),
+                e["source_offset"].as_i64().unwrap(),
+                e["observations"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Per points partition, the label-free detectors of its newest `predictions` file's
+/// checkpoint, each model's version dropped (two runs' registries name the start-up model
+/// differently).
+fn served_checkpoints(out: &Path) -> BTreeMap<i64, Value> {
+    let script = format!(
+        r#"
+import glob, json, pyarrow.parquet as pq
+best = {{}}
+for f in glob.glob("{}/**/*.parquet", recursive=True):
+    m = pq.read_metadata(f).metadata or {{}}
+    s = m.get(b"milstream.served_state")
+    if s is None:
+        continue
+    p, last = int(m[b"milstream.partition"]), int(m[b"milstream.last_offset"])
+    if p not in best or last > best[p][0]:
+        best[p] = (last, json.loads(s))
+print(json.dumps({{str(p): v[1] for p, v in best.items()}}))
+"#,
+        out.join("predictions").display()
+    );
+    let o = common::tools::python_with("pyarrow.parquet", "pyarrow")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "pyarrow: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let all: BTreeMap<String, Value> = serde_json::from_slice(&o.stdout).unwrap();
+    all.into_iter()
+        .map(|(p, mut v)| {
+            for kind in ["margins", "scores"] {
+                for m in v[kind].as_object_mut().unwrap().values_mut() {
+                    // (version, detector): the version differs between the runs.
+                    *m = m[1].take();
+                }
+            }
+            (p.parse().unwrap(), v)
+        })
+        .collect()
 }
 
 /// The counters count each label once across a crash: a daemon is SIGKILLed once some

@@ -23,12 +23,14 @@ use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use tracing::{error, info, warn};
 
 use super::commit::{choose_replay_point, decode_metadata, DurableOffsets, PartitionKey};
+use super::label_free::ServedWatch;
 use super::quality::Quality;
 use super::record::RecordKind;
 use super::sink;
 use super::store::Store;
 use super::window::{PartitionWindows, WindowParams};
-use super::worker::{PartitionState, Work, WorkerPool};
+use super::worker::{PartitionState, Work};
+use super::worker_pool::WorkerPool;
 use crate::config::{Config, Role};
 use crate::http::Health;
 use crate::metrics::Metrics;
@@ -67,6 +69,16 @@ pub struct Assignments {
     /// Live quality (`drift.evaluate`): a label partition's detectors are restored from the
     /// durable evaluations when it is assigned.
     pub quality: Option<Arc<Quality>>,
+}
+
+/// What [`Assignments::prepare`] read for a partition from the output store.
+struct Prepared {
+    /// The replay point (None without a commit).
+    replay_from: Option<i64>,
+    /// A label partition's detectors, from its durable evaluations.
+    restored: Option<sink::Restored>,
+    /// A scored partition's label-free detectors, from its newest durable predictions file.
+    served: Option<String>,
 }
 
 impl Assignments {
@@ -156,7 +168,11 @@ impl Assignments {
             // not ready) rather than started from a guess: "no file" would replay from the
             // earliest offset, and an unswept partition could keep stale files.
             let prepared = self.prepare((&topic, partition, kind), commit, &meta, may_sweep);
-            let (replay_from, restored) = match prepared {
+            let Prepared {
+                replay_from,
+                restored,
+                served,
+            } = match prepared {
                 Ok(r) => r,
                 Err(e) => {
                     error!(
@@ -193,6 +209,14 @@ impl Assignments {
             if let (Some(q), Some(r)) = (&self.quality, restored) {
                 q.assigned(&key, &r.state, r.durable_through);
                 state.quality = r.state;
+            }
+            if kind != RecordKind::Label && self.cfg.pipeline.role != Role::Trainer {
+                state.served = self.quality.as_ref().and_then(ServedWatch::new);
+                if let (Some(w), Some(c)) = (&mut state.served, served) {
+                    if let Err(e) = w.restore(&c) {
+                        warn!(topic, partition, %e, "the label-free detectors' checkpoint does not parse: they start over");
+                    }
+                }
             }
             // Queued ahead of the partition's first message (the fetch starts after this
             // callback returns), behind anything of an earlier assignment.
@@ -237,7 +261,7 @@ impl Assignments {
         commit: Option<i64>,
         meta: &str,
         may_sweep: bool,
-    ) -> std::io::Result<(Option<i64>, Option<sink::Restored>)> {
+    ) -> std::io::Result<Prepared> {
         // Found once, kept across attempts (it is logged and counted when found).
         let mut found: Option<Option<i64>> = None;
         let mut counted: Option<Option<i64>> = None;
@@ -265,6 +289,15 @@ impl Assignments {
                 if may_sweep {
                     self.sweep(topic, partition, commit.unwrap_or(0))?;
                 }
+                // A scored partition's label-free detectors, as its newest durable predictions
+                // file left them (after the sweep: the replay emits from the commit on).
+                let scored = kind != RecordKind::Label && self.cfg.pipeline.role != Role::Trainer;
+                let served = match (commit, &self.quality) {
+                    (Some(c), Some(_)) if scored && may_sweep => {
+                        sink::served_checkpoint(&self.output, topic, partition, c)?
+                    }
+                    _ => None,
+                };
                 let restored = match quality {
                     Some(q) => {
                         let mut restored = sink::restore_quality(
@@ -279,7 +312,11 @@ impl Assignments {
                     }
                     None => None,
                 };
-                Ok((r, restored))
+                Ok(Prepared {
+                    replay_from: r,
+                    restored,
+                    served,
+                })
             });
             match r {
                 Err(e) if attempt < LIST_ATTEMPTS => {

@@ -19,7 +19,8 @@ use rdkafka::message::{BorrowedMessage, Message as _};
 use tracing::{error, info, warn};
 
 use super::assignment::{Assignments, Ctx};
-use super::worker::{Message, Work, WorkerPool};
+use super::worker::{Message, Work};
+use super::worker_pool::WorkerPool;
 use crate::config::Config;
 
 /// How long the consumer waits on a full worker queue before pausing its partitions.

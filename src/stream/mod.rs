@@ -19,6 +19,7 @@ mod contribution;
 mod daemon;
 pub mod embedded;
 pub mod history;
+pub mod label_free;
 mod labels;
 pub mod models;
 pub mod models_topic;
@@ -34,6 +35,7 @@ pub mod trainer;
 pub mod training;
 pub mod window;
 mod worker;
+mod worker_pool;
 mod writer;
 
 pub use daemon::{resolve_series_model, run, RunOptions};
