@@ -19,6 +19,7 @@ mod contribution;
 mod daemon;
 pub mod embedded;
 pub mod history;
+mod holds;
 mod labels;
 pub mod models;
 pub mod models_topic;
