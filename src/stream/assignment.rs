@@ -22,12 +22,13 @@ use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use tracing::{error, info, warn};
 
-use super::commit::{choose_replay_point, decode_metadata, DurableOffsets, PartitionKey};
+use super::commit::{choose_replay_point, decode_metadata, DurableOffsets, Mark, PartitionKey};
 use super::label_free::ServedWatch;
 use super::quality::Quality;
 use super::record::RecordKind;
 use super::sink;
 use super::store::Store;
+use super::training::TrainingRuntime;
 use super::window::{PartitionWindows, WindowParams};
 use super::worker::{PartitionState, Work};
 use super::worker_pool::WorkerPool;
@@ -62,6 +63,8 @@ pub struct Assignments {
     pub output: Arc<Store>,
     /// The training store, swept with the outputs, when training is on.
     pub training_store: Option<Arc<Store>>,
+    /// The label joins' history and the replay holds of their labels, when training is on.
+    pub training: Option<Arc<TrainingRuntime>>,
     /// Whether the first commit since the last assignment was logged.
     pub first_commit_logged: AtomicBool,
     /// The workers, until shutdown: then assignments are no longer queued.
@@ -90,7 +93,7 @@ impl Assignments {
         durable: Arc<DurableOffsets>,
         kinds: HashMap<String, RecordKind>,
         window_params: WindowParams,
-        stores: (Arc<Store>, Option<Arc<Store>>),
+        (output, training): (Arc<Store>, Option<Arc<TrainingRuntime>>),
         workers: Arc<WorkerPool>,
         quality: Option<Arc<Quality>>,
     ) -> Self {
@@ -101,11 +104,25 @@ impl Assignments {
             durable,
             kinds,
             window_params,
-            output: stores.0,
-            training_store: stores.1,
+            output,
+            training_store: training.as_ref().map(|t| t.store.clone()),
+            training,
             first_commit_logged: AtomicBool::new(false),
             workers: Mutex::new(Some(workers)),
             quality,
+        }
+    }
+
+    /// The oldest offset, per partition, that labels in flight still need (see `holds.rs`).
+    pub fn held(&self) -> HashMap<PartitionKey, i64> {
+        self.training.as_ref().map(|t| t.held()).unwrap_or_default()
+    }
+
+    /// Commits succeeded: the replay holds learn the committed replay points.
+    pub fn committed(&self, marks: &[Mark]) {
+        self.durable.committed(marks);
+        if let Some(t) = &self.training {
+            t.holds.committed(marks);
         }
     }
 
@@ -192,6 +209,9 @@ impl Assignments {
             let key = (topic.clone(), partition);
             self.durable
                 .own(key.clone(), commit.unwrap_or(0), replay_from.unwrap_or(0));
+            if let Some(t) = &self.training {
+                t.holds.assigned(&key, replay_from.unwrap_or(0));
+            }
             if let Some(r) = replay_from {
                 seeks.push((topic.clone(), partition, r));
             }
@@ -440,10 +460,11 @@ impl Assignments {
                     "revoke: not every segment was durable in time"
                 );
             }
-            if let Some((tpl, marks)) = self.durable.to_commit(Some(&keys)) {
+            // The final commit keeps the holds: the next owner replays what labels need.
+            if let Some((tpl, marks)) = self.durable.to_commit(Some(&keys), || self.held()) {
                 match base.commit(&tpl, CommitMode::Sync) {
                     Ok(()) => {
-                        self.durable.committed(&marks);
+                        self.committed(&marks);
                         self.metrics.commits.inc();
                     }
                     Err(e) => {
@@ -457,6 +478,9 @@ impl Assignments {
         }
         for k in &keys {
             self.durable.disown(k);
+        }
+        if let Some(t) = &self.training {
+            t.holds.revoked(&keys);
         }
         self.metrics
             .partitions_assigned

@@ -399,7 +399,7 @@ impl Worker {
                 // A trainer keeps the raw history only (every channel of each point).
                 Ok(Record::Point(pt)) if p.windows.is_none() => {
                     if let Some(l) = &env.labels {
-                        l.record_point(&pt);
+                        l.record_point(&pt, (&msg.topic, partition, offset));
                     }
                 }
                 Ok(Record::Point(pt)) => {
@@ -450,7 +450,7 @@ impl Worker {
                     match outcome {
                         PointOutcome::Accepted => {
                             if let Some(l) = &env.labels {
-                                l.record_point(&pt);
+                                l.record_point(&pt, (&msg.topic, partition, offset));
                             }
                         }
                         PointOutcome::Duplicate => metrics.duplicates_dropped.inc(),
@@ -529,8 +529,8 @@ impl Worker {
                 // Labels join their segment (or bag) into a training example; one whose
                 // points are still on their way waits, holding the replay point back.
                 Ok(Record::Label(l)) => {
-                    if env.labels.is_some() {
-                        p.waiting_labels.push(offset, l, ts, payload);
+                    if let Some(labels) = &env.labels {
+                        labels.queue(&mut p.waiting_labels, key, (offset, ts), l, payload);
                     }
                 }
                 Err(rej) => dead.push(dead_letter(&rej)),
