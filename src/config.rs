@@ -277,7 +277,9 @@ pub struct TrainingConfig {
     /// Bags kept by id for labels that name a bag.
     pub bag_cache: usize,
     /// How long a label whose segment's points have not all arrived yet waits (wall
-    /// clock) before it goes to the dead-letter sink as `unjoined`.
+    /// clock) before it goes to the dead-letter sink as `unjoined`. A label whose points are
+    /// here waits for a commit that keeps them replayable (one `commit.interval_ms`; see
+    /// `holds.rs`) at most this long, then joins.
     pub label_wait_ms: u64,
     /// Only the model's classes are accepted (others: dead letter `unknown_class`).
     pub freeze_classes: bool,

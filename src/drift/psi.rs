@@ -75,6 +75,7 @@ impl ScoreBins {
 /// A PSI test on a stream of class-score vectors: the first `window` of them are the
 /// reference (per class, `bins` quantile bins of their scores), then each tumbling window
 /// of `window` is compared with it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PsiTest {
     /// Per class, the reference bins; empty while the first window fills.
     reference: Vec<ScoreBins>,

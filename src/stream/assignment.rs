@@ -22,13 +22,16 @@ use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use tracing::{error, info, warn};
 
-use super::commit::{choose_replay_point, decode_metadata, DurableOffsets, PartitionKey};
+use super::commit::{choose_replay_point, decode_metadata, DurableOffsets, Mark, PartitionKey};
+use super::label_free::ServedWatch;
 use super::quality::Quality;
 use super::record::RecordKind;
 use super::sink;
 use super::store::Store;
+use super::training::TrainingRuntime;
 use super::window::{PartitionWindows, WindowParams};
-use super::worker::{PartitionState, Work, WorkerPool};
+use super::worker::{PartitionState, Work};
+use super::worker_pool::WorkerPool;
 use crate::config::{Config, Role};
 use crate::http::Health;
 use crate::metrics::Metrics;
@@ -60,6 +63,8 @@ pub struct Assignments {
     pub output: Arc<Store>,
     /// The training store, swept with the outputs, when training is on.
     pub training_store: Option<Arc<Store>>,
+    /// The label joins' history and the replay holds of their labels, when training is on.
+    pub training: Option<Arc<TrainingRuntime>>,
     /// Whether the first commit since the last assignment was logged.
     pub first_commit_logged: AtomicBool,
     /// The workers, until shutdown: then assignments are no longer queued.
@@ -67,6 +72,16 @@ pub struct Assignments {
     /// Live quality (`drift.evaluate`): a label partition's detectors are restored from the
     /// durable evaluations when it is assigned.
     pub quality: Option<Arc<Quality>>,
+}
+
+/// What [`Assignments::prepare`] read for a partition from the output store.
+struct Prepared {
+    /// The replay point (None without a commit).
+    replay_from: Option<i64>,
+    /// A label partition's detectors, from its durable evaluations.
+    restored: Option<sink::Restored>,
+    /// A scored partition's label-free detectors, from its newest durable predictions file.
+    served: Option<String>,
 }
 
 impl Assignments {
@@ -78,7 +93,7 @@ impl Assignments {
         durable: Arc<DurableOffsets>,
         kinds: HashMap<String, RecordKind>,
         window_params: WindowParams,
-        stores: (Arc<Store>, Option<Arc<Store>>),
+        (output, training): (Arc<Store>, Option<Arc<TrainingRuntime>>),
         workers: Arc<WorkerPool>,
         quality: Option<Arc<Quality>>,
     ) -> Self {
@@ -89,11 +104,25 @@ impl Assignments {
             durable,
             kinds,
             window_params,
-            output: stores.0,
-            training_store: stores.1,
+            output,
+            training_store: training.as_ref().map(|t| t.store.clone()),
+            training,
             first_commit_logged: AtomicBool::new(false),
             workers: Mutex::new(Some(workers)),
             quality,
+        }
+    }
+
+    /// The oldest offset, per partition, that labels in flight still need (see `holds.rs`).
+    pub fn held(&self) -> HashMap<PartitionKey, i64> {
+        self.training.as_ref().map(|t| t.held()).unwrap_or_default()
+    }
+
+    /// Commits succeeded: the replay holds learn the committed replay points.
+    pub fn committed(&self, marks: &[Mark]) {
+        self.durable.committed(marks);
+        if let Some(t) = &self.training {
+            t.holds.committed(marks);
         }
     }
 
@@ -156,7 +185,11 @@ impl Assignments {
             // not ready) rather than started from a guess: "no file" would replay from the
             // earliest offset, and an unswept partition could keep stale files.
             let prepared = self.prepare((&topic, partition, kind), commit, &meta, may_sweep);
-            let (replay_from, restored) = match prepared {
+            let Prepared {
+                replay_from,
+                restored,
+                served,
+            } = match prepared {
                 Ok(r) => r,
                 Err(e) => {
                     error!(
@@ -176,6 +209,9 @@ impl Assignments {
             let key = (topic.clone(), partition);
             self.durable
                 .own(key.clone(), commit.unwrap_or(0), replay_from.unwrap_or(0));
+            if let Some(t) = &self.training {
+                t.holds.assigned(&key, replay_from.unwrap_or(0));
+            }
             if let Some(r) = replay_from {
                 seeks.push((topic.clone(), partition, r));
             }
@@ -193,6 +229,14 @@ impl Assignments {
             if let (Some(q), Some(r)) = (&self.quality, restored) {
                 q.assigned(&key, &r.state, r.durable_through);
                 state.quality = r.state;
+            }
+            if kind != RecordKind::Label && self.cfg.pipeline.role != Role::Trainer {
+                state.served = self.quality.as_ref().and_then(ServedWatch::new);
+                if let (Some(w), Some(c)) = (&mut state.served, served) {
+                    if let Err(e) = w.restore(&c) {
+                        warn!(topic, partition, %e, "the label-free detectors' checkpoint does not parse: they start over");
+                    }
+                }
             }
             // Queued ahead of the partition's first message (the fetch starts after this
             // callback returns), behind anything of an earlier assignment.
@@ -237,7 +281,7 @@ impl Assignments {
         commit: Option<i64>,
         meta: &str,
         may_sweep: bool,
-    ) -> std::io::Result<(Option<i64>, Option<sink::Restored>)> {
+    ) -> std::io::Result<Prepared> {
         // Found once, kept across attempts (it is logged and counted when found).
         let mut found: Option<Option<i64>> = None;
         let mut counted: Option<Option<i64>> = None;
@@ -265,6 +309,15 @@ impl Assignments {
                 if may_sweep {
                     self.sweep(topic, partition, commit.unwrap_or(0))?;
                 }
+                // A scored partition's label-free detectors, as its newest durable predictions
+                // file left them (after the sweep: the replay emits from the commit on).
+                let scored = kind != RecordKind::Label && self.cfg.pipeline.role != Role::Trainer;
+                let served = match (commit, &self.quality) {
+                    (Some(c), Some(_)) if scored && may_sweep => {
+                        sink::served_checkpoint(&self.output, topic, partition, c)?
+                    }
+                    _ => None,
+                };
                 let restored = match quality {
                     Some(q) => {
                         let mut restored = sink::restore_quality(
@@ -279,7 +332,11 @@ impl Assignments {
                     }
                     None => None,
                 };
-                Ok((r, restored))
+                Ok(Prepared {
+                    replay_from: r,
+                    restored,
+                    served,
+                })
             });
             match r {
                 Err(e) if attempt < LIST_ATTEMPTS => {
@@ -403,10 +460,11 @@ impl Assignments {
                     "revoke: not every segment was durable in time"
                 );
             }
-            if let Some((tpl, marks)) = self.durable.to_commit(Some(&keys)) {
+            // The final commit keeps the holds: the next owner replays what labels need.
+            if let Some((tpl, marks)) = self.durable.to_commit(Some(&keys), || self.held()) {
                 match base.commit(&tpl, CommitMode::Sync) {
                     Ok(()) => {
-                        self.durable.committed(&marks);
+                        self.committed(&marks);
                         self.metrics.commits.inc();
                     }
                     Err(e) => {
@@ -420,6 +478,9 @@ impl Assignments {
         }
         for k in &keys {
             self.durable.disown(k);
+        }
+        if let Some(t) = &self.training {
+            t.holds.revoked(&keys);
         }
         self.metrics
             .partitions_assigned

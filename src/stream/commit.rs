@@ -95,6 +95,16 @@ struct PartitionOffsets {
     replay_from: i64,
     /// Last committed `durable_next`.
     committed_next: i64,
+    /// The replay point the last commit carried (on assignment: the one it started from).
+    committed_replay: i64,
+}
+
+/// One partition's commit: its next offset and the replay point in its metadata.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mark {
+    pub key: PartitionKey,
+    pub next: i64,
+    pub replay_from: i64,
 }
 
 /// Durable and committed offsets of the partitions this process owns.
@@ -125,6 +135,7 @@ impl DurableOffsets {
                 durable_next: committed,
                 replay_from,
                 committed_next: committed,
+                committed_replay: replay_from,
             },
         );
     }
@@ -153,6 +164,10 @@ impl DurableOffsets {
             if next > p.durable_next {
                 p.durable_next = next;
                 p.replay_from = replay_from;
+            } else if replay_from > p.replay_from {
+                // A segment of labels resolved late (below the durable offset: the labels came
+                // before what they name) says that the labels it resolved need no replay.
+                p.replay_from = replay_from.min(p.durable_next);
             }
         }
         self.changed.notify_all();
@@ -209,34 +224,62 @@ impl DurableOffsets {
     }
 
     /// Offsets to commit: owned partitions (or only `only`) whose durable offset moved
-    /// since the last commit, with their replay metadata.
+    /// since the last commit, or whose replay point `held` moves below the committed one,
+    /// with their replay metadata. `held` is asked after the durable offsets are read, for
+    /// the partitions' oldest offsets that labels still need (`holds.rs`): whatever is
+    /// durable was recorded in the history before, so no need is missed.
     pub fn to_commit(
         &self,
         only: Option<&[PartitionKey]>,
-    ) -> Option<(TopicPartitionList, Vec<(PartitionKey, i64)>)> {
-        let m = self.inner.lock().expect("durable offsets lock");
+        held: impl FnOnce() -> HashMap<PartitionKey, i64>,
+    ) -> Option<(TopicPartitionList, Vec<Mark>)> {
+        let owned: Vec<(PartitionKey, PartitionOffsets)> = {
+            let m = self.inner.lock().expect("durable offsets lock");
+            m.iter()
+                .filter(|(k, _)| only.is_none_or(|o| o.contains(k)))
+                .map(|(k, p)| (k.clone(), *p))
+                .collect()
+        };
+        if owned.is_empty() {
+            return None;
+        }
+        let held = held();
         let mut tpl = TopicPartitionList::new();
         let mut marks = Vec::new();
-        for (k, p) in m.iter() {
-            if only.is_some_and(|o| !o.contains(k)) || p.durable_next <= p.committed_next {
+        for (k, p) in owned {
+            let replay = held
+                .get(&k)
+                .map_or(p.replay_from, |&h| h.min(p.replay_from))
+                .min(p.durable_next);
+            // A hold lowers the replay point, and late labels' segments raise it, even when
+            // nothing new is durable; without the metadata there is nowhere to put it.
+            let moved = !self.omit_metadata && replay != p.committed_replay;
+            if p.durable_next <= p.committed_next && !moved {
                 continue;
             }
             tpl.add_partition_offset(&k.0, k.1, Offset::Offset(p.durable_next))
                 .ok()?;
             if let (Some(mut e), false) = (tpl.find_partition(&k.0, k.1), self.omit_metadata) {
-                e.set_metadata(encode_metadata(p.replay_from.min(p.durable_next)));
+                e.set_metadata(encode_metadata(replay));
             }
-            marks.push((k.clone(), p.durable_next));
+            marks.push(Mark {
+                key: k,
+                next: p.durable_next,
+                replay_from: replay,
+            });
         }
         (!marks.is_empty()).then_some((tpl, marks))
     }
 
     /// Records a successful commit.
-    pub fn committed(&self, marks: &[(PartitionKey, i64)]) {
+    pub fn committed(&self, marks: &[Mark]) {
         let mut m = self.inner.lock().expect("durable offsets lock");
-        for (k, next) in marks {
-            if let Some(p) = m.get_mut(k) {
-                p.committed_next = p.committed_next.max(*next);
+        for mark in marks {
+            if let Some(p) = m.get_mut(&mark.key) {
+                if mark.next >= p.committed_next {
+                    p.committed_next = mark.next;
+                    p.committed_replay = mark.replay_from;
+                }
             }
         }
     }
@@ -286,8 +329,17 @@ mod tests {
         let k: PartitionKey = ("t".into(), 0);
         d.own(k.clone(), 10, 5);
         d.mark_durable(&k, 20, 12);
-        let (tpl, _) = d.to_commit(None).unwrap();
+        let (tpl, _) = d.to_commit(None, HashMap::new).unwrap();
         assert_eq!(tpl.find_partition("t", 0).unwrap().metadata(), "");
+        // Without metadata a hold has nowhere to go: it commits nothing by itself.
+        d.committed(&[Mark {
+            key: k.clone(),
+            next: 20,
+            replay_from: 12,
+        }]);
+        assert!(d
+            .to_commit(None, || HashMap::from([(k.clone(), 3)]))
+            .is_none());
     }
 
     #[test]
@@ -295,14 +347,14 @@ mod tests {
         let d = DurableOffsets::default();
         let k: PartitionKey = ("t".into(), 0);
         d.own(k.clone(), 10, 5);
-        assert!(d.to_commit(None).is_none());
+        assert!(d.to_commit(None, HashMap::new).is_none());
         d.mark_durable(&k, 20, 12);
-        let (tpl, marks) = d.to_commit(None).unwrap();
+        let (tpl, marks) = d.to_commit(None, HashMap::new).unwrap();
         let e = tpl.find_partition("t", 0).unwrap();
         assert_eq!(e.offset(), Offset::Offset(20));
         assert_eq!(decode_metadata(e.metadata()), Some(12));
         d.committed(&marks);
-        assert!(d.to_commit(None).is_none());
+        assert!(d.to_commit(None, HashMap::new).is_none());
         assert!(d.wait_durable(&[(k.clone(), 20)], Duration::from_millis(1)));
         assert!(!d.wait_durable(&[(k.clone(), 21)], Duration::from_millis(10)));
         // What is left unwritten, as the shutdown log names it.
@@ -312,5 +364,39 @@ mod tests {
             vec!["t/0 offsets 20..=30"]
         );
         assert_eq!(d.not_durable(&[]), vec!["t/0 from offset 20 on"]);
+    }
+
+    /// A label's hold lowers the committed replay point, with or without new durable
+    /// offsets, and the commit after its release raises it again with the next progress.
+    #[test]
+    fn a_hold_lowers_the_committed_replay_point() {
+        let d = DurableOffsets::default();
+        let (k, other): (PartitionKey, PartitionKey) = (("t".into(), 0), ("t".into(), 1));
+        d.own(k.clone(), 10, 5);
+        d.own(other.clone(), 0, 0);
+        let commit = |held: HashMap<PartitionKey, i64>| {
+            let (tpl, marks) = d.to_commit(None, || held)?;
+            d.committed(&marks);
+            let e = tpl.find_partition("t", 0)?;
+            Some((e.offset(), decode_metadata(e.metadata())))
+        };
+        d.mark_durable(&k, 20, 12);
+        let hold = |o: i64| HashMap::from([(k.clone(), o)]);
+        assert_eq!(commit(hold(8)), Some((Offset::Offset(20), Some(8))));
+        // Nothing new durable: a lower hold commits the same offset with the lower point,
+        // an equal or higher one commits nothing.
+        assert_eq!(commit(hold(3)), Some((Offset::Offset(20), Some(3))));
+        assert_eq!(commit(hold(3)), None);
+        // Released: back to the segment's replay point.
+        assert_eq!(commit(hold(15)), Some((Offset::Offset(20), Some(12))));
+        // A late labels' segment below the durable offset raises it.
+        d.mark_durable(&k, 18, 16);
+        assert_eq!(commit(HashMap::new()), Some((Offset::Offset(20), Some(16))));
+        // Released: the next progress commits its own replay point.
+        d.mark_durable(&k, 30, 25);
+        assert_eq!(commit(HashMap::new()), Some((Offset::Offset(30), Some(25))));
+        // Never beyond the durable offset.
+        d.mark_durable(&k, 40, 45);
+        assert_eq!(commit(HashMap::new()), Some((Offset::Offset(40), Some(40))));
     }
 }

@@ -19,7 +19,8 @@ use rdkafka::message::{BorrowedMessage, Message as _};
 use tracing::{error, info, warn};
 
 use super::assignment::{Assignments, Ctx};
-use super::worker::{Message, Work, WorkerPool};
+use super::worker::{Message, Work};
+use super::worker_pool::WorkerPool;
 use crate::config::Config;
 
 /// How long the consumer waits on a full worker queue before pausing its partitions.
@@ -220,7 +221,7 @@ pub fn spawn_committer(
 
 /// Commits every owned partition's durable offset that moved since the last commit.
 pub async fn commit_durable(state: &Assignments, consumer: &Arc<StreamConsumer<Ctx>>) {
-    let Some((tpl, marks)) = state.durable.to_commit(None) else {
+    let Some((tpl, marks)) = state.durable.to_commit(None, || state.held()) else {
         // Nothing pending (a failed commit stays pending until it succeeds, unless its
         // partitions went away): nothing is failing.
         state.health.set_commit_failing(false);
@@ -242,7 +243,7 @@ pub async fn commit_durable(state: &Assignments, consumer: &Arc<StreamConsumer<C
                     "first offsets committed since the assignment"
                 );
             }
-            state.durable.committed(&marks);
+            state.committed(&marks);
             state.metrics.commits.inc();
             state.health.set_commit_failing(false);
         }

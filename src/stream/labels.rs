@@ -5,13 +5,19 @@
 //! points and bags in the shared [`TrainingRuntime`].
 //!
 //! A label that waits holds its partition's replay point back (see
-//! [`WaitingLabels::oldest_offset`]), so a crash replays it and the join is made again.
+//! [`WaitingLabels::oldest_offset`]), so a crash replays it and the join is made again; and
+//! from the moment it is queued until its partition commits past it, it holds the replay
+//! point of the partition its points (or bag) came from ([`ReplayHolds`]), so the replay
+//! finds them again.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::commit::PartitionKey;
 use super::history::SegmentJoin;
+use super::history::Source;
+use super::holds::{Need, ReplayHolds};
 use super::models::Models;
 use super::quality::{self, PartitionQuality, Quality, QualityRows};
 use super::record::{BagRecord, DeadLetterRecord, DeadReason, LabelRecord, Point, Rejected};
@@ -40,7 +46,7 @@ pub struct WaitingLabels {
 
 impl WaitingLabels {
     /// Queues a label from the message at `offset` (Kafka timestamp `labeled_at_ms`).
-    pub fn push(&mut self, offset: i64, label: LabelRecord, labeled_at_ms: i64, raw: &[u8]) {
+    fn push(&mut self, offset: i64, label: LabelRecord, labeled_at_ms: i64, raw: &[u8]) {
         self.queue.push_back(PendingLabel {
             offset,
             label,
@@ -64,8 +70,29 @@ impl WaitingLabels {
 enum LabelJoin {
     /// The example, and the serving model's prediction for it (when evaluation is on).
     Joined(Example, Option<Box<quality::EvaluationRecord>>),
+    /// Its points (or bag) have not all arrived.
     Wait,
+    /// They have, but a partition they came from has not committed a replay point that
+    /// covers them yet ([`ReplayHolds::covered`]).
+    Held,
     Dead(Rejected),
+}
+
+/// What a label needs from the history.
+fn need_of(label: &LabelRecord) -> Need {
+    match label {
+        LabelRecord::Segment {
+            series_id,
+            start_ms,
+            end_ms,
+            ..
+        } => Need::Segment {
+            series: series_id.clone(),
+            start: *start_ms,
+            end: *end_ms,
+        },
+        LabelRecord::Bag { bag_id, .. } => Need::Bag { id: bag_id.clone() },
+    }
 }
 
 /// Where a partition's labels come from, and from which offset on its outputs are emitted.
@@ -100,11 +127,31 @@ impl LabelJoiner {
         }
     }
 
-    /// Keeps an accepted point (its value per channel) for labels that name its series.
-    pub fn record_point(&self, pt: &Point) {
+    /// Keeps an accepted point (its value per channel, and the message it came in) for
+    /// labels that name its series.
+    pub fn record_point(&self, pt: &Point, source: Source) {
         self.training
             .history
-            .record_parts(&pt.series_id, pt.ts_ms, pt.value, &pt.rest);
+            .record_parts(&pt.series_id, source, pt.ts_ms, pt.value, &pt.rest);
+    }
+
+    /// Queues the label of the message at `offset` of `partition` (Kafka timestamp
+    /// `labeled_at_ms`) and holds what it needs from the history until its partition
+    /// commits past it.
+    pub fn queue(
+        &self,
+        waiting: &mut WaitingLabels,
+        partition: &PartitionKey,
+        (offset, labeled_at_ms): (i64, i64),
+        label: LabelRecord,
+        raw: &[u8],
+    ) {
+        self.holds().need(partition, offset, need_of(&label));
+        waiting.push(offset, label, labeled_at_ms, raw);
+    }
+
+    fn holds(&self) -> &ReplayHolds {
+        &self.training.holds
     }
 
     /// Keeps a bag for labels that name it, and its inline label as an example of `model`
@@ -117,7 +164,9 @@ impl LabelJoiner {
         labeled_at_ms: i64,
         examples: &mut Vec<Example>,
     ) {
-        self.training.bags.insert(&b.bag_id, b.dim, &b.instances);
+        self.training
+            .bags
+            .insert(&b.bag_id, b.dim, &b.instances, src);
         if let (Some(label), Some(model)) = (&b.label, model) {
             examples.push(Example {
                 key: b.bag_id.clone(),
@@ -151,22 +200,31 @@ impl LabelJoiner {
         let mut taken: Option<((i64, i64), i64)> = None;
         let wait = Duration::from_millis(self.cfg.label_wait_ms);
         while let Some(l) = waiting.queue.front() {
-            let outcome = match self.join(l) {
-                LabelJoin::Wait if l.since.elapsed() < wait => break,
-                LabelJoin::Wait => LabelJoin::Dead(Rejected {
-                    reason: DeadReason::Unjoined,
-                    detail: match &l.label {
-                        LabelRecord::Segment { .. } => format!(
-                            "the labeled segment's points did not all arrive within training.label_wait_ms = {} ms",
-                            wait.as_millis()
-                        ),
-                        LabelRecord::Bag { bag_id, .. } => format!(
-                            "bag '{bag_id}' did not arrive within training.label_wait_ms = {} ms, or is no longer among the last {} bags (training.bag_cache)",
-                            wait.as_millis(),
-                            self.cfg.bag_cache
-                        ),
-                    },
-                }),
+            let unjoined = || {
+                LabelJoin::Dead(Rejected {
+                reason: DeadReason::Unjoined,
+                detail: match &l.label {
+                    LabelRecord::Segment { .. } => format!(
+                        "the labeled segment's points did not all arrive within training.label_wait_ms = {} ms",
+                        wait.as_millis()
+                    ),
+                    LabelRecord::Bag { bag_id, .. } => format!(
+                        "bag '{bag_id}' did not arrive within training.label_wait_ms = {} ms, or is no longer among the last {} bags (training.bag_cache)",
+                        wait.as_millis(),
+                        self.cfg.bag_cache
+                    ),
+                },
+            })
+            };
+            let outcome = match self.join(l, true) {
+                LabelJoin::Wait | LabelJoin::Held if l.since.elapsed() < wait => break,
+                LabelJoin::Wait => unjoined(),
+                // Its points are here, but their partition's commit never came to cover
+                // them (commits failing): joined anyway, as before the holds.
+                LabelJoin::Held => match self.join(l, false) {
+                    LabelJoin::Wait | LabelJoin::Held => unjoined(),
+                    other => other,
+                },
                 other => other,
             };
             let l = waiting.queue.pop_front().expect("front seen");
@@ -187,6 +245,9 @@ impl LabelJoiner {
                     examples.push(e);
                 }
                 LabelJoin::Dead(rej) => {
+                    // A replay dead-letters it again: nothing to hold for it.
+                    self.holds()
+                        .release(&(src.topic.to_string(), src.partition), l.offset);
                     if l.offset >= src.emit_from {
                         dead.push(DeadLetterRecord::new(
                             src.topic,
@@ -198,13 +259,17 @@ impl LabelJoiner {
                         ));
                     }
                 }
-                LabelJoin::Wait => unreachable!("a waiting label stays queued"),
+                LabelJoin::Wait | LabelJoin::Held => {
+                    unreachable!("a waiting label stays queued")
+                }
             }
         }
         taken
     }
 
-    fn join(&self, l: &PendingLabel) -> LabelJoin {
+    /// Joins a label; with `covered`, only once its points' (or bag's) partitions have
+    /// committed replay points that cover them.
+    fn join(&self, l: &PendingLabel, covered: bool) -> LabelJoin {
         let t = &self.training;
         let (key, label, segment) = match &l.label {
             LabelRecord::Segment {
@@ -262,6 +327,10 @@ impl LabelJoiner {
                 None => return LabelJoin::Wait,
             },
         };
+        // Rule 2 of `holds.rs`: joined only once a restart would find them again.
+        if covered && !t.holds.covered(&need_of(&l.label), &t.history, &t.bags) {
+            return LabelJoin::Held;
+        }
         let example = Example {
             key: key.clone(),
             segment,

@@ -19,6 +19,8 @@ mod contribution;
 mod daemon;
 pub mod embedded;
 pub mod history;
+mod holds;
+pub mod label_free;
 mod labels;
 pub mod models;
 pub mod models_topic;
@@ -34,6 +36,7 @@ pub mod trainer;
 pub mod training;
 pub mod window;
 mod worker;
+mod worker_pool;
 mod writer;
 
 pub use daemon::{resolve_series_model, run, RunOptions};

@@ -33,7 +33,8 @@ use super::sink::roll::FileSizes;
 use super::store::Store;
 use super::training::TrainingRuntime;
 use super::window::{ScoringModel, WindowParams};
-use super::worker::{seal_check_interval, Work, WorkerEnv, WorkerPool};
+use super::worker::{Work, WorkerEnv};
+use super::worker_pool::{seal_check_interval, WorkerPool};
 use super::writer::{GiveUp, WriterEnv, Writers};
 use super::{models_topic, registry_poll, trainer};
 use crate::config::{Config, Role};
@@ -90,6 +91,7 @@ fn training_runtime(cfg: &Config) -> anyhow::Result<Option<Arc<TrainingRuntime>>
     Ok(Some(Arc::new(TrainingRuntime {
         history: SeriesHistory::new(cfg.training.history_ms, cfg.training.history_points),
         bags: BagCache::new(cfg.training.bag_cache),
+        holds: Default::default(),
         store: Arc::new(store),
         examples_durable: Default::default(),
     })))
@@ -218,7 +220,7 @@ pub async fn run_pipeline(
         durable.clone(),
         kinds.clone(),
         window_params(&cfg),
-        (output.clone(), training.as_ref().map(|t| t.store.clone())),
+        (output.clone(), training.clone()),
         workers.clone(),
         quality.clone(),
     ));

@@ -24,7 +24,9 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
+use super::commit::PartitionKey;
 use super::history::{BagCache, SeriesHistory};
+use super::holds::ReplayHolds;
 use super::store::Store;
 use crate::mil::{Bag, Dataset, Sample};
 
@@ -34,11 +36,20 @@ use crate::mil::{Bag, Dataset, Sample};
 pub struct TrainingRuntime {
     pub history: SeriesHistory,
     pub bags: BagCache,
+    /// What the labels in flight need of `history` and `bags`, kept replayable.
+    pub holds: ReplayHolds,
     /// The store's location: `training.dir`, a folder or an object-store prefix.
     pub store: Arc<Store>,
     /// Examples made durable in the store, per model (the trainer's "after N examples"
     /// trigger counts its model's only).
     pub examples_durable: DurableCounts,
+}
+
+impl TrainingRuntime {
+    /// Per points or bags partition, the oldest offset labels in flight still read from.
+    pub fn held(&self) -> HashMap<PartitionKey, i64> {
+        self.holds.held(&self.history, &self.bags)
+    }
 }
 
 /// Examples made durable, per model name.

@@ -17,9 +17,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::commit::PartitionKey;
+use super::label_free::ServedWatch;
 use super::labels::{LabelJoiner, LabelSource, WaitingLabels};
 use super::models::Models;
-use super::quality::{PartitionQuality, Quality, QualityRows, ServedWatch};
+use super::quality::{PartitionQuality, Quality, QualityRows};
 use super::record::{
     decode, DeadLetterRecord, DeadReason, DecodeLimits, PredictionRecord, Record, RecordKind,
     Rejected,
@@ -28,7 +29,6 @@ use super::sink::roll::FileSizes;
 use super::sink::Segment;
 use super::training::Example;
 use super::window::{PartitionWindows, PointOutcome, ScoredWindow, ScoringModel};
-use super::writer::Writers;
 use crate::config::{Config, ModelInput, Role};
 use crate::metrics::Metrics;
 use crate::mil::{Bag, Sample};
@@ -94,6 +94,9 @@ pub struct PartitionState {
     /// A label partition's live figures per model (accuracy window, errors' detector):
     /// restored on assignment, checkpointed into each `evaluations` file (`quality.rs`).
     pub quality: PartitionQuality,
+    /// A scored partition's label-free detectors (`drift.margin`, `drift.scores`):
+    /// restored on assignment, checkpointed into each `predictions` file (`label_free.rs`).
+    pub served: Option<ServedWatch>,
 }
 
 impl PartitionState {
@@ -124,6 +127,7 @@ impl PartitionState {
             partition,
             waiting_labels: WaitingLabels::default(),
             quality: PartitionQuality::default(),
+            served: None,
         }
     }
 }
@@ -169,6 +173,10 @@ impl WorkerEnv {
         if let Some(last) = seg.quality.evaluations.last() {
             seg.quality.checkpoint = Some((last.source_offset, p.quality.checkpoint()));
         }
+        // Likewise the label-free detectors after the segment's last prediction.
+        if !seg.predictions.is_empty() {
+            seg.served_checkpoint = p.served.as_ref().map(ServedWatch::checkpoint);
+        }
         if let Some(w) = p.windows.as_mut() {
             w.evict_idle();
             let ev = std::mem::take(&mut w.events);
@@ -194,8 +202,6 @@ pub struct Worker {
     open_budget: usize,
     /// The key of the message being processed, reused so a lookup allocates nothing.
     key: PartitionKey,
-    /// The label-free detectors on its predictions (`drift.margin`, `drift.scores`).
-    margins: Option<ServedWatch>,
 }
 
 impl Worker {
@@ -210,7 +216,6 @@ impl Worker {
     pub fn in_pool(env: Arc<WorkerEnv>, workers: usize) -> Self {
         let open_budget = env.cfg.output.max_open_bytes / workers.max(1);
         Self {
-            margins: env.quality.as_ref().and_then(|q| q.served_watch()),
             env,
             parts: HashMap::new(),
             open_budget,
@@ -348,7 +353,6 @@ impl Worker {
             parts,
             open_budget,
             key,
-            margins,
         } = self;
         let metrics = &env.metrics;
         let (topic, partition, offset) = (&*msg.topic, msg.partition, msg.offset);
@@ -395,7 +399,7 @@ impl Worker {
                 // A trainer keeps the raw history only (every channel of each point).
                 Ok(Record::Point(pt)) if p.windows.is_none() => {
                     if let Some(l) = &env.labels {
-                        l.record_point(&pt);
+                        l.record_point(&pt, (&msg.topic, partition, offset));
                     }
                 }
                 Ok(Record::Point(pt)) => {
@@ -446,7 +450,7 @@ impl Worker {
                     match outcome {
                         PointOutcome::Accepted => {
                             if let Some(l) = &env.labels {
-                                l.record_point(&pt);
+                                l.record_point(&pt, (&msg.topic, partition, offset));
                             }
                         }
                         PointOutcome::Duplicate => metrics.duplicates_dropped.inc(),
@@ -525,8 +529,8 @@ impl Worker {
                 // Labels join their segment (or bag) into a training example; one whose
                 // points are still on their way waits, holding the replay point back.
                 Ok(Record::Label(l)) => {
-                    if env.labels.is_some() {
-                        p.waiting_labels.push(offset, l, ts, payload);
+                    if let Some(labels) = &env.labels {
+                        labels.queue(&mut p.waiting_labels, key, (offset, ts), l, payload);
                     }
                 }
                 Err(rej) => dead.push(dead_letter(&rej)),
@@ -590,7 +594,7 @@ impl Worker {
                 .sum::<usize>();
         seg.consumed_at
             .extend(std::iter::repeat_n(consumed_at, preds.len()));
-        if let Some(m) = margins {
+        if let Some(m) = &mut p.served {
             seg.quality.drift_events.extend(m.observe(&preds));
         }
         seg.predictions.extend(preds);
@@ -618,184 +622,6 @@ impl Worker {
             return env.seal(largest);
         }
         None
-    }
-}
-
-/// How often open segments are checked against the roll age.
-pub fn seal_check_interval(cfg: &Config) -> Duration {
-    Duration::from_millis((cfg.output.roll_age_ms / 4).clamp(10, 250))
-}
-
-/// A scoring worker's loop: processes its partitions' messages in queue (= offset) order,
-/// seals by age, hands sealed segments to the writers, and on disconnect seals everything
-/// and returns each partition's next offset for the final commit.
-fn worker_loop(
-    mut worker: Worker,
-    mut rx: tokio::sync::mpsc::Receiver<Work>,
-    writers: Arc<Writers>,
-) -> Vec<(PartitionKey, i64)> {
-    let tick = seal_check_interval(&worker.env.cfg);
-    let mut last_tick = Instant::now();
-    while let Some(work) = rx.blocking_recv() {
-        match work {
-            Work::Messages { msgs, consumed_at } => {
-                for msg in &msgs {
-                    if let Some(seg) = worker.process(msg, consumed_at) {
-                        writers.send(seg);
-                    }
-                }
-            }
-            Work::Assign(key, state) => worker.assign(key, state),
-            Work::Revoke { keys, seal, reply } => {
-                let (segments, targets) = worker.revoke(keys, seal);
-                for seg in segments {
-                    writers.send(seg);
-                }
-                let _ = reply.send(targets);
-            }
-            Work::Tick => {
-                for seg in worker.resolve_waiting() {
-                    writers.send(seg);
-                }
-            }
-        }
-        if last_tick.elapsed() >= tick {
-            last_tick = Instant::now();
-            for seg in worker.seal_aged(false) {
-                writers.send(seg);
-            }
-        }
-    }
-    let (segments, targets) = worker.finish();
-    for seg in segments {
-        writers.send(seg);
-    }
-    targets
-}
-
-/// A worker thread; it returns each of its partitions' next offset when its queue closes.
-pub type WorkerThread = std::thread::JoinHandle<Vec<(PartitionKey, i64)>>;
-
-/// Most messages handed to the workers in one go (one [`Work::Messages`] each at most):
-/// a channel send and a wake-up per message cost more than decoding and scoring one point.
-pub const MAX_BATCH: usize = 64;
-
-/// The scoring workers' queues. A partition always goes to the same worker.
-pub struct WorkerPool {
-    txs: Vec<tokio::sync::mpsc::Sender<Work>>,
-    /// Messages the consumer received and has not queued yet, per worker. A rebalance
-    /// callback runs inside the consumer's poll, between two receives of one batch: it
-    /// queues these before its own control work ([`send_control`](Self::send_control)),
-    /// so a worker still sees every message received before an assign or revoke first.
-    pending: std::sync::Mutex<Vec<Vec<Message>>>,
-    /// Messages per [`Work::Messages`] at most.
-    batch: usize,
-}
-
-impl WorkerPool {
-    /// Starts `n` worker threads, each with a queue of about `queue` messages (in batches of
-    /// at most [`MAX_BATCH`]); their handles return each partition's next offset when the
-    /// pool is dropped.
-    pub fn start(
-        env: &Arc<WorkerEnv>,
-        n: usize,
-        queue: usize,
-        writers: &Arc<Writers>,
-    ) -> std::io::Result<(Self, Vec<WorkerThread>)> {
-        let n = n.max(1);
-        let batch = MAX_BATCH.min(queue).max(1);
-        // The bound stays `queue` messages: full batches fill the queue at `queue`.
-        let depth = queue.div_ceil(batch).max(1);
-        let mut txs = Vec::new();
-        let mut threads = Vec::new();
-        for i in 0..n {
-            let (tx, rx) = tokio::sync::mpsc::channel::<Work>(depth);
-            let (worker, writers) = (Worker::in_pool(env.clone(), n), writers.clone());
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("milstream-score-{i}"))
-                    .spawn(move || worker_loop(worker, rx, writers))?,
-            );
-            txs.push(tx);
-        }
-        let pending = std::sync::Mutex::new(vec![Vec::new(); n]);
-        Ok((
-            Self {
-                txs,
-                pending,
-                batch,
-            },
-            threads,
-        ))
-    }
-
-    /// Messages per [`Work::Messages`] at most.
-    pub fn batch(&self) -> usize {
-        self.batch
-    }
-
-    /// Holds a received message for worker `i` until [`take_pending`](Self::take_pending).
-    pub fn stage(&self, i: usize, msg: Message) {
-        self.pending.lock().expect("pending lock")[i].push(msg);
-    }
-
-    /// The staged messages, per worker (cheap when there are none).
-    pub fn take_pending(&self) -> Vec<(usize, Vec<Message>)> {
-        let mut pending = self.pending.lock().expect("pending lock");
-        pending
-            .iter_mut()
-            .enumerate()
-            .filter(|(_, b)| !b.is_empty())
-            .map(|(i, b)| (i, std::mem::take(b)))
-            .collect()
-    }
-
-    /// The worker that owns `topic`/`partition`.
-    pub fn index(&self, topic: &str, partition: i32) -> usize {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        (topic, partition).hash(&mut h);
-        (h.finish() as usize) % self.txs.len()
-    }
-
-    /// The queue of worker `i` (an [`index`](Self::index)).
-    pub fn queue_of(&self, i: usize) -> &tokio::sync::mpsc::Sender<Work> {
-        &self.txs[i]
-    }
-
-    /// Every worker's queue (for the ticker).
-    pub fn queues(&self) -> Vec<tokio::sync::mpsc::Sender<Work>> {
-        self.txs.clone()
-    }
-
-    /// Queues control work from a rebalance callback, which runs inside the consumer's
-    /// poll and so may not await: waits in place while the worker's queue is full.
-    pub fn send_control(&self, i: usize, work: Work) -> bool {
-        // Messages received before this callback go first (see `pending`).
-        for (w, msgs) in self.take_pending() {
-            let work = Work::Messages {
-                msgs,
-                consumed_at: Instant::now(),
-            };
-            self.send_waiting(w, work);
-        }
-        self.send_waiting(i, work)
-    }
-
-    /// Queues `work` to worker `i`, waiting in place while its queue is full; false when the
-    /// worker has stopped.
-    fn send_waiting(&self, i: usize, mut work: Work) -> bool {
-        use tokio::sync::mpsc::error::TrySendError as E;
-        loop {
-            match self.txs[i].try_send(work) {
-                Ok(()) => return true,
-                Err(E::Full(w)) => {
-                    work = w;
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                Err(E::Closed(_)) => return false,
-            }
-        }
     }
 }
 

@@ -51,6 +51,10 @@ pub struct Segment {
     /// `first_offset..=last_offset` spans those labels, and the name ends in `-late` so it
     /// never takes the name of the sealed segment that covered the same offsets.
     pub late_labels: bool,
+    /// Set when the segment is sealed with predictions: the partition's label-free
+    /// detectors after its last one (JSON), written into the `predictions` file's metadata
+    /// for [`served_checkpoint`].
+    pub served_checkpoint: Option<String>,
 }
 
 impl Segment {
@@ -71,6 +75,7 @@ impl Segment {
             approx_bytes: 0,
             roll_at_bytes: usize::MAX,
             late_labels: false,
+            served_checkpoint: None,
         }
     }
 
@@ -338,6 +343,40 @@ pub fn replay_point_from_files(
 pub const META_QUALITY_THROUGH: &str = "milstream.quality_through";
 pub const META_QUALITY_STATE: &str = "milstream.quality_state";
 
+/// Key of a `predictions` file's checkpoint of the label-free detectors (see
+/// `label_free::ServedWatch::checkpoint`).
+pub const META_SERVED_STATE: &str = "milstream.served_state";
+
+/// The label-free detectors' checkpoint of a scored partition committed at `committed`: the
+/// one in its newest durable `predictions` file (every file at or beyond the commit has been
+/// swept, and the replay emits predictions from the commit on, so this is the state an
+/// uninterrupted run had there). None without such a file or checkpoint (the detectors
+/// start over); an error when the store cannot be listed or read.
+pub fn served_checkpoint(
+    store: &Store,
+    topic: &str,
+    partition: i32,
+    committed: i64,
+) -> std::io::Result<Option<String>> {
+    let newest = newest_durable_file(store, &[PREDICTIONS_DIR], topic, partition, committed)?;
+    let Some((rel, _)) = newest else {
+        return Ok(None);
+    };
+    match parquet::read_key_value_metadata(store, &rel) {
+        Ok(mut meta) => Ok(meta.remove(META_SERVED_STATE)),
+        // Gone since the listing, or not a Parquet footer: no checkpoint in it.
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::InvalidData
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// A label partition's figures as its durable evaluations leave them for a replay from
 /// `replay_from`, and the highest label offset durable in them (after the sweep; the caller
 /// raises it to the one found before the sweep, see `newest_quality_through`).
@@ -545,7 +584,7 @@ mod tests {
         }
         assert!(drifts >= 1, "the test's labels must drift");
         let labeled = |q: &Quality| {
-            q.metrics_for_tests()
+            q.metrics()
                 .labeled_predictions
                 .with_label_values(&["series", "v1"])
                 .get()

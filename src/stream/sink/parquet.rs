@@ -18,7 +18,7 @@ use parquet::file::properties::WriterProperties;
 use super::roll::ParquetBytes;
 use super::{
     Segment, DEAD_LETTERS_DIR, DRIFT_EVENTS_DIR, EVALUATIONS_DIR, META_QUALITY_STATE,
-    META_QUALITY_THROUGH, PREDICTIONS_DIR,
+    META_QUALITY_THROUGH, META_SERVED_STATE, PREDICTIONS_DIR,
 };
 use crate::stream::quality::{drift_event_batch, evaluation_batch};
 use crate::stream::record::{DeadLetterRecord, PredictionRecord};
@@ -315,11 +315,15 @@ pub fn write_segment(store: &Store, seg: &Segment, by_hour: bool) -> std::io::Re
         seg.file_stem()
     );
     if !seg.predictions.is_empty() {
+        let mut meta = seg.file_metadata();
+        if let Some(state) = &seg.served_checkpoint {
+            meta.push((META_SERVED_STATE.into(), state.clone()));
+        }
         let b = write_parquet(
             store,
             &format!("{PREDICTIONS_DIR}/{name}"),
             &prediction_batch(&seg.predictions),
-            &seg.file_metadata(),
+            &meta,
         )?;
         (w.prediction_files, w.prediction_bytes) = (1, b.total);
         w.parquet = w.parquet + b;
