@@ -815,7 +815,14 @@ mod tests {
         let store = Store::Local(dir.join("training"));
         store.ensure_root().unwrap();
         let base = chrono::Utc::now().timestamp_millis() - 60_000;
-        let noise = |i: usize, _: &str| if (i * 7919) % 2 == 0 { "1" } else { "2" }.to_string();
+        let noise = |i: usize, _: &str| {
+            if (i * 7919).is_multiple_of(2) {
+                "1"
+            } else {
+                "2"
+            }
+            .to_string()
+        };
         let mut rows = labeled(0, 34, base, noise);
         rows.extend(labeled(34, 16, base, |_, l| l.to_string()));
         crate::stream::sink::parquet::write_parquet(
@@ -834,6 +841,7 @@ mod tests {
                 bags: BagCache::new(16),
                 store: Arc::new(store),
                 examples_durable: Default::default(),
+                holds: Default::default(),
             }),
             bootstrap: String::new(),
             quality: None,
