@@ -629,6 +629,9 @@ mod tests {
             DRIFT_EVENTS,
             DRIFT_STATE,
             SCORE_PSI,
+            CANDIDATE_HELD,
+            WARNING_CANDIDATES,
+            DRIFT_NO_BETTER_CANDIDATE,
         ]
         .into();
         assert_eq!(
