@@ -473,6 +473,13 @@ impl WindowScorer {
         ]
     }
 
+    /// The last `len` values of the first channel (at most what the scorer keeps, which
+    /// is at least its window), oldest first: what a scorer for another model is fed.
+    pub fn last_values(&self, len: usize) -> &[f64] {
+        let r = &self.recent[0];
+        &r[r.len() - len.min(r.len())..]
+    }
+
     /// Values per point this scorer takes (the model's channels).
     pub fn channels(&self) -> usize {
         self.recent.len()
@@ -539,12 +546,15 @@ impl WindowScorer {
                 continue;
             }
             let start = self.n - f as u64;
+            // The most a deque of this space holds: the window's subsequences and the one
+            // entering before the one leaving goes.
+            let bound = (self.window + 2).saturating_sub(f).max(2) as u32;
             row_at(sp, all, live - f, &mut scratch.sub, &mut scratch.row);
             for g in &sp.groups {
                 let v = group_value(&g.alpha, &scratch.row);
                 // The window moved by one point: at most one subsequence left it
                 // (none stays when the window is shorter than the footprint).
-                self.deques.push_max(g.group, start as u32, v, ws);
+                self.deques.push_max(g.group, start as u32, v, ws, bound);
                 if let Some(slot) = g.mean {
                     self.sums[slot] += i128::from(to_fixed(v));
                 }
