@@ -138,15 +138,14 @@ struct SeriesWindow {
     last_released: Option<i64>,
     /// The last W released points (16 bytes each).
     points: VecDeque<Released>,
-    /// Their values while the model in force has no scorer for this series (it cannot
-    /// score its windows), in step with `points`; empty otherwise, as the scorer keeps at
-    /// least the window's values and a scorer for the next model is built from them.
+    /// Their values while the series has no scorer (until its first window, after a model
+    /// swap, or when the model cannot score its windows), in step with `points`; empty
+    /// otherwise, as the scorer keeps at least the window's values.
     values: VecDeque<f64>,
     /// The other channels' values of each point in `points`, in step with it once a point
     /// of several channels came; empty (no 24-byte entry per point) while none did.
     rest: VecDeque<Vec<f64>>,
     scorer: Option<WindowScorer>,
-    /// The model generation `scorer` (or its absence) is for.
     generation: u64,
     last_seen: u64,
     /// The model its points named (or their id routed to): a point of another model starts
@@ -247,7 +246,7 @@ impl PartitionWindows {
                     max_ts: i64::MIN,
                     last_released: None,
                     points: VecDeque::with_capacity(self.params.points + 1),
-                    values: VecDeque::new(),
+                    values: VecDeque::with_capacity(self.params.points + 1),
                     rest: VecDeque::new(),
                     scorer: None,
                     generation: u64::MAX,
@@ -358,8 +357,6 @@ fn release(
             s.values.clear();
             s.rest.clear();
             s.scorer = None;
-            // A fresh scorer below.
-            s.generation = u64::MAX;
             restarted = true;
         } else if floor_div(prev_ts, params.hop_ms) < floor_div(ts, params.hop_ms) {
             // The point crosses a hop boundary: the window ending at the previous point closes.
@@ -376,9 +373,8 @@ fn release(
                 }
             }
             let len = s.points.len();
-            sync_scorer(s, model, params);
             if emit && (duration || len >= params.points) {
-                if let Some(sc) = s.scorer.as_mut() {
+                if let Some(sc) = ensure_scorer(s, model, params) {
                     let explained = if duration {
                         sc.explain_last(&model.model, len)
                     } else {
@@ -403,7 +399,7 @@ fn release(
             }
         }
     }
-    sync_scorer(s, model, params);
+    drop_stale_scorer(s, model);
     match s.scorer.as_mut() {
         // Scoring errors cannot happen for a model the scorer was built for (the worker
         // dead-letters points of another channel count).
@@ -446,31 +442,37 @@ fn push(
     }
 }
 
-/// Brings the series' scorer to the model in force, once per model generation: a new
-/// scorer is given the window's values (the old scorer's last ones, or `values`), the same
-/// values in the same order, so it holds what one fed from the start would. When the model
-/// cannot score these windows the values stay in `values` for the next model.
-fn sync_scorer(s: &mut SeriesWindow, model: &Arc<ScoringModel>, params: &WindowParams) {
-    if s.generation == model.generation {
-        return;
-    }
-    s.generation = model.generation;
-    if let Some(old) = s.scorer.take() {
-        // The old scorer was given every point of the window (and keeps at least W).
-        s.values = old.last_values(s.points.len()).iter().copied().collect();
-    }
-    debug_assert_eq!(s.values.len(), s.points.len(), "values in step with points");
-    let Ok(mut sc) = WindowScorer::new(&model.model, params.points) else {
-        return;
-    };
-    for (i, &v) in s.values.iter().enumerate() {
-        let rest = s.rest.get(i).map_or(&[][..], Vec::as_slice);
-        if push(&mut sc, &model.model, v, rest).is_err() {
-            return;
+/// Drops a scorer built for another model generation, keeping the window's values (its
+/// last ones: it was given every point of the window and keeps at least W) for the next.
+fn drop_stale_scorer(s: &mut SeriesWindow, model: &Arc<ScoringModel>) {
+    if s.generation != model.generation {
+        if let Some(old) = s.scorer.take() {
+            s.values = old.last_values(s.points.len()).iter().copied().collect();
         }
     }
-    s.values = VecDeque::new();
-    s.scorer = Some(sc);
+}
+
+/// The series' scorer for the current model, built at its first window after a start or a
+/// swap from the window's values (the same values in the same order, so it holds what one
+/// fed from the start would); the values then live in it alone.
+fn ensure_scorer<'a>(
+    s: &'a mut SeriesWindow,
+    model: &Arc<ScoringModel>,
+    params: &WindowParams,
+) -> Option<&'a mut WindowScorer> {
+    drop_stale_scorer(s, model);
+    if s.scorer.is_none() {
+        debug_assert_eq!(s.values.len(), s.points.len(), "values in step with points");
+        let mut sc = WindowScorer::new(&model.model, params.points).ok()?;
+        for (i, &v) in s.values.iter().enumerate() {
+            let rest = s.rest.get(i).map_or(&[][..], Vec::as_slice);
+            push(&mut sc, &model.model, v, rest).ok()?;
+        }
+        s.values = VecDeque::new();
+        s.scorer = Some(sc);
+        s.generation = model.generation;
+    }
+    s.scorer.as_mut()
 }
 
 #[cfg(test)]
