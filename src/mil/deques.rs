@@ -382,7 +382,7 @@ mod tests {
                 let v = (next() % 1000) as f64 / 7.0;
                 d.push_back(g, S::wrap(step), v);
                 refs[g].push_back((S::wrap(step), v));
-            } else if op % 2 == 0 && !refs[g].is_empty() {
+            } else if op.is_multiple_of(2) && !refs[g].is_empty() {
                 d.pop_front(g);
                 refs[g].pop_front();
             } else if !refs[g].is_empty() {
