@@ -403,12 +403,27 @@ fn series_memory(model: Model, stream: &[f64], series: usize) -> Result<serde_js
         (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64 / live.max(1) as f64),
         _ => None,
     };
+    // Where a series' bytes go, from capacities (per live series); the rest of the
+    // resident growth is malloc's overhead and free memory it keeps.
+    let parts = w.memory();
+    let each = |b: usize| b as f64 / live.max(1) as f64;
+    let heap = parts.map + parts.points + parts.pending + parts.scorer[1..].iter().sum::<usize>();
     drop(w);
     Ok(json!({
         "series": live,
         "points_per_series": per_series,
         "window_points": 150,
         "rss_bytes_per_live_series": per,
+        "heap_bytes_per_live_series": {
+            "map_and_ids": each(parts.map),
+            "window_points": each(parts.points),
+            "reorder_buffers": each(parts.pending),
+            "deque_entries_in_use": each(parts.scorer[0]),
+            "deque_arena_and_rings": each(parts.scorer[1]),
+            "scorer_recent_points": each(parts.scorer[2]),
+            "scorer_sums": each(parts.scorer[3]),
+            "total": each(heap),
+        },
         "rss_bytes_for_100000_series": per.map(|p| p * 100_000.0),
         "points_per_second_in_process": (series * per_series) as f64 / secs,
     }))

@@ -265,7 +265,7 @@ pub struct WindowScorer {
     /// point repeated, as the offline scorer reads it (computed when explained).
     min_window: usize,
     /// Per hypothesis group (see [`Plan`]): (subsequence start, value), values decreasing
-    /// (the start wrapping at 2^32; see [`Deques`]).
+    /// (the start wrapping; see [`Deques`]).
     deques: Deques,
     /// Per mean group: the exact fixed-point sum of its in-window subsequences' values
     /// (added on entry, subtracted on leaving).
@@ -309,17 +309,6 @@ fn put_scratch(scratch: Scratch) {
 /// Points `recent` holds beyond what it keeps before it is compacted: one move of `keep`
 /// values every `SLACK` points.
 const SLACK: usize = 64;
-
-/// The point index of a deque entry's wrapping start: every live start is at most `keep`
-/// points behind `n`.
-fn unwrap_start(n: u64, start: u32) -> u64 {
-    n - u64::from((n as u32).wrapping_sub(start))
-}
-
-/// True if wrapping start `a` is before `b` (both within 2^31 points of each other).
-fn before(a: u32, b: u32) -> bool {
-    super::deques::starts_before(a, b)
-}
 
 /// The kernel row of `space`'s subsequence at `at` in `all`, into `row`.
 fn row_at(sp: &SpacePlan, all: &[&[f64]], at: usize, sub: &mut [f64], row: &mut [f64]) {
@@ -405,7 +394,7 @@ impl WindowScorer {
                 recent: vec![Vec::with_capacity(2 * window); sb.channels.max(1)],
                 keep: window,
                 min_window: sb.length,
-                deques: Deques::new(0),
+                deques: Deques::new(0, 0),
                 sums: Vec::new(),
                 spans: Vec::new(),
                 incremental: false,
@@ -428,7 +417,8 @@ impl WindowScorer {
         // The window, and the footprint of the subsequence leaving it.
         let keep = window + max_len + 1;
         if keep >= 1 << 31 {
-            // The deques keep starts wrapping at 2^32, compared within 2^31 of each other.
+            // The deques keep starts wrapping at 2^16 or 2^32 (see `Deques::new`), compared
+            // within 2^15 or 2^31 points of each other.
             return Err(MilError::InvalidParameter(format!(
                 "a window of {window} points is longer than incremental scoring takes (2^31)"
             )));
@@ -440,7 +430,7 @@ impl WindowScorer {
             recent: vec![Vec::with_capacity(keep + SLACK); m.input.channels()],
             keep,
             min_window,
-            deques: Deques::new(p.n_groups),
+            deques: Deques::new(p.n_groups, keep),
             sums: vec![0; p.span_of.len()],
             spans: vec![(0, 0); p.n_spans],
             incremental: true,
@@ -471,6 +461,13 @@ impl WindowScorer {
             self.recent.iter().map(|r| r.capacity() * 8 + 24).sum(),
             self.sums.len() * 16 + self.spans.len() * 16,
         ]
+    }
+
+    /// The last `len` values of the first channel (at most what the scorer keeps, which
+    /// is at least its window), oldest first: what a scorer for another model is fed.
+    pub fn last_values(&self, len: usize) -> &[f64] {
+        let r = &self.recent[0];
+        &r[r.len() - len.min(r.len())..]
     }
 
     /// Values per point this scorer takes (the model's channels).
@@ -530,7 +527,6 @@ impl WindowScorer {
         };
         let live = all[0].len();
         let base = self.n - live as u64;
-        let ws = window_start as u32;
         // Only the spaces some hypothesis reads, and in each only the representatives some
         // alpha weighs (the plan): the values are the full rows' bits (see `Plan`).
         for sp in &plan.spaces {
@@ -539,12 +535,15 @@ impl WindowScorer {
                 continue;
             }
             let start = self.n - f as u64;
+            // The most a deque of this space holds: the window's subsequences and the one
+            // entering before the one leaving goes.
+            let bound = (self.window + 2).saturating_sub(f).max(2) as u32;
             row_at(sp, all, live - f, &mut scratch.sub, &mut scratch.row);
             for g in &sp.groups {
                 let v = group_value(&g.alpha, &scratch.row);
                 // The window moved by one point: at most one subsequence left it
                 // (none stays when the window is shorter than the footprint).
-                self.deques.push_max(g.group, start as u32, v, ws);
+                self.deques.push_max(g.group, start, v, window_start, bound);
                 if let Some(slot) = g.mean {
                     self.sums[slot] += i128::from(to_fixed(v));
                 }
@@ -587,13 +586,7 @@ impl WindowScorer {
             self.window_start = start;
             let plan = plan(shapelet(model)?);
             for g in 0..plan.n_groups {
-                while self
-                    .deques
-                    .front(g)
-                    .is_some_and(|(st, _)| before(st, start as u32))
-                {
-                    self.deques.pop_front(g);
-                }
+                self.deques.pop_before(g, start);
             }
             let mut scratch = take_scratch(plan);
             let all: Vec<&[f64]> = self.recent.iter().map(Vec::as_slice).collect();
@@ -654,9 +647,9 @@ impl WindowScorer {
             let (mut ve, mut oe) = (Vec::new(), Vec::new());
             for h in &e.hypotheses {
                 let g = plan.group_of[q];
-                let (start, v) = match self.deques.front(g) {
+                let (start, v) = match self.deques.front(g, self.n) {
                     Some((start, max)) => (
-                        unwrap_start(self.n, start),
+                        start,
                         match plan.mean_of[g] {
                             Some(slot) if h.mean => fixed_mean(
                                 self.sums[slot],

@@ -150,6 +150,14 @@ impl SeriesHistory {
                 kept.source_index(topic, partition).expect("a first source")
             }
         };
+        if kept.ts.len() == kept.ts.capacity() {
+            // A quarter more at a time, not twice: a daemon keeps the history of every
+            // live series, and doubling would leave up to half of each unused.
+            let more = kept.ts.len() / 4 + 16;
+            kept.ts.reserve_exact(more);
+            kept.values.reserve_exact(more * c);
+            kept.offsets.reserve_exact(more);
+        }
         match kept.ts.back() {
             Some(&last) if ts_ms < last => {
                 let at = kept.ts.partition_point(|&t| t < ts_ms);

@@ -90,6 +90,21 @@ pub struct ScoredWindow {
     pub explanation: Explanation,
 }
 
+/// Heap bytes of a partition's live series by part (see [`PartitionWindows::memory`]).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct WindowMemory {
+    pub series: usize,
+    /// The map's buckets (each series' state inline), the ids and the model names.
+    pub map: usize,
+    /// Released points (event time, value, offset) and their other channels.
+    pub points: usize,
+    /// Reorder buffers (about 64 bytes a held point).
+    pub pending: usize,
+    /// The scorers: deque entries in use, the deques' arena and rings (the entries
+    /// included), recent points, sliding sums (see [`WindowScorer::heap_bytes`]).
+    pub scorer: [usize; 4],
+}
+
 /// What became of a point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PointOutcome {
@@ -109,10 +124,10 @@ pub struct WindowEvents {
     pub restarted: u64,
 }
 
+/// A released point's place: its value is in the series' scorer (or `values`).
 #[derive(Debug, Clone, Copy)]
 struct Released {
     ts: i64,
-    value: f64,
     offset: i64,
 }
 
@@ -121,8 +136,12 @@ struct SeriesWindow {
     pending: BTreeMap<i64, (f64, Vec<f64>, i64)>,
     max_ts: i64,
     last_released: Option<i64>,
-    /// The last W released points (24 bytes each).
+    /// The last W released points (16 bytes each).
     points: VecDeque<Released>,
+    /// Their values while the series has no scorer (until its first window, after a model
+    /// swap, or when the model cannot score its windows), in step with `points`; empty
+    /// otherwise, as the scorer keeps at least the window's values.
+    values: VecDeque<f64>,
     /// The other channels' values of each point in `points`, in step with it once a point
     /// of several channels came; empty (no 24-byte entry per point) while none did.
     rest: VecDeque<Vec<f64>>,
@@ -158,6 +177,30 @@ impl PartitionWindows {
 
     pub fn live_series(&self) -> usize {
         self.series.len()
+    }
+
+    /// Heap bytes the live series hold, by part, from capacities (malloc's own overhead
+    /// aside): what a live series costs, for `bench --score`.
+    pub fn memory(&self) -> WindowMemory {
+        let mut m = WindowMemory {
+            series: self.series.len(),
+            map: self.series.capacity() * (std::mem::size_of::<(String, SeriesWindow)>() + 1),
+            ..WindowMemory::default()
+        };
+        for (id, s) in &self.series {
+            m.map += id.capacity() + s.model.capacity();
+            m.points += s.points.capacity() * std::mem::size_of::<Released>()
+                + s.values.capacity() * 8
+                + s.rest.capacity() * std::mem::size_of::<Vec<f64>>()
+                + s.rest.iter().map(|r| r.capacity() * 8).sum::<usize>();
+            m.pending += s.pending.len() * 64;
+            if let Some(sc) = &s.scorer {
+                for (total, part) in m.scorer.iter_mut().zip(sc.heap_bytes()) {
+                    *total += part;
+                }
+            }
+        }
+        m
     }
 
     /// Takes one point (from the message at `offset`) for the model named `model_name`;
@@ -203,6 +246,7 @@ impl PartitionWindows {
                     max_ts: i64::MIN,
                     last_released: None,
                     points: VecDeque::with_capacity(self.params.points + 1),
+                    values: VecDeque::with_capacity(self.params.points + 1),
                     rest: VecDeque::new(),
                     scorer: None,
                     generation: u64::MAX,
@@ -310,6 +354,7 @@ fn release(
         // where no difference overflows, but this must hold for any i64 a caller passes.
         if ts.saturating_sub(prev_ts) > params.idle_timeout_ms {
             s.points.clear();
+            s.values.clear();
             s.rest.clear();
             s.scorer = None;
             restarted = true;
@@ -322,6 +367,7 @@ fn release(
                 if let Some(horizon) = prev_ts.checked_sub(params.duration_ms) {
                     while s.points.front().is_some_and(|p| p.ts <= horizon) {
                         s.points.pop_front();
+                        s.values.pop_front();
                         s.rest.pop_front();
                     }
                 }
@@ -353,14 +399,14 @@ fn release(
             }
         }
     }
-    if s.generation == model.generation {
-        if let Some(sc) = s.scorer.as_mut() {
-            // Scoring errors cannot happen for a model the scorer was built for (the worker
-            // dead-letters points of another channel count).
+    drop_stale_scorer(s, model);
+    match s.scorer.as_mut() {
+        // Scoring errors cannot happen for a model the scorer was built for (the worker
+        // dead-letters points of another channel count).
+        Some(sc) => {
             let _ = push(sc, &model.model, v, &rest);
         }
-    } else {
-        s.scorer = None;
+        None => s.values.push_back(v),
     }
     if !rest.is_empty() && s.rest.len() < s.points.len() {
         // The first point of several channels: the earlier ones had none besides.
@@ -369,13 +415,10 @@ fn release(
     if !s.rest.is_empty() || !rest.is_empty() {
         s.rest.push_back(rest);
     }
-    s.points.push_back(Released {
-        ts,
-        value: v,
-        offset: off,
-    });
+    s.points.push_back(Released { ts, offset: off });
     if s.points.len() > params.points {
         s.points.pop_front();
+        s.values.pop_front();
         s.rest.pop_front();
     }
     s.last_released = Some(ts);
@@ -399,18 +442,33 @@ fn push(
     }
 }
 
-/// The series' scorer for the current model, rebuilt from the kept points after a swap.
+/// Drops a scorer built for another model generation, keeping the window's values (its
+/// last ones: it was given every point of the window and keeps at least W) for the next.
+fn drop_stale_scorer(s: &mut SeriesWindow, model: &Arc<ScoringModel>) {
+    if s.generation != model.generation {
+        if let Some(old) = s.scorer.take() {
+            s.values = old.last_values(s.points.len()).iter().copied().collect();
+        }
+    }
+}
+
+/// The series' scorer for the current model, built at its first window after a start or a
+/// swap from the window's values (the same values in the same order, so it holds what one
+/// fed from the start would); the values then live in it alone.
 fn ensure_scorer<'a>(
     s: &'a mut SeriesWindow,
     model: &Arc<ScoringModel>,
     params: &WindowParams,
 ) -> Option<&'a mut WindowScorer> {
-    if s.scorer.is_none() || s.generation != model.generation {
+    drop_stale_scorer(s, model);
+    if s.scorer.is_none() {
+        debug_assert_eq!(s.values.len(), s.points.len(), "values in step with points");
         let mut sc = WindowScorer::new(&model.model, params.points).ok()?;
-        for (i, p) in s.points.iter().enumerate() {
+        for (i, &v) in s.values.iter().enumerate() {
             let rest = s.rest.get(i).map_or(&[][..], Vec::as_slice);
-            push(&mut sc, &model.model, p.value, rest).ok()?;
+            push(&mut sc, &model.model, v, rest).ok()?;
         }
+        s.values = VecDeque::new();
         s.scorer = Some(sc);
         s.generation = model.generation;
     }
@@ -555,6 +613,54 @@ mod tests {
         // And at the other end, a gap from near i64::MIN to i64::MAX restarts the series.
         w.on_point(&point(i64::MAX, 0.5), 400, ("m", &model), true, &mut out);
         assert_eq!(w.events.restarted, 1);
+    }
+
+    /// A model swap mid-stream: the new generation's scorer is fed the window's values
+    /// from the old scorer (the window keeps no values of its own), and every window
+    /// after the swap equals the offline prediction of its points.
+    #[test]
+    fn a_swapped_model_scores_from_the_old_scorers_values() {
+        let first = model();
+        let second = Arc::new(ScoringModel {
+            model: first.model.clone(),
+            version: "swapped".into(),
+            generation: 2,
+        });
+        let params = WindowParams {
+            points: 118,
+            duration_ms: 0,
+            hop_ms: 700,
+            lateness_ms: 0,
+            idle_timeout_ms: 60_000,
+            max_series: 10,
+        };
+        let points = stream();
+        let mut w = PartitionWindows::new(params);
+        let mut out = Vec::new();
+        let half = points.len() / 2;
+        for (off, p) in points.iter().enumerate() {
+            let m = if off < half { &first } else { &second };
+            w.on_point(p, off as i64, ("m", m), true, &mut out);
+        }
+        let after: Vec<&ScoredWindow> = out
+            .iter()
+            .filter(|sw| sw.first_offset < half as i64 && sw.end_ms >= points[half].ts_ms)
+            .collect();
+        assert!(!after.is_empty(), "windows spanning the swap");
+        for sw in &out {
+            let mine: Vec<f64> = points
+                .iter()
+                .filter(|p| p.series_id == sw.series_id && p.ts_ms <= sw.end_ms)
+                .map(|p| p.value)
+                .collect();
+            let values = mine[mine.len() - params.points..].to_vec();
+            let offline = first.model.explain(&Sample::Series(values)).unwrap();
+            assert_eq!(
+                sw.explanation, offline,
+                "{} ending {}",
+                sw.series_id, sw.end_ms
+            );
+        }
     }
 
     #[test]
