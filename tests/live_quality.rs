@@ -1297,3 +1297,149 @@ fn a_training_reference_of_the_class_scores_does_not_describe_the_served_scores(
         );
     }
 }
+
+/// GunPoint with every 10th point (15-point series): a model of short windows, so that
+/// 20,000 labelled windows fit through the mock cluster (300,000 points).
+fn gunpoint_every_tenth(name: &str) -> Dataset {
+    let mut d = load(name);
+    for s in &mut d.samples {
+        let Sample::Series(v) = s else { unreachable!() };
+        *v = v.iter().step_by(10).copied().collect();
+    }
+    d
+}
+
+/// The issue's stationary run end to end: 20,000 labelled windows (16 sensors, 1,250
+/// rounds of GunPoint test series at every 10th point, each labelled truly) through the
+/// mock cluster and a daemon at the default `[drift]` settings (ADWIN on the errors with
+/// its warning level, Page-Hinkley on the margins, PSI on the class scores): every label is
+/// graded once and no detector reports a drift.
+#[test]
+fn twenty_thousand_stationary_labelled_windows_through_the_mock_cluster_raise_no_drift() {
+    const SENSORS: usize = 16;
+    const ROUNDS: usize = 1_250;
+    const LEN: usize = 15;
+    let hop_ms = LEN as i64 * SPACING_MS;
+    let train = gunpoint_every_tenth("GunPoint_TRAIN.csv");
+    let test = gunpoint_every_tenth("GunPoint_TEST.csv");
+    let model = milstream::mil::Model::fit(&train, &milstream::mil::FitParams::default())
+        .expect("GunPoint at every 10th point trains");
+    let dir = scratch("quality-stationary-20000");
+    let out = dir.join("out");
+    let model_path = dir.join("model.json");
+    std::fs::write(&model_path, model.to_json()).unwrap();
+    let bootstrap = cluster(2);
+    let extra = format!(
+        "[training]\ndir = \"{}\"\nlabel_wait_ms = 60000\nevery = \"\"\nafter_examples = 0\n",
+        dir.join("training").display()
+    );
+    let mut cfg = config(&bootstrap, &out, &model_path, "stationary", &extra);
+    cfg.window.points = LEN;
+    cfg.window.hop_ms = hop_ms;
+    cfg.output.roll_rows = 5_000;
+    let port = free_port();
+    cfg.http.listen = format!("127.0.0.1:{port}");
+    let (daemon, stop) = spawn_daemon(cfg);
+
+    let p = producer(&bootstrap);
+    let total = |text: &str, family: &str| -> usize {
+        text.lines()
+            .filter(|l| l.starts_with(family))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>() as usize
+    };
+    let consumed = || {
+        total(
+            &common::stream::scrape(port),
+            "milstream_records_consumed_total{",
+        )
+    };
+    let (mut msgs, mut produced) = (Vec::new(), 0);
+    for r in 0..ROUNDS {
+        let t = T0 + r as i64 * hop_ms;
+        let picks: Vec<usize> = (0..SENSORS)
+            .map(|s| (s * 37 + r * 11) % test.len())
+            .collect();
+        for j in 0..LEN {
+            for (s, &i) in picks.iter().enumerate() {
+                let Sample::Series(v) = &test.samples[i] else {
+                    unreachable!()
+                };
+                let ts = t + j as i64 * SPACING_MS;
+                let body = format!(r#"{{"series_id":"s{s}","ts":{ts},"value":{}}}"#, v[j]);
+                msgs.push((POINTS.to_string(), format!("s{s}"), body.into_bytes()));
+            }
+        }
+        let end = t + hop_ms - SPACING_MS;
+        for (s, &i) in picks.iter().enumerate() {
+            let l = &test.labels[i];
+            let body = format!(r#"{{"series_id":"s{s}","start":{t},"end":{end},"label":"{l}"}}"#);
+            msgs.push((LABELS.to_string(), format!("s{s}"), body.into_bytes()));
+        }
+        // Paced by what the daemon has read: the mock cluster keeps about 100,000 messages
+        // a partition and drops older ones unread.
+        if msgs.len() >= 20_000 {
+            produce_all(&p, &msgs);
+            produced += msgs.len();
+            msgs.clear();
+            wait_until(Duration::from_secs(120), || consumed() + 20_000 >= produced);
+        }
+    }
+    produce_all(&p, &msgs);
+    let labels = SENSORS * ROUNDS;
+    let counted = || {
+        total(
+            &common::stream::scrape(port),
+            "milstream_labeled_predictions_total{",
+        )
+    };
+    let complete = wait_until(Duration::from_secs(300), || counted() >= labels);
+    let text = common::stream::scrape(port);
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    assert!(complete, "{} of {labels} labels graded", counted());
+
+    let evals = read_rows(&out, "evaluations");
+    let once: BTreeSet<(i64, i64)> = evals
+        .iter()
+        .map(|r| {
+            (
+                r["source_partition"].as_i64().unwrap(),
+                r["source_offset"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        (evals.len(), once.len()),
+        (labels, labels),
+        "one row per label"
+    );
+    let accuracy = evals.iter().filter(|r| r["correct"] == true).count() as f64 / labels as f64;
+    let events = read_rows(&out, "drift_events");
+    let count = |detector: &str, signal: &str| {
+        events
+            .iter()
+            .filter(|e| e["detector"] == detector && e["signal"] == signal)
+            .count()
+    };
+    println!(
+        "{labels} stationary labelled windows, accuracy {accuracy:.3}: errors' warnings {}, \
+         drifts: errors {}, margin {}, scores {}",
+        count("errors", "warning"),
+        count("errors", "drift"),
+        count("margin", "drift"),
+        count("scores", "drift")
+    );
+    assert!(
+        events.iter().all(|e| e["signal"] != "drift"),
+        "false alarms: {events:?}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "milstream_training_runs_total{model=\"series\",outcome=\"promoted\"}"
+        ),
+        0.0,
+        "nothing retrained"
+    );
+}
