@@ -60,6 +60,16 @@ fn round(test: &Dataset, r: usize, swap: bool) -> Round {
     (msgs, segments)
 }
 
+/// Retraining's store in `dir` (labels joined, waiting at most `label_wait_ms`), no schedule,
+/// and `on_drift = "alert"`: one model version grades throughout.
+fn alert_only(dir: &Path, label_wait_ms: u64) -> String {
+    format!(
+        "[training]\ndir = \"{}\"\nlabel_wait_ms = {label_wait_ms}\nevery = \"\"\n\
+         after_examples = 0\n[drift]\non_drift = \"alert\"\n",
+        dir.join("training").display()
+    )
+}
+
 /// The rows of an output folder as JSON objects, read by pyarrow (timestamps as epoch ms).
 fn read_rows(out: &Path, sub: &str) -> Vec<Value> {
     let dir = out.join(sub);
@@ -655,11 +665,7 @@ fn after_sigkills_every_label_is_graded_exactly_once() {
     let bootstrap = cluster(3);
     let (model_path, _) = model_file(&dir);
     let test = load("GunPoint_TEST.csv");
-    let extra = format!(
-        "[training]\ndir = \"{}\"\nlabel_wait_ms = 30000\nevery = \"\"\nafter_examples = 0\n\
-         [drift]\non_drift = \"alert\"\n",
-        dir.join("training").display()
-    );
+    let extra = alert_only(&dir, 30000);
     let _ = config(&bootstrap, &out, &model_path, "quality-crash", &extra);
     let cfg_path = config_path(&out, "quality-crash");
     const ROUNDS: usize = 30;
@@ -769,11 +775,7 @@ fn a_label_waiting_when_its_points_were_committed_joins_after_a_sigkill() {
     let bootstrap = cluster(1);
     let (model_path, _) = model_file(&dir);
     let test = load("GunPoint_TEST.csv");
-    let extra = format!(
-        "[training]\ndir = \"{}\"\nlabel_wait_ms = 120000\nevery = \"\"\nafter_examples = 0\n\
-         [drift]\non_drift = \"alert\"\n",
-        dir.join("training").display()
-    );
+    let extra = alert_only(&dir, 120000);
     let _ = config(&bootstrap, &out, &model_path, "quality-held", &extra);
     let cfg_path = config_path(&out, "quality-held");
     let end = T0 + (2 * W as i64 - 1) * SPACING_MS;
@@ -979,10 +981,8 @@ fn the_detectors_state_survives_a_rebalance_and_a_sigkill() {
     }
     let extra = |dir: &Path| {
         format!(
-            "[training]\ndir = \"{}\"\nlabel_wait_ms = 30000\nevery = \"\"\nafter_examples = 0\n\
-             [drift]\non_drift = \"alert\"\nscore_window = 8\nscore_bins = 4\n\
-             [drift.page_hinkley]\nmin_instances = 5\nthreshold = 0.5\n",
-            dir.join("training").display()
+            "{}score_window = 8\nscore_bins = 4\n[drift.page_hinkley]\nmin_instances = 5\nthreshold = 0.5\n",
+            alert_only(dir, 30000)
         )
     };
     let graded = |out: &Path| read_rows(out, "evaluations").len();
@@ -1175,11 +1175,7 @@ fn a_new_owner_does_not_count_again_the_labels_durable_before_it() {
     let out = dir.join("out");
     let bootstrap = cluster(2);
     let (model_path, _) = model_file(&dir);
-    let extra = format!(
-        "[training]\ndir = \"{}\"\nlabel_wait_ms = 30000\nevery = \"\"\nafter_examples = 0\n\
-         [drift]\non_drift = \"alert\"\n",
-        dir.join("training").display()
-    );
+    let extra = alert_only(&dir, 30000);
     let _ = config(&bootstrap, &out, &model_path, "counted", &extra);
     let cfg_path = config_path(&out, "counted");
     // Commits every 2 s: segments (rolled every 300 ms) are durable well before committed.

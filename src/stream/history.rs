@@ -5,7 +5,7 @@
 //! by series so writers rarely meet on a lock.
 //!
 //! Each kept point and bag remembers the partition and offset it came from, so that
-//! [`ReplayHolds`](super::holds::ReplayHolds) can tell from which offset a points (or bags)
+//! the replay holds (`ReplayHolds`, `holds.rs`) can tell from which offset a points (or bags)
 //! partition must be replayed to rebuild what a label still needs after a restart.
 
 use std::collections::{HashMap, VecDeque};
