@@ -1,6 +1,7 @@
-//! Incremental scoring of a sliding window over one series: per hypothesis a monotonic deque
-//! keeps the maximum over the window's subsequences, so a new point costs the kernel work of
-//! one new subsequence per space (O(support x l)), not of the whole window. Every space's
+//! Incremental scoring of a sliding window over one series: per hypothesis group the maxima
+//! of blocks of the window's subsequences are kept (`blockmax.rs`), so a new point costs the
+//! kernel work of one new subsequence per space (O(support x l)) and one compare per group,
+//! not the whole window; reading a window recomputes at most one block per space. Every space's
 //! new subsequence is a strided read of the last points (dilation), of their differences
 //! (the difference view), z-normalised where the space says so: O(l) on top of the kernel
 //! row's O(support x l), by the same code the offline scorer runs, so the values agree.
@@ -9,7 +10,7 @@
 //! and the alpha sums are computed by the same code in the same order, and ties keep the
 //! earliest subsequence as the from-scratch argmax does.
 
-use super::deques::Deques;
+use super::blockmax::BlockMaxima;
 use super::error::{MilError, Result};
 use super::kernel::{Kernel, RepBlocks};
 use super::model::{Explanation, Model};
@@ -24,7 +25,7 @@ use super::weak::position;
 /// bits of the full rows: the floor of a point is one kernel row against these per space.
 ///
 /// Hypotheses with the same space and alpha (bit for bit) have the same value on every
-/// subsequence, so they share one group: one value, one deque, one sliding sum per point.
+/// subsequence, so they share one group: one value, one running maximum, one sliding sum per point.
 #[derive(Debug, Clone)]
 pub struct Plan {
     spaces: Vec<SpacePlan>,
@@ -264,16 +265,16 @@ pub struct WindowScorer {
     /// shorter than a space's footprint has that space's one subsequence with the last
     /// point repeated, as the offline scorer reads it (computed when explained).
     min_window: usize,
-    /// Per hypothesis group (see [`Plan`]): (subsequence start, value), values decreasing
-    /// (the start wrapping; see [`Deques`]).
-    deques: Deques,
+    /// Per hypothesis group (see [`Plan`]): the running and completed block maxima of its
+    /// values (see [`BlockMaxima`]).
+    maxima: BlockMaxima,
     /// Per mean group: the exact fixed-point sum of its in-window subsequences' values
     /// (added on entry, subtracted on leaving).
     sums: Vec<i128>,
     /// Per space with mean groups: the subsequences its sums hold, (first start, count).
     spans: Vec<(u64, u64)>,
     /// False for the kinds that take bags (MIORDM, the SVMs): their window score is not a
-    /// max of per-subsequence terms one deque can maintain for every kind, so each window
+    /// max of per-subsequence terms block maxima can maintain for every kind, so each window
     /// is scored from its points (`recent` keeps the last `window`).
     incremental: bool,
 }
@@ -394,7 +395,7 @@ impl WindowScorer {
                 recent: vec![Vec::with_capacity(2 * window); sb.channels.max(1)],
                 keep: window,
                 min_window: sb.length,
-                deques: Deques::new(0, 0),
+                maxima: BlockMaxima::default(),
                 sums: Vec::new(),
                 spans: Vec::new(),
                 incremental: false,
@@ -417,8 +418,6 @@ impl WindowScorer {
         // The window, and the footprint of the subsequence leaving it.
         let keep = window + max_len + 1;
         if keep >= 1 << 31 {
-            // The deques keep starts wrapping at 2^16 or 2^32 (see `Deques::new`), compared
-            // within 2^15 or 2^31 points of each other.
             return Err(MilError::InvalidParameter(format!(
                 "a window of {window} points is longer than incremental scoring takes (2^31)"
             )));
@@ -430,7 +429,13 @@ impl WindowScorer {
             recent: vec![Vec::with_capacity(keep + SLACK); m.input.channels()],
             keep,
             min_window,
-            deques: Deques::new(p.n_groups, keep),
+            maxima: BlockMaxima::new(
+                &p.spaces
+                    .iter()
+                    .map(|sp| (sp.groups.len(), sp.footprint))
+                    .collect::<Vec<_>>(),
+                window,
+            ),
             sums: vec![0; p.span_of.len()],
             spans: vec![(0, 0); p.n_spans],
             incremental: true,
@@ -451,13 +456,13 @@ impl WindowScorer {
         self.n >= self.window as u64
     }
 
-    /// Heap bytes this scorer holds, by part: deque entries in use, the deques' arena and
-    /// rings, recent points, sums and spans. For `bench --score`.
+    /// Heap bytes this scorer holds, by part: block maxima the window overlaps, all the
+    /// block maxima held, recent points, sums and spans. For `bench --score`.
     pub fn heap_bytes(&self) -> [usize; 4] {
-        let (entries, deques) = self.deques.heap_bytes();
+        let (live, maxima) = self.maxima.heap_bytes();
         [
-            entries,
-            deques,
+            live,
+            maxima,
             self.recent.iter().map(|r| r.capacity() * 8 + 24).sum(),
             self.sums.len() * 16 + self.spans.len() * 16,
         ]
@@ -529,21 +534,22 @@ impl WindowScorer {
         let base = self.n - live as u64;
         // Only the spaces some hypothesis reads, and in each only the representatives some
         // alpha weighs (the plan): the values are the full rows' bits (see `Plan`).
-        for sp in &plan.spaces {
+        for (s, sp) in plan.spaces.iter().enumerate() {
             let f = sp.footprint;
             if (self.n as usize) < f {
                 continue;
             }
             let start = self.n - f as u64;
-            // The most a deque of this space holds: the window's subsequences and the one
-            // entering before the one leaving goes.
-            let bound = (self.window + 2).saturating_sub(f).max(2) as u32;
             row_at(sp, all, live - f, &mut scratch.sub, &mut scratch.row);
-            for g in &sp.groups {
+            let (off, best, at) = self.maxima.enter(s, window_start);
+            for ((g, best), at) in sp.groups.iter().zip(best).zip(at) {
                 let v = group_value(&g.alpha, &scratch.row);
-                // The window moved by one point: at most one subsequence left it
-                // (none stays when the window is shorter than the footprint).
-                self.deques.push_max(g.group, start, v, window_start, bound);
+                // Strict: an equal earlier value keeps its place, as the offline argmax
+                // keeps the first maximiser.
+                if v > *best {
+                    *best = v;
+                    *at = off;
+                }
                 if let Some(slot) = g.mean {
                     self.sums[slot] += i128::from(to_fixed(v));
                 }
@@ -585,9 +591,6 @@ impl WindowScorer {
         if start > self.window_start {
             self.window_start = start;
             let plan = plan(shapelet(model)?);
-            for g in 0..plan.n_groups {
-                self.deques.pop_before(g, start);
-            }
             let mut scratch = take_scratch(plan);
             let all: Vec<&[f64]> = self.recent.iter().map(Vec::as_slice).collect();
             let base = self.n - all[0].len() as u64;
@@ -615,7 +618,10 @@ impl WindowScorer {
         if !self.incremental {
             return self.explain_recomputed(model, self.window);
         }
-        self.explain_from(model, self.n - self.window as u64)
+        // A duration window's `explain_last` may have moved the start past the count
+        // window's (its subsequences before it are gone from the sums).
+        let start = (self.n - self.window as u64).max(self.window_start);
+        self.explain_from(model, start)
     }
 
     /// The model's explanation of the last `len` points, scored from scratch.
@@ -629,11 +635,54 @@ impl WindowScorer {
         model.explain(&sample).map(Some)
     }
 
-    /// The explanation with every deque already trimmed to subsequences starting at or
-    /// after `window_start` (the first point of the window).
+    /// Per hypothesis group: (start, value) of the first maximiser among its space's
+    /// subsequences from `window_start` to the last; None for a space whose footprint the
+    /// window is shorter than. The partly covered oldest block of each space is recomputed
+    /// from the kept points, by the operations that scored it when it entered.
+    fn window_maxima(&self, plan: &Plan, window_start: u64) -> Vec<Option<(u64, f64)>> {
+        let mut out = vec![None; plan.n_groups];
+        let all: Vec<&[f64]> = self.recent.iter().map(Vec::as_slice).collect();
+        let base = self.n - all[0].len() as u64;
+        let mut scratch = take_scratch(plan);
+        let mut best = Vec::new();
+        for (s, sp) in plan.spaces.iter().enumerate() {
+            let Some(parts) = self.maxima.parts(s, window_start) else {
+                continue;
+            };
+            best.clear();
+            best.resize(sp.groups.len(), (f64::NEG_INFINITY, window_start));
+            for x in parts.recompute {
+                row_at(
+                    sp,
+                    &all,
+                    (x - base) as usize,
+                    &mut scratch.sub,
+                    &mut scratch.row,
+                );
+                for (g, b) in sp.groups.iter().zip(best.iter_mut()) {
+                    let v = group_value(&g.alpha, &scratch.row);
+                    if v > b.0 {
+                        *b = (v, x);
+                    }
+                }
+            }
+            if let Some(from) = parts.blocks_from {
+                self.maxima.fold(s, from, &mut best);
+            }
+            for (g, &(v, start)) in sp.groups.iter().zip(&best) {
+                out[g.group] = Some((start, v));
+            }
+        }
+        put_scratch(scratch);
+        out
+    }
+
+    /// The explanation of the window from point `window_start` (at or after
+    /// `self.window_start`) to the last point.
     fn explain_from(&self, model: &Model, window_start: u64) -> Result<Option<Explanation>> {
         let m = shapelet(model)?;
         let plan = plan(m);
+        let maxima = self.window_maxima(plan, window_start);
         // Each hypothesis's value and maximising offset, ensemble by ensemble.
         let mut values: Vec<Vec<f64>> = Vec::with_capacity(m.ensembles.len());
         let mut offsets: Vec<Vec<usize>> = Vec::with_capacity(m.ensembles.len());
@@ -647,7 +696,7 @@ impl WindowScorer {
             let (mut ve, mut oe) = (Vec::new(), Vec::new());
             for h in &e.hypotheses {
                 let g = plan.group_of[q];
-                let (start, v) = match self.deques.front(g, self.n) {
+                let (start, v) = match maxima[g] {
                     Some((start, max)) => (
                         start,
                         match plan.mean_of[g] {

@@ -6,10 +6,10 @@
 //! Boosting Infinitely Many Shapelet-based Classifiers"; cited below as "the paper").
 
 pub mod bag;
+mod blockmax;
 pub mod boxcount;
 pub mod boxsvm;
 pub mod cancel;
-mod deques;
 pub mod derived;
 pub mod error;
 pub mod head;

@@ -100,7 +100,7 @@ pub struct WindowMemory {
     pub points: usize,
     /// Reorder buffers (about 64 bytes a held point).
     pub pending: usize,
-    /// The scorers: deque entries in use, the deques' arena and rings (the entries
+    /// The scorers: block maxima the windows overlap, all block maxima held (those
     /// included), recent points, sliding sums (see [`WindowScorer::heap_bytes`]).
     pub scorer: [usize; 4],
 }
