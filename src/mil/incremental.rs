@@ -36,11 +36,6 @@ pub struct Plan {
     /// Per hypothesis (flat, ensemble by ensemble): its group.
     group_of: Vec<usize>,
     n_groups: usize,
-    /// Per group: its sliding-sum slot, when a mean hypothesis is in it.
-    mean_of: Vec<Option<usize>>,
-    /// Per sliding-sum slot: the span slot of its space.
-    span_of: Vec<usize>,
-    n_spans: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -49,6 +44,7 @@ struct GroupPlan {
     /// Alpha over the kept representatives, in the model's order (the sum's order, hence
     /// its bits).
     alpha: Vec<(u32, f64)>,
+    /// Its index among its space's mean groups, when a mean hypothesis is in it.
     mean: Option<usize>,
 }
 
@@ -61,20 +57,8 @@ struct SpacePlan {
     kept: RepBlocks,
     n_kept: usize,
     groups: Vec<GroupPlan>,
-    /// The space's mean groups, if any: a subsequence leaving the window has its value
-    /// recomputed from the kept points (the same operations on the same values, so the
-    /// same bits it entered with), so no value is stored per subsequence and group.
-    exit: Option<ExitPlan>,
-}
-
-#[derive(Debug, Clone)]
-struct ExitPlan {
-    /// The space's span slot: which subsequences its sums hold.
-    span: usize,
-    reps: RepBlocks,
-    n: usize,
-    /// (sliding-sum slot, alpha over `reps`).
-    means: Vec<(usize, Vec<(u32, f64)>)>,
+    /// The space's mean groups (their sum slots are the space's, in this order).
+    n_means: usize,
 }
 
 impl Plan {
@@ -104,8 +88,7 @@ impl Plan {
         }
         let n_groups = keys.len();
         let mut mean_of = vec![None; n_groups];
-        let mut span_of = Vec::new();
-        let mut n_spans = 0;
+        let mut n_means = 0;
         let mut spaces = Vec::new();
         for (s, space) in m.spaces.iter().enumerate() {
             let groups: Vec<usize> = (0..n_groups).filter(|&g| keys[g].0 == s).collect();
@@ -150,28 +133,12 @@ impl Plan {
                 (RepBlocks::new(&reps, dim), kept.len(), alphas)
             };
             let (kept, n_kept, alphas) = layout(&groups);
-            let means: Vec<usize> = groups.iter().copied().filter(|&g| is_mean[g]).collect();
-            let exit = if means.is_empty() {
-                None
-            } else {
-                let span = n_spans;
-                n_spans += 1;
-                for &g in &means {
-                    mean_of[g] = Some(span_of.len());
-                    span_of.push(span);
-                }
-                let (reps, n, alphas) = layout(&means);
-                Some(ExitPlan {
-                    span,
-                    reps,
-                    n,
-                    means: means
-                        .iter()
-                        .zip(alphas)
-                        .map(|(&g, a)| (mean_of[g].expect("set above"), a))
-                        .collect(),
-                })
-            };
+            let means = groups.iter().filter(|&&g| is_mean[g]).count();
+            let first_mean = n_means;
+            for &g in groups.iter().filter(|&&g| is_mean[g]) {
+                mean_of[g] = Some(n_means);
+                n_means += 1;
+            }
             spaces.push(SpacePlan {
                 extraction: e,
                 footprint: e.footprint(),
@@ -185,10 +152,10 @@ impl Plan {
                     .map(|(&g, alpha)| GroupPlan {
                         group: g,
                         alpha,
-                        mean: mean_of[g],
+                        mean: mean_of[g].map(|slot| slot - first_mean),
                     })
                     .collect(),
-                exit,
+                n_means: means,
             });
         }
         let max_kept = spaces.iter().map(|s| s.n_kept).max().unwrap_or(0);
@@ -199,9 +166,6 @@ impl Plan {
             max_dim,
             group_of,
             n_groups,
-            mean_of,
-            span_of,
-            n_spans,
         }
     }
 
@@ -255,9 +219,8 @@ pub struct WindowScorer {
     window_start: u64,
     /// Points pushed so far.
     n: u64,
-    /// Recent points, one buffer per channel (one for a univariate model): the window and
-    /// one footprint before it (what a leaving subsequence is recomputed from), compacted
-    /// when `keep + SLACK`.
+    /// Recent points, one buffer per channel (one for a univariate model): the window (what
+    /// its oldest block is recomputed from), compacted when `keep + SLACK`.
     recent: Vec<Vec<f64>>,
     /// Points `recent` keeps.
     keep: usize,
@@ -268,15 +231,19 @@ pub struct WindowScorer {
     /// Per hypothesis group (see [`Plan`]): the running and completed block maxima of its
     /// values (see [`BlockMaxima`]).
     maxima: BlockMaxima,
-    /// Per mean group: the exact fixed-point sum of its in-window subsequences' values
-    /// (added on entry, subtracted on leaving).
-    sums: Vec<i128>,
-    /// Per space with mean groups: the subsequences its sums hold, (first start, count).
-    spans: Vec<(u64, u64)>,
     /// False for the kinds that take bags (MIORDM, the SVMs): their window score is not a
     /// max of per-subsequence terms block maxima can maintain for every kind, so each window
     /// is scored from its points (`recent` keeps the last `window`).
     incremental: bool,
+}
+
+/// A hypothesis group's values over a window: where its first maximiser starts, the
+/// maximum, and (for a mean group) the mean.
+#[derive(Debug, Clone, Copy)]
+struct WindowValue {
+    start: u64,
+    max: f64,
+    mean: Option<f64>,
 }
 
 /// A scoring thread's scratch: a space's new subsequence and its kernel row.
@@ -324,36 +291,6 @@ fn group_value(alpha: &[(u32, f64)], row: &[f64]) -> f64 {
     alpha.iter().map(|&(z, a)| a * row[z as usize]).sum()
 }
 
-/// Takes every subsequence starting before `start` out of the sliding sums: each one's
-/// value recomputed from the kept points (`all`, whose first point has index `base`).
-#[allow(clippy::too_many_arguments)]
-fn drop_means_before(
-    plan: &Plan,
-    all: &[&[f64]],
-    base: u64,
-    start: u64,
-    sums: &mut [i128],
-    spans: &mut [(u64, u64)],
-    scratch: &mut Scratch,
-) {
-    for sp in &plan.spaces {
-        let Some(ex) = &sp.exit else { continue };
-        let (first, count) = &mut spans[ex.span];
-        while *count > 0 && *first < start {
-            let sub = &mut scratch.sub[..sp.dim];
-            sp.extraction
-                .extract_channels(all, (*first - base) as usize, sub);
-            let krow = &mut scratch.row[..ex.n];
-            sp.kernel.row_blocked(sub, &ex.reps, krow);
-            for (slot, alpha) in &ex.means {
-                sums[*slot] -= i128::from(to_fixed(group_value(alpha, krow)));
-            }
-            *first += 1;
-            *count -= 1;
-        }
-    }
-}
-
 fn shapelet(model: &Model) -> Result<&ShapeletModel> {
     match model {
         Model::LpboostShapelet(m) if m.input.is_series() => Ok(m),
@@ -396,18 +333,10 @@ impl WindowScorer {
                 keep: window,
                 min_window: sb.length,
                 maxima: BlockMaxima::default(),
-                sums: Vec::new(),
-                spans: Vec::new(),
                 incremental: false,
             });
         }
         let m = shapelet(model)?;
-        let max_len = m
-            .spaces
-            .iter()
-            .map(|s| s.extraction().footprint())
-            .max()
-            .unwrap_or(1);
         let min_window = m.spaces.iter().map(|s| s.length).max().unwrap_or(1);
         if window < min_window {
             return Err(MilError::InvalidParameter(format!(
@@ -415,8 +344,8 @@ impl WindowScorer {
             )));
         }
         let p = plan(m);
-        // The window, and the footprint of the subsequence leaving it.
-        let keep = window + max_len + 1;
+        // The window: a window's oldest block is recomputed from its own points.
+        let keep = window;
         if keep >= 1 << 31 {
             return Err(MilError::InvalidParameter(format!(
                 "a window of {window} points is longer than incremental scoring takes (2^31)"
@@ -432,12 +361,10 @@ impl WindowScorer {
             maxima: BlockMaxima::new(
                 &p.spaces
                     .iter()
-                    .map(|sp| (sp.groups.len(), sp.footprint))
+                    .map(|sp| (sp.groups.len(), sp.n_means, sp.footprint))
                     .collect::<Vec<_>>(),
                 window,
             ),
-            sums: vec![0; p.span_of.len()],
-            spans: vec![(0, 0); p.n_spans],
             incremental: true,
         })
     }
@@ -457,14 +384,14 @@ impl WindowScorer {
     }
 
     /// Heap bytes this scorer holds, by part: block maxima the window overlaps, all the
-    /// block maxima held, recent points, sums and spans. For `bench --score`.
+    /// block maxima held, recent points, block sums. For `bench --score`.
     pub fn heap_bytes(&self) -> [usize; 4] {
-        let (live, maxima) = self.maxima.heap_bytes();
+        let (live, maxima, sums) = self.maxima.heap_bytes();
         [
             live,
             maxima,
             self.recent.iter().map(|r| r.capacity() * 8 + 24).sum(),
-            self.sums.len() * 16 + self.spans.len() * 16,
+            sums,
         ]
     }
 
@@ -531,7 +458,6 @@ impl WindowScorer {
             &many
         };
         let live = all[0].len();
-        let base = self.n - live as u64;
         // Only the spaces some hypothesis reads, and in each only the representatives some
         // alpha weighs (the plan): the values are the full rows' bits (see `Plan`).
         for (s, sp) in plan.spaces.iter().enumerate() {
@@ -539,9 +465,8 @@ impl WindowScorer {
             if (self.n as usize) < f {
                 continue;
             }
-            let start = self.n - f as u64;
             row_at(sp, all, live - f, &mut scratch.sub, &mut scratch.row);
-            let (off, best, at) = self.maxima.enter(s, window_start);
+            let (off, best, at, sums) = self.maxima.enter(s, window_start);
             for ((g, best), at) in sp.groups.iter().zip(best).zip(at) {
                 let v = group_value(&g.alpha, &scratch.row);
                 // Strict: an equal earlier value keeps its place, as the offline argmax
@@ -550,27 +475,11 @@ impl WindowScorer {
                     *best = v;
                     *at = off;
                 }
-                if let Some(slot) = g.mean {
-                    self.sums[slot] += i128::from(to_fixed(v));
+                if let Some(j) = g.mean {
+                    sums[j] = sums[j].wrapping_add(to_fixed(v));
                 }
-            }
-            if let Some(ex) = &sp.exit {
-                let (first, count) = &mut self.spans[ex.span];
-                if *count == 0 {
-                    *first = start;
-                }
-                *count += 1;
             }
         }
-        drop_means_before(
-            plan,
-            all,
-            base,
-            window_start,
-            &mut self.sums,
-            &mut self.spans,
-            &mut scratch,
-        );
         put_scratch(scratch);
         Ok(())
     }
@@ -588,23 +497,7 @@ impl WindowScorer {
             return self.explain_recomputed(model, len);
         }
         let start = self.n - len as u64;
-        if start > self.window_start {
-            self.window_start = start;
-            let plan = plan(shapelet(model)?);
-            let mut scratch = take_scratch(plan);
-            let all: Vec<&[f64]> = self.recent.iter().map(Vec::as_slice).collect();
-            let base = self.n - all[0].len() as u64;
-            drop_means_before(
-                plan,
-                &all,
-                base,
-                start,
-                &mut self.sums,
-                &mut self.spans,
-                &mut scratch,
-            );
-            put_scratch(scratch);
-        }
+        self.window_start = self.window_start.max(start);
         self.explain_from(model, self.window_start)
     }
 
@@ -619,7 +512,7 @@ impl WindowScorer {
             return self.explain_recomputed(model, self.window);
         }
         // A duration window's `explain_last` may have moved the start past the count
-        // window's (its subsequences before it are gone from the sums).
+        // window's (the blocks before it are gone).
         let start = (self.n - self.window as u64).max(self.window_start);
         self.explain_from(model, start)
     }
@@ -636,21 +529,25 @@ impl WindowScorer {
     }
 
     /// Per hypothesis group: (start, value) of the first maximiser among its space's
-    /// subsequences from `window_start` to the last; None for a space whose footprint the
-    /// window is shorter than. The partly covered oldest block of each space is recomputed
-    /// from the kept points, by the operations that scored it when it entered.
-    fn window_maxima(&self, plan: &Plan, window_start: u64) -> Vec<Option<(u64, f64)>> {
+    /// subsequences from `window_start` to the last, and for a mean group the mean of
+    /// their values (the exact fixed-point sum over the count); None for a space whose
+    /// footprint the window is shorter than. The partly covered oldest block of each space
+    /// is recomputed from the kept points, by the operations that scored it when it
+    /// entered.
+    fn window_maxima(&self, plan: &Plan, window_start: u64) -> Vec<Option<WindowValue>> {
         let mut out = vec![None; plan.n_groups];
         let all: Vec<&[f64]> = self.recent.iter().map(Vec::as_slice).collect();
         let base = self.n - all[0].len() as u64;
         let mut scratch = take_scratch(plan);
-        let mut best = Vec::new();
+        let (mut best, mut sums) = (Vec::new(), Vec::new());
         for (s, sp) in plan.spaces.iter().enumerate() {
             let Some(parts) = self.maxima.parts(s, window_start) else {
                 continue;
             };
             best.clear();
             best.resize(sp.groups.len(), (f64::NEG_INFINITY, window_start));
+            sums.clear();
+            sums.resize(sp.n_means, 0i128);
             for x in parts.recompute {
                 row_at(
                     sp,
@@ -664,13 +561,21 @@ impl WindowScorer {
                     if v > b.0 {
                         *b = (v, x);
                     }
+                    if let Some(j) = g.mean {
+                        sums[j] += i128::from(to_fixed(v));
+                    }
                 }
             }
             if let Some(from) = parts.blocks_from {
-                self.maxima.fold(s, from, &mut best);
+                self.maxima.fold(s, from, &mut best, &mut sums);
             }
-            for (g, &(v, start)) in sp.groups.iter().zip(&best) {
-                out[g.group] = Some((start, v));
+            let count = (parts.last + 1 - window_start) as usize;
+            for (g, &(max, start)) in sp.groups.iter().zip(&best) {
+                out[g.group] = Some(WindowValue {
+                    start,
+                    max,
+                    mean: g.mean.map(|j| fixed_mean(sums[j], count)),
+                });
             }
         }
         put_scratch(scratch);
@@ -697,14 +602,11 @@ impl WindowScorer {
             for h in &e.hypotheses {
                 let g = plan.group_of[q];
                 let (start, v) = match maxima[g] {
-                    Some((start, max)) => (
-                        start,
-                        match plan.mean_of[g] {
-                            Some(slot) if h.mean => fixed_mean(
-                                self.sums[slot],
-                                self.spans[plan.span_of[slot]].1 as usize,
-                            ),
-                            _ => max,
+                    Some(w) => (
+                        w.start,
+                        match w.mean {
+                            Some(mean) if h.mean => mean,
+                            _ => w.max,
                         },
                     ),
                     // The window is shorter than this space's footprint: its one
