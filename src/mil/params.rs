@@ -481,7 +481,10 @@ impl FitParams {
     /// against 0.90), its bags being few and their instance features already the signal.
     /// The DC loop stays off: one step cut to 6 generation rounds (`dc_generation_rounds`)
     /// measured no better over three CV seeds on MUSK1, MUSK2 and MUSK1 on 9 features, at
-    /// 4-10x the fit time (issue 26; README).
+    /// 4-10x the fit time (issue 26; README). The width stays one: several widths as spaces
+    /// (`widths`) gained nothing on MUSK1 on 9 features, and the inner cross-validation
+    /// over widths gained there only with the DC step, at 15-61x the fit time and below
+    /// 0.903 on MUSK1 (docs/VARIANTS.md).
     pub fn for_bags() -> Self {
         Self {
             nu: 0.2,
