@@ -23,7 +23,7 @@ import variants  # noqa: E402
 SERIES_DEV = ["GunPoint", "Coffee", "ACSF1", "BasicMotions"]
 SERIES_VARIANTS = ["GunPointShort", "BasicMotionsShort", "ACSF1Few", "CombinedFew", "GunPointScaled",
                    "CoffeeScaled", "ACSF1Unequal", "GunPointUnequal"]
-BAGS = ["musk1", "musk2", "MUSK1Narrow", "MUSK1Imbalanced", "BasicMotionsBags"]
+BAGS = ["musk1", "musk2", "MUSK1Narrow", "MUSK1Imbalanced", "BasicMotionsBags", "MUSK1Wide"]
 
 
 def main():

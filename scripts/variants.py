@@ -26,6 +26,7 @@ VARIANTS = {
     "GunPointUnequal": "GunPoint, each series cut to a random 60-100 % window of itself (unequal lengths)",
     "MUSK1Imbalanced": "MUSK1 with 3 of its 47 positive bags kept (3 of 48 bags positive, 6 %)",
     "MUSK1Narrow": "MUSK1 on 9 of its 166 features (fixed random choice)",
+    "MUSK1Wide": "MUSK1 with 64 standard normal noise features added to every instance (230 features)",
     "BasicMotionsBags": "BasicMotions cases (train and test) as bags of 25 six-feature instances (every 4th step), Badminton positive (25 %)",
 }
 
@@ -135,13 +136,16 @@ def build(data, out, name):
                 start = int(rng.integers(0, len(x) - n + 1))
                 rows.append((l, x[start : start + n]))
             write_ucr(f"{out}/{name}_{s}.csv", rows)
-    elif name in ("MUSK1Imbalanced", "MUSK1Narrow"):
+    elif name in ("MUSK1Imbalanced", "MUSK1Narrow", "MUSK1Wide"):
         lines = [l.rstrip("\n") for l in open(os.path.join(data, "musk1.csv")) if l.strip()]
         header, body = lines[0], [l.split(",") for l in lines[1:]]
         if name == "MUSK1Imbalanced":
             positive = sorted({r[0] for r in body if r[1] == "1"}, key=int)
             keep = set(rng.choice(positive, 3, replace=False).tolist())
             body = [r for r in body if r[1] == "0" or r[0] in keep]
+        elif name == "MUSK1Wide":
+            header += "," + ",".join(f"f{167 + i}" for i in range(64))
+            body = [r + [f"{v:.4f}" for v in rng.standard_normal(64)] for r in body]
         else:
             cols = sorted(rng.choice(np.arange(2, len(body[0])), 9, replace=False).tolist())
             header = ",".join(["bag_id", "label"] + [f"f{i + 1}" for i in range(9)])

@@ -10,7 +10,9 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::data::Format;
-use crate::mil::model::{BinaryMode, BoxKernelParams, KernelSpec, ModelKind, SvmParams};
+use crate::mil::model::{
+    BinaryMode, BoxKernelParams, KernelSpec, ModelKind, SvmParams, WidthChoice, Widths,
+};
 use crate::mil::select::{best_index, cross_validate_grid_until, default_grid, CvEstimate};
 use crate::mil::{ChannelMode, Dataset, FitParams, Model, ShapeletLength, View, WeakKind};
 
@@ -37,6 +39,19 @@ pub struct FitOptions {
     /// the other kinds (their base is the paper's parameters).
     #[arg(long)]
     pub sigma_scale: Option<f64>,
+    /// Gaussian widths chosen from the data: multiples of the median-heuristic sigma,
+    /// comma separated (e.g. `4,2,1`, in order of preference), or `none` for the one width of
+    /// --sigma-scale. Default: the library's (none; --sigma or --sigma-scale alone: none).
+    #[arg(long, value_delimiter = ',')]
+    pub sigma_scales: Vec<String>,
+    /// How the width is chosen among --sigma-scales: `spaces` (each width a hypothesis
+    /// space of one model; LPBoost takes the largest edge each round) or `inner-cv` (the
+    /// best accuracy of a cross-validation on the training set, then one fit at it).
+    #[arg(long, value_enum)]
+    pub width_choice: Option<WidthChoiceArg>,
+    /// Folds of `--width-choice inner-cv` (default 3).
+    #[arg(long)]
+    pub width_folds: Option<usize>,
     /// Polynomial kernel degree.
     #[arg(long, default_value_t = 2)]
     pub degree: u32,
@@ -215,6 +230,12 @@ pub enum ZnormArg {
     Both,
 }
 
+#[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq)]
+pub enum WidthChoiceArg {
+    Spaces,
+    InnerCv,
+}
+
 #[derive(clap::ValueEnum, Clone, Copy)]
 pub enum KernelArg {
     Gaussian,
@@ -322,7 +343,9 @@ impl FitOptions {
                 })?),
             };
         }
+        let widths = self.widths(&base)?;
         let p = FitParams {
+            widths,
             kernel,
             lengths: if self.shapelet_length.is_empty() {
                 base.lengths.clone()
@@ -400,6 +423,49 @@ impl FitOptions {
         };
         p.validate()?;
         Ok(p)
+    }
+}
+
+impl FitOptions {
+    /// The Gaussian widths chosen from the data: --sigma-scales over the base's, none when
+    /// one width is given (--sigma, --sigma-scale) and no --sigma-scales.
+    fn widths(&self, base: &FitParams) -> Result<Option<Widths>> {
+        let scales: Option<Vec<f64>> = match self.sigma_scales.as_slice() {
+            [] if self.sigma_scale.is_some() || self.sigma != "auto" => None,
+            [] => base.widths.as_ref().map(|w| w.scales.clone()),
+            [none] if none == "none" => None,
+            list => Some(
+                list.iter()
+                    .map(|v| {
+                        v.parse::<f64>().with_context(|| {
+                            format!("--sigma-scales '{v}' is neither `none` nor a number")
+                        })
+                    })
+                    .collect::<Result<_>>()?,
+            ),
+        };
+        let Some(scales) = scales else {
+            if self.width_choice.is_some() || self.width_folds.is_some() {
+                bail!("--width-choice and --width-folds need several widths (--sigma-scales)");
+            }
+            return Ok(None);
+        };
+        let base_folds = match base.widths.as_ref().map(|w| w.choice) {
+            Some(WidthChoice::InnerCv { folds }) => Some(folds),
+            _ => None,
+        };
+        let choice = match (self.width_choice, base_folds) {
+            (Some(WidthChoiceArg::Spaces), _) | (None, None) if self.width_folds.is_none() => {
+                WidthChoice::Spaces
+            }
+            (Some(WidthChoiceArg::Spaces), _) => {
+                bail!("--width-folds goes with --width-choice inner-cv")
+            }
+            _ => WidthChoice::InnerCv {
+                folds: self.width_folds.or(base_folds).unwrap_or(3),
+            },
+        };
+        Ok(Some(Widths { scales, choice }))
     }
 }
 

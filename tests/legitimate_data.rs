@@ -206,3 +206,41 @@ proptest! {
         fits_and_predicts("generated set", &train, &test);
     }
 }
+
+/// Bags that do not differ between the classes (every value equal, 4 positives in 40) give
+/// the majority decision, and the card says so, with the bag defaults and with the kernel
+/// width chosen from the data either way (issue 26): the inner cross-validation's
+/// folds and the extra width spaces find no hypothesis either.
+#[test]
+fn bags_that_do_not_differ_give_the_majority_decision_with_a_warning_in_the_card() {
+    use milstream::mil::model::{WidthChoice, Widths};
+    let (mut samples, mut labels) = (Vec::new(), Vec::new());
+    for i in 0..40 {
+        let n = 1 + i % 3;
+        samples.push(Sample::Bag(Bag::new(9, vec![0.5; n * 9]).unwrap()));
+        labels.push(if i % 10 == 3 { "1" } else { "0" }.to_string());
+    }
+    let train = dataset(samples.clone(), labels);
+    for choice in [
+        None,
+        Some(WidthChoice::Spaces),
+        Some(WidthChoice::InnerCv { folds: 3 }),
+    ] {
+        let params = FitParams {
+            widths: choice.map(|choice| Widths {
+                scales: vec![4.0, 2.0, 1.0],
+                choice,
+            }),
+            ..FitParams::for_bags()
+        };
+        let model = Model::fit(&train, &params).unwrap();
+        let card = milstream::card::card_text(&model);
+        assert!(
+            card.contains("warning: no hypothesis beyond the bias"),
+            "{choice:?}: {card}"
+        );
+        for s in &samples[..5] {
+            assert_eq!(model.predict(s).unwrap().label, "0", "{choice:?}");
+        }
+    }
+}

@@ -254,6 +254,22 @@ impl InstanceSet {
     pub fn bag_range(&self, i: usize) -> std::ops::Range<usize> {
         self.offsets[i]..self.offsets[i + 1]
     }
+
+    /// The instances of bags `bags`, in that order.
+    pub fn subset(&self, bags: &[usize]) -> InstanceSet {
+        let mut data = Vec::new();
+        let mut offsets = vec![0];
+        for &b in bags {
+            let r = self.bag_range(b);
+            data.extend_from_slice(&self.data[r.start * self.dim..r.end * self.dim]);
+            offsets.push(offsets.last().copied().unwrap_or(0) + r.len());
+        }
+        InstanceSet {
+            dim: self.dim,
+            data,
+            offsets,
+        }
+    }
 }
 
 /// Per-feature z-scoring of bag instances, fitted on training instances and stored in the

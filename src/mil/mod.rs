@@ -12,6 +12,7 @@ pub mod boxsvm;
 pub mod cancel;
 pub mod derived;
 pub mod error;
+pub mod folds;
 pub mod head;
 pub mod incremental;
 pub mod kernel;
@@ -31,6 +32,7 @@ pub mod space;
 pub mod stump;
 pub mod svm;
 pub mod weak;
+mod width;
 
 pub use bag::{Bag, Dataset, InputKind, Sample};
 pub use error::MilError;

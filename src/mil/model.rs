@@ -8,7 +8,7 @@ use super::error::{MilError, Result};
 pub use super::miordm::MiordmModel;
 pub use super::params::{
     BinaryMode, BoxKernelParams, ChannelMode, Extraction, FitParams, KernelSpec, MiordmParams,
-    ModelKind, ShapeletLength, SpaceParams, SvmParams, View, WeakKind,
+    ModelKind, ShapeletLength, SpaceParams, SvmParams, View, WeakKind, WidthChoice, Widths,
 };
 pub use super::prediction::{Contribution, Explanation, Prediction};
 pub use super::shapelet::ShapeletModel;

@@ -235,6 +235,50 @@ pub struct FitParams {
     /// dilations). Artifacts from before it load as the paper's raw subsequences.
     #[serde(default = "SpaceParams::paper")]
     pub spaces: SpaceParams,
+    /// Gaussian widths chosen from the data (the median-heuristic kernel only): several
+    /// widths as spaces of one model, or one width by inner cross-validation. None: the
+    /// kernel's own width (and older artifacts).
+    #[serde(default)]
+    pub widths: Option<Widths>,
+}
+
+/// Several Gaussian widths, as multiples of the median-heuristic sigma (issue 26: MUSK1 on
+/// 9 features wants 1 x, on 166 features 4 x; no single width holds on both).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Widths {
+    /// Multiples of the median-heuristic sigma, in order of preference (ties of the inner
+    /// cross-validation go to the earlier).
+    pub scales: Vec<f64>,
+    pub choice: WidthChoice,
+}
+
+/// How the width is chosen among `Widths::scales`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum WidthChoice {
+    /// Every width is a hypothesis space of its own over the same representatives: the
+    /// hypothesis class is their union and LPBoost takes the largest edge among them, so
+    /// Algorithm 1 is unchanged (as with several shapelet lengths).
+    Spaces,
+    /// The width of the best mean accuracy of a `folds`-fold cross-validation on the
+    /// training set (the label-free preparation shared), then one fit at that width.
+    InnerCv { folds: usize },
+}
+
+impl Widths {
+    /// The kernel of every width when `kernel` is the median-heuristic Gaussian; None for
+    /// any other kernel (an explicit sigma or another kernel keeps its own).
+    pub fn kernels(&self, kernel: &KernelSpec) -> Option<Vec<KernelSpec>> {
+        match *kernel {
+            KernelSpec::Gaussian { sigma: None, .. } => Some(
+                self.scales
+                    .iter()
+                    .map(|&scale| KernelSpec::Gaussian { sigma: None, scale })
+                    .collect(),
+            ),
+            _ => None,
+        }
+    }
 }
 
 /// Which spaces a series model searches besides its lengths: every combination of a view,
@@ -384,6 +428,7 @@ impl Default for FitParams {
             threshold_share: 0.5,
             max_weight: Some(0.05),
             balanced: true,
+            widths: None,
         }
     }
 }
@@ -436,7 +481,10 @@ impl FitParams {
     /// against 0.90), its bags being few and their instance features already the signal.
     /// The DC loop stays off: one step cut to 6 generation rounds (`dc_generation_rounds`)
     /// measured no better over three CV seeds on MUSK1, MUSK2 and MUSK1 on 9 features, at
-    /// 4-10x the fit time (issue 26; README).
+    /// 4-10x the fit time (issue 26; README). The width stays one: several widths as spaces
+    /// (`widths`) gained nothing on MUSK1 on 9 features, and the inner cross-validation
+    /// over widths gained there only with the DC step, at 15-61x the fit time and below
+    /// 0.903 on MUSK1 (docs/VARIANTS.md).
     pub fn for_bags() -> Self {
         Self {
             nu: 0.2,
@@ -499,6 +547,21 @@ impl FitParams {
         }
         if sp.max_instances == Some(0) {
             return bad("max instances per space must be >= 1".into());
+        }
+        if let Some(w) = &self.widths {
+            if w.scales.is_empty() || w.scales.iter().any(|s| !(*s > 0.0 && s.is_finite())) {
+                return bad(format!(
+                    "width scales must be one or more numbers > 0, got {:?}",
+                    w.scales
+                ));
+            }
+            if let WidthChoice::InnerCv { folds } = w.choice {
+                if folds < 2 {
+                    return bad(format!(
+                        "inner cross-validation needs >= 2 folds, got {folds}"
+                    ));
+                }
+            }
         }
         if let KernelSpec::Gaussian { sigma, scale } = self.kernel {
             if sigma.is_some_and(|s| !(s > 0.0 && s.is_finite()))

@@ -34,6 +34,29 @@ pub struct Prepared {
     pub spaces: Vec<PreparedSpace>,
 }
 
+impl Prepared {
+    /// The preparation restricted to the training examples `examples` (their instances),
+    /// with the same representatives and standardizer: the inner folds of a width choice
+    /// share the label-free part of the outer fit.
+    pub fn subset(&self, examples: &[usize]) -> Prepared {
+        Prepared {
+            input: self.input,
+            channel_names: self.channel_names.clone(),
+            standardizer: self.standardizer.clone(),
+            spaces: self
+                .spaces
+                .iter()
+                .map(|s| PreparedSpace {
+                    extraction: s.extraction,
+                    instances: s.instances.subset(examples),
+                    row_stride: s.row_stride,
+                    reps: s.reps.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// Absolute shapelet lengths for series of `min_len` to `max_len` points. A fraction is of the
 /// shortest series (at least 2); no length exceeds the longest series, and a series shorter
 /// than a length is read with its last point repeated (space.rs), so short series never stop

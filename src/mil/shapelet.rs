@@ -15,7 +15,7 @@ use super::error::{MilError, Result};
 use super::head::PooledHead;
 use super::kernel::Kernel;
 use super::lpboost::{lpboost, BoostParams, Boosted};
-use super::params::{BinaryMode, FitParams};
+use super::params::{BinaryMode, FitParams, KernelSpec, WidthChoice};
 pub use super::prepare::{
     median_heuristic_sigma, prepare, resolve_kernel, resolve_lengths, Prepared, PreparedSpace,
 };
@@ -98,6 +98,9 @@ pub struct TrainingSummary {
     /// (`card::record_shown_shares`); absent when not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shown_shares: Option<super::prediction::ShownShares>,
+    /// With the width chosen by inner cross-validation: each scale and its accuracy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub width_accuracies: Vec<(f64, f64)>,
 }
 
 /// A trained LPBoost shapelet model.
@@ -160,15 +163,42 @@ impl ShapeletModel {
         let start = Instant::now();
         let cancel = Cancel::now();
         let prepared = prepare(ds, params)?;
-        let mut m = Self::fit_prepared(&prepared, &ds.labels, params, cancel)?;
+        let mut m = Self::fit_prepared(&prepared, ds, params, cancel)?;
         m.summary.train_seconds = start.elapsed().as_secs_f64();
         Ok(m)
     }
 
-    /// Fits on prepared spaces (see [`prepare`]) with labels `labels`; the kernel, nu and
-    /// the weak learner come from `params` (its lengths, k and seed were used by `prepare`).
-    /// Stops with `MilError::Cancelled` once `cancel` is.
+    /// Fits on the prepared spaces (see [`prepare`]) of the training set `train`; the
+    /// kernel, nu and the weak learner come from `params` (its lengths, k and seed were used
+    /// by `prepare`). With [`WidthChoice::InnerCv`] the Gaussian width is chosen first by
+    /// `width.rs`. Stops with `MilError::Cancelled` once `cancel` is.
     pub fn fit_prepared(
+        prepared: &Prepared,
+        train: &Dataset,
+        params: &FitParams,
+        cancel: Cancel,
+    ) -> Result<Self> {
+        let inner_cv = params.widths.as_ref().and_then(|w| match w.choice {
+            WidthChoice::InnerCv { folds } => w.kernels(&params.kernel).map(|_| (w, folds)),
+            WidthChoice::Spaces => None,
+        });
+        let Some((widths, folds)) = inner_cv else {
+            return Self::fit_labelled(prepared, &train.labels, params, cancel);
+        };
+        let (scale, accuracies) =
+            Self::width_by_inner_cv(prepared, train, &widths.scales, folds, params, cancel)?;
+        let chosen = FitParams {
+            kernel: KernelSpec::Gaussian { sigma: None, scale },
+            ..params.clone()
+        };
+        let mut m = Self::fit_labelled(prepared, &train.labels, &chosen, cancel)?;
+        m.summary.width_accuracies = accuracies;
+        Ok(m)
+    }
+
+    /// Fits on prepared spaces with labels `labels`, at `params.kernel` (or at every width
+    /// of [`WidthChoice::Spaces`], each a space of its own).
+    pub(super) fn fit_labelled(
         prepared: &Prepared,
         labels: &[String],
         params: &FitParams,
@@ -185,16 +215,28 @@ impl ShapeletModel {
                 "a training set needs at least two classes, found {classes:?}"
             )));
         }
-        let kernels: Vec<Kernel> = prepared
-            .spaces
+        // The hypothesis spaces: each prepared space at each width of `WidthChoice::Spaces`
+        // (their union is the class, as over lengths: Algorithm 1 takes the largest edge),
+        // else at the kernel's own. `layout[t]` is table t's prepared space and kernel.
+        let specs = match &params.widths {
+            Some(w) if w.choice == WidthChoice::Spaces => w.kernels(&params.kernel),
+            _ => None,
+        }
+        .unwrap_or_else(|| vec![params.kernel]);
+        let layout: Vec<(usize, KernelSpec)> = (0..prepared.spaces.len())
+            .flat_map(|s| specs.iter().map(move |k| (s, *k)))
+            .collect();
+        let kernels: Vec<Kernel> = layout
             .iter()
-            .map(|s| resolve_kernel(&params.kernel, &s.instances, params.seed))
+            .map(|(s, spec)| resolve_kernel(spec, &prepared.spaces[*s].instances, params.seed))
             .collect::<Result<_>>()?;
-        let tables: Vec<KernelTable> = prepared
-            .spaces
+        let tables: Vec<KernelTable> = layout
             .iter()
             .zip(&kernels)
-            .map(|(s, k)| KernelTable::new(&s.instances, &s.reps, k, params.weak, s.row_stride))
+            .map(|((s, _), k)| {
+                let s = &prepared.spaces[*s];
+                KernelTable::new(&s.instances, &s.reps, k, params.weak, s.row_stride)
+            })
             .collect::<Result<_>>()?;
         let fewest = classes
             .iter()
@@ -452,7 +494,8 @@ impl ShapeletModel {
         // Keep only representatives some kept hypothesis uses: prediction cost and artifact
         // size then scale with the support, not with k.
         let mut spaces = Vec::with_capacity(tables.len());
-        for (s, space) in prepared.spaces.iter().enumerate() {
+        for (s, &(p, _)) in layout.iter().enumerate() {
+            let space = &prepared.spaces[p];
             let mut used: Vec<u32> = ensembles
                 .iter()
                 .flat_map(|e| &e.hypotheses)
@@ -512,14 +555,14 @@ impl ShapeletModel {
             },
             lp_solves: results.iter().map(|(_, s, _)| s.0).sum(),
             max_generated_rows: results.iter().map(|(_, s, _)| s.1).max().unwrap_or(0),
-            instances_per_space: prepared
-                .spaces
+            instances_per_space: layout
                 .iter()
-                .map(|s| s.instances.n_instances())
+                .map(|(p, _)| prepared.spaces[*p].instances.n_instances())
                 .collect(),
             weak_failures: results.iter().map(|(_, s, _)| s.2).sum(),
             last_weak_failure: results.iter().rev().find_map(|(_, s, _)| s.3.clone()),
             shown_shares: None,
+            width_accuracies: Vec::new(),
         };
         // The pooled head (more than two classes): one row per training bag, every kept
         // hypothesis's output in model order.
@@ -800,6 +843,7 @@ mod tests {
                 weak_failures: 0,
                 last_weak_failure: None,
                 shown_shares: None,
+                width_accuracies: Vec::new(),
             },
             channel_names: Vec::new(),
             head: None,
