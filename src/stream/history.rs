@@ -73,15 +73,26 @@ impl Kept {
 
     fn decode(&self, b: &Block) -> Points {
         let mut p = Points::default();
-        b.decode_into(self.channels, &mut p);
+        b.decode_into(self.channels, &mut p, true);
         p
+    }
+
+    /// A block's event times (its values and offsets stay encoded).
+    fn times(b: &Block) -> Vec<i64> {
+        let mut ts = Vec::with_capacity(b.len());
+        b.decode_ts_into(&mut ts);
+        ts
     }
 
     /// The event time of the `k`-th kept point (oldest first).
     fn ts_at(&self, mut k: usize) -> Option<i64> {
         for b in &self.closed {
             if k < b.len() {
-                return self.decode(b).ts.get(k).copied();
+                return match k {
+                    0 => Some(b.first_ts),
+                    k if k + 1 == b.len() => Some(b.last_ts),
+                    k => Self::times(b).get(k).copied(),
+                };
             }
             k -= b.len();
         }
@@ -91,11 +102,11 @@ impl Kept {
     /// The first kept event time at or after `t`.
     fn first_at_or_after(&self, t: i64) -> Option<i64> {
         let i = self.closed.partition_point(|b| b.last_ts < t);
-        let found = match self.closed.get(i) {
-            Some(b) => self.decode(b).ts.into_iter().find(|&x| x >= t),
-            None => None,
-        };
-        found.or_else(|| self.open.ts.iter().copied().find(|&x| x >= t))
+        match self.closed.get(i) {
+            Some(b) if b.first_ts >= t => Some(b.first_ts),
+            Some(b) => Self::times(b).into_iter().find(|&x| x >= t),
+            None => self.open.ts.iter().copied().find(|&x| x >= t),
+        }
     }
 
     /// The last kept event time at or before `t`.
@@ -104,8 +115,10 @@ impl Kept {
             return self.open.ts.iter().copied().take_while(|&x| x <= t).last();
         }
         let j = self.closed.partition_point(|b| b.first_ts <= t);
-        let b = self.closed.get(j.checked_sub(1)?)?;
-        self.decode(b).ts.into_iter().take_while(|&x| x <= t).last()
+        match self.closed.get(j.checked_sub(1)?)? {
+            b if b.last_ts <= t => Some(b.last_ts),
+            b => Self::times(b).into_iter().take_while(|&x| x <= t).last(),
+        }
     }
 
     /// The oldest point of the logical history: the newest `max_points`, none before the
@@ -120,15 +133,28 @@ impl Kept {
         }
     }
 
-    /// The kept points with `lo <= ts <= hi`, decoding only the blocks that overlap.
-    fn points_in(&self, lo: i64, hi: i64) -> (Points, std::ops::Range<usize>) {
+    /// Whether a kept point at `t` is in the logical history (at or after
+    /// [`front_ts`](Self::front_ts)). After every record the oldest block holds the logical
+    /// front (an older one would have been dropped), so from its last point on no block needs
+    /// decoding to tell.
+    fn in_view(&self, t: i64, horizon_ms: i64, max_points: usize) -> bool {
+        if self.closed.front().is_some_and(|b| t >= b.last_ts) {
+            return true;
+        }
+        self.front_ts(horizon_ms, max_points)
+            .is_some_and(|f| t >= f)
+    }
+
+    /// The kept points with `lo <= ts <= hi`, decoding only the blocks that overlap (and
+    /// their offsets only if asked).
+    fn points_in(&self, lo: i64, hi: i64, offsets: bool) -> (Points, std::ops::Range<usize>) {
         let mut p = Points::default();
         let i = self.closed.partition_point(|b| b.last_ts < lo);
         for b in self.closed.range(i..) {
             if b.first_ts > hi {
                 break;
             }
-            b.decode_into(self.channels, &mut p);
+            b.decode_into(self.channels, &mut p, offsets);
         }
         if self.open.ts.first().is_some_and(|&f| f <= hi) {
             p.extend_from(&self.open);
@@ -326,21 +352,24 @@ impl SeriesHistory {
         let Some(kept) = shard.get(series_id) else {
             return;
         };
-        let Some(front) = kept.front_ts(self.horizon_ms, self.max_points) else {
+        let Some(newest) = kept.newest() else {
             return;
         };
-        let newest = kept.newest().unwrap_or(front);
+        let (h, m) = (self.horizon_ms, self.max_points);
+        let front = || kept.front_ts(h, m).unwrap_or(newest);
         // From the kept point at the start, else the last kept before it, else the oldest.
         let from = match kept.last_at_or_before(start_ms) {
-            Some(t) if t >= front => t,
-            _ => front,
+            Some(t) if kept.in_view(t, h, m) => t,
+            _ => front(),
         };
         // To the first kept point at or after the end, else the newest.
-        let to = kept
-            .first_at_or_after(end_ms)
-            .map_or(newest, |t| t.max(front))
-            .max(from);
-        let (points, range) = kept.points_in(from, to);
+        let to = match kept.first_at_or_after(end_ms) {
+            Some(t) if kept.in_view(t, h, m) => t,
+            Some(_) => front(),
+            None => newest,
+        }
+        .max(from);
+        let (points, range) = kept.points_in(from, to, true);
         // The oldest offset per source index, then per partition.
         let mut oldest = vec![i64::MAX; kept.sources.len()];
         for i in range {
@@ -364,21 +393,21 @@ impl SeriesHistory {
         let Some(kept) = shard.get(series_id) else {
             return SegmentJoin::NotYet;
         };
-        let (Some(oldest), Some(newest)) = (
-            kept.front_ts(self.horizon_ms, self.max_points),
-            kept.newest(),
-        ) else {
+        let Some(newest) = kept.newest() else {
             return SegmentJoin::NotYet;
         };
         if newest < end_ms {
             return SegmentJoin::NotYet;
         }
-        if oldest > start_ms {
+        if !kept.in_view(start_ms, self.horizon_ms, self.max_points) {
+            let oldest = kept
+                .front_ts(self.horizon_ms, self.max_points)
+                .unwrap_or(newest);
             return SegmentJoin::Gone(format!(
                 "series '{series_id}' is kept from ts {oldest} on (training.history_ms / history_points); the segment starts at {start_ms}"
             ));
         }
-        let (points, range) = kept.points_in(start_ms, end_ms);
+        let (points, range) = kept.points_in(start_ms, end_ms, false);
         if range.is_empty() {
             return SegmentJoin::Gone(format!(
                 "series '{series_id}' has no points in [{start_ms}, {end_ms}]"
@@ -957,14 +986,7 @@ mod tests {
         ] {
             let h = SeriesHistory::new(i64::MAX / 4, KEPT);
             let r = reference::SeriesHistory::new(i64::MAX / 4, KEPT);
-            let record_start = std::time::Instant::now();
-            for s in 0..SERIES {
-                let id = format!("s{s}");
-                for &(ts, v, off) in &points {
-                    h.record(&id, (&topic, 0, off), ts, &[v]);
-                }
-            }
-            let record_new = record_start.elapsed().as_nanos() as f64;
+            // The uncompressed store records first, then the blocks.
             let record_start = std::time::Instant::now();
             for s in 0..SERIES {
                 let id = format!("s{s}");
@@ -973,6 +995,14 @@ mod tests {
                 }
             }
             let record_old = record_start.elapsed().as_nanos() as f64;
+            let record_start = std::time::Instant::now();
+            for s in 0..SERIES {
+                let id = format!("s{s}");
+                for &(ts, v, off) in &points {
+                    h.record_parts(&id, (&topic, 0, off), ts, v, &[]);
+                }
+            }
+            let record_new = record_start.elapsed().as_nanos() as f64;
             let n_points = (SERIES * KEPT) as f64;
             let new_bytes = h.points_heap_bytes() as f64 / n_points;
             let old_bytes = r.shards[0]

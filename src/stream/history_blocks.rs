@@ -126,47 +126,52 @@ impl Points {
     }
 }
 
-/// A closed block: its points' time range and their encoding.
+/// A closed block: its points' time range and their encoding, in three byte-aligned
+/// sections (event times; offsets and sources; values) so a search by time decodes the
+/// times alone.
 #[derive(Debug, Clone)]
 pub struct Block {
     pub first_ts: i64,
     pub last_ts: i64,
-    n: u32,
+    bits: Box<[u8]>,
+    /// Where the offsets' section starts in `bits`, and where the values' does.
+    offsets_at: u32,
+    values_at: u32,
+    n: u16,
     /// Each point carries its source index (a series fed from more than one partition).
     sourced: bool,
-    bits: Box<[u8]>,
 }
 
+const INTACT: &str = "a history block decodes: this module encoded it";
+
 impl Block {
-    /// Encodes `points` (at least one, in time order) of `channels` values each.
+    /// Encodes `points` (at least one and at most 65,535, in time order) of `channels`
+    /// values each.
     pub fn encode(channels: usize, points: &Points) -> Block {
         assert!(!points.is_empty(), "a block holds at least one point");
         let n = points.len();
         let sourced = points.source_of.iter().any(|&s| s != 0);
-        let mut w = BitWriter::default();
-        w.put(points.offsets[0] as u64, 64);
-        let mut windows = vec![Window::NONE; channels];
-        for &v in &points.values[..channels] {
-            w.put(v.to_bits(), 64);
+        // About 2 bits a point for times and offsets each, and up to 9 bytes a value.
+        let mut w = BitWriter::new(Vec::with_capacity(16 + n / 2 + 9 * n * channels));
+        // Gorilla 4.1.1: delta of deltas of the time stamps (and below, of the offsets).
+        let mut delta = 0i64;
+        for pair in points.ts.windows(2) {
+            let d = pair[1].wrapping_sub(pair[0]);
+            w.put_signed(d.wrapping_sub(delta));
+            delta = d;
         }
+        let mut bits = w.finish();
+        let offsets_at = bits.len() as u32;
+        let mut w = BitWriter::new(bits);
+        w.put(points.offsets[0] as u64, 64);
         if sourced {
             w.put(u64::from(points.source(0)), 16);
         }
-        let (mut ts_delta, mut offset_delta) = (0i64, 0i64);
+        let mut delta = 0i64;
         for i in 1..n {
-            // Gorilla 4.1.1: delta of deltas of the time stamps (and here of the offsets).
-            let d = points.ts[i].wrapping_sub(points.ts[i - 1]);
-            w.put_signed(d.wrapping_sub(ts_delta));
-            ts_delta = d;
             let d = points.offsets[i].wrapping_sub(points.offsets[i - 1]);
-            w.put_signed(d.wrapping_sub(offset_delta));
-            offset_delta = d;
-            // Gorilla 4.1.2: XOR with the channel's previous value.
-            for (c, window) in windows.iter_mut().enumerate() {
-                let x = points.values[i * channels + c].to_bits()
-                    ^ points.values[(i - 1) * channels + c].to_bits();
-                w.put_xor(x, window);
-            }
+            w.put_signed(d.wrapping_sub(delta));
+            delta = d;
             if sourced {
                 let s = points.source(i);
                 if s == points.source(i - 1) {
@@ -177,12 +182,30 @@ impl Block {
                 }
             }
         }
+        bits = w.finish();
+        let values_at = bits.len() as u32;
+        let mut w = BitWriter::new(bits);
+        for &v in &points.values[..channels] {
+            w.put(v.to_bits(), 64);
+        }
+        // Gorilla 4.1.2: XOR with the channel's previous value.
+        let mut windows = vec![Window::NONE; channels];
+        for i in 1..n {
+            for (c, window) in windows.iter_mut().enumerate() {
+                let x = points.values[i * channels + c].to_bits()
+                    ^ points.values[(i - 1) * channels + c].to_bits();
+                w.put_xor(x, window);
+            }
+        }
+        let bits = w.finish();
         Block {
             first_ts: points.ts[0],
             last_ts: points.ts[n - 1],
-            n: n as u32,
+            bits: bits.into_boxed_slice(),
+            offsets_at,
+            values_at,
+            n: u16::try_from(n).expect("a block holds at most 65,535 points"),
             sourced,
-            bits: w.finish().into_boxed_slice(),
         }
     }
 
@@ -196,51 +219,74 @@ impl Block {
         std::mem::size_of::<Block>() + self.bits.len()
     }
 
-    /// Appends the block's points to `out` (which has `source_of` filled for its own points
-    /// when `out.source_of` is not empty or this block is sourced).
-    pub fn decode_into(&self, channels: usize, out: &mut Points) {
-        const INTACT: &str = "a history block decodes: this module encoded it";
+    /// Appends the block's event times to `out`.
+    pub fn decode_ts_into(&self, out: &mut Vec<i64>) {
+        let mut r = BitReader::new(&self.bits[..self.offsets_at as usize]);
+        let mut ts = self.first_ts;
+        out.push(ts);
+        let mut delta = 0i64;
+        for _ in 1..self.n {
+            delta = delta.wrapping_add(r.get_signed().expect(INTACT));
+            ts = ts.wrapping_add(delta);
+            out.push(ts);
+        }
+    }
+
+    /// Appends the block's points to `out`, keeping `out.source_of` in step with its times.
+    /// Without `offsets`, `out.offsets` and `out.source_of` stay as they are: a join of
+    /// values needs neither.
+    pub fn decode_into(&self, channels: usize, out: &mut Points, offsets: bool) {
         let start = out.len();
-        if self.sourced && out.source_of.len() < start {
+        self.decode_ts_into(&mut out.ts);
+        if offsets {
+            self.decode_offsets_into(start, out);
+        }
+        self.decode_values_into(channels, out);
+    }
+
+    /// Offsets and sources of the points from `start` on in `out`.
+    fn decode_offsets_into(&self, start: usize, out: &mut Points) {
+        let keep_sources = self.sourced || !out.source_of.is_empty();
+        if keep_sources {
             out.source_of.resize(start, 0);
         }
-        let keep_sources = self.sourced || !out.source_of.is_empty();
-        let mut r = BitReader::new(&self.bits);
+        let mut r = BitReader::new(&self.bits[self.offsets_at as usize..self.values_at as usize]);
         let mut offset = r.get(64).expect(INTACT) as i64;
-        let mut ts = self.first_ts;
-        let first_values = out.values.len();
-        for _ in 0..channels {
-            out.values.push(f64::from_bits(r.get(64).expect(INTACT)));
-        }
         let mut source = if self.sourced {
             r.get(16).expect(INTACT) as u16
         } else {
             0
         };
-        out.ts.push(ts);
         out.offsets.push(offset);
         if keep_sources {
             out.source_of.push(source);
         }
-        let mut windows = vec![Window::NONE; channels];
-        let (mut ts_delta, mut offset_delta) = (0i64, 0i64);
-        for i in 1..self.n as usize {
-            ts_delta = ts_delta.wrapping_add(r.get_signed().expect(INTACT));
-            ts = ts.wrapping_add(ts_delta);
-            offset_delta = offset_delta.wrapping_add(r.get_signed().expect(INTACT));
-            offset = offset.wrapping_add(offset_delta);
-            for (c, window) in windows.iter_mut().enumerate() {
-                let prev = out.values[first_values + (i - 1) * channels + c].to_bits();
-                let x = r.get_xor(window).expect(INTACT);
-                out.values.push(f64::from_bits(prev ^ x));
-            }
+        let mut delta = 0i64;
+        for _ in 1..self.n {
+            delta = delta.wrapping_add(r.get_signed().expect(INTACT));
+            offset = offset.wrapping_add(delta);
+            out.offsets.push(offset);
             if self.sourced && r.get(1).expect(INTACT) == 1 {
                 source = r.get(16).expect(INTACT) as u16;
             }
-            out.ts.push(ts);
-            out.offsets.push(offset);
             if keep_sources {
                 out.source_of.push(source);
+            }
+        }
+    }
+
+    fn decode_values_into(&self, channels: usize, out: &mut Points) {
+        let mut r = BitReader::new(&self.bits[self.values_at as usize..]);
+        let first = out.values.len();
+        for _ in 0..channels {
+            out.values.push(f64::from_bits(r.get(64).expect(INTACT)));
+        }
+        let mut windows = vec![Window::NONE; channels];
+        for i in 1..self.n as usize {
+            for (c, window) in windows.iter_mut().enumerate() {
+                let prev = out.values[first + (i - 1) * channels + c].to_bits();
+                let x = r.get_xor(window).expect(INTACT);
+                out.values.push(f64::from_bits(prev ^ x));
             }
         }
     }
@@ -261,28 +307,43 @@ impl Window {
     };
 }
 
-/// Bits, most significant first.
-#[derive(Default)]
+/// Bits, most significant first, appended to a byte buffer 32 at a time.
 struct BitWriter {
     bytes: Vec<u8>,
-    acc: u128,
-    pending: u32,
+    /// The last `used` (< 32) bits not yet in `bytes`.
+    acc: u64,
+    used: u32,
 }
 
 impl BitWriter {
+    /// Writes after what `bytes` holds (a section starts on a byte boundary).
+    fn new(bytes: Vec<u8>) -> Self {
+        Self {
+            bytes,
+            acc: 0,
+            used: 0,
+        }
+    }
+
     /// The low `n` bits of `v` (n <= 64).
     fn put(&mut self, v: u64, n: u32) {
+        if n > 32 {
+            self.put(v >> 32, n - 32);
+            self.put(v, 32);
+            return;
+        }
         if n == 0 {
             return;
         }
-        let v = if n == 64 { v } else { v & ((1u64 << n) - 1) };
-        self.acc = (self.acc << n) | u128::from(v);
-        self.pending += n;
-        while self.pending >= 8 {
-            self.pending -= 8;
-            self.bytes.push((self.acc >> self.pending) as u8);
+        let v = v & (u64::MAX >> (64 - n));
+        self.acc = (self.acc << n) | v;
+        self.used += n;
+        if self.used >= 32 {
+            self.used -= 32;
+            self.bytes
+                .extend_from_slice(&((self.acc >> self.used) as u32).to_be_bytes());
+            self.acc &= (1u64 << self.used) - 1;
         }
-        self.acc &= (1u128 << self.pending) - 1;
     }
 
     /// A signed delta in buckets by size: 0 in one bit, small ones in 9-17 bits, any i64 in 68.
@@ -327,9 +388,14 @@ impl BitWriter {
         }
     }
 
+    /// The bytes, the last one padded with zeros.
     fn finish(mut self) -> Vec<u8> {
-        if self.pending > 0 {
-            self.bytes.push((self.acc << (8 - self.pending)) as u8);
+        while self.used >= 8 {
+            self.used -= 8;
+            self.bytes.push((self.acc >> self.used) as u8);
+        }
+        if self.used > 0 {
+            self.bytes.push((self.acc << (8 - self.used)) as u8);
         }
         self.bytes
     }
@@ -347,32 +413,56 @@ impl<'a> BitReader<'a> {
 
     /// The next `n` bits (n <= 64); None past the end.
     fn get(&mut self, n: u32) -> Option<u64> {
-        let mut v = 0u64;
-        let mut left = n;
-        while left > 0 {
-            let byte = *self.bytes.get(self.pos / 8)?;
-            let used = (self.pos % 8) as u32;
-            let take = (8 - used).min(left);
-            let bits = (u64::from(byte) >> (8 - used - take)) & ((1u64 << take) - 1);
-            v = (v << take) | bits;
-            left -= take;
-            self.pos += take as usize;
+        if n == 0 {
+            return Some(0);
         }
-        Some(v)
+        if n > 56 {
+            // One 8-byte load holds 57 bits past any bit position: split longer reads.
+            let high = self.get(n - 32)?;
+            return Some((high << 32) | self.get(32)?);
+        }
+        if self.pos + n as usize > self.bytes.len() * 8 {
+            return None;
+        }
+        let at = self.pos / 8;
+        let word = match self.bytes.get(at..at + 8) {
+            Some(eight) => u64::from_be_bytes(eight.try_into().expect("eight bytes")),
+            None => {
+                // The last bytes of a section: pad with zeros.
+                let mut word = [0u8; 8];
+                word[..self.bytes.len() - at].copy_from_slice(&self.bytes[at..]);
+                u64::from_be_bytes(word)
+            }
+        };
+        let w = word << (self.pos % 8);
+        self.pos += n as usize;
+        Some(w >> (64 - n))
+    }
+
+    /// The next 4 bits without moving (zeros past the end): a bucket's prefix.
+    fn peek4(&self) -> u64 {
+        let at = self.pos / 8;
+        let two = [
+            self.bytes.get(at).copied().unwrap_or(0),
+            self.bytes.get(at + 1).copied().unwrap_or(0),
+        ];
+        (u64::from(u16::from_be_bytes(two)) >> (12 - self.pos % 8)) & 0b1111
     }
 
     fn get_signed(&mut self) -> Option<i64> {
-        let z = if self.get(1)? == 0 {
-            0
-        } else if self.get(1)? == 0 {
-            self.get(7)?
-        } else if self.get(1)? == 0 {
-            self.get(12)?
-        } else if self.get(1)? == 0 {
-            self.get(20)?
-        } else {
-            self.get(64)?
+        // The prefixes '0', '10', '110', '1110', '1111' of `put_signed`, read at once.
+        let (prefix, len) = match self.peek4() {
+            0b0000..=0b0111 => (1, 0),
+            0b1000..=0b1011 => (2, 7),
+            0b1100..=0b1101 => (3, 12),
+            0b1110 => (4, 20),
+            _ => (4, 64),
         };
+        if self.pos + prefix > self.bytes.len() * 8 {
+            return None;
+        }
+        self.pos += prefix;
+        let z = self.get(len)?;
         Some(((z >> 1) as i64) ^ -((z & 1) as i64))
     }
 
@@ -399,7 +489,7 @@ mod tests {
 
     fn round_trip(channels: usize, points: &Points) -> Points {
         let mut out = Points::default();
-        Block::encode(channels, points).decode_into(channels, &mut out);
+        Block::encode(channels, points).decode_into(channels, &mut out, true);
         out
     }
 
@@ -506,8 +596,8 @@ mod tests {
             b.source_of.push(i as u16);
         }
         let mut out = Points::default();
-        Block::encode(1, &a).decode_into(1, &mut out);
-        Block::encode(1, &b).decode_into(1, &mut out);
+        Block::encode(1, &a).decode_into(1, &mut out, true);
+        Block::encode(1, &b).decode_into(1, &mut out, true);
         assert_eq!(out.source_of, vec![0, 0, 0, 0, 1, 2]);
     }
 }
