@@ -271,6 +271,9 @@ pub struct TrainingConfig {
     /// the label topic, partition and offsets like the predictions.
     pub dir: PathBuf,
     /// Raw points kept per series for label joins: this far back from its newest point ...
+    /// Joins honour both bounds exactly; memory is released a closed block (128 points,
+    /// Gorilla-encoded, about 1-11 bytes a point) at a time, so a series holds up to one
+    /// block more than these bounds let a join see.
     pub history_ms: i64,
     /// ... and at most this many.
     pub history_points: usize,

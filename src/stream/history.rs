@@ -13,6 +13,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use super::commit::PartitionKey;
+use super::history_blocks::{Block, Points, BLOCK_POINTS};
 
 const SHARDS: usize = 16;
 
@@ -20,21 +21,28 @@ const SHARDS: usize = 16;
 /// offset.
 pub type Source<'a> = (&'a Arc<str>, i32, i64);
 
-/// A series' kept points: event times in order, their values, `channels` per point (flat,
-/// so a univariate point costs no allocation of its own), and their source offsets.
+/// A series' kept points, in event-time order: closed blocks of [`BLOCK_POINTS`] encoded
+/// exactly (`history_blocks.rs`), then the newest points uncompressed.
+///
+/// What a join sees is the *logical* history: the newest `max_points` points, none older
+/// than the newest minus `horizon_ms`, exactly as if every point were kept one by one.
+/// Memory is released a whole block at a time, once every point of the oldest block is
+/// outside that view, so a series holds at most one block more than it shows.
 #[derive(Default)]
 struct Kept {
     channels: usize,
-    ts: VecDeque<i64>,
-    values: VecDeque<f64>,
-    /// The offset of each point's message, in step with `ts`.
-    offsets: VecDeque<i64>,
+    /// Oldest first; block i's last event time is before block i + 1's first.
+    closed: VecDeque<Block>,
+    closed_points: usize,
+    /// The points after every closed block, until they fill one.
+    open: Points,
+    /// The newest event time of a dropped block. The logical history is always the newest
+    /// part of what arrived, so a point at or before this time would never be seen again:
+    /// it is not kept (and that keeps what is kept a suffix of what arrived).
+    dropped_to: Option<i64>,
     /// The partitions its points came from: one, unless its producer does not key points by
     /// series.
     sources: Vec<(Arc<str>, i32)>,
-    /// Each point's index in `sources`, in step with `ts`; empty (nothing per point) while
-    /// there is one source.
-    source_of: VecDeque<u16>,
 }
 
 impl Kept {
@@ -47,19 +55,156 @@ impl Kept {
             return Some(i as u16);
         }
         let i = u16::try_from(self.sources.len()).ok()?;
-        if i == 1 {
-            // A second source: from now on each point says which.
-            self.source_of = std::iter::repeat_n(0, self.ts.len()).collect();
-        }
         self.sources.push((Arc::clone(topic), partition));
         Some(i)
     }
 
-    fn pop_front(&mut self) {
-        self.ts.pop_front();
-        self.values.drain(..self.channels);
-        self.offsets.pop_front();
-        self.source_of.pop_front();
+    fn len(&self) -> usize {
+        self.closed_points + self.open.len()
+    }
+
+    fn newest(&self) -> Option<i64> {
+        self.open
+            .ts
+            .last()
+            .copied()
+            .or_else(|| self.closed.back().map(|b| b.last_ts))
+    }
+
+    fn decode(&self, b: &Block) -> Points {
+        let mut p = Points::default();
+        b.decode_into(self.channels, &mut p, true);
+        p
+    }
+
+    /// A block's event times (its values and offsets stay encoded).
+    fn times(b: &Block) -> Vec<i64> {
+        let mut ts = Vec::with_capacity(b.len());
+        b.decode_ts_into(&mut ts);
+        ts
+    }
+
+    /// The event time of the `k`-th kept point (oldest first).
+    fn ts_at(&self, mut k: usize) -> Option<i64> {
+        for b in &self.closed {
+            if k < b.len() {
+                return match k {
+                    0 => Some(b.first_ts),
+                    k if k + 1 == b.len() => Some(b.last_ts),
+                    k => Self::times(b).get(k).copied(),
+                };
+            }
+            k -= b.len();
+        }
+        self.open.ts.get(k).copied()
+    }
+
+    /// The first kept event time at or after `t`.
+    fn first_at_or_after(&self, t: i64) -> Option<i64> {
+        let i = self.closed.partition_point(|b| b.last_ts < t);
+        match self.closed.get(i) {
+            Some(b) if b.first_ts >= t => Some(b.first_ts),
+            Some(b) => Self::times(b).into_iter().find(|&x| x >= t),
+            None => self.open.ts.iter().copied().find(|&x| x >= t),
+        }
+    }
+
+    /// The last kept event time at or before `t`.
+    fn last_at_or_before(&self, t: i64) -> Option<i64> {
+        if self.open.ts.first().is_some_and(|&f| f <= t) {
+            return self.open.ts.iter().copied().take_while(|&x| x <= t).last();
+        }
+        let j = self.closed.partition_point(|b| b.first_ts <= t);
+        match self.closed.get(j.checked_sub(1)?)? {
+            b if b.last_ts <= t => Some(b.last_ts),
+            b => Self::times(b).into_iter().take_while(|&x| x <= t).last(),
+        }
+    }
+
+    /// The oldest point of the logical history: the newest `max_points`, none before the
+    /// newest minus `horizon_ms`.
+    fn front_ts(&self, horizon_ms: i64, max_points: usize) -> Option<i64> {
+        let cutoff = self.newest()?.saturating_sub(horizon_ms);
+        let by_count = self.ts_at(self.len().saturating_sub(max_points))?;
+        if by_count >= cutoff {
+            Some(by_count)
+        } else {
+            self.first_at_or_after(cutoff)
+        }
+    }
+
+    /// Whether a kept point at `t` is in the logical history (at or after
+    /// [`front_ts`](Self::front_ts)). After every record the oldest block holds the logical
+    /// front (an older one would have been dropped), so from its last point on no block needs
+    /// decoding to tell.
+    fn in_view(&self, t: i64, horizon_ms: i64, max_points: usize) -> bool {
+        if self.closed.front().is_some_and(|b| t >= b.last_ts) {
+            return true;
+        }
+        self.front_ts(horizon_ms, max_points)
+            .is_some_and(|f| t >= f)
+    }
+
+    /// The kept points with `lo <= ts <= hi`, decoding only the blocks that overlap (and
+    /// their offsets only if asked).
+    fn points_in(&self, lo: i64, hi: i64, offsets: bool) -> (Points, std::ops::Range<usize>) {
+        let mut p = Points::default();
+        let i = self.closed.partition_point(|b| b.last_ts < lo);
+        for b in self.closed.range(i..) {
+            if b.first_ts > hi {
+                break;
+            }
+            b.decode_into(self.channels, &mut p, offsets);
+        }
+        if self.open.ts.first().is_some_and(|&f| f <= hi) {
+            p.extend_from(&self.open);
+        }
+        let from = p.ts.partition_point(|&t| t < lo);
+        let to = p.ts.partition_point(|&t| t <= hi);
+        (p, from..to.max(from))
+    }
+
+    /// Encodes the open points into a closed block.
+    fn close_open(&mut self) {
+        self.closed
+            .push_back(Block::encode(self.channels, &self.open));
+        self.closed_points += self.open.len();
+        self.open.clear();
+    }
+
+    /// Inserts a point into a closed block (a late point): decode, insert, encode again, in
+    /// blocks of at most [`BLOCK_POINTS`]. False when its event time is kept already.
+    fn insert_closed(&mut self, ts_ms: i64, values: &[f64], offset: i64, source: u16) -> bool {
+        let i = self.closed.partition_point(|b| b.last_ts < ts_ms);
+        let Some(b) = self.closed.get(i) else {
+            return false;
+        };
+        let mut p = self.decode(b);
+        if !p.insert(self.channels, ts_ms, values, offset, source) {
+            return false;
+        }
+        let c = self.channels;
+        let mut blocks: Vec<Block> = Vec::new();
+        let mut at = 0;
+        while at < p.len() {
+            let to = (at + BLOCK_POINTS).min(p.len());
+            blocks.push(Block::encode(c, &p.slice(c, at..to)));
+            at = to;
+        }
+        self.closed.remove(i);
+        for (k, b) in blocks.into_iter().enumerate() {
+            self.closed.insert(i + k, b);
+        }
+        self.closed_points += 1;
+        true
+    }
+
+    /// Heap bytes held by this series' points.
+    #[cfg(test)]
+    fn heap_bytes(&self) -> usize {
+        self.closed.iter().map(Block::bytes).sum::<usize>()
+            + (self.closed.capacity() - self.closed.len()) * std::mem::size_of::<Block>()
+            + self.open.heap_bytes()
     }
 }
 
@@ -124,7 +269,6 @@ impl SeriesHistory {
         first: f64,
         rest: &[f64],
     ) {
-        let values = || std::iter::once(first).chain(rest.iter().copied());
         let mut shard = self.shards[shard_of(series_id)]
             .lock()
             .expect("history lock");
@@ -150,43 +294,43 @@ impl SeriesHistory {
                 kept.source_index(topic, partition).expect("a first source")
             }
         };
-        if kept.ts.len() == kept.ts.capacity() {
-            // A quarter more at a time, not twice: a daemon keeps the history of every
-            // live series, and doubling would leave up to half of each unused.
-            let more = kept.ts.len() / 4 + 16;
-            kept.ts.reserve_exact(more);
-            kept.values.reserve_exact(more * c);
-            kept.offsets.reserve_exact(more);
+        if kept.dropped_to.is_some_and(|d| ts_ms <= d) {
+            // Older than a dropped block: outside the logical history for good.
+            return;
         }
-        match kept.ts.back() {
-            Some(&last) if ts_ms < last => {
-                let at = kept.ts.partition_point(|&t| t < ts_ms);
-                if kept.ts.get(at) == Some(&ts_ms) {
-                    return;
-                }
-                kept.ts.insert(at, ts_ms);
-                for (i, v) in values().enumerate() {
-                    kept.values.insert(at * c + i, v);
-                }
-                kept.offsets.insert(at, offset);
-                if kept.sources.len() > 1 {
-                    kept.source_of.insert(at, source);
-                }
+        let mut point = [0.0; 8];
+        let spilled: Vec<f64>;
+        let values: &[f64] = if c <= point.len() {
+            point[0] = first;
+            point[1..c].copy_from_slice(rest);
+            &point[..c]
+        } else {
+            spilled = std::iter::once(first).chain(rest.iter().copied()).collect();
+            &spilled
+        };
+        if kept.closed.back().is_none_or(|b| ts_ms > b.last_ts) {
+            if !kept.open.insert(c, ts_ms, values, offset, source) {
+                return;
             }
-            Some(&last) if ts_ms == last => return,
-            _ => {
-                kept.ts.push_back(ts_ms);
-                kept.values.extend(values());
-                kept.offsets.push_back(offset);
-                if kept.sources.len() > 1 {
-                    kept.source_of.push_back(source);
-                }
+            if kept.open.len() >= BLOCK_POINTS {
+                kept.close_open();
             }
+        } else if !kept.insert_closed(ts_ms, values, offset, source) {
+            return;
         }
-        let newest = kept.ts.back().copied().unwrap_or(ts_ms);
-        let cutoff = newest.saturating_sub(self.horizon_ms);
-        while kept.ts.len() > self.max_points || kept.ts.front().is_some_and(|&t| t < cutoff) {
-            kept.pop_front();
+        // Drop the oldest block once none of its points is in the logical history (see
+        // `Kept`): all older than the horizon, or the newest `max_points` are after it.
+        let cutoff = kept
+            .newest()
+            .unwrap_or(ts_ms)
+            .saturating_sub(self.horizon_ms);
+        while let Some(b) = kept.closed.front() {
+            if b.last_ts >= cutoff && kept.len() - b.len() < self.max_points {
+                break;
+            }
+            kept.dropped_to = Some(b.last_ts);
+            kept.closed_points -= b.len();
+            kept.closed.pop_front();
         }
     }
 
@@ -208,20 +352,29 @@ impl SeriesHistory {
         let Some(kept) = shard.get(series_id) else {
             return;
         };
-        let n = kept.ts.len();
-        if n == 0 {
+        let Some(newest) = kept.newest() else {
             return;
+        };
+        let (h, m) = (self.horizon_ms, self.max_points);
+        let front = || kept.front_ts(h, m).unwrap_or(newest);
+        // From the kept point at the start, else the last kept before it, else the oldest.
+        let from = match kept.last_at_or_before(start_ms) {
+            Some(t) if kept.in_view(t, h, m) => t,
+            _ => front(),
+        };
+        // To the first kept point at or after the end, else the newest.
+        let to = match kept.first_at_or_after(end_ms) {
+            Some(t) if kept.in_view(t, h, m) => t,
+            Some(_) => front(),
+            None => newest,
         }
-        let mut from = kept.ts.partition_point(|&t| t < start_ms);
-        if from > 0 && kept.ts.get(from) != Some(&start_ms) {
-            from -= 1;
-        }
-        let to = kept.ts.partition_point(|&t| t < end_ms).min(n - 1);
+        .max(from);
+        let (points, range) = kept.points_in(from, to, true);
         // The oldest offset per source index, then per partition.
         let mut oldest = vec![i64::MAX; kept.sources.len()];
-        for i in from..=to.max(from) {
-            let s = kept.source_of.get(i).map_or(0, |&s| s as usize);
-            oldest[s] = oldest[s].min(kept.offsets[i]);
+        for i in range {
+            let s = points.source(i) as usize;
+            oldest[s] = oldest[s].min(points.offsets[i]);
         }
         for ((topic, partition), offset) in kept.sources.iter().zip(oldest) {
             if offset < i64::MAX {
@@ -240,20 +393,22 @@ impl SeriesHistory {
         let Some(kept) = shard.get(series_id) else {
             return SegmentJoin::NotYet;
         };
-        let (Some(&oldest), Some(&newest)) = (kept.ts.front(), kept.ts.back()) else {
+        let Some(newest) = kept.newest() else {
             return SegmentJoin::NotYet;
         };
         if newest < end_ms {
             return SegmentJoin::NotYet;
         }
-        if oldest > start_ms {
+        if !kept.in_view(start_ms, self.horizon_ms, self.max_points) {
+            let oldest = kept
+                .front_ts(self.horizon_ms, self.max_points)
+                .unwrap_or(newest);
             return SegmentJoin::Gone(format!(
                 "series '{series_id}' is kept from ts {oldest} on (training.history_ms / history_points); the segment starts at {start_ms}"
             ));
         }
-        let from = kept.ts.partition_point(|&t| t < start_ms);
-        let to = kept.ts.partition_point(|&t| t <= end_ms);
-        if to <= from {
+        let (points, range) = kept.points_in(start_ms, end_ms, false);
+        if range.is_empty() {
             return SegmentJoin::Gone(format!(
                 "series '{series_id}' has no points in [{start_ms}, {end_ms}]"
             ));
@@ -261,8 +416,20 @@ impl SeriesHistory {
         let c = kept.channels;
         SegmentJoin::Ready {
             channels: c,
-            values: kept.values.range(from * c..to * c).copied().collect(),
+            values: points.values[range.start * c..range.end * c].to_vec(),
         }
+    }
+
+    /// Heap bytes held by the kept points of every series (not the maps and ids).
+    #[cfg(test)]
+    fn points_heap_bytes(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| {
+                let s = s.lock().expect("history lock");
+                s.values().map(Kept::heap_bytes).sum::<usize>()
+            })
+            .sum()
     }
 
     /// Series with kept points.
@@ -328,6 +495,236 @@ impl BagCache {
     pub fn source(&self, bag_id: &str) -> Option<(PartitionKey, i64)> {
         let g = self.inner.lock().expect("bag cache lock");
         g.0.get(bag_id).map(|b| (b.2.clone(), b.3))
+    }
+}
+
+/// The uncompressed store this module kept before its blocks, one point at a time: the
+/// reference the blocks must agree with join for join.
+#[cfg(test)]
+mod reference {
+    use std::collections::{HashMap, VecDeque};
+    use std::sync::{Arc, Mutex};
+
+    use super::{PartitionKey, SegmentJoin, Source};
+
+    /// A series' kept points: event times in order, their values, `channels` per point (flat,
+    /// so a univariate point costs no allocation of its own), and their source offsets.
+    #[derive(Default)]
+    pub struct Kept {
+        channels: usize,
+        ts: VecDeque<i64>,
+        values: VecDeque<f64>,
+        /// The offset of each point's message, in step with `ts`.
+        offsets: VecDeque<i64>,
+        /// The partitions its points came from: one, unless its producer does not key points by
+        /// series.
+        sources: Vec<(Arc<str>, i32)>,
+        /// Each point's index in `sources`, in step with `ts`; empty (nothing per point) while
+        /// there is one source.
+        source_of: VecDeque<u16>,
+    }
+
+    impl Kept {
+        /// The index of `(topic, partition)` in `sources`, added if new; None when a series has
+        /// come from more partitions than an index holds.
+        fn source_index(&mut self, topic: &Arc<str>, partition: i32) -> Option<u16> {
+            let same = |s: &(Arc<str>, i32)| {
+                s.1 == partition && (Arc::ptr_eq(&s.0, topic) || s.0 == *topic)
+            };
+            if let Some(i) = self.sources.iter().position(same) {
+                return Some(i as u16);
+            }
+            let i = u16::try_from(self.sources.len()).ok()?;
+            if i == 1 {
+                // A second source: from now on each point says which.
+                self.source_of = std::iter::repeat_n(0, self.ts.len()).collect();
+            }
+            self.sources.push((Arc::clone(topic), partition));
+            Some(i)
+        }
+
+        fn pop_front(&mut self) {
+            self.ts.pop_front();
+            self.values.drain(..self.channels);
+            self.offsets.pop_front();
+            self.source_of.pop_front();
+        }
+    }
+
+    impl Kept {
+        pub fn heap_bytes(&self) -> usize {
+            8 * (self.ts.capacity() + self.values.capacity() + self.offsets.capacity())
+                + 2 * self.source_of.capacity()
+        }
+    }
+
+    pub struct SeriesHistory {
+        pub shards: Vec<Mutex<HashMap<String, Kept>>>,
+        horizon_ms: i64,
+        max_points: usize,
+    }
+
+    fn shard_of(_key: &str) -> usize {
+        0
+    }
+
+    impl SeriesHistory {
+        pub fn new(horizon_ms: i64, max_points: usize) -> Self {
+            Self {
+                shards: vec![Mutex::new(HashMap::new())],
+                horizon_ms,
+                max_points: max_points.max(1),
+            }
+        }
+
+        pub fn record_parts(
+            &self,
+            series_id: &str,
+            (topic, partition, offset): Source,
+            ts_ms: i64,
+            first: f64,
+            rest: &[f64],
+        ) {
+            let values = || std::iter::once(first).chain(rest.iter().copied());
+            let mut shard = self.shards[shard_of(series_id)]
+                .lock()
+                .expect("history lock");
+            let kept = match shard.get_mut(series_id) {
+                Some(p) => p,
+                None => shard.entry(series_id.to_string()).or_default(),
+            };
+            let c = 1 + rest.len();
+            if kept.channels != c {
+                *kept = Kept {
+                    channels: c,
+                    ..Kept::default()
+                };
+            }
+            let source = match kept.source_index(topic, partition) {
+                Some(i) => i,
+                None => {
+                    // More partitions than an index holds (never in practice): start afresh.
+                    *kept = Kept {
+                        channels: c,
+                        ..Kept::default()
+                    };
+                    kept.source_index(topic, partition).expect("a first source")
+                }
+            };
+            if kept.ts.len() == kept.ts.capacity() {
+                // A quarter more at a time, not twice: a daemon keeps the history of every
+                // live series, and doubling would leave up to half of each unused.
+                let more = kept.ts.len() / 4 + 16;
+                kept.ts.reserve_exact(more);
+                kept.values.reserve_exact(more * c);
+                kept.offsets.reserve_exact(more);
+            }
+            match kept.ts.back() {
+                Some(&last) if ts_ms < last => {
+                    let at = kept.ts.partition_point(|&t| t < ts_ms);
+                    if kept.ts.get(at) == Some(&ts_ms) {
+                        return;
+                    }
+                    kept.ts.insert(at, ts_ms);
+                    for (i, v) in values().enumerate() {
+                        kept.values.insert(at * c + i, v);
+                    }
+                    kept.offsets.insert(at, offset);
+                    if kept.sources.len() > 1 {
+                        kept.source_of.insert(at, source);
+                    }
+                }
+                Some(&last) if ts_ms == last => return,
+                _ => {
+                    kept.ts.push_back(ts_ms);
+                    kept.values.extend(values());
+                    kept.offsets.push_back(offset);
+                    if kept.sources.len() > 1 {
+                        kept.source_of.push_back(source);
+                    }
+                }
+            }
+            let newest = kept.ts.back().copied().unwrap_or(ts_ms);
+            let cutoff = newest.saturating_sub(self.horizon_ms);
+            while kept.ts.len() > self.max_points || kept.ts.front().is_some_and(|&t| t < cutoff) {
+                kept.pop_front();
+            }
+        }
+
+        /// Where a replay must start, per source partition, for the kept history to join the
+        /// segment `[start_ms, end_ms]` again: the oldest offset among the kept points from the
+        /// one at `start_ms` (else the last before it: [`segment`](Self::segment) wants the
+        /// history to reach back to the start) up to the first at or after `end_ms` (the one
+        /// that says the segment is complete). Empty when none of them is kept yet.
+        pub fn replay_from(
+            &self,
+            series_id: &str,
+            start_ms: i64,
+            end_ms: i64,
+            out: &mut HashMap<PartitionKey, i64>,
+        ) {
+            let shard = self.shards[shard_of(series_id)]
+                .lock()
+                .expect("history lock");
+            let Some(kept) = shard.get(series_id) else {
+                return;
+            };
+            let n = kept.ts.len();
+            if n == 0 {
+                return;
+            }
+            let mut from = kept.ts.partition_point(|&t| t < start_ms);
+            if from > 0 && kept.ts.get(from) != Some(&start_ms) {
+                from -= 1;
+            }
+            let to = kept.ts.partition_point(|&t| t < end_ms).min(n - 1);
+            // The oldest offset per source index, then per partition.
+            let mut oldest = vec![i64::MAX; kept.sources.len()];
+            for i in from..=to.max(from) {
+                let s = kept.source_of.get(i).map_or(0, |&s| s as usize);
+                oldest[s] = oldest[s].min(kept.offsets[i]);
+            }
+            for ((topic, partition), offset) in kept.sources.iter().zip(oldest) {
+                if offset < i64::MAX {
+                    out.entry((topic.to_string(), *partition))
+                        .and_modify(|o| *o = (*o).min(offset))
+                        .or_insert(offset);
+                }
+            }
+        }
+
+        /// The points of `series_id` with `start_ms <= ts <= end_ms`.
+        pub fn segment(&self, series_id: &str, start_ms: i64, end_ms: i64) -> SegmentJoin {
+            let shard = self.shards[shard_of(series_id)]
+                .lock()
+                .expect("history lock");
+            let Some(kept) = shard.get(series_id) else {
+                return SegmentJoin::NotYet;
+            };
+            let (Some(&oldest), Some(&newest)) = (kept.ts.front(), kept.ts.back()) else {
+                return SegmentJoin::NotYet;
+            };
+            if newest < end_ms {
+                return SegmentJoin::NotYet;
+            }
+            if oldest > start_ms {
+                return SegmentJoin::Gone(format!(
+                    "series '{series_id}' is kept from ts {oldest} on (training.history_ms / history_points); the segment starts at {start_ms}"
+                ));
+            }
+            let from = kept.ts.partition_point(|&t| t < start_ms);
+            let to = kept.ts.partition_point(|&t| t <= end_ms);
+            if to <= from {
+                return SegmentJoin::Gone(format!(
+                    "series '{series_id}' has no points in [{start_ms}, {end_ms}]"
+                ));
+            }
+            let c = kept.channels;
+            SegmentJoin::Ready {
+                channels: c,
+                values: kept.values.range(from * c..to * c).copied().collect(),
+            }
+        }
     }
 }
 
@@ -444,5 +841,212 @@ mod tests {
         assert!(
             matches!(h.segment("s", 10, 80), SegmentJoin::Ready { ref values, .. } if values.len() == 8)
         );
+    }
+
+    /// A join's outcome with values as bit patterns (NaN payloads compare too).
+    fn bits(j: SegmentJoin) -> Result<(usize, Vec<u64>), Option<String>> {
+        match j {
+            SegmentJoin::Ready { channels, values } => {
+                Ok((channels, values.iter().map(|v| v.to_bits()).collect()))
+            }
+            SegmentJoin::NotYet => Err(None),
+            SegmentJoin::Gone(why) => Err(Some(why)),
+        }
+    }
+
+    /// What a test stream does: record a point, or ask a join (and its replay point).
+    #[derive(Debug, Clone)]
+    enum Step {
+        /// Step from the newest ts (negative: a late point), channel count, partition.
+        Point(i64, usize, i32, Vec<u64>),
+        Join(i64, i64),
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        prop_oneof![
+            30 => (
+                prop_oneof![8 => 1i64..30, 1 => Just(0i64), 2 => -400i64..0],
+                prop_oneof![40 => Just(1usize), 1 => Just(2usize)],
+                prop_oneof![20 => Just(0i32), 1 => Just(1i32)],
+                prop::collection::vec(
+                    prop_oneof![
+                        Just(0u64),
+                        Just((-0.0f64).to_bits()),
+                        Just(0x7ff8_0000_dead_beef),
+                        Just(1.25f64.to_bits()),
+                        (0i32..64).prop_map(|k| (f64::from(k) * 0.25).to_bits()),
+                        any::<u64>(),
+                    ],
+                    2,
+                ),
+            )
+                .prop_map(|(d, c, p, v)| Step::Point(d, c, p, v)),
+            1 => (-3_000i64..50, 0i64..600).prop_map(|(back, len)| Step::Join(back, len)),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+        /// Random streams (irregular and late event times, repeats, NaN payloads, -0.0, a
+        /// second channel count, a second partition) join exactly as the uncompressed store
+        /// did: the same segments bit for bit, the same Gone / NotYet, the same replay points.
+        #[test]
+        fn blocks_join_exactly_as_the_uncompressed_store(
+            horizon in 20i64..6_000,
+            max_points in 1usize..700,
+            steps in proptest::collection::vec(step(), 1..2_500),
+        ) {
+            let h = SeriesHistory::new(horizon, max_points);
+            let r = reference::SeriesHistory::new(horizon, max_points);
+            let topics: [Arc<str>; 2] = [Arc::from("points"), Arc::from("points")];
+            let mut newest = 1_000_000i64;
+            for (offset, s) in steps.into_iter().enumerate() {
+                match s {
+                    Step::Point(d, c, p, v) => {
+                        let ts = newest + d;
+                        newest = newest.max(ts);
+                        let values: Vec<f64> = v[..c].iter().map(|b| f64::from_bits(*b)).collect();
+                        let src = (&topics[p as usize], p, 1_000 + 3 * offset as i64);
+                        h.record("s", src, ts, &values);
+                        r.record_parts("s", src, ts, values[0], &values[1..]);
+                    }
+                    Step::Join(back, len) => {
+                        let start = newest + back;
+                        let end = start + len;
+                        proptest::prop_assert_eq!(
+                            bits(h.segment("s", start, end)),
+                            bits(r.segment("s", start, end)),
+                            "segment [{}, {}]", start, end
+                        );
+                        let (mut a, mut b) = (HashMap::new(), HashMap::new());
+                        h.replay_from("s", start, end, &mut a);
+                        r.replay_from("s", start, end, &mut b);
+                        proptest::prop_assert_eq!(a, b, "replay_from [{}, {}]", start, end);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A GunPoint-like stream: its training series end to end, one point every 10 ms, the
+    /// series' offsets 64 apart (a partition shared with 63 others).
+    fn gunpoint_points(n: usize) -> Vec<(i64, f64, i64)> {
+        let data = crate::stream::embedded::gunpoint_train();
+        let values = data
+            .samples
+            .iter()
+            .flat_map(|s| match s {
+                crate::mil::Sample::Series(v) => v.clone(),
+                _ => Vec::new(),
+            })
+            .cycle();
+        values
+            .take(n)
+            .enumerate()
+            .map(|(i, v)| (1_700_000_000_000 + 10 * i as i64, v, 7 + 64 * i as i64))
+            .collect()
+    }
+
+    /// Random data: uniform values (every mantissa bit random), event times 1 s apart with
+    /// up to 50 ms jitter, offsets 1 to 100 apart.
+    fn random_points(n: usize) -> Vec<(i64, f64, i64)> {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let (mut ts, mut off) = (1_700_000_000_000i64, 0i64);
+        (0..n)
+            .map(|_| {
+                ts += 1_000 + (next() % 101) as i64 - 50;
+                off += 1 + (next() % 100) as i64;
+                let v = (next() >> 11) as f64 / (1u64 << 53) as f64;
+                (ts, v, off)
+            })
+            .collect()
+    }
+
+    /// Measurement, not a check of speed: bytes per kept point and the cost of a label join,
+    /// blocks against the uncompressed store in the same run. Run with
+    /// `cargo test --release --lib history::tests::footprint -- --ignored --nocapture`.
+    /// Fails only if the blocks stop being smaller than the uncompressed store.
+    #[test]
+    #[ignore]
+    fn footprint_and_join_cost() {
+        const KEPT: usize = 3_600;
+        const SERIES: usize = 50;
+        const JOINS: usize = 20_000;
+        let topic: Arc<str> = Arc::from("points");
+        for (name, points) in [
+            ("gunpoint-like", gunpoint_points(KEPT + 1_000)),
+            ("random", random_points(KEPT + 1_000)),
+        ] {
+            let h = SeriesHistory::new(i64::MAX / 4, KEPT);
+            let r = reference::SeriesHistory::new(i64::MAX / 4, KEPT);
+            // The uncompressed store records first, then the blocks.
+            let record_start = std::time::Instant::now();
+            for s in 0..SERIES {
+                let id = format!("s{s}");
+                for &(ts, v, off) in &points {
+                    r.record_parts(&id, (&topic, 0, off), ts, v, &[]);
+                }
+            }
+            let record_old = record_start.elapsed().as_nanos() as f64;
+            let record_start = std::time::Instant::now();
+            for s in 0..SERIES {
+                let id = format!("s{s}");
+                for &(ts, v, off) in &points {
+                    h.record_parts(&id, (&topic, 0, off), ts, v, &[]);
+                }
+            }
+            let record_new = record_start.elapsed().as_nanos() as f64;
+            let n_points = (SERIES * KEPT) as f64;
+            let new_bytes = h.points_heap_bytes() as f64 / n_points;
+            let old_bytes = r.shards[0]
+                .lock()
+                .unwrap()
+                .values()
+                .map(reference::Kept::heap_bytes)
+                .sum::<usize>() as f64
+                / n_points;
+            // Joins of 150-point segments (a GunPoint window) anywhere in the kept hour.
+            let kept = &points[points.len() - KEPT..];
+            let segs: Vec<(String, i64, i64)> = (0..JOINS)
+                .map(|j| {
+                    let at = (j * 7_919) % (KEPT - 150);
+                    (format!("s{}", j % SERIES), kept[at].0, kept[at + 149].0)
+                })
+                .collect();
+            let mut total = 0usize;
+            let t = std::time::Instant::now();
+            for (id, a, b) in &segs {
+                if let SegmentJoin::Ready { values, .. } = h.segment(id, *a, *b) {
+                    total += values.len();
+                }
+            }
+            let join_new = t.elapsed().as_nanos() as f64 / JOINS as f64;
+            let t = std::time::Instant::now();
+            for (id, a, b) in &segs {
+                if let SegmentJoin::Ready { values, .. } = r.segment(id, *a, *b) {
+                    total += values.len();
+                }
+            }
+            let join_old = t.elapsed().as_nanos() as f64 / JOINS as f64;
+            assert_eq!(total, 2 * JOINS * 150, "every join found its 150 points");
+            println!(
+                "{name}: {new_bytes:.2} B/point in blocks vs {old_bytes:.2} uncompressed \
+                 ({:.2}x smaller); join of 150 points {join_new:.0} ns vs {join_old:.0} ns \
+                 ({:.2}x); record {:.0} ns/point vs {:.0} ns/point ({:.2}x)",
+                old_bytes / new_bytes,
+                join_new / join_old,
+                record_new / (SERIES * points.len()) as f64,
+                record_old / (SERIES * points.len()) as f64,
+                record_new / record_old,
+            );
+            assert!(new_bytes < old_bytes, "{name}: blocks are smaller");
+        }
     }
 }

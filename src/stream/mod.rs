@@ -19,6 +19,7 @@ mod contribution;
 mod daemon;
 pub mod embedded;
 pub mod history;
+mod history_blocks;
 mod holds;
 pub mod label_free;
 mod labels;

@@ -1,0 +1,603 @@
+//! Closed blocks of a series' kept points, encoded exactly and compactly for the label-join
+//! history (`history.rs`).
+//!
+//! Labels join into training examples, so a block gives back every event time, value bit
+//! pattern (NaN payloads and -0.0 included) and source offset as it was recorded. The
+//! encoding follows Gorilla (Pelkonen et al., VLDB 2015, section 4.1): event times and offsets
+//! as deltas of deltas in variable-length bit buckets, each channel's values as the XOR with
+//! that channel's previous value, stored as its meaningful bits inside a leading/trailing-zero
+//! window. Regular sensors cost about two bits a point for time and offset; the values cost
+//! what their bits change.
+//!
+//! No crate fits: `tsz` keeps (u64 seconds, f64) pairs only, and `pco` compresses long
+//! arrays whose per-chunk headers outweigh a 128-point block.
+
+/// Points per closed block: a block closes when the open one reaches this many.
+pub const BLOCK_POINTS: usize = 128;
+
+/// Points in order, uncompressed: the open block, or a decoded one.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Points {
+    pub ts: Vec<i64>,
+    /// `channels` values per point, point by point.
+    pub values: Vec<f64>,
+    pub offsets: Vec<i64>,
+    /// Each point's source index; empty when every point came from source 0.
+    pub source_of: Vec<u16>,
+}
+
+impl Points {
+    pub fn len(&self) -> usize {
+        self.ts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ts.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.ts.clear();
+        self.values.clear();
+        self.offsets.clear();
+        self.source_of.clear();
+    }
+
+    /// The source index of point `i` (0 while there is one source).
+    pub fn source(&self, i: usize) -> u16 {
+        self.source_of.get(i).copied().unwrap_or(0)
+    }
+
+    /// Inserts a point of `channels` values in time order; false (and nothing changes) when
+    /// a point at `ts` is there already.
+    pub fn insert(
+        &mut self,
+        channels: usize,
+        ts: i64,
+        values: &[f64],
+        offset: i64,
+        source: u16,
+    ) -> bool {
+        let n = self.len();
+        let at = if self.ts.last().is_none_or(|&t| t < ts) {
+            n
+        } else {
+            let at = self.ts.partition_point(|&t| t < ts);
+            if self.ts.get(at) == Some(&ts) {
+                return false;
+            }
+            at
+        };
+        let sourced = source != 0 || !self.source_of.is_empty();
+        if sourced {
+            self.source_of.resize(n, 0);
+        }
+        if at == n {
+            self.ts.push(ts);
+            self.values.extend_from_slice(values);
+            self.offsets.push(offset);
+            if sourced {
+                self.source_of.push(source);
+            }
+        } else {
+            self.ts.insert(at, ts);
+            self.values
+                .splice(at * channels..at * channels, values.iter().copied());
+            self.offsets.insert(at, offset);
+            if sourced {
+                self.source_of.insert(at, source);
+            }
+        }
+        true
+    }
+
+    /// Points `range` of these.
+    pub fn slice(&self, channels: usize, range: std::ops::Range<usize>) -> Points {
+        Points {
+            ts: self.ts[range.clone()].to_vec(),
+            values: self.values[range.start * channels..range.end * channels].to_vec(),
+            offsets: self.offsets[range.clone()].to_vec(),
+            source_of: self
+                .source_of
+                .get(range)
+                .map_or(Vec::new(), <[u16]>::to_vec),
+        }
+    }
+
+    /// Appends `other`'s points, keeping `source_of` in step with `ts`.
+    pub fn extend_from(&mut self, other: &Points) {
+        let start = self.len();
+        if !other.source_of.is_empty() && self.source_of.len() < start {
+            self.source_of.resize(start, 0);
+        }
+        if !self.source_of.is_empty() || !other.source_of.is_empty() {
+            self.source_of
+                .extend((0..other.len()).map(|i| other.source(i)));
+        }
+        self.ts.extend_from_slice(&other.ts);
+        self.values.extend_from_slice(&other.values);
+        self.offsets.extend_from_slice(&other.offsets);
+    }
+
+    /// Heap bytes held (capacity, not length).
+    #[cfg(test)]
+    pub fn heap_bytes(&self) -> usize {
+        8 * (self.ts.capacity() + self.values.capacity() + self.offsets.capacity())
+            + 2 * self.source_of.capacity()
+    }
+}
+
+/// A closed block: its points' time range and their encoding, in three byte-aligned
+/// sections (event times; offsets and sources; values) so a search by time decodes the
+/// times alone.
+#[derive(Debug, Clone)]
+pub struct Block {
+    pub first_ts: i64,
+    pub last_ts: i64,
+    bits: Box<[u8]>,
+    /// Where the offsets' section starts in `bits`, and where the values' does.
+    offsets_at: u32,
+    values_at: u32,
+    n: u16,
+    /// Each point carries its source index (a series fed from more than one partition).
+    sourced: bool,
+}
+
+const INTACT: &str = "a history block decodes: this module encoded it";
+
+impl Block {
+    /// Encodes `points` (at least one and at most 65,535, in time order) of `channels`
+    /// values each.
+    pub fn encode(channels: usize, points: &Points) -> Block {
+        assert!(!points.is_empty(), "a block holds at least one point");
+        let n = points.len();
+        let sourced = points.source_of.iter().any(|&s| s != 0);
+        // About 2 bits a point for times and offsets each, and up to 9 bytes a value.
+        let mut w = BitWriter::new(Vec::with_capacity(16 + n / 2 + 9 * n * channels));
+        // Gorilla 4.1.1: delta of deltas of the time stamps (and below, of the offsets).
+        let mut delta = 0i64;
+        for pair in points.ts.windows(2) {
+            let d = pair[1].wrapping_sub(pair[0]);
+            w.put_signed(d.wrapping_sub(delta));
+            delta = d;
+        }
+        let mut bits = w.finish();
+        let offsets_at = bits.len() as u32;
+        let mut w = BitWriter::new(bits);
+        w.put(points.offsets[0] as u64, 64);
+        if sourced {
+            w.put(u64::from(points.source(0)), 16);
+        }
+        let mut delta = 0i64;
+        for i in 1..n {
+            let d = points.offsets[i].wrapping_sub(points.offsets[i - 1]);
+            w.put_signed(d.wrapping_sub(delta));
+            delta = d;
+            if sourced {
+                let s = points.source(i);
+                if s == points.source(i - 1) {
+                    w.put(0, 1);
+                } else {
+                    w.put(1, 1);
+                    w.put(u64::from(s), 16);
+                }
+            }
+        }
+        bits = w.finish();
+        let values_at = bits.len() as u32;
+        let mut w = BitWriter::new(bits);
+        for &v in &points.values[..channels] {
+            w.put(v.to_bits(), 64);
+        }
+        // Gorilla 4.1.2: XOR with the channel's previous value.
+        let mut windows = vec![Window::NONE; channels];
+        for i in 1..n {
+            for (c, window) in windows.iter_mut().enumerate() {
+                let x = points.values[i * channels + c].to_bits()
+                    ^ points.values[(i - 1) * channels + c].to_bits();
+                w.put_xor(x, window);
+            }
+        }
+        let bits = w.finish();
+        Block {
+            first_ts: points.ts[0],
+            last_ts: points.ts[n - 1],
+            bits: bits.into_boxed_slice(),
+            offsets_at,
+            values_at,
+            n: u16::try_from(n).expect("a block holds at most 65,535 points"),
+            sourced,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.n as usize
+    }
+
+    /// Heap bytes held, and the block itself.
+    #[cfg(test)]
+    pub fn bytes(&self) -> usize {
+        std::mem::size_of::<Block>() + self.bits.len()
+    }
+
+    /// Appends the block's event times to `out`.
+    pub fn decode_ts_into(&self, out: &mut Vec<i64>) {
+        let mut r = BitReader::new(&self.bits[..self.offsets_at as usize]);
+        let mut ts = self.first_ts;
+        out.push(ts);
+        let mut delta = 0i64;
+        for _ in 1..self.n {
+            delta = delta.wrapping_add(r.get_signed().expect(INTACT));
+            ts = ts.wrapping_add(delta);
+            out.push(ts);
+        }
+    }
+
+    /// Appends the block's points to `out`, keeping `out.source_of` in step with its times.
+    /// Without `offsets`, `out.offsets` and `out.source_of` stay as they are: a join of
+    /// values needs neither.
+    pub fn decode_into(&self, channels: usize, out: &mut Points, offsets: bool) {
+        let start = out.len();
+        self.decode_ts_into(&mut out.ts);
+        if offsets {
+            self.decode_offsets_into(start, out);
+        }
+        self.decode_values_into(channels, out);
+    }
+
+    /// Offsets and sources of the points from `start` on in `out`.
+    fn decode_offsets_into(&self, start: usize, out: &mut Points) {
+        let keep_sources = self.sourced || !out.source_of.is_empty();
+        if keep_sources {
+            out.source_of.resize(start, 0);
+        }
+        let mut r = BitReader::new(&self.bits[self.offsets_at as usize..self.values_at as usize]);
+        let mut offset = r.get(64).expect(INTACT) as i64;
+        let mut source = if self.sourced {
+            r.get(16).expect(INTACT) as u16
+        } else {
+            0
+        };
+        out.offsets.push(offset);
+        if keep_sources {
+            out.source_of.push(source);
+        }
+        let mut delta = 0i64;
+        for _ in 1..self.n {
+            delta = delta.wrapping_add(r.get_signed().expect(INTACT));
+            offset = offset.wrapping_add(delta);
+            out.offsets.push(offset);
+            if self.sourced && r.get(1).expect(INTACT) == 1 {
+                source = r.get(16).expect(INTACT) as u16;
+            }
+            if keep_sources {
+                out.source_of.push(source);
+            }
+        }
+    }
+
+    fn decode_values_into(&self, channels: usize, out: &mut Points) {
+        let mut r = BitReader::new(&self.bits[self.values_at as usize..]);
+        let first = out.values.len();
+        for _ in 0..channels {
+            out.values.push(f64::from_bits(r.get(64).expect(INTACT)));
+        }
+        let mut windows = vec![Window::NONE; channels];
+        for i in 1..self.n as usize {
+            for (c, window) in windows.iter_mut().enumerate() {
+                let prev = out.values[first + (i - 1) * channels + c].to_bits();
+                let x = r.get_xor(window).expect(INTACT);
+                out.values.push(f64::from_bits(prev ^ x));
+            }
+        }
+    }
+}
+
+/// The meaningful-bit window of the previous XOR of a channel (Gorilla 4.1.2).
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    leading: u32,
+    trailing: u32,
+}
+
+impl Window {
+    /// No window yet: the next non-zero XOR writes its own.
+    const NONE: Window = Window {
+        leading: u32::MAX,
+        trailing: u32::MAX,
+    };
+}
+
+/// Bits, most significant first, appended to a byte buffer 32 at a time.
+struct BitWriter {
+    bytes: Vec<u8>,
+    /// The last `used` (< 32) bits not yet in `bytes`.
+    acc: u64,
+    used: u32,
+}
+
+impl BitWriter {
+    /// Writes after what `bytes` holds (a section starts on a byte boundary).
+    fn new(bytes: Vec<u8>) -> Self {
+        Self {
+            bytes,
+            acc: 0,
+            used: 0,
+        }
+    }
+
+    /// The low `n` bits of `v` (n <= 64).
+    fn put(&mut self, v: u64, n: u32) {
+        if n > 32 {
+            self.put(v >> 32, n - 32);
+            self.put(v, 32);
+            return;
+        }
+        if n == 0 {
+            return;
+        }
+        let v = v & (u64::MAX >> (64 - n));
+        self.acc = (self.acc << n) | v;
+        self.used += n;
+        if self.used >= 32 {
+            self.used -= 32;
+            self.bytes
+                .extend_from_slice(&((self.acc >> self.used) as u32).to_be_bytes());
+            self.acc &= (1u64 << self.used) - 1;
+        }
+    }
+
+    /// A signed delta in buckets by size: 0 in one bit, small ones in 9-17 bits, any i64 in 68.
+    fn put_signed(&mut self, v: i64) {
+        let z = ((v << 1) ^ (v >> 63)) as u64; // zigzag: small magnitudes, small numbers
+        if z == 0 {
+            self.put(0, 1);
+        } else if z < 1 << 7 {
+            self.put(0b10, 2);
+            self.put(z, 7);
+        } else if z < 1 << 12 {
+            self.put(0b110, 3);
+            self.put(z, 12);
+        } else if z < 1 << 20 {
+            self.put(0b1110, 4);
+            self.put(z, 20);
+        } else {
+            self.put(0b1111, 4);
+            self.put(z, 64);
+        }
+    }
+
+    /// Gorilla 4.1.2: '0' for an unchanged value; '10' and the meaningful bits inside the
+    /// previous window; '11', 5 bits of leading zeros, 6 of length - 1, and the bits.
+    fn put_xor(&mut self, x: u64, window: &mut Window) {
+        if x == 0 {
+            self.put(0, 1);
+            return;
+        }
+        let leading = x.leading_zeros().min(31);
+        let trailing = x.trailing_zeros();
+        if window.leading != u32::MAX && leading >= window.leading && trailing >= window.trailing {
+            self.put(0b10, 2);
+            self.put(x >> window.trailing, 64 - window.leading - window.trailing);
+        } else {
+            let len = 64 - leading - trailing;
+            self.put(0b11, 2);
+            self.put(u64::from(leading), 5);
+            self.put(u64::from(len - 1), 6);
+            self.put(x >> trailing, len);
+            *window = Window { leading, trailing };
+        }
+    }
+
+    /// The bytes, the last one padded with zeros.
+    fn finish(mut self) -> Vec<u8> {
+        while self.used >= 8 {
+            self.used -= 8;
+            self.bytes.push((self.acc >> self.used) as u8);
+        }
+        if self.used > 0 {
+            self.bytes.push((self.acc << (8 - self.used)) as u8);
+        }
+        self.bytes
+    }
+}
+
+struct BitReader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> BitReader<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        Self { bytes, pos: 0 }
+    }
+
+    /// The next `n` bits (n <= 64); None past the end.
+    fn get(&mut self, n: u32) -> Option<u64> {
+        if n == 0 {
+            return Some(0);
+        }
+        if n > 56 {
+            // One 8-byte load holds 57 bits past any bit position: split longer reads.
+            let high = self.get(n - 32)?;
+            return Some((high << 32) | self.get(32)?);
+        }
+        if self.pos + n as usize > self.bytes.len() * 8 {
+            return None;
+        }
+        let at = self.pos / 8;
+        let word = match self.bytes.get(at..at + 8) {
+            Some(eight) => u64::from_be_bytes(eight.try_into().expect("eight bytes")),
+            None => {
+                // The last bytes of a section: pad with zeros.
+                let mut word = [0u8; 8];
+                word[..self.bytes.len() - at].copy_from_slice(&self.bytes[at..]);
+                u64::from_be_bytes(word)
+            }
+        };
+        let w = word << (self.pos % 8);
+        self.pos += n as usize;
+        Some(w >> (64 - n))
+    }
+
+    /// The next 4 bits without moving (zeros past the end): a bucket's prefix.
+    fn peek4(&self) -> u64 {
+        let at = self.pos / 8;
+        let two = [
+            self.bytes.get(at).copied().unwrap_or(0),
+            self.bytes.get(at + 1).copied().unwrap_or(0),
+        ];
+        (u64::from(u16::from_be_bytes(two)) >> (12 - self.pos % 8)) & 0b1111
+    }
+
+    fn get_signed(&mut self) -> Option<i64> {
+        // The prefixes '0', '10', '110', '1110', '1111' of `put_signed`, read at once.
+        let (prefix, len) = match self.peek4() {
+            0b0000..=0b0111 => (1, 0),
+            0b1000..=0b1011 => (2, 7),
+            0b1100..=0b1101 => (3, 12),
+            0b1110 => (4, 20),
+            _ => (4, 64),
+        };
+        if self.pos + prefix > self.bytes.len() * 8 {
+            return None;
+        }
+        self.pos += prefix;
+        let z = self.get(len)?;
+        Some(((z >> 1) as i64) ^ -((z & 1) as i64))
+    }
+
+    fn get_xor(&mut self, window: &mut Window) -> Option<u64> {
+        if self.get(1)? == 0 {
+            return Some(0);
+        }
+        if self.get(1)? == 0 {
+            let len = 64 - window.leading - window.trailing;
+            return Some(self.get(len)? << window.trailing);
+        }
+        let leading = self.get(5)? as u32;
+        let len = self.get(6)? as u32 + 1;
+        let trailing = 64 - leading - len;
+        *window = Window { leading, trailing };
+        Some(self.get(len)? << trailing)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn round_trip(channels: usize, points: &Points) -> Points {
+        let mut out = Points::default();
+        Block::encode(channels, points).decode_into(channels, &mut out, true);
+        out
+    }
+
+    /// Bit patterns, not values: NaN payloads and -0.0 must come back as they went in.
+    fn same_bits(a: &Points, b: &Points) -> bool {
+        a.ts == b.ts
+            && a.offsets == b.offsets
+            && a.values.len() == b.values.len()
+            && a.values
+                .iter()
+                .zip(&b.values)
+                .all(|(x, y)| x.to_bits() == y.to_bits())
+            && (0..a.len()).all(|i| a.source(i) == b.source(i))
+    }
+
+    /// Values that stress the XOR windows: repeats, sign flips, NaN payloads, infinities,
+    /// subnormals, and plain random bits.
+    fn value() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            Just(0.0),
+            Just(-0.0),
+            Just(1.5),
+            Just(f64::INFINITY),
+            Just(f64::NEG_INFINITY),
+            Just(f64::MIN_POSITIVE / 4.0),
+            (0u64..1 << 52).prop_map(|p| f64::from_bits(0x7ff0_0000_0000_0001 | p)),
+            any::<u64>().prop_map(f64::from_bits),
+            (-1000i32..1000).prop_map(|k| f64::from(k) * 0.125),
+        ]
+    }
+
+    fn points(max: usize) -> impl Strategy<Value = (usize, Points)> {
+        (1usize..4, 1usize..max).prop_flat_map(|(channels, n)| {
+            (
+                Just(channels),
+                (
+                    // Irregular steps, including none and huge ones (wrapping deltas).
+                    any::<i64>(),
+                    prop::collection::vec(
+                        prop_oneof![Just(0i64), Just(10), 0i64..5_000, any::<i64>()],
+                        n - 1,
+                    ),
+                    any::<i64>(),
+                    prop::collection::vec(prop_oneof![Just(1i64), 0i64..100, any::<i64>()], n - 1),
+                    prop::collection::vec(value(), n * channels),
+                    prop::collection::vec(prop_oneof![3 => Just(0u16), 1 => any::<u16>()], n),
+                ),
+            )
+                .prop_map(|(channels, (ts0, steps, off0, off_steps, values, src))| {
+                    let mut p = Points {
+                        values,
+                        source_of: src,
+                        ..Points::default()
+                    };
+                    p.ts.push(ts0);
+                    p.offsets.push(off0);
+                    for (s, o) in steps.iter().zip(&off_steps) {
+                        p.ts.push(p.ts.last().unwrap().wrapping_add(*s));
+                        p.offsets.push(p.offsets.last().unwrap().wrapping_add(*o));
+                    }
+                    (channels, p)
+                })
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2_000))]
+        #[test]
+        fn blocks_round_trip_every_bit((channels, p) in points(300)) {
+            let back = round_trip(channels, &p);
+            prop_assert!(same_bits(&p, &back), "{p:?} came back as {back:?}");
+        }
+    }
+
+    #[test]
+    fn a_regular_sensor_costs_a_few_bits_a_point() {
+        let mut p = Points::default();
+        for i in 0..BLOCK_POINTS as i64 {
+            p.ts.push(1_700_000_000_000 + 1_000 * i);
+            p.offsets.push(5 + 64 * i);
+            p.values.push(20.0 + (i % 4) as f64 * 0.5);
+        }
+        let b = Block::encode(1, &p);
+        assert!(same_bits(&round_trip(1, &p), &p));
+        // Time and offset 1 bit each; a quarter-step value about 13 bits; 24 bytes raw.
+        assert!(
+            b.bits.len() < 3 * BLOCK_POINTS,
+            "{} bytes for {BLOCK_POINTS} points",
+            b.bits.len()
+        );
+    }
+
+    #[test]
+    fn decoding_after_a_single_source_block_keeps_indices_aligned() {
+        let mut a = Points::default();
+        let mut b = Points::default();
+        for i in 0..3 {
+            a.ts.push(i);
+            a.offsets.push(i);
+            a.values.push(i as f64);
+            b.ts.push(10 + i);
+            b.offsets.push(10 + i);
+            b.values.push(i as f64);
+            b.source_of.push(i as u16);
+        }
+        let mut out = Points::default();
+        Block::encode(1, &a).decode_into(1, &mut out, true);
+        Block::encode(1, &b).decode_into(1, &mut out, true);
+        assert_eq!(out.source_of, vec![0, 0, 0, 0, 1, 2]);
+    }
+}
