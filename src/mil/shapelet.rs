@@ -235,6 +235,22 @@ impl ShapeletModel {
                     .iter()
                     .map(|l| if *l == classes[pos] { 1.0 } else { -1.0 })
                     .collect();
+                // A class of few examples: many hypotheses separate its handful from the
+                // rest by some chance detail, so the vote is spread over more of them (a
+                // cap m_c / few_examples of max_weight's), and each round adds up to
+                // `batch` of the spaces' best columns (column generation may add every
+                // violated column: the same optimum in fewer master solves).
+                let m_c = y.iter().filter(|v| **v > 0.0).count().max(1);
+                let few = params.few_examples > 0 && m_c < params.few_examples;
+                let mut boost = boost;
+                let mut batch = 2;
+                if few && boost.max_weight.is_some() {
+                    boost.max_weight = boost
+                        .max_weight
+                        .map(|c| c * m_c as f64 / params.few_examples as f64);
+                    batch = 4 * params.few_examples.div_ceil(m_c);
+                }
+                let few = batch > 2;
                 let mut solves = 0usize;
                 let mut max_rows = 0usize;
                 let mut failures = 0usize;
@@ -271,6 +287,8 @@ impl ShapeletModel {
                         };
                     // A threshold hypothesis's edge counts less the price of their share cap.
                     let gain = |b: &Best| b.3.edge - if b.2.is_some() { eta } else { 0.0 };
+                    // Every space's best of each kind (few-example classes only).
+                    let mut others: Vec<Best> = Vec::new();
                     if params.mean_hypotheses {
                         let means: Vec<_> = tables
                             .par_iter()
@@ -280,6 +298,9 @@ impl ShapeletModel {
                             })
                             .collect();
                         for (s, h) in means.into_iter().enumerate() {
+                            if few {
+                                others.push((s, true, None, h.clone()));
+                            }
                             if best.as_ref().is_none_or(|b| h.edge > gain(b)) {
                                 best = Some((s, true, None, h));
                             }
@@ -301,6 +322,9 @@ impl ShapeletModel {
                             .collect();
                         for (s, f) in found.into_iter().enumerate() {
                             if let Some((h, mean, t)) = f {
+                                if few {
+                                    others.push((s, mean, Some(t), h.clone()));
+                                }
                                 if best_stump.as_ref().is_none_or(|b| h.edge - eta > gain(b)) {
                                     best_stump = Some((s, mean, Some(t), h));
                                 }
@@ -334,6 +358,9 @@ impl ShapeletModel {
                                     failures += 1;
                                     last_failure = Some(f.clone());
                                 }
+                                if few && !is_taken(s, false, None, &h.alpha) {
+                                    others.push((s, false, None, h.clone()));
+                                }
                                 if best.as_ref().is_none_or(|b| h.edge > gain(b))
                                     && !is_taken(s, false, None, &h.alpha)
                                 {
@@ -349,6 +376,21 @@ impl ShapeletModel {
                     found.sort_by(|a, b| gain(b).total_cmp(&gain(a)));
                     if found.is_empty() {
                         return Err(last_err.expect("no candidate means some space failed"));
+                    }
+                    if few {
+                        // The best (which decides when boosting stops) first, then the
+                        // spaces' best by gain, each column once.
+                        others.sort_by(|a, b| gain(b).total_cmp(&gain(a)));
+                        let key = |b: &Best| column_key(b.0, b.1, b.2, &b.3.alpha);
+                        let mut seen: HashSet<ColumnKey> = found.iter().map(key).collect();
+                        for b in others {
+                            if found.len() >= batch {
+                                break;
+                            }
+                            if seen.insert(key(&b)) {
+                                found.push(b);
+                            }
+                        }
                     }
                     Ok(found.into_iter().map(column).collect())
                 }) {
