@@ -94,7 +94,7 @@ pub struct FitOptions {
     pub position_min_examples: Option<usize>,
     /// A class with fewer training examples than this gets a tighter weight cap (the cap
     /// times its count over this) and more hypotheses a round (0: never). Default: the
-    /// library's, 5.
+    /// library's, 3.
     #[arg(long, value_name = "N")]
     pub few_examples: Option<usize>,
     /// With more than two classes, keep each one-vs-rest ensemble's own score rather than

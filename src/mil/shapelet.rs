@@ -881,4 +881,48 @@ mod tests {
             .to_string()
             .contains("dimension 2"));
     }
+
+    /// Two series per class: with `few_examples` 5 every class's hypotheses weigh at most
+    /// 2 / 5 of `max_weight` (its vote rests on more of them); with 0 some weighs more.
+    #[test]
+    fn a_class_of_few_examples_spreads_its_vote() {
+        let mut ds = Dataset::default();
+        for c in 0..3 {
+            for i in 0..2 {
+                let v: Vec<f64> = (0..40)
+                    .map(|t| {
+                        let t = t as f64;
+                        (t * 0.2 * (c + 1) as f64).sin() * (1.0 + 0.1 * i as f64)
+                            + ((t as usize * 7 + i * 3) % 5) as f64 * 0.05
+                    })
+                    .collect();
+                ds.ids.push(format!("s{c}-{i}"));
+                ds.labels.push(format!("class-{c}"));
+                ds.samples.push(Sample::Series(v));
+            }
+        }
+        let fit = |few: usize| {
+            let params = FitParams {
+                k: Some(10),
+                few_examples: few,
+                ..FitParams::default()
+            };
+            ShapeletModel::fit(&ds, &params).unwrap()
+        };
+        let heaviest = |m: &ShapeletModel| {
+            m.ensembles
+                .iter()
+                .flat_map(|e| &e.hypotheses)
+                .map(|h| h.weight)
+                .fold(0.0, f64::max)
+        };
+        let cap = 0.05 * 2.0 / 5.0;
+        let spread = fit(5);
+        assert!(heaviest(&spread) <= cap + 1e-6, "{}", heaviest(&spread));
+        assert!(spread.ensembles.iter().all(|e| e.hypotheses.len() >= 20));
+        assert!(heaviest(&fit(0)) > cap + 1e-6);
+        for (s, label) in ds.samples.iter().zip(&ds.labels) {
+            assert_eq!(&spread.predict(s).unwrap().label, label);
+        }
+    }
 }
