@@ -238,8 +238,9 @@ impl ShapeletModel {
                 // A class of few examples: many hypotheses separate its handful from the
                 // rest by some chance detail, so the vote is spread over more of them (a
                 // cap m_c / few_examples of max_weight's), and each round adds up to
-                // `batch` of the spaces' best columns (column generation may add every
-                // violated column: the same optimum in fewer master solves).
+                // `batch` of the spaces' best columns (column generation for the dual (5),
+                // Algorithm 1, may add every violated column: the same optimum in fewer
+                // master solves).
                 let m_c = y.iter().filter(|v| **v > 0.0).count().max(1);
                 let few = params.few_examples > 0 && m_c < params.few_examples;
                 let mut boost = boost;
