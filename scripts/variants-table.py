@@ -21,7 +21,7 @@ sys.path.insert(0, HERE)
 import variants  # noqa: E402
 
 SERIES_DEV = ["GunPoint", "Coffee", "ACSF1", "BasicMotions"]
-SERIES_VARIANTS = ["GunPointShort", "BasicMotionsShort", "ACSF1Few", "CombinedFew", "GunPointScaled",
+SERIES_VARIANTS = ["GunPointShort", "BasicMotionsShort", "ACSF1Few", "CombinedFew", "ManyFew", "GunPointScaled",
                    "CoffeeScaled", "ACSF1Unequal", "GunPointUnequal"]
 BAGS = ["musk1", "musk2", "MUSK1Narrow", "MUSK1Imbalanced", "BasicMotionsBags", "MUSK1Wide"]
 

@@ -20,6 +20,7 @@ VARIANTS = {
     "BasicMotionsShort": "BasicMotions, 6 channels cut to 7-29 points per case (unequal lengths)",
     "ACSF1Few": "ACSF1 with 2 training series per class (10 classes, 20 training series)",
     "CombinedFew": "GunPoint + Coffee + ACSF1 as 14 classes, resampled to 300 points, 2 training series per class, each series scaled and offset",
+    "ManyFew": "40 classes, 2 training and 4 test series each, 1,000 points, unnormalised: each class one of GunPoint's, Coffee's or ACSF1's 16 classes (resampled) at a level and amplitude of its own (series jitter 5 %), so classes of one source differ only in level and amplitude",
     "GunPointScaled": "GunPoint, each series times a log-uniform 0.01-100 and offset by +-100 (unnormalised)",
     "CoffeeScaled": "Coffee, each series scaled and offset as GunPointScaled",
     "ACSF1Unequal": "ACSF1, each series resampled to 40-100 % of its length (unequal lengths)",
@@ -94,8 +95,36 @@ def few(rows, per_class, rng):
     return [rows[i] for i in sorted(chosen)]
 
 
-def build(data, out, name):
-    rng = np.random.default_rng(zlib.crc32(name.encode()))  # one fixed seed per variant
+def many_few(ucr, rng, classes=40, train=2, test=4, length=1000):
+    """Many classes of few series whose level and amplitude are the class's own (a Pig-like
+    set: each class one animal's pressure curves). Class c takes source class c mod 16 of
+    the three development sets (train and test pooled), a log-uniform amplitude (0.25-4 x the
+    source's deviation) and an offset (+-3 deviations); each series varies both by 5 %."""
+    pools = {}
+    for src in ("GunPoint", "Coffee", "ACSF1"):
+        for s in ("TRAIN", "TEST"):
+            for l, x in ucr(src, s):
+                pools.setdefault(f"{src}-{l}", []).append(resample(x, length))
+    sources = sorted(pools)
+    spread = float(np.std(np.concatenate([np.concatenate(v) for v in pools.values()])))
+    order = {k: rng.permutation(len(v)).tolist() for k, v in pools.items()}
+    rows = {"TRAIN": [], "TEST": []}
+    for c in range(classes):
+        src = sources[c % len(sources)]
+        amp = 10 ** rng.uniform(np.log10(0.25), np.log10(4.0))
+        level = rng.uniform(-3, 3) * spread
+        for split, n in (("TRAIN", train), ("TEST", test)):
+            for _ in range(n):
+                x = pools[src][order[src].pop()]
+                a = amp * (1 + 0.05 * rng.standard_normal())
+                b = level + 0.05 * spread * rng.standard_normal()
+                rows[split].append((f"c{c:02d}", (x - x.mean()) * a + x.mean() + b))
+    return rows
+
+
+def build(data, out, name, draw=0):
+    # One fixed seed per variant; draw > 0 gives other draws of the same kind.
+    rng = np.random.default_rng(zlib.crc32(name.encode()) + draw)
     ucr = lambda n, s: read_ucr(os.path.join(data, f"{n}_{s}.csv"))
     if name == "GunPointShort":
         for s in ("TRAIN", "TEST"):
@@ -120,6 +149,10 @@ def build(data, out, name):
             if s == "TRAIN":
                 rows = few(rows, 2, rng)
             write_ucr(f"{out}/{name}_{s}.csv", rows)
+    elif name == "ManyFew":
+        rows = many_few(ucr, rng)
+        for s in ("TRAIN", "TEST"):
+            write_ucr(f"{out}/{name}_{s}.csv", rows[s])
     elif name in ("GunPointScaled", "CoffeeScaled"):
         src = name[: -len("Scaled")]
         for s in ("TRAIN", "TEST"):
@@ -172,6 +205,7 @@ def main():
     ap.add_argument("out_dir")
     ap.add_argument("names", nargs="*", help="variants to write (default: all)")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--draw", type=int, default=0, help="another seeded draw of each variant (0: the fixed one)")
     a = ap.parse_args()
     if a.list:
         for n, what in VARIANTS.items():
@@ -179,7 +213,7 @@ def main():
         return 0
     os.makedirs(a.out_dir, exist_ok=True)
     for n in a.names or VARIANTS:
-        build(a.data_dir, a.out_dir, n)
+        build(a.data_dir, a.out_dir, n, a.draw)
         print(f"{a.out_dir}/{n}: {VARIANTS[n]}", file=sys.stderr)
     return 0
 

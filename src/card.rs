@@ -167,6 +167,7 @@ fn shapelet_card(m: &ShapeletModel, v: &mut Value) {
         "threshold_hypotheses": m.params.threshold_hypotheses,
         "position_thresholds": m.params.position_thresholds,
         "position_min_examples": m.params.position_min_examples,
+        "few_examples": m.params.few_examples,
         "threshold_share": m.params.threshold_share,
         "max_weight": m.params.max_weight,
         "pooled_head": m.params.pooled_head,

@@ -107,6 +107,11 @@ pub struct FitOptions {
     /// (0: always). Default: the library's, 12.
     #[arg(long, value_name = "N")]
     pub position_min_examples: Option<usize>,
+    /// A class with fewer training examples than this gets a tighter weight cap (the cap
+    /// times its count over this) and more hypotheses a round (0: never). Default: the
+    /// library's, 3.
+    #[arg(long, value_name = "N")]
+    pub few_examples: Option<usize>,
     /// With more than two classes, keep each one-vs-rest ensemble's own score rather than
     /// refitting the class scores over every class's hypotheses (the pooled ridge head).
     #[arg(long)]
@@ -360,6 +365,7 @@ impl FitOptions {
             position_min_examples: self
                 .position_min_examples
                 .unwrap_or(base.position_min_examples),
+            few_examples: self.few_examples.unwrap_or(base.few_examples),
             pooled_head: base.pooled_head && !self.no_head,
             threshold_share: self.threshold_share.unwrap_or(base.threshold_share),
             max_weight: match self.max_weight.as_deref() {

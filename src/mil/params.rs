@@ -214,6 +214,17 @@ pub struct FitParams {
     /// artifacts) sets no minimum.
     #[serde(default)]
     pub position_min_examples: usize,
+    /// A class with fewer training examples m_c than this has its weight cap scaled by
+    /// m_c / few_examples, so its margin rests on more hypotheses and the pooled head has
+    /// more to pool; each of its rounds then adds up to 4 ceil(few_examples / m_c) of the
+    /// spaces' best columns with an edge above gamma rather than the best two, which keeps
+    /// its rounds few. With two series per class many hypotheses separate the pair by some
+    /// chance detail (issue 26; mean of four draws, 3 against off: 40 classes 0.732 ->
+    /// 0.834, ACSF1 0.530 -> 0.615, 14 classes 0.622 -> 0.653; 5 is more accurate on 40
+    /// classes but fits 2x slower; docs/VARIANTS.md). 0 (older artifacts) leaves every
+    /// class at `max_weight`.
+    #[serde(default)]
+    pub few_examples: usize,
     /// With more than two classes, the class scores are refit over every class's
     /// hypotheses by ridge regression (see `head::PooledHead`) rather than taken from each
     /// one-vs-rest ensemble alone. False in older artifacts and the paper's form.
@@ -424,6 +435,7 @@ impl Default for FitParams {
             threshold_hypotheses: true,
             position_thresholds: true,
             position_min_examples: 12,
+            few_examples: 3,
             pooled_head: true,
             threshold_share: 0.5,
             max_weight: Some(0.05),

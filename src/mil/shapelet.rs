@@ -285,6 +285,23 @@ impl ShapeletModel {
                     .iter()
                     .map(|l| if *l == classes[pos] { 1.0 } else { -1.0 })
                     .collect();
+                // A class of few examples: many hypotheses separate its handful from the
+                // rest by some chance detail, so the vote is spread over more of them (a
+                // cap m_c / few_examples of max_weight's), and each round adds up to
+                // `batch` of the spaces' best columns (column generation for the dual (5),
+                // Algorithm 1, may add every violated column: the same optimum in fewer
+                // master solves).
+                let m_c = y.iter().filter(|v| **v > 0.0).count().max(1);
+                let few = params.few_examples > 0 && m_c < params.few_examples;
+                let mut boost = boost;
+                let mut batch = 2;
+                if few && boost.max_weight.is_some() {
+                    boost.max_weight = boost
+                        .max_weight
+                        .map(|c| c * m_c as f64 / params.few_examples as f64);
+                    batch = 4 * params.few_examples.div_ceil(m_c);
+                }
+                let few = batch > 2;
                 let mut solves = 0usize;
                 let mut max_rows = 0usize;
                 let mut failures = 0usize;
@@ -321,6 +338,8 @@ impl ShapeletModel {
                         };
                     // A threshold hypothesis's edge counts less the price of their share cap.
                     let gain = |b: &Best| b.3.edge - if b.2.is_some() { eta } else { 0.0 };
+                    // Every space's best of each kind (few-example classes only).
+                    let mut others: Vec<Best> = Vec::new();
                     if params.mean_hypotheses {
                         let means: Vec<_> = tables
                             .par_iter()
@@ -330,6 +349,9 @@ impl ShapeletModel {
                             })
                             .collect();
                         for (s, h) in means.into_iter().enumerate() {
+                            if few {
+                                others.push((s, true, None, h.clone()));
+                            }
                             if best.as_ref().is_none_or(|b| h.edge > gain(b)) {
                                 best = Some((s, true, None, h));
                             }
@@ -351,6 +373,9 @@ impl ShapeletModel {
                             .collect();
                         for (s, f) in found.into_iter().enumerate() {
                             if let Some((h, mean, t)) = f {
+                                if few {
+                                    others.push((s, mean, Some(t), h.clone()));
+                                }
                                 if best_stump.as_ref().is_none_or(|b| h.edge - eta > gain(b)) {
                                     best_stump = Some((s, mean, Some(t), h));
                                 }
@@ -384,6 +409,9 @@ impl ShapeletModel {
                                     failures += 1;
                                     last_failure = Some(f.clone());
                                 }
+                                if few && !is_taken(s, false, None, &h.alpha) {
+                                    others.push((s, false, None, h.clone()));
+                                }
                                 if best.as_ref().is_none_or(|b| h.edge > gain(b))
                                     && !is_taken(s, false, None, &h.alpha)
                                 {
@@ -399,6 +427,21 @@ impl ShapeletModel {
                     found.sort_by(|a, b| gain(b).total_cmp(&gain(a)));
                     if found.is_empty() {
                         return Err(last_err.expect("no candidate means some space failed"));
+                    }
+                    if few {
+                        // The best (which decides when boosting stops) first, then the
+                        // spaces' best by gain, each column once.
+                        others.sort_by(|a, b| gain(b).total_cmp(&gain(a)));
+                        let key = |b: &Best| column_key(b.0, b.1, b.2, &b.3.alpha);
+                        let mut seen: HashSet<ColumnKey> = found.iter().map(key).collect();
+                        for b in others {
+                            if found.len() >= batch {
+                                break;
+                            }
+                            if seen.insert(key(&b)) {
+                                found.push(b);
+                            }
+                        }
                     }
                     Ok(found.into_iter().map(column).collect())
                 }) {
@@ -937,5 +980,49 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("dimension 2"));
+    }
+
+    /// Two series per class: with `few_examples` 5 every class's hypotheses weigh at most
+    /// 2 / 5 of `max_weight` (its vote rests on more of them); with 0 some weighs more.
+    #[test]
+    fn a_class_of_few_examples_spreads_its_vote() {
+        let mut ds = Dataset::default();
+        for c in 0..3 {
+            for i in 0..2 {
+                let v: Vec<f64> = (0..40)
+                    .map(|t| {
+                        let t = t as f64;
+                        (t * 0.2 * (c + 1) as f64).sin() * (1.0 + 0.1 * i as f64)
+                            + ((t as usize * 7 + i * 3) % 5) as f64 * 0.05
+                    })
+                    .collect();
+                ds.ids.push(format!("s{c}-{i}"));
+                ds.labels.push(format!("class-{c}"));
+                ds.samples.push(Sample::Series(v));
+            }
+        }
+        let fit = |few: usize| {
+            let params = FitParams {
+                k: Some(10),
+                few_examples: few,
+                ..FitParams::default()
+            };
+            ShapeletModel::fit(&ds, &params).unwrap()
+        };
+        let heaviest = |m: &ShapeletModel| {
+            m.ensembles
+                .iter()
+                .flat_map(|e| &e.hypotheses)
+                .map(|h| h.weight)
+                .fold(0.0, f64::max)
+        };
+        let cap = 0.05 * 2.0 / 5.0;
+        let spread = fit(5);
+        assert!(heaviest(&spread) <= cap + 1e-6, "{}", heaviest(&spread));
+        assert!(spread.ensembles.iter().all(|e| e.hypotheses.len() >= 20));
+        assert!(heaviest(&fit(0)) > cap + 1e-6);
+        for (s, label) in ds.samples.iter().zip(&ds.labels) {
+            assert_eq!(&spread.predict(s).unwrap().label, label);
+        }
     }
 }
