@@ -209,7 +209,7 @@ impl BlockMaxima {
             });
         }
         debug_assert!(k0 >= sb.first, "blocks the window overlaps are kept");
-        let partial = window_start % b != 0;
+        let partial = !window_start.is_multiple_of(b);
         let recompute = if partial {
             window_start..(k0 + 1) * b
         } else {
@@ -320,7 +320,7 @@ mod tests {
                 }
                 let start = n - footprint as u64;
                 window_start = window_start.max(n.saturating_sub(window as u64));
-                if rnd() % 37 == 0 {
+                if rnd().is_multiple_of(37) {
                     // A duration window's start jumps forward, never back.
                     window_start = (window_start + rnd() % 5).min(n);
                 }
