@@ -166,6 +166,7 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     cfg.kafka.bags_topic.clear();
     cfg.kafka.labels_topic.clear();
     cfg.commit.interval_ms = 100;
+    super::embedded::for_mock_broker(&mut cfg.kafka);
     let topic = cfg.kafka.points_topic.clone();
     let bootstrap = start_mock_cluster(vec![topic.clone()], opts.partitions)?;
     let data = bench_data(opts.channels)?;

@@ -332,6 +332,10 @@ pub async fn run(
     // What the config reads from the environment must be there (an unset `${VAR}` in
     // kafka.instance_id is an error naming it, not an empty string).
     cfg.check_environment().map_err(anyhow::Error::msg)?;
+    let mut cfg = cfg;
+    if cfg.is_embedded() {
+        embedded::for_mock_broker(&mut cfg.kafka);
+    }
     let metrics = Metrics::new();
     let health = Arc::new(Health::default());
     let start = resolve_models(&cfg)?;

@@ -59,6 +59,24 @@ pub fn start_mock_cluster(topics: Vec<String>, partitions: i32) -> anyhow::Resul
     rx.recv()?.map_err(anyhow::Error::msg)
 }
 
+/// How long a fetch may wait on librdkafka's mock broker. The mock holds a fetch that
+/// finds no data for the whole `fetch.wait.max.ms` (500 ms by default) even when data
+/// arrives meanwhile (librdkafka `rdkafka_mock_handlers.c`, `rd_kafka_mock_handle_Fetch`:
+/// "we should cut the wait short [...] but that is too much of a hassle"), where a real
+/// broker answers as soon as `fetch.min.bytes` are there. Against the mock that hold is
+/// pure latency: a paced run of 1,000-point arrays waited p99 0.48 s with it and 0.15 s
+/// with 10 ms. The cost is at most 100 empty in-process fetches a second while idle.
+pub const MOCK_FETCH_WAIT_MS: &str = "10";
+
+/// The consumer settings a client of the mock broker needs (a `kafka.properties` entry the
+/// user set is kept).
+pub fn for_mock_broker(kafka: &mut crate::config::KafkaConfig) {
+    kafka
+        .properties
+        .entry("fetch.wait.max.ms".into())
+        .or_insert_with(|| MOCK_FETCH_WAIT_MS.into());
+}
+
 /// The bundled GunPoint training set.
 pub fn gunpoint_train() -> Dataset {
     parse_ucr("GunPoint_TRAIN (bundled)", GUNPOINT_TRAIN).expect("the bundled GunPoint data parses")
@@ -271,5 +289,22 @@ pub async fn demo_feed(
             _ = tokio::time::sleep(pause) => {}
             _ = stop.changed() => break,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mock_brokers_fetch_wait_is_short_unless_the_user_set_one() {
+        let mut k = crate::config::KafkaConfig::default();
+        for_mock_broker(&mut k);
+        assert_eq!(k.properties["fetch.wait.max.ms"], MOCK_FETCH_WAIT_MS);
+        let mut k = crate::config::KafkaConfig::default();
+        k.properties
+            .insert("fetch.wait.max.ms".into(), "250".into());
+        for_mock_broker(&mut k);
+        assert_eq!(k.properties["fetch.wait.max.ms"], "250");
     }
 }
