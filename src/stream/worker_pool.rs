@@ -81,6 +81,59 @@ pub struct WorkerPool {
     pending: std::sync::Mutex<Vec<Vec<Message>>>,
     /// Messages per [`Work::Messages`] at most.
     batch: usize,
+    owners: std::sync::Mutex<Owners>,
+}
+
+/// Which worker owns each partition. A partition seen for the first time (at its
+/// assignment) goes to the worker with the fewest partitions and stays there for the life
+/// of the pool, so routes cached by the consumer never go stale. A hash of the partition
+/// gave one of two workers 3 of 4 partitions (`bench-stream --partitions 4`): that worker
+/// was the whole pipeline's limit while the other idled.
+#[derive(Debug, Default)]
+pub struct Owners {
+    /// Per topic: its name and, by partition, the owning worker.
+    topics: Vec<(String, Vec<Option<usize>>)>,
+    /// Partitions per worker.
+    counts: Vec<usize>,
+}
+
+impl Owners {
+    pub fn new(workers: usize) -> Self {
+        Self {
+            topics: Vec::new(),
+            counts: vec![0; workers.max(1)],
+        }
+    }
+
+    /// The partition's worker, chosen on first sight.
+    pub fn owner(&mut self, topic: &str, partition: i32) -> usize {
+        let t = match self.topics.iter().position(|(t, _)| t == topic) {
+            Some(t) => t,
+            None => {
+                self.topics.push((topic.to_string(), Vec::new()));
+                self.topics.len() - 1
+            }
+        };
+        let by_partition = &mut self.topics[t].1;
+        let p = usize::try_from(partition).unwrap_or(0);
+        if by_partition.len() <= p {
+            by_partition.resize(p + 1, None);
+        }
+        if let Some(i) = by_partition[p] {
+            return i;
+        }
+        // The first of the least loaded: the order partitions are assigned in fills the
+        // workers in turn.
+        let (i, _) = self
+            .counts
+            .iter()
+            .enumerate()
+            .min_by_key(|&(i, &c)| (c, i))
+            .expect("at least one worker");
+        self.counts[i] += 1;
+        by_partition[p] = Some(i);
+        i
+    }
 }
 
 impl WorkerPool {
@@ -116,6 +169,7 @@ impl WorkerPool {
                 txs,
                 pending,
                 batch,
+                owners: std::sync::Mutex::new(Owners::new(n)),
             },
             threads,
         ))
@@ -142,12 +196,12 @@ impl WorkerPool {
             .collect()
     }
 
-    /// The worker that owns `topic`/`partition`.
+    /// The worker that owns `topic`/`partition` (see [`Owners`]).
     pub fn index(&self, topic: &str, partition: i32) -> usize {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        (topic, partition).hash(&mut h);
-        (h.finish() as usize) % self.txs.len()
+        self.owners
+            .lock()
+            .expect("owners lock")
+            .owner(topic, partition)
     }
 
     /// The queue of worker `i` (an [`index`](Self::index)).
@@ -187,6 +241,30 @@ impl WorkerPool {
                 }
                 Err(E::Closed(_)) => return false,
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Owners;
+
+    #[test]
+    fn partitions_spread_evenly_and_stay_with_their_worker() {
+        let mut o = Owners::new(2);
+        let first: Vec<usize> = (0..4).map(|p| o.owner("points", p)).collect();
+        assert_eq!(first, [0, 1, 0, 1]);
+        // Asked again (the consumer's route, a revoke, a later assignment): the same worker.
+        let again: Vec<usize> = (0..4).rev().map(|p| o.owner("points", p)).collect();
+        assert_eq!(again, [1, 0, 1, 0]);
+        // Another topic's partitions fill the workers on from there.
+        assert_eq!(o.owner("bags", 0), 0);
+        assert_eq!(o.owner("bags", 7), 1);
+        let mut o = Owners::new(3);
+        let owners: Vec<usize> = (0..16).map(|p| o.owner("points", p)).collect();
+        for w in 0..3 {
+            let n = owners.iter().filter(|&&i| i == w).count();
+            assert!((5..=6).contains(&n), "worker {w} owns {n} of 16");
         }
     }
 }
