@@ -25,6 +25,7 @@ VARIANTS = {
     "CoffeeScaled": "Coffee, each series scaled and offset as GunPointScaled",
     "ACSF1Unequal": "ACSF1, each series resampled to 40-100 % of its length (unequal lengths)",
     "GunPointUnequal": "GunPoint, each series cut to a random 60-100 % window of itself (unequal lengths)",
+    "ACSF1Cut": "ACSF1, each series cut (not resampled) to a random window of 100 points to its full 1,460 (unequal lengths at the original sampling rate, as the held-out appliance set's 100-1,344)",
     "MUSK1Imbalanced": "MUSK1 with 3 of its 47 positive bags kept (3 of 48 bags positive, 6 %)",
     "MUSK1Narrow": "MUSK1 on 9 of its 166 features (fixed random choice)",
     "MUSK1Wide": "MUSK1 with 64 standard normal noise features added to every instance (230 features)",
@@ -161,6 +162,14 @@ def build(data, out, name, draw=0):
         for s in ("TRAIN", "TEST"):
             write_ucr(f"{out}/{name}_{s}.csv",
                       [(l, resample(x, int(len(x) * rng.uniform(0.4, 1.0)))) for l, x in ucr("ACSF1", s)])
+    elif name == "ACSF1Cut":
+        for s in ("TRAIN", "TEST"):
+            rows = []
+            for l, x in ucr("ACSF1", s):
+                n = int(rng.integers(100, len(x) + 1))
+                start = int(rng.integers(0, len(x) - n + 1))
+                rows.append((l, x[start : start + n]))
+            write_ucr(f"{out}/{name}_{s}.csv", rows)
     elif name == "GunPointUnequal":
         for s in ("TRAIN", "TEST"):
             rows = []

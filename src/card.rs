@@ -168,6 +168,7 @@ fn shapelet_card(m: &ShapeletModel, v: &mut Value) {
         "position_thresholds": m.params.position_thresholds,
         "position_min_examples": m.params.position_min_examples,
         "few_examples": m.params.few_examples,
+        "columns_per_round": m.params.columns_per_round,
         "threshold_share": m.params.threshold_share,
         "max_weight": m.params.max_weight,
         "pooled_head": m.params.pooled_head,

@@ -112,6 +112,10 @@ pub struct FitOptions {
     /// library's, 3.
     #[arg(long, value_name = "N")]
     pub few_examples: Option<usize>,
+    /// Most columns a boosting round adds to the master LP (each with an edge above
+    /// gamma): fewer master solves. Default: the library's, 2.
+    #[arg(long, value_name = "N")]
+    pub columns_per_round: Option<usize>,
     /// With more than two classes, keep each one-vs-rest ensemble's own score rather than
     /// refitting the class scores over every class's hypotheses (the pooled ridge head).
     #[arg(long)]
@@ -366,6 +370,7 @@ impl FitOptions {
                 .position_min_examples
                 .unwrap_or(base.position_min_examples),
             few_examples: self.few_examples.unwrap_or(base.few_examples),
+            columns_per_round: self.columns_per_round.unwrap_or(base.columns_per_round),
             pooled_head: base.pooled_head && !self.no_head,
             threshold_share: self.threshold_share.unwrap_or(base.threshold_share),
             max_weight: match self.max_weight.as_deref() {

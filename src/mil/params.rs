@@ -225,6 +225,13 @@ pub struct FitParams {
     /// class at `max_weight`.
     #[serde(default)]
     pub few_examples: usize,
+    /// Each boosting round adds up to this many columns with an edge above gamma: the
+    /// round's best kernel and threshold hypotheses, then every space's best of each kind
+    /// by gain (column generation for the dual (5) of Algorithm 1 may add every violated
+    /// column at once: the same optimum in fewer master solves). Below 2 (older artifacts)
+    /// it is 2, the best of each kind.
+    #[serde(default)]
+    pub columns_per_round: usize,
     /// With more than two classes, the class scores are refit over every class's
     /// hypotheses by ridge regression (see `head::PooledHead`) rather than taken from each
     /// one-vs-rest ensemble alone. False in older artifacts and the paper's form.
@@ -436,6 +443,7 @@ impl Default for FitParams {
             position_thresholds: true,
             position_min_examples: 12,
             few_examples: 3,
+            columns_per_round: 4,
             pooled_head: true,
             threshold_share: 0.5,
             max_weight: Some(0.05),
@@ -523,6 +531,7 @@ impl FitParams {
             threshold_share: 1.0,
             max_weight: None,
             balanced: false,
+            columns_per_round: 2,
             ..Self::default()
         }
     }

@@ -294,14 +294,15 @@ impl ShapeletModel {
                 let m_c = y.iter().filter(|v| **v > 0.0).count().max(1);
                 let few = params.few_examples > 0 && m_c < params.few_examples;
                 let mut boost = boost;
-                let mut batch = 2;
+                let mut batch = params.columns_per_round.max(2);
                 if few && boost.max_weight.is_some() {
                     boost.max_weight = boost
                         .max_weight
                         .map(|c| c * m_c as f64 / params.few_examples as f64);
-                    batch = 4 * params.few_examples.div_ceil(m_c);
+                    batch = batch.max(4 * params.few_examples.div_ceil(m_c));
                 }
-                let few = batch > 2;
+                // Every space's best of each kind is a candidate once a round may add more than two.
+                let extra = batch > 2;
                 let mut solves = 0usize;
                 let mut max_rows = 0usize;
                 let mut failures = 0usize;
@@ -338,7 +339,7 @@ impl ShapeletModel {
                         };
                     // A threshold hypothesis's edge counts less the price of their share cap.
                     let gain = |b: &Best| b.3.edge - if b.2.is_some() { eta } else { 0.0 };
-                    // Every space's best of each kind (few-example classes only).
+                    // Every space's best of each kind (when a round adds more than two).
                     let mut others: Vec<Best> = Vec::new();
                     if params.mean_hypotheses {
                         let means: Vec<_> = tables
@@ -349,7 +350,7 @@ impl ShapeletModel {
                             })
                             .collect();
                         for (s, h) in means.into_iter().enumerate() {
-                            if few {
+                            if extra {
                                 others.push((s, true, None, h.clone()));
                             }
                             if best.as_ref().is_none_or(|b| h.edge > gain(b)) {
@@ -373,7 +374,7 @@ impl ShapeletModel {
                             .collect();
                         for (s, f) in found.into_iter().enumerate() {
                             if let Some((h, mean, t)) = f {
-                                if few {
+                                if extra {
                                     others.push((s, mean, Some(t), h.clone()));
                                 }
                                 if best_stump.as_ref().is_none_or(|b| h.edge - eta > gain(b)) {
@@ -409,7 +410,7 @@ impl ShapeletModel {
                                     failures += 1;
                                     last_failure = Some(f.clone());
                                 }
-                                if few && !is_taken(s, false, None, &h.alpha) {
+                                if extra && !is_taken(s, false, None, &h.alpha) {
                                     others.push((s, false, None, h.clone()));
                                 }
                                 if best.as_ref().is_none_or(|b| h.edge > gain(b))
@@ -428,7 +429,7 @@ impl ShapeletModel {
                     if found.is_empty() {
                         return Err(last_err.expect("no candidate means some space failed"));
                     }
-                    if few {
+                    if extra {
                         // The best (which decides when boosting stops) first, then the
                         // spaces' best by gain, each column once.
                         others.sort_by(|a, b| gain(b).total_cmp(&gain(a)));
@@ -1023,6 +1024,54 @@ mod tests {
         assert!(heaviest(&fit(0)) > cap + 1e-6);
         for (s, label) in ds.samples.iter().zip(&ds.labels) {
             assert_eq!(&spread.predict(s).unwrap().label, label);
+        }
+    }
+
+    /// More columns a round reach the same master optimum (column generation over the
+    /// finite pool of one-hot, mean and threshold hypotheses, Algorithm 1) in fewer rounds:
+    /// each class's margin rho agrees with two columns a round.
+    #[test]
+    fn more_columns_a_round_reach_the_same_margin_in_fewer_rounds() {
+        let mut ds = Dataset::default();
+        for c in 0..2 {
+            for i in 0..12 {
+                let v: Vec<f64> = (0..30)
+                    .map(|t| {
+                        let t = t as f64;
+                        (t * 0.3 * (c + 1) as f64 + i as f64).sin()
+                            + ((t as usize * 7 + i * 3) % 5) as f64 * 0.2
+                    })
+                    .collect();
+                ds.ids.push(format!("s{c}-{i}"));
+                ds.labels.push(format!("class-{c}"));
+                ds.samples.push(Sample::Series(v));
+            }
+        }
+        let fit = |columns: usize| {
+            let params = FitParams {
+                k: Some(10),
+                columns_per_round: columns,
+                ..FitParams::default()
+            };
+            ShapeletModel::fit(&ds, &params).unwrap()
+        };
+        let (two, six) = (fit(2), fit(6));
+        let rounds = |m: &ShapeletModel| m.ensembles.iter().map(|e| e.rounds).sum::<usize>();
+        assert!(
+            rounds(&six) < rounds(&two),
+            "{} against {}",
+            rounds(&six),
+            rounds(&two)
+        );
+        for (a, b) in two.ensembles.iter().zip(&six.ensembles) {
+            assert!(a.stop_reason.starts_with("edge"), "{}", a.stop_reason);
+            assert!(b.stop_reason.starts_with("edge"), "{}", b.stop_reason);
+            assert!(
+                (a.rho - b.rho).abs() < 1e-4,
+                "rho {} against {}",
+                a.rho,
+                b.rho
+            );
         }
     }
 }
