@@ -12,7 +12,7 @@
 
 use super::blockmax::BlockMaxima;
 use super::error::{MilError, Result};
-use super::kernel::{Kernel, RepBlocks};
+use super::kernel::{gaussian_rows_lanes, Kernel, RepBlocks, LANES};
 use super::model::{Explanation, Model};
 use super::shapelet::{fixed_mean, to_fixed, ShapeletModel};
 use super::space::Extraction;
@@ -33,6 +33,8 @@ pub struct Plan {
     max_kept: usize,
     /// The longest subsequence of a used space (the extraction scratch).
     max_dim: usize,
+    /// The most hypothesis groups one space has (the lanes' value scratch).
+    max_groups: usize,
     /// Per hypothesis (flat, ensemble by ensemble): its group.
     group_of: Vec<usize>,
     n_groups: usize,
@@ -160,10 +162,12 @@ impl Plan {
         }
         let max_kept = spaces.iter().map(|s| s.n_kept).max().unwrap_or(0);
         let max_dim = spaces.iter().map(|s| s.dim).max().unwrap_or(0);
+        let max_groups = spaces.iter().map(|s| s.groups.len()).max().unwrap_or(0);
         Self {
             spaces,
             max_kept,
             max_dim,
+            max_groups,
             group_of,
             n_groups,
         }
@@ -246,11 +250,22 @@ struct WindowValue {
     mean: Option<f64>,
 }
 
-/// A scoring thread's scratch: a space's new subsequence and its kernel row.
+/// A scoring thread's scratch: a space's new subsequence and its kernel row; for a run of
+/// points, `LANES` subsequences side by side, their kernel rows, and their groups' values
+/// and fixed-point values.
 #[derive(Default)]
 struct Scratch {
     sub: Vec<f64>,
     row: Vec<f64>,
+    lanes: LaneScratch,
+}
+
+#[derive(Default)]
+struct LaneScratch {
+    subs: Vec<f64>,
+    rows: Vec<f64>,
+    values: Vec<f64>,
+    fixed: Vec<i64>,
 }
 
 thread_local! {
@@ -266,6 +281,17 @@ fn take_scratch(plan: &Plan) -> Scratch {
     }
     if s.row.len() < plan.max_kept {
         s.row.resize(plan.max_kept, 0.0);
+    }
+    let l = &mut s.lanes;
+    if l.subs.len() < plan.max_dim * LANES {
+        l.subs.resize(plan.max_dim * LANES, 0.0);
+    }
+    if l.rows.len() < plan.max_kept * LANES {
+        l.rows.resize(plan.max_kept * LANES, 0.0);
+    }
+    if l.values.len() < plan.max_groups * LANES {
+        l.values.resize(plan.max_groups * LANES, 0.0);
+        l.fixed.resize(plan.max_groups * LANES, 0);
     }
     s
 }
@@ -289,6 +315,90 @@ fn row_at(sp: &SpacePlan, all: &[&[f64]], at: usize, sub: &mut [f64], row: &mut 
 /// order (hence its bits).
 fn group_value(alpha: &[(u32, f64)], row: &[f64]) -> f64 {
     alpha.iter().map(|&(z, a)| a * row[z as usize]).sum()
+}
+
+/// Whether `n` subsequences of `sp` are cheaper side by side (a vector holds `LANES`
+/// subsequences against one representative) than one by one (a vector holds eight
+/// representatives against one subsequence); the two give the same bits.
+fn in_lanes(sp: &SpacePlan, n: usize) -> bool {
+    matches!(sp.kernel, Kernel::Gaussian { .. }) && n > 1 && n * sp.n_kept.div_ceil(8) >= sp.n_kept
+}
+
+/// The values of `sp`'s groups on its subsequences at `at .. at + n` of `all` (n <= `LANES`),
+/// side by side: group g's value on the subsequence at `at + j` into `values[g * LANES + j]`
+/// and, for a mean group, its fixed-point value into `fixed`. Each lane does what
+/// [`row_at`], [`group_value`] and [`to_fixed`] do for its subsequence, in the same order
+/// (the alpha sum folds from -0.0 as `Iterator::sum` does), so their bits. Gaussian spaces
+/// only (see [`in_lanes`]).
+#[inline(always)]
+fn lane_values(sp: &SpacePlan, all: &[&[f64]], at: usize, n: usize, l: &mut LaneScratch) {
+    let Kernel::Gaussian { sigma } = sp.kernel else {
+        unreachable!("in_lanes admits Gaussian spaces only")
+    };
+    sp.extraction.extract_lanes(all, at, n, &mut l.subs);
+    let rows = &mut l.rows[..sp.n_kept * LANES];
+    gaussian_rows_lanes(sigma, &l.subs, &sp.kept, rows);
+    for ((g, v), x) in sp
+        .groups
+        .iter()
+        .zip(l.values.chunks_exact_mut(LANES))
+        .zip(l.fixed.chunks_exact_mut(LANES))
+    {
+        let mut acc = [-0.0f64; LANES];
+        for &(z, a) in &g.alpha {
+            let r = &rows[z as usize * LANES..(z as usize + 1) * LANES];
+            for (s, &k) in acc.iter_mut().zip(r) {
+                *s += a * k;
+            }
+        }
+        v.copy_from_slice(&acc);
+        if g.mean.is_some() {
+            for (x, &v) in x.iter_mut().zip(&acc) {
+                *x = to_fixed(v);
+            }
+        }
+    }
+}
+
+/// [`lane_values`] built for the widest vectors the CPU has: every build does the same IEEE
+/// operations per lane (no fused multiply-add), so the bits are the same.
+fn lane_values_dispatch(sp: &SpacePlan, all: &[&[f64]], at: usize, n: usize, l: &mut LaneScratch) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F, checked on the line above.
+            return unsafe { lane_values_avx512(sp, all, at, n, l) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2, checked on the line above.
+            return unsafe { lane_values_avx2(sp, all, at, n, l) };
+        }
+    }
+    lane_values(sp, all, at, n, l)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn lane_values_avx512(
+    sp: &SpacePlan,
+    all: &[&[f64]],
+    at: usize,
+    n: usize,
+    l: &mut LaneScratch,
+) {
+    lane_values(sp, all, at, n, l)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn lane_values_avx2(
+    sp: &SpacePlan,
+    all: &[&[f64]],
+    at: usize,
+    n: usize,
+    l: &mut LaneScratch,
+) {
+    lane_values(sp, all, at, n, l)
 }
 
 fn shapelet(model: &Model) -> Result<&ShapeletModel> {
@@ -423,14 +533,7 @@ impl WindowScorer {
             )));
         }
         if !self.incremental {
-            for (r, &v) in self.recent.iter_mut().zip(x) {
-                if r.len() >= 2 * self.window {
-                    r.drain(..r.len() - self.window);
-                }
-                r.push(v);
-            }
-            self.n += 1;
-            return Ok(());
+            return self.push_points(model, x);
         }
         let m = shapelet(model)?;
         let plan = plan(m);
@@ -458,11 +561,12 @@ impl WindowScorer {
             &many
         };
         let live = all[0].len();
-        // Only the spaces some hypothesis reads, and in each only the representatives some
-        // alpha weighs (the plan): the values are the full rows' bits (see `Plan`).
+        // One new subsequence per space: scored alone, a vector holding eight
+        // representatives (`push_points` scores a run's side by side, with these bits).
         for (s, sp) in plan.spaces.iter().enumerate() {
             let f = sp.footprint;
-            if (self.n as usize) < f {
+            if f > self.window || (self.n as usize) < f {
+                // Longer than any window: see `score_new`.
                 continue;
             }
             row_at(sp, all, live - f, &mut scratch.sub, &mut scratch.row);
@@ -482,6 +586,139 @@ impl WindowScorer {
         }
         put_scratch(scratch);
         Ok(())
+    }
+
+    /// Adds a run of points (`channels()` values each, point after point), with the state
+    /// and bits `push_point` on each in turn gives; an error (and nothing added) if the
+    /// values are not a whole number of points. Space by space rather than point by point:
+    /// a space's representatives, scratch and blocks stay in cache over the run, and its
+    /// new subsequences are extracted and scored `LANES` at a time side by side (each lane
+    /// the operations of one subsequence, so the same bits).
+    pub fn push_points(&mut self, model: &Model, run: &[f64]) -> Result<()> {
+        let c = self.recent.len();
+        if run.is_empty() || !run.len().is_multiple_of(c) {
+            return if run.is_empty() {
+                Ok(())
+            } else {
+                Err(MilError::InvalidData(format!(
+                    "{} values are no whole number of points of {c} channels",
+                    run.len()
+                )))
+            };
+        }
+        if !self.incremental {
+            for x in run.chunks_exact(c) {
+                for (r, &v) in self.recent.iter_mut().zip(x) {
+                    if r.len() >= 2 * self.window {
+                        r.drain(..r.len() - self.window);
+                    }
+                    r.push(v);
+                }
+                self.n += 1;
+            }
+            return Ok(());
+        }
+        let m = shapelet(model)?;
+        let plan = plan(m);
+        let mut scratch = take_scratch(plan);
+        // At most SLACK points at a time, so `recent` never outgrows `keep + SLACK`.
+        for part in run.chunks(SLACK * c) {
+            let k = part.len() / c;
+            for (ch, r) in self.recent.iter_mut().enumerate() {
+                if r.len() + k > self.keep + SLACK {
+                    r.drain(..r.len().saturating_sub(self.keep));
+                }
+                r.extend(part.iter().skip(ch).step_by(c));
+            }
+            let before = self.n;
+            self.n += k as u64;
+            self.score_new(plan, before, &mut scratch);
+        }
+        put_scratch(scratch);
+        Ok(())
+    }
+
+    /// Scores, space by space, the subsequences that entered with the points after the
+    /// first `before` (all in `recent`): each raises its groups' running block maxima and
+    /// adds to their block sums, in start order.
+    fn score_new(&mut self, plan: &Plan, before: u64, scratch: &mut Scratch) {
+        let window = self.window as u64;
+        let start_before = self.window_start;
+        self.window_start = self.window_start.max(self.n.saturating_sub(window));
+        // Every channel's buffer has the same length; a univariate series' one slice is
+        // borrowed without building a list.
+        let one: [&[f64]; 1];
+        let many: Vec<&[f64]>;
+        let all: &[&[f64]] = if self.recent.len() == 1 {
+            one = [self.recent[0].as_slice()];
+            &one
+        } else {
+            many = self.recent.iter().map(Vec::as_slice).collect();
+            &many
+        };
+        // The point index of `recent`'s first point.
+        let base = self.n - all[0].len() as u64;
+        // Only the spaces some hypothesis reads, and in each only the representatives some
+        // alpha weighs (the plan): the values are the full rows' bits (see `Plan`).
+        for (s, sp) in plan.spaces.iter().enumerate() {
+            let f = sp.footprint as u64;
+            if f > window {
+                // No window is that long: it reads the space's one padded subsequence
+                // (`padded_value`), never its maxima, and `recent` may not hold a footprint.
+                continue;
+            }
+            // The point that completes the subsequence at `start` is point `start + f`
+            // (counting from 1): the new ones start from here to the last.
+            let first = before.max(f - 1) + 1 - f;
+            let Some(count) = (self.n + 1).checked_sub(f + first).filter(|&c| c > 0) else {
+                continue;
+            };
+            let mut start = first;
+            let end = first + count;
+            while start < end {
+                let n = ((end - start) as usize).min(LANES);
+                let at = (start - base) as usize;
+                if in_lanes(sp, n) {
+                    lane_values_dispatch(sp, all, at, n, &mut scratch.lanes);
+                } else {
+                    // One by one: the values of lane 0 of each, in turn.
+                    for j in 0..n {
+                        row_at(sp, all, at + j, &mut scratch.sub, &mut scratch.row);
+                        for ((g, v), x) in sp
+                            .groups
+                            .iter()
+                            .zip(scratch.lanes.values.chunks_exact_mut(LANES))
+                            .zip(scratch.lanes.fixed.chunks_exact_mut(LANES))
+                        {
+                            v[j] = group_value(&g.alpha, &scratch.row);
+                            if g.mean.is_some() {
+                                x[j] = to_fixed(v[j]);
+                            }
+                        }
+                    }
+                }
+                let (values, fixed) = (&scratch.lanes.values, &scratch.lanes.fixed);
+                for j in 0..n {
+                    let x = start + j as u64;
+                    // The window when the subsequence entered (its point's count window).
+                    let window_start = start_before.max((x + f).saturating_sub(window));
+                    let (off, best, at, sums) = self.maxima.enter(s, window_start);
+                    for (i, ((g, best), at)) in sp.groups.iter().zip(best).zip(at).enumerate() {
+                        let v = values[i * LANES + j];
+                        // Strict: an equal earlier value keeps its place, as the offline
+                        // argmax keeps the first maximiser.
+                        if v > *best {
+                            *best = v;
+                            *at = off;
+                        }
+                        if let Some(q) = g.mean {
+                            sums[q] = sums[q].wrapping_add(fixed[i * LANES + j]);
+                        }
+                    }
+                }
+                start += n as u64;
+            }
+        }
     }
 
     /// Like [`explain`](Self::explain) for the window of the last `len` points (at most the
