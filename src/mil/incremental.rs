@@ -926,6 +926,19 @@ mod tests {
         Model::fit(&ds, &params).unwrap()
     }
 
+    /// Runs of points (`push_points`, eight subsequences side by side) leave the scorer
+    /// where point by point does: every window after a run equals offline predict.
+    #[test]
+    fn runs_of_points_score_exactly() {
+        let model = toy_model();
+        let stream: Vec<f64> = (0..400)
+            .map(|t| ((t * 13 % 17) as f64 * 0.2).sin() * 2.0 + if t % 40 < 6 { 2.0 } else { 0.0 })
+            .collect();
+        for w in [8, 12, 20, 150] {
+            exact_runs(&model, &[&stream], w, &format!("w={w}"));
+        }
+    }
+
     #[test]
     fn incremental_equals_from_scratch_on_every_window() {
         let model = toy_model();
@@ -969,7 +982,46 @@ mod tests {
             assert_eq!(inc, scratch, "{what} window ending at {t}");
             out.push(inc);
         }
+        exact_runs(model, &[stream], w, what);
         out
+    }
+
+    /// Streams `channels` (one buffer per channel) through a scorer of `w`-point windows in
+    /// runs of irregular lengths (1 to beyond `SLACK`, not multiples of `LANES`) and asserts
+    /// that the window after each run is explained as offline predict explains its points,
+    /// bit for bit.
+    fn exact_runs(model: &Model, channels: &[&[f64]], w: usize, what: &str) {
+        let mut sc = WindowScorer::new(model, w).unwrap();
+        let (n, c) = (channels[0].len(), channels.len());
+        let (mut t, mut k, mut checked) = (0, 0, 0);
+        while t < n {
+            let len = [1, 7, 8, 9, 2, 64, 65, 130, 3, 17][k % 10].min(n - t);
+            k += 1;
+            let run: Vec<f64> = (t..t + len)
+                .flat_map(|i| channels.iter().map(move |ch| ch[i]))
+                .collect();
+            sc.push_points(model, &run).unwrap();
+            t += len;
+            let Some(inc) = sc.explain(model).unwrap() else {
+                continue;
+            };
+            let window: Vec<Vec<f64>> = channels.iter().map(|ch| ch[t - w..t].to_vec()).collect();
+            let sample = if c == 1 {
+                Sample::Series(window.into_iter().next().unwrap())
+            } else {
+                Sample::Multi(window)
+            };
+            assert_eq!(
+                inc,
+                model.explain(&sample).unwrap(),
+                "{what} run ending at {t}"
+            );
+            checked += 1;
+        }
+        assert!(checked >= 2, "{what}: only {checked} windows after runs");
+        if c > 1 {
+            assert!(sc.push_points(model, &vec![0.0; c + 1]).is_err());
+        }
     }
 
     /// Three classes: the pooled head scores the window, and every incremental prediction
@@ -1174,6 +1226,11 @@ mod tests {
                     checked += 1;
                 }
                 assert_eq!(checked, stream.len() + 1 - w);
+                let channels: Vec<Vec<f64>> = (0..3)
+                    .map(|c| stream.iter().map(|p| p[c]).collect())
+                    .collect();
+                let channels: Vec<&[f64]> = channels.iter().map(Vec::as_slice).collect();
+                exact_runs(&model, &channels, w, &format!("{mode:?} w={w}"));
             }
         }
     }

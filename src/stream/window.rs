@@ -730,6 +730,72 @@ mod tests {
         }
     }
 
+    /// Arrays of points (each series' points in a row, as an array message of one series
+    /// holds them) through `on_points`: the same outcomes and windows as point by point,
+    /// each equal to the offline prediction of its points, though the scorer took them as
+    /// runs between window reads.
+    #[test]
+    fn arrays_of_points_window_as_points_one_by_one() {
+        let model = model();
+        let params = WindowParams {
+            points: 118,
+            duration_ms: 0,
+            hop_ms: 400,
+            lateness_ms: 0,
+            idle_timeout_ms: 60_000,
+            max_series: 10,
+        };
+        let mut points = stream();
+        points.sort_by_key(|p| (p.series_id.clone(), p.ts_ms));
+        // A duplicate and a late point inside an array.
+        points.insert(300, points[299].clone());
+        points.insert(500, points[100].clone());
+        let (mut one, mut arrays) = (PartitionWindows::new(params), PartitionWindows::new(params));
+        let (mut out_one, mut out_arrays) = (Vec::new(), Vec::new());
+        let (mut outcomes_one, mut outcomes_arrays) = (Vec::new(), Vec::new());
+        for (m, chunk) in points.chunks(250).enumerate() {
+            for p in chunk {
+                outcomes_one.push(one.on_point(p, m as i64, ("m", &model), true, &mut out_one));
+            }
+            arrays.on_points(
+                chunk,
+                m as i64,
+                ("m", &model),
+                true,
+                &mut out_arrays,
+                &mut outcomes_arrays,
+            );
+        }
+        assert_eq!(outcomes_one, outcomes_arrays);
+        assert!(outcomes_one.contains(&PointOutcome::Duplicate));
+        assert!(outcomes_one.contains(&PointOutcome::Late));
+        assert!(out_one.len() > 10, "only {} windows", out_one.len());
+        assert_eq!(out_one.len(), out_arrays.len());
+        for (a, b) in out_one.iter().zip(&out_arrays) {
+            assert_eq!(
+                (&a.series_id, a.end_ms, &a.explanation),
+                (&b.series_id, b.end_ms, &b.explanation)
+            );
+        }
+        for sw in &out_arrays {
+            let mut seen = std::collections::BTreeMap::new();
+            for p in points
+                .iter()
+                .filter(|p| p.series_id == sw.series_id && p.ts_ms <= sw.end_ms)
+            {
+                seen.entry(p.ts_ms).or_insert(p.value);
+            }
+            let mine: Vec<f64> = seen.into_values().collect();
+            let values = mine[mine.len() - params.points..].to_vec();
+            let offline = model.model.explain(&Sample::Series(values)).unwrap();
+            assert_eq!(
+                sw.explanation, offline,
+                "{} ending {}",
+                sw.series_id, sw.end_ms
+            );
+        }
+    }
+
     #[test]
     fn duration_windows_equal_the_offline_prediction_of_their_points() {
         let model = model();
