@@ -12,10 +12,10 @@
 
 use super::blockmax::BlockMaxima;
 use super::error::{MilError, Result};
-use super::kernel::{gaussian_rows_lanes, Kernel, RepBlocks, LANES};
+use super::kernel::{RepBlocks, LANES};
+use super::lanes::{in_lanes, lane_values_dispatch, GroupPlan, LaneScratch, SpacePlan};
 use super::model::{Explanation, Model};
 use super::shapelet::{fixed_mean, to_fixed, ShapeletModel};
-use super::space::Extraction;
 use super::weak::position;
 
 /// What a new point costs, worked out once per model: the spaces some hypothesis reads,
@@ -38,29 +38,6 @@ pub struct Plan {
     /// Per hypothesis (flat, ensemble by ensemble): its group.
     group_of: Vec<usize>,
     n_groups: usize,
-}
-
-#[derive(Debug, Clone)]
-struct GroupPlan {
-    group: usize,
-    /// Alpha over the kept representatives, in the model's order (the sum's order, hence
-    /// its bits).
-    alpha: Vec<(u32, f64)>,
-    /// Its index among its space's mean groups, when a mean hypothesis is in it.
-    mean: Option<usize>,
-}
-
-#[derive(Debug, Clone)]
-struct SpacePlan {
-    extraction: Extraction,
-    footprint: usize,
-    dim: usize,
-    kernel: Kernel,
-    kept: RepBlocks,
-    n_kept: usize,
-    groups: Vec<GroupPlan>,
-    /// The space's mean groups (their sum slots are the space's, in this order).
-    n_means: usize,
 }
 
 impl Plan {
@@ -260,14 +237,6 @@ struct Scratch {
     lanes: LaneScratch,
 }
 
-#[derive(Default)]
-struct LaneScratch {
-    subs: Vec<f64>,
-    rows: Vec<f64>,
-    values: Vec<f64>,
-    fixed: Vec<i64>,
-}
-
 thread_local! {
     /// Per scoring thread (shared by the thread's scorers rather than held by each series).
     static SCRATCH: std::cell::Cell<Scratch> = std::cell::Cell::new(Scratch::default());
@@ -315,90 +284,6 @@ fn row_at(sp: &SpacePlan, all: &[&[f64]], at: usize, sub: &mut [f64], row: &mut 
 /// order (hence its bits).
 fn group_value(alpha: &[(u32, f64)], row: &[f64]) -> f64 {
     alpha.iter().map(|&(z, a)| a * row[z as usize]).sum()
-}
-
-/// Whether `n` subsequences of `sp` are cheaper side by side (a vector holds `LANES`
-/// subsequences against one representative) than one by one (a vector holds eight
-/// representatives against one subsequence); the two give the same bits.
-fn in_lanes(sp: &SpacePlan, n: usize) -> bool {
-    matches!(sp.kernel, Kernel::Gaussian { .. }) && n > 1 && n * sp.n_kept.div_ceil(8) >= sp.n_kept
-}
-
-/// The values of `sp`'s groups on its subsequences at `at .. at + n` of `all` (n <= `LANES`),
-/// side by side: group g's value on the subsequence at `at + j` into `values[g * LANES + j]`
-/// and, for a mean group, its fixed-point value into `fixed`. Each lane does what
-/// [`row_at`], [`group_value`] and [`to_fixed`] do for its subsequence, in the same order
-/// (the alpha sum folds from -0.0 as `Iterator::sum` does), so their bits. Gaussian spaces
-/// only (see [`in_lanes`]).
-#[inline(always)]
-fn lane_values(sp: &SpacePlan, all: &[&[f64]], at: usize, n: usize, l: &mut LaneScratch) {
-    let Kernel::Gaussian { sigma } = sp.kernel else {
-        unreachable!("in_lanes admits Gaussian spaces only")
-    };
-    sp.extraction.extract_lanes(all, at, n, &mut l.subs);
-    let rows = &mut l.rows[..sp.n_kept * LANES];
-    gaussian_rows_lanes(sigma, &l.subs, &sp.kept, rows);
-    for ((g, v), x) in sp
-        .groups
-        .iter()
-        .zip(l.values.chunks_exact_mut(LANES))
-        .zip(l.fixed.chunks_exact_mut(LANES))
-    {
-        let mut acc = [-0.0f64; LANES];
-        for &(z, a) in &g.alpha {
-            let r = &rows[z as usize * LANES..(z as usize + 1) * LANES];
-            for (s, &k) in acc.iter_mut().zip(r) {
-                *s += a * k;
-            }
-        }
-        v.copy_from_slice(&acc);
-        if g.mean.is_some() {
-            for (x, &v) in x.iter_mut().zip(&acc) {
-                *x = to_fixed(v);
-            }
-        }
-    }
-}
-
-/// [`lane_values`] built for the widest vectors the CPU has: every build does the same IEEE
-/// operations per lane (no fused multiply-add), so the bits are the same.
-fn lane_values_dispatch(sp: &SpacePlan, all: &[&[f64]], at: usize, n: usize, l: &mut LaneScratch) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F, checked on the line above.
-            return unsafe { lane_values_avx512(sp, all, at, n, l) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2, checked on the line above.
-            return unsafe { lane_values_avx2(sp, all, at, n, l) };
-        }
-    }
-    lane_values(sp, all, at, n, l)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn lane_values_avx512(
-    sp: &SpacePlan,
-    all: &[&[f64]],
-    at: usize,
-    n: usize,
-    l: &mut LaneScratch,
-) {
-    lane_values(sp, all, at, n, l)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn lane_values_avx2(
-    sp: &SpacePlan,
-    all: &[&[f64]],
-    at: usize,
-    n: usize,
-    l: &mut LaneScratch,
-) {
-    lane_values(sp, all, at, n, l)
 }
 
 fn shapelet(model: &Model) -> Result<&ShapeletModel> {
