@@ -221,6 +221,21 @@ fn bench_score(opts: &FitOptions) -> Result<()> {
                 .expect("a point of the model's channel count");
             i = if i + 1 < stream.len() { i + 1 } else { window };
         });
+        // The same stream fed in runs of 1,000 points (a 1,000-point array message of one
+        // series): `push_points`, space by space.
+        const RUN: usize = 1000;
+        let mut runs = WindowScorer::new(&model, window)?;
+        runs.push_points(&model, &stream[..window])?;
+        let mut r = window;
+        let ns_run = ns_per_call(Duration::from_millis(1500), || {
+            if r + RUN > stream.len() {
+                r = window;
+            }
+            runs.push_points(&model, &stream[r..r + RUN])
+                .expect("points of the model's channel count");
+            r += RUN;
+        });
+        let ns_point_in_runs = ns_run / RUN as f64;
         let ns_explain = ns_per_call(Duration::from_millis(500), || {
             black_box(sc.explain(&model).expect("explains"));
         });
@@ -271,6 +286,8 @@ fn bench_score(opts: &FitOptions) -> Result<()> {
             "floor_ns_per_point": ns_floor,
             "floor_ns_per_point_per_space": ns_floor / spaces_used.max(1) as f64,
             "ratio_to_floor": ns_point / ns_floor,
+            "ns_per_point_in_runs_of_1000": ns_point_in_runs,
+            "ratio_to_floor_in_runs_of_1000": ns_point_in_runs / ns_floor,
             "full_rows_ns_per_point": ns_full,
             "ns_per_explain": ns_explain,
             // A window read once per window of points (a hop of the window's length):
@@ -324,13 +341,14 @@ fn bench_score(opts: &FitOptions) -> Result<()> {
     } else {
         for m in out["models"].as_array().into_iter().flatten() {
             println!(
-                "{}: {:.0} ns/point over {} of {} spaces ({:.0} ns/point/space); floor {:.0} ns/point ({:.2}x); \
-                 full rows {:.0} ns/point; {} of {} representatives kept; explain {:.0} ns",
+                "{}: {:.0} ns/point over {} of {} spaces ({:.0} ns/point/space), {:.0} in runs of 1,000; \
+                 floor {:.0} ns/point ({:.2}x); full rows {:.0} ns/point; {} of {} representatives kept; explain {:.0} ns",
                 m["model"].as_str().unwrap_or(""),
                 m["ns_per_point"].as_f64().unwrap_or(f64::NAN),
                 m["spaces_used"],
                 m["spaces"],
                 m["ns_per_point_per_space"].as_f64().unwrap_or(f64::NAN),
+                m["ns_per_point_in_runs_of_1000"].as_f64().unwrap_or(f64::NAN),
                 m["floor_ns_per_point"].as_f64().unwrap_or(f64::NAN),
                 m["ratio_to_floor"].as_f64().unwrap_or(f64::NAN),
                 m["full_rows_ns_per_point"].as_f64().unwrap_or(f64::NAN),

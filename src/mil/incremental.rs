@@ -12,10 +12,10 @@
 
 use super::blockmax::BlockMaxima;
 use super::error::{MilError, Result};
-use super::kernel::{Kernel, RepBlocks};
+use super::kernel::{RepBlocks, LANES};
+use super::lanes::{in_lanes, lane_values_dispatch, GroupPlan, LaneScratch, SpacePlan};
 use super::model::{Explanation, Model};
 use super::shapelet::{fixed_mean, to_fixed, ShapeletModel};
-use super::space::Extraction;
 use super::weak::position;
 
 /// What a new point costs, worked out once per model: the spaces some hypothesis reads,
@@ -33,32 +33,11 @@ pub struct Plan {
     max_kept: usize,
     /// The longest subsequence of a used space (the extraction scratch).
     max_dim: usize,
+    /// The most hypothesis groups one space has (the lanes' value scratch).
+    max_groups: usize,
     /// Per hypothesis (flat, ensemble by ensemble): its group.
     group_of: Vec<usize>,
     n_groups: usize,
-}
-
-#[derive(Debug, Clone)]
-struct GroupPlan {
-    group: usize,
-    /// Alpha over the kept representatives, in the model's order (the sum's order, hence
-    /// its bits).
-    alpha: Vec<(u32, f64)>,
-    /// Its index among its space's mean groups, when a mean hypothesis is in it.
-    mean: Option<usize>,
-}
-
-#[derive(Debug, Clone)]
-struct SpacePlan {
-    extraction: Extraction,
-    footprint: usize,
-    dim: usize,
-    kernel: Kernel,
-    kept: RepBlocks,
-    n_kept: usize,
-    groups: Vec<GroupPlan>,
-    /// The space's mean groups (their sum slots are the space's, in this order).
-    n_means: usize,
 }
 
 impl Plan {
@@ -160,10 +139,12 @@ impl Plan {
         }
         let max_kept = spaces.iter().map(|s| s.n_kept).max().unwrap_or(0);
         let max_dim = spaces.iter().map(|s| s.dim).max().unwrap_or(0);
+        let max_groups = spaces.iter().map(|s| s.groups.len()).max().unwrap_or(0);
         Self {
             spaces,
             max_kept,
             max_dim,
+            max_groups,
             group_of,
             n_groups,
         }
@@ -246,11 +227,14 @@ struct WindowValue {
     mean: Option<f64>,
 }
 
-/// A scoring thread's scratch: a space's new subsequence and its kernel row.
+/// A scoring thread's scratch: a space's new subsequence and its kernel row; for a run of
+/// points, `LANES` subsequences side by side, their kernel rows, and their groups' values
+/// and fixed-point values.
 #[derive(Default)]
 struct Scratch {
     sub: Vec<f64>,
     row: Vec<f64>,
+    lanes: LaneScratch,
 }
 
 thread_local! {
@@ -266,6 +250,17 @@ fn take_scratch(plan: &Plan) -> Scratch {
     }
     if s.row.len() < plan.max_kept {
         s.row.resize(plan.max_kept, 0.0);
+    }
+    let l = &mut s.lanes;
+    if l.subs.len() < plan.max_dim * LANES {
+        l.subs.resize(plan.max_dim * LANES, 0.0);
+    }
+    if l.rows.len() < plan.max_kept * LANES {
+        l.rows.resize(plan.max_kept * LANES, 0.0);
+    }
+    if l.values.len() < plan.max_groups * LANES {
+        l.values.resize(plan.max_groups * LANES, 0.0);
+        l.fixed.resize(plan.max_groups * LANES, 0);
     }
     s
 }
@@ -423,14 +418,7 @@ impl WindowScorer {
             )));
         }
         if !self.incremental {
-            for (r, &v) in self.recent.iter_mut().zip(x) {
-                if r.len() >= 2 * self.window {
-                    r.drain(..r.len() - self.window);
-                }
-                r.push(v);
-            }
-            self.n += 1;
-            return Ok(());
+            return self.push_points(model, x);
         }
         let m = shapelet(model)?;
         let plan = plan(m);
@@ -458,11 +446,12 @@ impl WindowScorer {
             &many
         };
         let live = all[0].len();
-        // Only the spaces some hypothesis reads, and in each only the representatives some
-        // alpha weighs (the plan): the values are the full rows' bits (see `Plan`).
+        // One new subsequence per space: scored alone, a vector holding eight
+        // representatives (`push_points` scores a run's side by side, with these bits).
         for (s, sp) in plan.spaces.iter().enumerate() {
             let f = sp.footprint;
-            if (self.n as usize) < f {
+            if f > self.window || (self.n as usize) < f {
+                // Longer than any window: see `score_new`.
                 continue;
             }
             row_at(sp, all, live - f, &mut scratch.sub, &mut scratch.row);
@@ -482,6 +471,139 @@ impl WindowScorer {
         }
         put_scratch(scratch);
         Ok(())
+    }
+
+    /// Adds a run of points (`channels()` values each, point after point), with the state
+    /// and bits `push_point` on each in turn gives; an error (and nothing added) if the
+    /// values are not a whole number of points. Space by space rather than point by point:
+    /// a space's representatives, scratch and blocks stay in cache over the run, and its
+    /// new subsequences are extracted and scored `LANES` at a time side by side (each lane
+    /// the operations of one subsequence, so the same bits).
+    pub fn push_points(&mut self, model: &Model, run: &[f64]) -> Result<()> {
+        let c = self.recent.len();
+        if run.is_empty() || !run.len().is_multiple_of(c) {
+            return if run.is_empty() {
+                Ok(())
+            } else {
+                Err(MilError::InvalidData(format!(
+                    "{} values are no whole number of points of {c} channels",
+                    run.len()
+                )))
+            };
+        }
+        if !self.incremental {
+            for x in run.chunks_exact(c) {
+                for (r, &v) in self.recent.iter_mut().zip(x) {
+                    if r.len() >= 2 * self.window {
+                        r.drain(..r.len() - self.window);
+                    }
+                    r.push(v);
+                }
+                self.n += 1;
+            }
+            return Ok(());
+        }
+        let m = shapelet(model)?;
+        let plan = plan(m);
+        let mut scratch = take_scratch(plan);
+        // At most SLACK points at a time, so `recent` never outgrows `keep + SLACK`.
+        for part in run.chunks(SLACK * c) {
+            let k = part.len() / c;
+            for (ch, r) in self.recent.iter_mut().enumerate() {
+                if r.len() + k > self.keep + SLACK {
+                    r.drain(..r.len().saturating_sub(self.keep));
+                }
+                r.extend(part.iter().skip(ch).step_by(c));
+            }
+            let before = self.n;
+            self.n += k as u64;
+            self.score_new(plan, before, &mut scratch);
+        }
+        put_scratch(scratch);
+        Ok(())
+    }
+
+    /// Scores, space by space, the subsequences that entered with the points after the
+    /// first `before` (all in `recent`): each raises its groups' running block maxima and
+    /// adds to their block sums, in start order.
+    fn score_new(&mut self, plan: &Plan, before: u64, scratch: &mut Scratch) {
+        let window = self.window as u64;
+        let start_before = self.window_start;
+        self.window_start = self.window_start.max(self.n.saturating_sub(window));
+        // Every channel's buffer has the same length; a univariate series' one slice is
+        // borrowed without building a list.
+        let one: [&[f64]; 1];
+        let many: Vec<&[f64]>;
+        let all: &[&[f64]] = if self.recent.len() == 1 {
+            one = [self.recent[0].as_slice()];
+            &one
+        } else {
+            many = self.recent.iter().map(Vec::as_slice).collect();
+            &many
+        };
+        // The point index of `recent`'s first point.
+        let base = self.n - all[0].len() as u64;
+        // Only the spaces some hypothesis reads, and in each only the representatives some
+        // alpha weighs (the plan): the values are the full rows' bits (see `Plan`).
+        for (s, sp) in plan.spaces.iter().enumerate() {
+            let f = sp.footprint as u64;
+            if f > window {
+                // No window is that long: it reads the space's one padded subsequence
+                // (`padded_value`), never its maxima, and `recent` may not hold a footprint.
+                continue;
+            }
+            // The point that completes the subsequence at `start` is point `start + f`
+            // (counting from 1): the new ones start from here to the last.
+            let first = before.max(f - 1) + 1 - f;
+            let Some(count) = (self.n + 1).checked_sub(f + first).filter(|&c| c > 0) else {
+                continue;
+            };
+            let mut start = first;
+            let end = first + count;
+            while start < end {
+                let n = ((end - start) as usize).min(LANES);
+                let at = (start - base) as usize;
+                if in_lanes(sp, n) {
+                    lane_values_dispatch(sp, all, at, n, &mut scratch.lanes);
+                } else {
+                    // One by one: the values of lane 0 of each, in turn.
+                    for j in 0..n {
+                        row_at(sp, all, at + j, &mut scratch.sub, &mut scratch.row);
+                        for ((g, v), x) in sp
+                            .groups
+                            .iter()
+                            .zip(scratch.lanes.values.chunks_exact_mut(LANES))
+                            .zip(scratch.lanes.fixed.chunks_exact_mut(LANES))
+                        {
+                            v[j] = group_value(&g.alpha, &scratch.row);
+                            if g.mean.is_some() {
+                                x[j] = to_fixed(v[j]);
+                            }
+                        }
+                    }
+                }
+                let (values, fixed) = (&scratch.lanes.values, &scratch.lanes.fixed);
+                for j in 0..n {
+                    let x = start + j as u64;
+                    // The window when the subsequence entered (its point's count window).
+                    let window_start = start_before.max((x + f).saturating_sub(window));
+                    let (off, best, at, sums) = self.maxima.enter(s, window_start);
+                    for (i, ((g, best), at)) in sp.groups.iter().zip(best).zip(at).enumerate() {
+                        let v = values[i * LANES + j];
+                        // Strict: an equal earlier value keeps its place, as the offline
+                        // argmax keeps the first maximiser.
+                        if v > *best {
+                            *best = v;
+                            *at = off;
+                        }
+                        if let Some(q) = g.mean {
+                            sums[q] = sums[q].wrapping_add(fixed[i * LANES + j]);
+                        }
+                    }
+                }
+                start += n as u64;
+            }
+        }
     }
 
     /// Like [`explain`](Self::explain) for the window of the last `len` points (at most the
@@ -689,6 +811,19 @@ mod tests {
         Model::fit(&ds, &params).unwrap()
     }
 
+    /// Runs of points (`push_points`, eight subsequences side by side) leave the scorer
+    /// where point by point does: every window after a run equals offline predict.
+    #[test]
+    fn runs_of_points_score_exactly() {
+        let model = toy_model();
+        let stream: Vec<f64> = (0..400)
+            .map(|t| ((t * 13 % 17) as f64 * 0.2).sin() * 2.0 + if t % 40 < 6 { 2.0 } else { 0.0 })
+            .collect();
+        for w in [8, 12, 20, 150] {
+            exact_runs(&model, &[&stream], w, &format!("w={w}"));
+        }
+    }
+
     #[test]
     fn incremental_equals_from_scratch_on_every_window() {
         let model = toy_model();
@@ -732,7 +867,46 @@ mod tests {
             assert_eq!(inc, scratch, "{what} window ending at {t}");
             out.push(inc);
         }
+        exact_runs(model, &[stream], w, what);
         out
+    }
+
+    /// Streams `channels` (one buffer per channel) through a scorer of `w`-point windows in
+    /// runs of irregular lengths (1 to beyond `SLACK`, not multiples of `LANES`) and asserts
+    /// that the window after each run is explained as offline predict explains its points,
+    /// bit for bit.
+    fn exact_runs(model: &Model, channels: &[&[f64]], w: usize, what: &str) {
+        let mut sc = WindowScorer::new(model, w).unwrap();
+        let (n, c) = (channels[0].len(), channels.len());
+        let (mut t, mut k, mut checked) = (0, 0, 0);
+        while t < n {
+            let len = [1, 7, 8, 9, 2, 64, 65, 130, 3, 17][k % 10].min(n - t);
+            k += 1;
+            let run: Vec<f64> = (t..t + len)
+                .flat_map(|i| channels.iter().map(move |ch| ch[i]))
+                .collect();
+            sc.push_points(model, &run).unwrap();
+            t += len;
+            let Some(inc) = sc.explain(model).unwrap() else {
+                continue;
+            };
+            let window: Vec<Vec<f64>> = channels.iter().map(|ch| ch[t - w..t].to_vec()).collect();
+            let sample = if c == 1 {
+                Sample::Series(window.into_iter().next().unwrap())
+            } else {
+                Sample::Multi(window)
+            };
+            assert_eq!(
+                inc,
+                model.explain(&sample).unwrap(),
+                "{what} run ending at {t}"
+            );
+            checked += 1;
+        }
+        assert!(checked >= 2, "{what}: only {checked} windows after runs");
+        if c > 1 {
+            assert!(sc.push_points(model, &vec![0.0; c + 1]).is_err());
+        }
     }
 
     /// Three classes: the pooled head scores the window, and every incremental prediction
@@ -937,6 +1111,11 @@ mod tests {
                     checked += 1;
                 }
                 assert_eq!(checked, stream.len() + 1 - w);
+                let channels: Vec<Vec<f64>> = (0..3)
+                    .map(|c| stream.iter().map(|p| p[c]).collect())
+                    .collect();
+                let channels: Vec<&[f64]> = channels.iter().map(Vec::as_slice).collect();
+                exact_runs(&model, &channels, w, &format!("{mode:?} w={w}"));
             }
         }
     }

@@ -17,6 +17,7 @@ pub mod head;
 pub mod incremental;
 pub mod kernel;
 pub mod kmeans;
+mod lanes;
 pub mod lpboost;
 pub mod miordm;
 pub mod model;

@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::kernel::{Kernel, RepBlocks};
+use super::kernel::{Kernel, RepBlocks, LANES};
 
 /// The series a space reads from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -115,6 +115,44 @@ pub fn znormalize(x: &mut [f64]) {
     }
 }
 
+/// [`znormalize`] of `LANES` subsequences of `len` values side by side (value i of lane j
+/// at `i * LANES + j`): each lane the same operations in the same order (the sums fold
+/// from -0.0 as `Iterator::sum` does), so the bits of `znormalize` on its own subsequence.
+#[inline(always)]
+fn znormalize_lanes(x: &mut [f64], len: usize) {
+    let n = len as f64;
+    let x = &mut x[..len * LANES];
+    let mut mean = [-0.0f64; LANES];
+    for c in x.chunks_exact(LANES) {
+        for (m, &v) in mean.iter_mut().zip(c) {
+            *m += v;
+        }
+    }
+    mean.iter_mut().for_each(|m| *m /= n);
+    let mut var = [-0.0f64; LANES];
+    for c in x.chunks_exact(LANES) {
+        for ((s, &v), &m) in var.iter_mut().zip(c).zip(&mean) {
+            *s += (v - m) * (v - m);
+        }
+    }
+    let mut inv = [0.0f64; LANES];
+    let mut flat = [false; LANES];
+    for j in 0..LANES {
+        let std = (var[j] / n).sqrt();
+        flat[j] = std <= FLAT * (1.0 + mean[j].abs());
+        inv[j] = 1.0 / std;
+    }
+    for c in x.chunks_exact_mut(LANES) {
+        for j in 0..LANES {
+            c[j] = if flat[j] {
+                0.0
+            } else {
+                (c[j] - mean[j]) * inv[j]
+            };
+        }
+    }
+}
+
 impl Extraction {
     /// The paper's space: raw contiguous subsequences of `length`.
     pub fn raw(length: usize) -> Self {
@@ -149,6 +187,60 @@ impl Extraction {
             for (c, o) in out.chunks_exact_mut(self.length).enumerate() {
                 self.extract(channels[c], p, o);
             }
+        }
+    }
+
+    /// The instances at raw offsets `p .. p + n` (n <= `LANES`) side by side, for
+    /// [`gaussian_rows_lanes`](super::kernel::gaussian_rows_lanes): value d of the instance
+    /// at `p + j` into `out[d * LANES + j]` (`dim() * LANES` values; lanes from `n` on are
+    /// zeros). Each lane gets the values and operations [`extract_channels`]
+    /// (Self::extract_channels) gives its instance, so its bits; every point they read
+    /// must exist (no padding of a short series: the scorer's new subsequences).
+    #[inline(always)]
+    pub fn extract_lanes(&self, channels: &[&[f64]], p: usize, n: usize, out: &mut [f64]) {
+        let out = &mut out[..self.dim() * LANES];
+        if self.block == 0 {
+            self.extract_lanes_of(channels[self.channel], p, n, out);
+        } else {
+            for (c, o) in out.chunks_exact_mut(self.length * LANES).enumerate() {
+                self.extract_lanes_of(channels[c], p, n, o);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn extract_lanes_of(&self, series: &[f64], p: usize, n: usize, out: &mut [f64]) {
+        debug_assert!((1..=LANES).contains(&n));
+        let d = self.dilation.max(1);
+        let diff = self.view == View::Diff;
+        // The last point the last lane reads: checked once, so the reads below are in bounds.
+        let end = p + n + (self.length.max(1) - 1) * d + usize::from(diff);
+        let series = &series[..end];
+        for (i, o) in out.chunks_exact_mut(LANES).enumerate() {
+            let q = p + i * d;
+            if n == LANES {
+                if diff {
+                    let a = &series[q..q + LANES + 1];
+                    for (j, o) in o.iter_mut().enumerate() {
+                        *o = a[j + 1] - a[j];
+                    }
+                } else {
+                    o.copy_from_slice(&series[q..q + LANES]);
+                }
+            } else {
+                for (j, o) in o.iter_mut().enumerate() {
+                    *o = if j >= n {
+                        0.0
+                    } else if diff {
+                        series[q + j + 1] - series[q + j]
+                    } else {
+                        series[q + j]
+                    };
+                }
+            }
+        }
+        if self.znorm {
+            znormalize_lanes(out, self.length);
         }
     }
 
@@ -361,6 +453,63 @@ mod tests {
         assert_eq!(block, vec![1.0, 3.0, 5.0, 11.0, 13.0, 15.0]);
         e.on_channel(1).extract_channels(&[&s, &t], 1, &mut out);
         assert_eq!(out, vec![11.0, 13.0, 15.0]);
+    }
+
+    /// Subsequences side by side (full and partly filled lanes, each view, dilation and
+    /// normalisation, flat stretches, a dependent space): every lane holds the bits
+    /// `extract_channels` gives its subsequence.
+    #[test]
+    fn lanes_hold_the_bits_of_each_extraction() {
+        let a: Vec<f64> = (0..200)
+            .map(|t| {
+                if (40..70).contains(&t) {
+                    3.25
+                } else {
+                    (t as f64 * 0.37).sin() * 1e3
+                }
+            })
+            .collect();
+        let b: Vec<f64> = (0..200).map(|t| (t as f64 * 0.11).cos() - 7.0).collect();
+        let channels: [&[f64]; 2] = [&a, &b];
+        for view in [View::Raw, View::Diff] {
+            for znorm in [false, true] {
+                for (length, dilation, channel, block) in [
+                    (1, 1, 0, 0),
+                    (5, 1, 0, 0),
+                    (9, 4, 1, 0),
+                    (8, 2, 0, 2),
+                    (17, 1, 0, 0),
+                ] {
+                    let e = Extraction {
+                        view,
+                        length,
+                        dilation,
+                        znorm,
+                        channel,
+                        block,
+                    };
+                    let dim = e.dim();
+                    let mut lanes = vec![f64::NAN; dim * LANES];
+                    let mut one = vec![0.0; dim];
+                    for p in [0, 30, 37, 45, 60] {
+                        for n in [1, 3, LANES] {
+                            e.extract_lanes(&channels, p, n, &mut lanes);
+                            for j in 0..LANES {
+                                let got: Vec<u64> =
+                                    (0..dim).map(|d| lanes[d * LANES + j].to_bits()).collect();
+                                let want: Vec<u64> = if j < n {
+                                    e.extract_channels(&channels, p + j, &mut one);
+                                    one.iter().map(|v| v.to_bits()).collect()
+                                } else {
+                                    got.clone()
+                                };
+                                assert_eq!(got, want, "{e} at {p}, lane {j} of {n}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -159,6 +159,11 @@ pub struct PartitionWindows {
     series: HashMap<String, SeriesWindow>,
     clock: u64,
     pub events: WindowEvents,
+    /// Values (point after point, every channel) a series released in order and its scorer
+    /// has not taken yet: they go in together (`WindowScorer::push_points`, space by space)
+    /// before the scorer is read (a window, a restart) and when the series' run of points
+    /// ends, so a window sees exactly the points before it. Empty between calls.
+    run: Vec<f64>,
 }
 
 fn floor_div(a: i64, b: i64) -> i64 {
@@ -172,6 +177,7 @@ impl PartitionWindows {
             series: HashMap::new(),
             clock: 0,
             events: WindowEvents::default(),
+            run: Vec::new(),
         }
     }
 
@@ -212,21 +218,64 @@ impl PartitionWindows {
         &mut self,
         p: &Point,
         offset: i64,
-        (model_name, model): (&str, &Arc<ScoringModel>),
+        model: (&str, &Arc<ScoringModel>),
         emit: bool,
         out: &mut Vec<ScoredWindow>,
     ) -> PointOutcome {
-        self.clock += 1;
+        let mut outcome = PointOutcome::Accepted;
+        self.series_run(std::slice::from_ref(p), offset, model, emit, out, |o| {
+            outcome = o
+        });
+        outcome
+    }
+
+    /// [`on_point`](Self::on_point) for each of `points` (from the message at `offset`) in
+    /// turn, with the same outcomes (pushed to `outcomes`) and windows; a series' points in
+    /// a row are looked up once and the ones it releases in order are scored as runs
+    /// (`WindowScorer::push_points`) between its window reads.
+    pub fn on_points(
+        &mut self,
+        points: &[Point],
+        offset: i64,
+        model: (&str, &Arc<ScoringModel>),
+        emit: bool,
+        out: &mut Vec<ScoredWindow>,
+        outcomes: &mut Vec<PointOutcome>,
+    ) {
+        let mut rest = points;
+        while let Some(first) = rest.first() {
+            let same = rest
+                .iter()
+                .position(|p| p.series_id != first.series_id)
+                .unwrap_or(rest.len());
+            let (run, next) = rest.split_at(same);
+            self.series_run(run, offset, model, emit, out, |o| outcomes.push(o));
+            rest = next;
+        }
+    }
+
+    /// Points of one series, in turn; each one's outcome to `outcome`.
+    fn series_run(
+        &mut self,
+        points: &[Point],
+        offset: i64,
+        (model_name, model): (&str, &Arc<ScoringModel>),
+        emit: bool,
+        out: &mut Vec<ScoredWindow>,
+        mut outcome: impl FnMut(PointOutcome),
+    ) {
+        let Some(first) = points.first() else {
+            return;
+        };
+        let id = &first.series_id;
+        debug_assert!(points.iter().all(|p| p.series_id == *id), "one series");
+        self.clock += points.len() as u64;
         let clock = self.clock;
-        if self
-            .series
-            .get(&p.series_id)
-            .is_some_and(|s| s.model != model_name)
-        {
-            self.series.remove(&p.series_id);
+        if self.series.get(id).is_some_and(|s| s.model != model_name) {
+            self.series.remove(id);
             self.events.restarted += 1;
         }
-        if !self.series.contains_key(&p.series_id) {
+        if !self.series.contains_key(id) {
             if self.series.len() >= self.params.max_series {
                 // Least recently seen goes; O(series), only when full and a new one arrives.
                 if let Some(victim) = self
@@ -240,7 +289,7 @@ impl PartitionWindows {
                 }
             }
             self.series.insert(
-                p.series_id.clone(),
+                id.clone(),
                 SeriesWindow {
                     pending: BTreeMap::new(),
                     max_ts: i64::MIN,
@@ -256,50 +305,50 @@ impl PartitionWindows {
             );
         }
         let params = self.params;
-        let s = self.series.get_mut(&p.series_id).expect("inserted above");
+        let s = self.series.get_mut(id).expect("inserted above");
         s.last_seen = clock;
-        if let Some(last) = s.last_released {
-            if p.ts_ms == last {
-                return PointOutcome::Duplicate;
+        let run = &mut self.run;
+        debug_assert!(run.is_empty(), "runs end with their call");
+        let mut restarted = 0u64;
+        for p in points {
+            if let Some(last) = s.last_released {
+                if p.ts_ms == last {
+                    outcome(PointOutcome::Duplicate);
+                    continue;
+                }
+                if p.ts_ms < last {
+                    outcome(PointOutcome::Late);
+                    continue;
+                }
             }
-            if p.ts_ms < last {
-                return PointOutcome::Late;
+            // In-order point with nothing held back: release it straight away (the common
+            // case, and the only one with lateness 0), without the reorder buffer.
+            if s.pending.is_empty() && p.ts_ms >= s.max_ts && params.lateness_ms == 0 {
+                s.max_ts = p.ts_ms;
+                let released = (p.ts_ms, p.value, p.rest.as_slice(), offset);
+                restarted += u64::from(release(s, id, released, &params, model, emit, out, run));
+                outcome(PointOutcome::Accepted);
+                continue;
             }
-        }
-        // In-order point with nothing held back: release it straight away (the common
-        // case, and the only one with lateness 0), without the reorder buffer.
-        if s.pending.is_empty() && p.ts_ms >= s.max_ts && params.lateness_ms == 0 {
-            s.max_ts = p.ts_ms;
-            let restarted = release(
-                s,
-                &p.series_id,
-                p.ts_ms,
-                p.value,
-                p.rest.clone(),
-                offset,
-                &params,
-                model,
-                emit,
-                out,
-            );
-            self.events.restarted += u64::from(restarted);
-            return PointOutcome::Accepted;
-        }
-        if s.pending.contains_key(&p.ts_ms) {
-            return PointOutcome::Duplicate;
-        }
-        s.pending.insert(p.ts_ms, (p.value, p.rest.clone(), offset));
-        s.max_ts = s.max_ts.max(p.ts_ms);
-        let horizon = s.max_ts.saturating_sub(params.lateness_ms);
-        while let Some((&ts, _)) = s.pending.first_key_value() {
-            if ts > horizon {
-                break;
+            if s.pending.contains_key(&p.ts_ms) {
+                outcome(PointOutcome::Duplicate);
+                continue;
             }
-            let (_, (v, rest, off)) = s.pending.pop_first().expect("just seen");
-            let restarted = release(s, &p.series_id, ts, v, rest, off, &params, model, emit, out);
-            self.events.restarted += u64::from(restarted);
+            s.pending.insert(p.ts_ms, (p.value, p.rest.clone(), offset));
+            s.max_ts = s.max_ts.max(p.ts_ms);
+            let horizon = s.max_ts.saturating_sub(params.lateness_ms);
+            while let Some((&ts, _)) = s.pending.first_key_value() {
+                if ts > horizon {
+                    break;
+                }
+                let (_, (v, rest, off)) = s.pending.pop_first().expect("just seen");
+                let released = (ts, v, rest.as_slice(), off);
+                restarted += u64::from(release(s, id, released, &params, model, emit, out, run));
+            }
+            outcome(PointOutcome::Accepted);
         }
-        PointOutcome::Accepted
+        flush_run(s, run, &model.model);
+        self.events.restarted += restarted;
     }
 
     /// The oldest source offset any live series still needs (its window and reorder
@@ -333,20 +382,33 @@ impl PartitionWindows {
     }
 }
 
-/// Releases one point into its series' window, in event-time order. Returns true if the
-/// window restarted (a gap over the idle timeout).
+/// Pushes the values `run` holds into the series' scorer, whose they are, and empties it.
+fn flush_run(s: &mut SeriesWindow, run: &mut Vec<f64>, model: &Model) {
+    if run.is_empty() {
+        return;
+    }
+    // Scoring errors cannot happen for a model the scorer was built for (the worker
+    // dead-letters points of another channel count).
+    if let Some(sc) = s.scorer.as_mut() {
+        let _ = sc.push_points(model, run);
+    }
+    run.clear();
+}
+
+/// Releases one point (event time, value, other channels' values, offset) into its series'
+/// window, in event-time order; its values wait in `run` for the series' scorer (see
+/// [`PartitionWindows`]). Returns true if the window restarted (a gap over the idle
+/// timeout).
 #[allow(clippy::too_many_arguments)]
 fn release(
     s: &mut SeriesWindow,
     series_id: &str,
-    ts: i64,
-    v: f64,
-    rest: Vec<f64>,
-    off: i64,
+    (ts, v, rest, off): (i64, f64, &[f64], i64),
     params: &WindowParams,
     model: &Arc<ScoringModel>,
     emit: bool,
     out: &mut Vec<ScoredWindow>,
+    run: &mut Vec<f64>,
 ) -> bool {
     let mut restarted = false;
     if let Some(&Released { ts: prev_ts, .. }) = s.points.back() {
@@ -357,6 +419,8 @@ fn release(
             s.values.clear();
             s.rest.clear();
             s.scorer = None;
+            // The run's points were the dropped window's.
+            run.clear();
             restarted = true;
         } else if floor_div(prev_ts, params.hop_ms) < floor_div(ts, params.hop_ms) {
             // The point crosses a hop boundary: the window ending at the previous point closes.
@@ -372,6 +436,8 @@ fn release(
                     }
                 }
             }
+            // The window reads the scorer: it takes every point before this one first.
+            flush_run(s, run, &model.model);
             let len = s.points.len();
             if emit && (duration || len >= params.points) {
                 if let Some(sc) = ensure_scorer(s, model, params) {
@@ -399,21 +465,22 @@ fn release(
             }
         }
     }
+    // A run's values went to a scorer of this model (a call has one model), so a swap
+    // never strands them in a stale one.
+    debug_assert!(run.is_empty() || s.generation == model.generation);
     drop_stale_scorer(s, model);
-    match s.scorer.as_mut() {
-        // Scoring errors cannot happen for a model the scorer was built for (the worker
-        // dead-letters points of another channel count).
-        Some(sc) => {
-            let _ = push(sc, &model.model, v, &rest);
-        }
-        None => s.values.push_back(v),
+    if s.scorer.is_some() {
+        run.push(v);
+        run.extend_from_slice(rest);
+    } else {
+        s.values.push_back(v);
     }
     if !rest.is_empty() && s.rest.len() < s.points.len() {
         // The first point of several channels: the earlier ones had none besides.
         s.rest.resize(s.points.len(), Vec::new());
     }
     if !s.rest.is_empty() || !rest.is_empty() {
-        s.rest.push_back(rest);
+        s.rest.push_back(rest.to_vec());
     }
     s.points.push_back(Released { ts, offset: off });
     if s.points.len() > params.points {
@@ -655,6 +722,72 @@ mod tests {
                 .collect();
             let values = mine[mine.len() - params.points..].to_vec();
             let offline = first.model.explain(&Sample::Series(values)).unwrap();
+            assert_eq!(
+                sw.explanation, offline,
+                "{} ending {}",
+                sw.series_id, sw.end_ms
+            );
+        }
+    }
+
+    /// Arrays of points (each series' points in a row, as an array message of one series
+    /// holds them) through `on_points`: the same outcomes and windows as point by point,
+    /// each equal to the offline prediction of its points, though the scorer took them as
+    /// runs between window reads.
+    #[test]
+    fn arrays_of_points_window_as_points_one_by_one() {
+        let model = model();
+        let params = WindowParams {
+            points: 118,
+            duration_ms: 0,
+            hop_ms: 400,
+            lateness_ms: 0,
+            idle_timeout_ms: 60_000,
+            max_series: 10,
+        };
+        let mut points = stream();
+        points.sort_by_key(|p| (p.series_id.clone(), p.ts_ms));
+        // A duplicate and a late point inside an array.
+        points.insert(300, points[299].clone());
+        points.insert(500, points[100].clone());
+        let (mut one, mut arrays) = (PartitionWindows::new(params), PartitionWindows::new(params));
+        let (mut out_one, mut out_arrays) = (Vec::new(), Vec::new());
+        let (mut outcomes_one, mut outcomes_arrays) = (Vec::new(), Vec::new());
+        for (m, chunk) in points.chunks(250).enumerate() {
+            for p in chunk {
+                outcomes_one.push(one.on_point(p, m as i64, ("m", &model), true, &mut out_one));
+            }
+            arrays.on_points(
+                chunk,
+                m as i64,
+                ("m", &model),
+                true,
+                &mut out_arrays,
+                &mut outcomes_arrays,
+            );
+        }
+        assert_eq!(outcomes_one, outcomes_arrays);
+        assert!(outcomes_one.contains(&PointOutcome::Duplicate));
+        assert!(outcomes_one.contains(&PointOutcome::Late));
+        assert!(out_one.len() > 10, "only {} windows", out_one.len());
+        assert_eq!(out_one.len(), out_arrays.len());
+        for (a, b) in out_one.iter().zip(&out_arrays) {
+            assert_eq!(
+                (&a.series_id, a.end_ms, &a.explanation),
+                (&b.series_id, b.end_ms, &b.explanation)
+            );
+        }
+        for sw in &out_arrays {
+            let mut seen = std::collections::BTreeMap::new();
+            for p in points
+                .iter()
+                .filter(|p| p.series_id == sw.series_id && p.ts_ms <= sw.end_ms)
+            {
+                seen.entry(p.ts_ms).or_insert(p.value);
+            }
+            let mine: Vec<f64> = seen.into_values().collect();
+            let values = mine[mine.len() - params.points..].to_vec();
+            let offline = model.model.explain(&Sample::Series(values)).unwrap();
             assert_eq!(
                 sw.explanation, offline,
                 "{} ending {}",

@@ -16,14 +16,16 @@ use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use arc_swap::Guard;
+
 use super::commit::PartitionKey;
 use super::label_free::ServedWatch;
 use super::labels::{LabelJoiner, LabelSource, WaitingLabels};
-use super::models::Models;
+use super::models::{Models, ServedModel};
 use super::quality::{PartitionQuality, Quality, QualityRows};
 use super::record::{
-    decode, DeadLetterRecord, DeadReason, DecodeLimits, PredictionRecord, Record, RecordKind,
-    Rejected,
+    decode, DeadLetterRecord, DeadReason, DecodeLimits, Point, PredictionRecord, Record,
+    RecordKind, Rejected,
 };
 use super::sink::roll::FileSizes;
 use super::sink::Segment;
@@ -202,6 +204,10 @@ pub struct Worker {
     open_budget: usize,
     /// The key of the message being processed, reused so a lookup allocates nothing.
     key: PartitionKey,
+    /// The points of one series for one model that came in a row in the message being
+    /// processed (an array's), windowed together, and their outcomes; reused.
+    run: Vec<Point>,
+    outcomes: Vec<PointOutcome>,
 }
 
 impl Worker {
@@ -220,6 +226,8 @@ impl Worker {
             parts: HashMap::new(),
             open_budget,
             key: (String::new(), 0),
+            run: Vec::new(),
+            outcomes: Vec::new(),
         }
     }
 
@@ -353,6 +361,8 @@ impl Worker {
             parts,
             open_budget,
             key,
+            run,
+            outcomes,
         } = self;
         let metrics = &env.metrics;
         let (topic, partition, offset) = (&*msg.topic, msg.partition, msg.offset);
@@ -376,7 +386,6 @@ impl Worker {
         let mut dead: Vec<DeadLetterRecord> = Vec::new();
         // Each window with the model that scored it (name, version).
         let mut windows_out: Vec<(ScoredWindow, &str, Arc<ScoringModel>)> = Vec::new();
-        let mut scored: Vec<ScoredWindow> = Vec::new();
         let mut examples: Vec<Example> = Vec::new();
         let mut graded = QualityRows::default();
         let dead_letter = |rej: &Rejected| {
@@ -394,7 +403,41 @@ impl Worker {
                 _ => None,
             })
             .unwrap_or(ts);
+        // The model of the points in `run`.
+        let mut run_model: Option<(&ServedModel, Guard<Arc<ScoringModel>>)> = None;
         for r in results {
+            // Anything but the next point of the run ends it: outputs stay in record order.
+            let continues = match (&r, run.first(), &run_model) {
+                (Ok(Record::Point(pt)), Some(first), Some((served, model))) => {
+                    pt.series_id == first.series_id
+                        && env
+                            .models
+                            .route_record(ModelInput::Series, &pt.series_id, pt.model.as_deref())
+                            .is_ok_and(|m| std::ptr::eq(m, *served))
+                        && Arc::ptr_eq(model, &served.serving.load())
+                }
+                _ => false,
+            };
+            if continues {
+                if let Ok(Record::Point(pt)) = r {
+                    run.push(pt);
+                }
+                continue;
+            }
+            if let Some((served, model)) = run_model.take() {
+                let w = p.windows.as_mut().expect("a run is windowed");
+                let src = (msg, offset, emit);
+                window_run(
+                    env,
+                    w,
+                    src,
+                    (served, &model),
+                    run,
+                    outcomes,
+                    &mut windows_out,
+                    &mut dead,
+                );
+            }
             match r {
                 // A trainer keeps the raw history only (every channel of each point).
                 Ok(Record::Point(pt)) if p.windows.is_none() => {
@@ -433,35 +476,9 @@ impl Worker {
                         }));
                         continue;
                     }
-                    let w = p.windows.as_mut().expect("checked above");
-                    let outcome = w.on_point(
-                        &pt,
-                        offset,
-                        (&served.serving.name, &series_model),
-                        emit,
-                        &mut scored,
-                    );
-                    // The windows of this point's series, scored by its model.
-                    windows_out.extend(
-                        scored.drain(..).map(|sw| {
-                            (sw, served.serving.name.as_str(), Arc::clone(&series_model))
-                        }),
-                    );
-                    match outcome {
-                        PointOutcome::Accepted => {
-                            if let Some(l) = &env.labels {
-                                l.record_point(&pt, (&msg.topic, partition, offset));
-                            }
-                        }
-                        PointOutcome::Duplicate => metrics.duplicates_dropped.inc(),
-                        PointOutcome::Late => dead.push(dead_letter(&Rejected {
-                            reason: DeadReason::Late,
-                            detail: format!(
-                                "point of series '{}' at ts {} arrived after its window moved on",
-                                pt.series_id, pt.ts_ms
-                            ),
-                        })),
-                    }
+                    // The first of a run (see above).
+                    run.push(pt);
+                    run_model = Some((served, series_model));
                 }
                 Ok(Record::Bag(b)) if env.cfg.pipeline.role == Role::Trainer => {
                     if let Some(l) = &env.labels {
@@ -535,6 +552,20 @@ impl Worker {
                 }
                 Err(rej) => dead.push(dead_letter(&rej)),
             }
+        }
+        if let Some((served, model)) = run_model.take() {
+            let w = p.windows.as_mut().expect("a run is windowed");
+            let src = (msg, offset, emit);
+            window_run(
+                env,
+                w,
+                src,
+                (served, &model),
+                run,
+                outcomes,
+                &mut windows_out,
+                &mut dead,
+            );
         }
         for (w, name, series_model) in windows_out {
             metrics.windows_scored.inc();
@@ -622,6 +653,62 @@ impl Worker {
             return env.seal(largest);
         }
         None
+    }
+}
+
+/// Windows a run of points of one series for one model (`run`, emptied) from the message
+/// `msg` at `offset`: the windows they complete to `windows_out` with their model, each
+/// accepted point to the label-join history, a late one to `dead`.
+#[allow(clippy::too_many_arguments)]
+fn window_run<'a>(
+    env: &WorkerEnv,
+    w: &mut PartitionWindows,
+    (msg, offset, emit): (&Message, i64, bool),
+    (served, model): (&'a ServedModel, &Arc<ScoringModel>),
+    run: &mut Vec<Point>,
+    outcomes: &mut Vec<PointOutcome>,
+    windows_out: &mut Vec<(ScoredWindow, &'a str, Arc<ScoringModel>)>,
+    dead: &mut Vec<DeadLetterRecord>,
+) {
+    let mut scored = Vec::new();
+    outcomes.clear();
+    w.on_points(
+        run,
+        offset,
+        (&served.serving.name, model),
+        emit,
+        &mut scored,
+        outcomes,
+    );
+    // The windows of this series, scored by its model.
+    windows_out.extend(
+        scored
+            .into_iter()
+            .map(|sw| (sw, served.serving.name.as_str(), Arc::clone(model))),
+    );
+    for (pt, outcome) in run.drain(..).zip(outcomes.iter()) {
+        match outcome {
+            PointOutcome::Accepted => {
+                if let Some(l) = &env.labels {
+                    l.record_point(&pt, (&msg.topic, msg.partition, offset));
+                }
+            }
+            PointOutcome::Duplicate => env.metrics.duplicates_dropped.inc(),
+            PointOutcome::Late => dead.push(DeadLetterRecord::new(
+                &msg.topic,
+                msg.partition,
+                offset,
+                &Rejected {
+                    reason: DeadReason::Late,
+                    detail: format!(
+                        "point of series '{}' at ts {} arrived after its window moved on",
+                        pt.series_id, pt.ts_ms
+                    ),
+                },
+                &msg.payload,
+                now_ms(),
+            )),
+        }
     }
 }
 
