@@ -271,12 +271,27 @@ pub struct TrainingConfig {
     /// the label topic, partition and offsets like the predictions.
     pub dir: PathBuf,
     /// Raw points kept per series for label joins: this far back from its newest point ...
-    /// Joins honour both bounds exactly; memory is released a closed block (128 points,
+    /// Joins honour both bounds exactly; space is released a closed block (128 points,
     /// Gorilla-encoded, about 1-11 bytes a point) at a time, so a series holds up to one
     /// block more than these bounds let a join see.
     pub history_ms: i64,
     /// ... and at most this many.
     pub history_points: usize,
+    /// Keep the history's closed blocks on local disk (in `history_dir`), with only their
+    /// index in memory (about 0.4 byte a point, plus each series' newest, open block of up
+    /// to 128 points); a join reads the blocks it overlaps. Off: the blocks stay in memory.
+    pub history_on_disk: bool,
+    /// The local folder of those blocks: a cache of the stream, cleared at start and never
+    /// read across restarts (unset: `history/` beside `dir` when that is a local path, else
+    /// `milstream-data/history`). It holds at most about twice the encoded history (1-11
+    /// bytes a kept point) plus one `history_segment_bytes` segment per each of 16 shards.
+    /// A block that cannot be written stays in memory; one that cannot be read sends its
+    /// label to the dead-letter sink (`unjoined`); both count in
+    /// `milstream_history_io_errors_total`.
+    pub history_dir: Option<PathBuf>,
+    /// The history's log files rotate at this size (4 KiB .. 1 GiB); sealed ones less than
+    /// half live are compacted, dead ones deleted.
+    pub history_segment_bytes: u64,
     /// Bags kept by id for labels that name a bag.
     pub bag_cache: usize,
     /// How long a label whose segment's points have not all arrived yet waits (wall
@@ -315,6 +330,9 @@ impl Default for TrainingConfig {
             dir: PathBuf::from("milstream-data/training"),
             history_ms: 3_600_000,
             history_points: 20_000,
+            history_on_disk: true,
+            history_dir: None,
+            history_segment_bytes: 32 << 20,
             bag_cache: 10_000,
             label_wait_ms: 30_000,
             freeze_classes: false,
@@ -378,6 +396,19 @@ impl Config {
     pub fn bag_registry_dir(&self) -> Option<PathBuf> {
         self.registry_dir()
             .map(|d| d.join("named").join(&self.model.bags_name))
+    }
+
+    /// The label-join history's folder on disk: `training.history_dir`, else `history/`
+    /// beside a local `training.dir`, else `milstream-data/history`.
+    pub fn history_dir(&self) -> PathBuf {
+        let t = &self.training;
+        t.history_dir.clone().unwrap_or_else(|| {
+            let local = !crate::stream::store::is_url(&t.dir.to_string_lossy());
+            match t.dir.parent() {
+                Some(p) if local => p.join("history"),
+                _ => PathBuf::from("milstream-data/history"),
+            }
+        })
     }
 
     pub fn registry_dir(&self) -> Option<PathBuf> {
@@ -708,6 +739,24 @@ impl Config {
             return Err((
                 "training.tolerance",
                 format!("must be >= 0, got {}", t.tolerance),
+            ));
+        }
+        if !(4096..=1 << 30).contains(&t.history_segment_bytes) {
+            return Err((
+                "training.history_segment_bytes",
+                format!(
+                    "must be in 4096 ..= 1073741824, got {}",
+                    t.history_segment_bytes
+                ),
+            ));
+        }
+        if t.history_dir
+            .as_ref()
+            .is_some_and(|d| crate::stream::store::is_url(&d.to_string_lossy()))
+        {
+            return Err((
+                "training.history_dir",
+                "must be a local folder (a cache), not a URL".into(),
             ));
         }
         if t.min_examples < 4 {

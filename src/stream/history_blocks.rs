@@ -126,15 +126,15 @@ impl Points {
     }
 }
 
-/// A closed block: its points' time range and their encoding, in three byte-aligned
-/// sections (event times; offsets and sources; values) so a search by time decodes the
-/// times alone.
+/// A closed block's header: its points' time range and where the three byte-aligned
+/// sections of its encoding (event times; offsets and sources; values) start, so a search by
+/// time decodes the times alone. The encoded bytes live apart from it (on disk, see
+/// `history_log.rs`, or in memory): the header is what the index keeps.
 #[derive(Debug, Clone)]
 pub struct Block {
     pub first_ts: i64,
     pub last_ts: i64,
-    bits: Box<[u8]>,
-    /// Where the offsets' section starts in `bits`, and where the values' does.
+    /// Where the offsets' section starts in the bytes, and where the values' does.
     offsets_at: u32,
     values_at: u32,
     n: u16,
@@ -142,12 +142,20 @@ pub struct Block {
     sourced: bool,
 }
 
-const INTACT: &str = "a history block decodes: this module encoded it";
+/// Bytes that do not decode as the block their header describes (read back damaged).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Corrupt;
+
+impl std::fmt::Display for Corrupt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the block's bytes do not decode")
+    }
+}
 
 impl Block {
     /// Encodes `points` (at least one and at most 65,535, in time order) of `channels`
-    /// values each.
-    pub fn encode(channels: usize, points: &Points) -> Block {
+    /// values each: the header and the bytes.
+    pub fn encode(channels: usize, points: &Points) -> (Block, Vec<u8>) {
         assert!(!points.is_empty(), "a block holds at least one point");
         let n = points.len();
         let sourced = points.source_of.iter().any(|&s| s != 0);
@@ -198,62 +206,83 @@ impl Block {
             }
         }
         let bits = w.finish();
-        Block {
+        let block = Block {
             first_ts: points.ts[0],
             last_ts: points.ts[n - 1],
-            bits: bits.into_boxed_slice(),
             offsets_at,
             values_at,
             n: u16::try_from(n).expect("a block holds at most 65,535 points"),
             sourced,
-        }
+        };
+        (block, bits)
     }
 
     pub fn len(&self) -> usize {
         self.n as usize
     }
 
-    /// Heap bytes held, and the block itself.
-    #[cfg(test)]
-    pub fn bytes(&self) -> usize {
-        std::mem::size_of::<Block>() + self.bits.len()
+    /// The sections of `bits`, checked against the header (bytes read back may be short).
+    fn sections<'a>(&self, bits: &'a [u8]) -> Result<[&'a [u8]; 3], Corrupt> {
+        let (o, v) = (self.offsets_at as usize, self.values_at as usize);
+        if o > v || v > bits.len() {
+            return Err(Corrupt);
+        }
+        Ok([&bits[..o], &bits[o..v], &bits[v..]])
     }
 
-    /// Appends the block's event times to `out`.
-    pub fn decode_ts_into(&self, out: &mut Vec<i64>) {
-        let mut r = BitReader::new(&self.bits[..self.offsets_at as usize]);
+    /// Appends the block's event times (decoded from its `bits`) to `out`. On `Corrupt`,
+    /// `out` may hold part of them.
+    pub fn decode_ts_into(&self, bits: &[u8], out: &mut Vec<i64>) -> Result<(), Corrupt> {
+        let mut r = BitReader::new(self.sections(bits)?[0]);
         let mut ts = self.first_ts;
         out.push(ts);
         let mut delta = 0i64;
         for _ in 1..self.n {
-            delta = delta.wrapping_add(r.get_signed().expect(INTACT));
+            delta = delta.wrapping_add(r.get_signed().ok_or(Corrupt)?);
             ts = ts.wrapping_add(delta);
             out.push(ts);
         }
+        // The header's last time is a check the damaged bytes of a time rarely pass.
+        if ts != self.last_ts {
+            return Err(Corrupt);
+        }
+        Ok(())
     }
 
-    /// Appends the block's points to `out`, keeping `out.source_of` in step with its times.
-    /// Without `offsets`, `out.offsets` and `out.source_of` stay as they are: a join of
-    /// values needs neither.
-    pub fn decode_into(&self, channels: usize, out: &mut Points, offsets: bool) {
+    /// Appends the block's points (decoded from its `bits`) to `out`, keeping
+    /// `out.source_of` in step with its times. Without `offsets`, `out.offsets` and
+    /// `out.source_of` stay as they are: a join of values needs neither.
+    pub fn decode_into(
+        &self,
+        bits: &[u8],
+        channels: usize,
+        out: &mut Points,
+        offsets: bool,
+    ) -> Result<(), Corrupt> {
         let start = out.len();
-        self.decode_ts_into(&mut out.ts);
+        let [_, offsets_bits, values_bits] = self.sections(bits)?;
+        self.decode_ts_into(bits, &mut out.ts)?;
         if offsets {
-            self.decode_offsets_into(start, out);
+            self.decode_offsets_into(offsets_bits, start, out)?;
         }
-        self.decode_values_into(channels, out);
+        self.decode_values_into(values_bits, channels, out)
     }
 
     /// Offsets and sources of the points from `start` on in `out`.
-    fn decode_offsets_into(&self, start: usize, out: &mut Points) {
+    fn decode_offsets_into(
+        &self,
+        bits: &[u8],
+        start: usize,
+        out: &mut Points,
+    ) -> Result<(), Corrupt> {
         let keep_sources = self.sourced || !out.source_of.is_empty();
         if keep_sources {
             out.source_of.resize(start, 0);
         }
-        let mut r = BitReader::new(&self.bits[self.offsets_at as usize..self.values_at as usize]);
-        let mut offset = r.get(64).expect(INTACT) as i64;
+        let mut r = BitReader::new(bits);
+        let mut offset = r.get(64).ok_or(Corrupt)? as i64;
         let mut source = if self.sourced {
-            r.get(16).expect(INTACT) as u16
+            r.get(16).ok_or(Corrupt)? as u16
         } else {
             0
         };
@@ -263,32 +292,39 @@ impl Block {
         }
         let mut delta = 0i64;
         for _ in 1..self.n {
-            delta = delta.wrapping_add(r.get_signed().expect(INTACT));
+            delta = delta.wrapping_add(r.get_signed().ok_or(Corrupt)?);
             offset = offset.wrapping_add(delta);
             out.offsets.push(offset);
-            if self.sourced && r.get(1).expect(INTACT) == 1 {
-                source = r.get(16).expect(INTACT) as u16;
+            if self.sourced && r.get(1).ok_or(Corrupt)? == 1 {
+                source = r.get(16).ok_or(Corrupt)? as u16;
             }
             if keep_sources {
                 out.source_of.push(source);
             }
         }
+        Ok(())
     }
 
-    fn decode_values_into(&self, channels: usize, out: &mut Points) {
-        let mut r = BitReader::new(&self.bits[self.values_at as usize..]);
+    fn decode_values_into(
+        &self,
+        bits: &[u8],
+        channels: usize,
+        out: &mut Points,
+    ) -> Result<(), Corrupt> {
+        let mut r = BitReader::new(bits);
         let first = out.values.len();
         for _ in 0..channels {
-            out.values.push(f64::from_bits(r.get(64).expect(INTACT)));
+            out.values.push(f64::from_bits(r.get(64).ok_or(Corrupt)?));
         }
         let mut windows = vec![Window::NONE; channels];
         for i in 1..self.n as usize {
             for (c, window) in windows.iter_mut().enumerate() {
                 let prev = out.values[first + (i - 1) * channels + c].to_bits();
-                let x = r.get_xor(window).expect(INTACT);
+                let x = r.get_xor(window).ok_or(Corrupt)?;
                 out.values.push(f64::from_bits(prev ^ x));
             }
         }
+        Ok(())
     }
 }
 
@@ -489,7 +525,8 @@ mod tests {
 
     fn round_trip(channels: usize, points: &Points) -> Points {
         let mut out = Points::default();
-        Block::encode(channels, points).decode_into(channels, &mut out, true);
+        let (b, bits) = Block::encode(channels, points);
+        b.decode_into(&bits, channels, &mut out, true).unwrap();
         out
     }
 
@@ -572,13 +609,13 @@ mod tests {
             p.offsets.push(5 + 64 * i);
             p.values.push(20.0 + (i % 4) as f64 * 0.5);
         }
-        let b = Block::encode(1, &p);
+        let (_, bits) = Block::encode(1, &p);
         assert!(same_bits(&round_trip(1, &p), &p));
         // Time and offset 1 bit each; a quarter-step value about 13 bits; 24 bytes raw.
         assert!(
-            b.bits.len() < 3 * BLOCK_POINTS,
+            bits.len() < 3 * BLOCK_POINTS,
             "{} bytes for {BLOCK_POINTS} points",
-            b.bits.len()
+            bits.len()
         );
     }
 
@@ -596,8 +633,10 @@ mod tests {
             b.source_of.push(i as u16);
         }
         let mut out = Points::default();
-        Block::encode(1, &a).decode_into(1, &mut out, true);
-        Block::encode(1, &b).decode_into(1, &mut out, true);
+        for p in [&a, &b] {
+            let (block, bits) = Block::encode(1, p);
+            block.decode_into(&bits, 1, &mut out, true).unwrap();
+        }
         assert_eq!(out.source_of, vec![0, 0, 0, 0, 1, 2]);
     }
 }
