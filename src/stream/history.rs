@@ -25,7 +25,7 @@ use prometheus::IntCounter;
 use tracing::warn;
 
 use super::commit::PartitionKey;
-use super::history_blocks::{Block, Points, BLOCK_POINTS};
+use super::history_blocks::{Block, OpenBlock, Points, BLOCK_POINTS};
 use super::history_log::{BlockLog, Loc};
 
 const SHARDS: usize = 16;
@@ -183,8 +183,8 @@ struct Kept {
     /// Oldest first; block i's last event time is before block i + 1's first.
     closed: VecDeque<Closed>,
     closed_points: usize,
-    /// The points after every closed block, until they fill one.
-    open: Points,
+    /// The points after every closed block, until they fill one (encoded as they come).
+    open: OpenBlock,
     /// The newest event time of a dropped block. The logical history is always the newest
     /// part of what arrived, so a point at or before this time would never be seen again:
     /// it is not kept (and that keeps what is kept a suffix of what arrived).
@@ -331,7 +331,7 @@ impl Kept {
             r.decode_into(b, self.channels, &mut p, offsets)?;
         }
         if self.open.ts.first().is_some_and(|&f| f <= hi) {
-            p.extend_from(&self.open);
+            self.open.decode_into(&mut p, offsets);
         }
         let from = p.ts.partition_point(|&t| t < lo);
         let to = p.ts.partition_point(|&t| t <= hi);
@@ -340,11 +340,10 @@ impl Kept {
 
     /// Encodes the open points into a closed block.
     fn close_open(&mut self, w: &mut Writer) {
-        let (block, bits) = Block::encode(self.channels, &self.open);
+        self.closed_points += self.open.len();
+        let (block, bits) = std::mem::take(&mut self.open).close();
         let bytes = w.store(bits);
         self.closed.push_back(Closed { block, bytes });
-        self.closed_points += self.open.len();
-        self.open.clear();
     }
 
     /// Inserts a point into a closed block (a late point): decode, insert, encode again (in
