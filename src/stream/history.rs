@@ -343,6 +343,11 @@ impl Kept {
         self.closed_points += self.open.len();
         let (block, bits) = std::mem::take(&mut self.open).close();
         let bytes = w.store(bits);
+        if self.closed.len() == self.closed.capacity() {
+            // A quarter more at a time, not twice: the index of every live series is what
+            // the history keeps in memory, and doubling would leave up to half of it unused.
+            self.closed.reserve_exact(self.closed.len() / 4 + 2);
+        }
         self.closed.push_back(Closed { block, bytes });
     }
 

@@ -35,13 +35,6 @@ impl Points {
         self.ts.is_empty()
     }
 
-    pub fn clear(&mut self) {
-        self.ts.clear();
-        self.values.clear();
-        self.offsets.clear();
-        self.source_of.clear();
-    }
-
     /// The source index of point `i` (0 while there is one source).
     pub fn source(&self, i: usize) -> u16 {
         self.source_of.get(i).copied().unwrap_or(0)
@@ -101,28 +94,6 @@ impl Points {
                 .get(range)
                 .map_or(Vec::new(), <[u16]>::to_vec),
         }
-    }
-
-    /// Appends `other`'s points, keeping `source_of` in step with `ts`.
-    pub fn extend_from(&mut self, other: &Points) {
-        let start = self.len();
-        if !other.source_of.is_empty() && self.source_of.len() < start {
-            self.source_of.resize(start, 0);
-        }
-        if !self.source_of.is_empty() || !other.source_of.is_empty() {
-            self.source_of
-                .extend((0..other.len()).map(|i| other.source(i)));
-        }
-        self.ts.extend_from_slice(&other.ts);
-        self.values.extend_from_slice(&other.values);
-        self.offsets.extend_from_slice(&other.offsets);
-    }
-
-    /// Heap bytes held (capacity, not length).
-    #[cfg(test)]
-    pub fn heap_bytes(&self) -> usize {
-        8 * (self.ts.capacity() + self.values.capacity() + self.offsets.capacity())
-            + 2 * self.source_of.capacity()
     }
 }
 
