@@ -278,8 +278,9 @@ pub struct TrainingConfig {
     /// ... and at most this many.
     pub history_points: usize,
     /// Keep the history's closed blocks on local disk (in `history_dir`), with only their
-    /// index in memory (about 0.4 byte a point, plus each series' newest, open block of up
-    /// to 128 points); a join reads the blocks it overlaps. Off: the blocks stay in memory.
+    /// index in memory (56 bytes a block of 128 points), plus each series' newest, open
+    /// block (up to 128 points, about 9-20 bytes each); a join reads the blocks it overlaps.
+    /// Off: the closed blocks stay in memory too.
     pub history_on_disk: bool,
     /// The local folder of those blocks: a cache of the stream, cleared at start and never
     /// read across restarts (unset: `history/` beside `dir` when that is a local path, else
