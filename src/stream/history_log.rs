@@ -16,6 +16,11 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use prometheus::IntCounter;
+use tracing::warn;
+
+use super::history_blocks::{Block, Corrupt, Points};
+
 /// Where a block's bytes are: its segment, offset and length, and their CRC-32 (a damaged
 /// read is an error, not a wrong join).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,6 +205,145 @@ impl BlockLog {
     #[cfg(test)]
     pub fn segment_files(&self) -> usize {
         std::fs::read_dir(&self.dir).map_or(0, |d| d.count())
+    }
+}
+
+// What the history (`history.rs`) reads and writes blocks through: where a block's bytes
+// are, and the failed reads and writes counted as they happen.
+
+/// Where a closed block's encoded bytes are.
+pub enum Bytes {
+    /// In the shard's log on disk.
+    Disk(Loc),
+    /// In memory: no log, or its write failed.
+    Memory(Box<[u8]>),
+}
+
+/// A closed block: its header (what the index keeps) and its bytes.
+pub struct Closed {
+    pub block: Block,
+    pub bytes: Bytes,
+}
+
+impl std::ops::Deref for Closed {
+    type Target = Block;
+    fn deref(&self) -> &Block {
+        &self.block
+    }
+}
+
+/// A block whose bytes could not be read back (or decoded): what went wrong, for the
+/// dead letter's detail.
+#[derive(Debug)]
+pub struct Unreadable(pub String);
+
+/// What reading a shard's blocks needs: its log (None: every block is in memory), a buffer,
+/// and the counter of failed reads.
+pub struct Reader<'a> {
+    log: Option<&'a BlockLog>,
+    buf: std::cell::RefCell<Vec<u8>>,
+    errors: &'a IntCounter,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(log: Option<&'a BlockLog>, errors: &'a IntCounter) -> Self {
+        Self {
+            log,
+            buf: Default::default(),
+            errors,
+        }
+    }
+
+    /// Runs `f` on the block's bytes.
+    fn with<T>(
+        &self,
+        c: &Closed,
+        f: impl FnOnce(&Block, &[u8]) -> Result<T, Corrupt>,
+    ) -> Result<T, Unreadable> {
+        let out = match &c.bytes {
+            Bytes::Memory(b) => f(&c.block, b).map_err(|e| e.to_string()),
+            Bytes::Disk(loc) => {
+                let mut buf = self.buf.borrow_mut();
+                match self.log.map(|log| log.read(*loc, &mut buf)) {
+                    Some(Ok(())) => f(&c.block, &buf[..]).map_err(|e| e.to_string()),
+                    Some(Err(e)) => Err(e.to_string()),
+                    None => Err("no history log".to_string()),
+                }
+            }
+        };
+        out.map_err(|e| {
+            self.errors.inc();
+            if self.errors.get().is_power_of_two() {
+                warn!(error = %e, count = self.errors.get(), "Reading a label-join history block failed.");
+            }
+            Unreadable(format!(
+                "a history block of ts {}..{} is unreadable: {e}",
+                c.first_ts, c.last_ts
+            ))
+        })
+    }
+
+    /// A block's event times (its values and offsets stay encoded).
+    pub fn times(&self, c: &Closed) -> Result<Vec<i64>, Unreadable> {
+        let mut ts = Vec::with_capacity(c.len());
+        self.with(c, |b, bits| b.decode_ts_into(bits, &mut ts))?;
+        Ok(ts)
+    }
+
+    /// Appends a block's points to `out` (offsets only if asked).
+    pub fn decode_into(
+        &self,
+        c: &Closed,
+        channels: usize,
+        out: &mut Points,
+        offsets: bool,
+    ) -> Result<(), Unreadable> {
+        let before = (out.ts.len(), out.values.len(), out.offsets.len());
+        let len = out.source_of.len();
+        self.with(c, |b, bits| b.decode_into(bits, channels, out, offsets))
+            .inspect_err(|_| {
+                // Nothing half-decoded stays in `out`.
+                out.ts.truncate(before.0);
+                out.values.truncate(before.1);
+                out.offsets.truncate(before.2);
+                out.source_of.truncate(len);
+            })
+    }
+}
+
+/// Where new closed blocks' bytes go: the shard's log, or memory; and the counter of failed
+/// writes.
+pub struct Writer<'a> {
+    pub log: Option<&'a mut BlockLog>,
+    pub errors: &'a IntCounter,
+}
+
+impl Writer<'_> {
+    pub fn store(&mut self, bits: Vec<u8>) -> Bytes {
+        let Some(log) = self.log.as_deref_mut() else {
+            return Bytes::Memory(bits.into_boxed_slice());
+        };
+        match log.append(&bits) {
+            Ok(loc) => Bytes::Disk(loc),
+            Err(e) => {
+                // Kept in memory instead: nothing is lost, the memory bound is.
+                self.errors.inc();
+                if self.errors.get().is_power_of_two() {
+                    warn!(error = %e, count = self.errors.get(), "Writing a label-join history block failed; it stays in memory.");
+                }
+                Bytes::Memory(bits.into_boxed_slice())
+            }
+        }
+    }
+
+    pub fn release(&mut self, bytes: &Bytes) {
+        if let (Some(log), Bytes::Disk(loc)) = (self.log.as_deref_mut(), bytes) {
+            log.release(*loc);
+        }
+    }
+
+    pub fn reader<'b>(&'b self, errors: &'b IntCounter) -> Reader<'b> {
+        Reader::new(self.log.as_deref(), errors)
     }
 }
 

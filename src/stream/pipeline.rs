@@ -85,7 +85,7 @@ fn history(cfg: &Config, metrics: &Metrics) -> anyhow::Result<SeriesHistory> {
     if !t.history_on_disk {
         return Ok(history);
     }
-    let dir = cfg.history_dir();
+    let dir = t.history_dir();
     history
         .on_disk(&dir, t.history_segment_bytes)
         .map_err(|e| anyhow::anyhow!("creating the label-join history in {}: {e}", dir.display()))
