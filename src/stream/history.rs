@@ -1201,6 +1201,8 @@ mod tests {
                 Ok(())
             })?;
             proptest::prop_assert_eq!(h.errors.read.get() + h.errors.write.get(), 0);
+            drop(h);
+            let _ = std::fs::remove_dir_all(&dir);
         }
     }
 
