@@ -9,8 +9,10 @@ use serde::Deserialize;
 
 mod drift;
 mod named;
+mod training;
 pub use drift::{DriftConfig, ErrorDetector, OnDrift};
 pub use named::{ModelInput, NamedModelConfig, NamedTrainingConfig};
+pub use training::TrainingConfig;
 
 /// The whole configuration.
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -257,76 +259,6 @@ impl Default for ModelConfig {
             kind: crate::mil::model::ModelKind::Lpboost,
             registry_dir: None,
             registry_poll_ms: 10_000,
-        }
-    }
-}
-
-/// Retraining from labels on the stream.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct TrainingConfig {
-    /// Join labels, keep the training store and retrain. Off: labels are validated only.
-    pub enabled: bool,
-    /// The training store: labeled examples as Parquet under `date=YYYY-MM-DD/`, named by
-    /// the label topic, partition and offsets like the predictions.
-    pub dir: PathBuf,
-    /// Raw points kept per series for label joins: this far back from its newest point ...
-    /// Joins honour both bounds exactly; memory is released a closed block (128 points,
-    /// Gorilla-encoded, about 1-11 bytes a point) at a time, so a series holds up to one
-    /// block more than these bounds let a join see.
-    pub history_ms: i64,
-    /// ... and at most this many.
-    pub history_points: usize,
-    /// Bags kept by id for labels that name a bag.
-    pub bag_cache: usize,
-    /// How long a label whose segment's points have not all arrived yet waits (wall
-    /// clock) before it goes to the dead-letter sink as `unjoined`. A label whose points are
-    /// here waits for a commit that keeps them replayable (one `commit.interval_ms`; see
-    /// `holds.rs`) at most this long, then joins.
-    pub label_wait_ms: u64,
-    /// Only the model's classes are accepted (others: dead letter `unknown_class`).
-    pub freeze_classes: bool,
-    /// Retrain every this long ("15m", "1h", "30s"; "" = no schedule) ...
-    pub every: String,
-    /// ... and/or after this many new labeled examples (0 = off).
-    pub after_examples: u64,
-    /// Retention of the store: the newest `max_examples` examples ...
-    pub max_examples: usize,
-    /// ... no older than this ("7d"; "" = no age limit).
-    pub max_age: String,
-    /// Fraction of the newest examples held out to compare candidate and champion.
-    pub holdout: f64,
-    /// A candidate is promoted unless its held-out accuracy is lower than the champion's
-    /// by more than this.
-    pub tolerance: f64,
-    /// Fewer examples (or fewer than two per class) and a run fails without training.
-    pub min_examples: usize,
-    /// Pick the candidate's hyperparameters by cross-validation on the training slice (the
-    /// learning core's default grid) instead of reusing the champion's.
-    pub search: bool,
-    /// Time budget of that search ("5m"): grid points not reached by then are skipped.
-    pub search_budget: String,
-}
-
-impl Default for TrainingConfig {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            dir: PathBuf::from("milstream-data/training"),
-            history_ms: 3_600_000,
-            history_points: 20_000,
-            bag_cache: 10_000,
-            label_wait_ms: 30_000,
-            freeze_classes: false,
-            every: "15m".into(),
-            after_examples: 0,
-            max_examples: 5_000,
-            max_age: "7d".into(),
-            holdout: 0.2,
-            tolerance: 0.02,
-            min_examples: 10,
-            search: false,
-            search_budget: "5m".into(),
         }
     }
 }
@@ -710,6 +642,7 @@ impl Config {
                 format!("must be >= 0, got {}", t.tolerance),
             ));
         }
+        t.validate_history()?;
         if t.min_examples < 4 {
             return Err(("training.min_examples", "must be >= 4".into()));
         }

@@ -110,6 +110,8 @@ metric_names! {
     CANDIDATE_HELD = "milstream_candidate_held";
     /// Candidates fitted on a warning, per model and outcome (fitted; then promoted or rejected at the drift, or dropped when the warning cleared).
     WARNING_CANDIDATES = "milstream_warning_candidates_total";
+    /// Failed reads and writes of the label-join history's blocks on disk, per op (write: the block stays in memory; read: the label's join goes to the dead letters as unjoined).
+    HISTORY_IO_ERRORS = "milstream_history_io_errors_total";
     /// Drifts of a model's errors answered by no better candidate (the held one and the retrain both lost): the champion keeps serving.
     DRIFT_NO_BETTER_CANDIDATE = "milstream_drift_no_better_candidate_total";
 }
@@ -250,7 +252,12 @@ pub struct Metrics {
     pub warning_candidates: IntCounterVec,
     /// [`DRIFT_NO_BETTER_CANDIDATE`]`{model}`.
     pub drift_no_better_candidate: IntCounterVec,
+    /// [`HISTORY_IO_ERRORS`]`{op}`, op in [`HISTORY_IO_OPS`].
+    pub history_io_errors: IntCounterVec,
 }
+
+/// The `op` label values of [`HISTORY_IO_ERRORS`].
+pub const HISTORY_IO_OPS: [&str; 2] = ["read", "write"];
 
 impl Metrics {
     /// A fresh registry with every metric registered and every known label value at 0.
@@ -312,12 +319,16 @@ impl Metrics {
             candidate_held: gauge_vec(&r, CANDIDATE_HELD, &["model"]),
             warning_candidates: counter_vec_of(&r, WARNING_CANDIDATES, &["model", "outcome"]),
             drift_no_better_candidate: counter_vec_of(&r, DRIFT_NO_BETTER_CANDIDATE, &["model"]),
+            history_io_errors: counter_vec(&r, HISTORY_IO_ERRORS, "op"),
             registry: r,
         };
         // Pre-touch the known label values so every series exists at 0 from the first scrape:
         // `rate()` and `increase()` then see the first increment instead of a series appearing.
         for reason in dead_letter_reasons() {
             metrics.dead_letters.with_label_values(&[reason]);
+        }
+        for op in HISTORY_IO_OPS {
+            metrics.history_io_errors.with_label_values(&[op]);
         }
         for sink in SINKS.iter().chain(&["kafka"]) {
             metrics.sink_errors.with_label_values(&[sink]);

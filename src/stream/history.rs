@@ -7,13 +7,26 @@
 //! Each kept point and bag remembers the partition and offset it came from, so that
 //! the replay holds (`ReplayHolds`, `holds.rs`) can tell from which offset a points (or bags)
 //! partition must be replayed to rebuild what a label still needs after a restart.
+//!
+//! In the daemon a series' closed blocks live on local disk (`history_log.rs`, one log per
+//! shard) and memory holds their index only; a join reads the blocks it overlaps. A disk
+//! error loses nothing silently: a block that cannot be written stays in memory; a block
+//! that cannot be read makes the join of a label over it `Gone` (dead letter `unjoined`,
+//! the error in its detail), drops a late point that falls into it, and adds no replay
+//! point for it (its label is doomed anyway); each counts in
+//! `milstream_history_io_errors_total` and the daemon goes on.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use prometheus::IntCounter;
+use tracing::warn;
+
 use super::commit::PartitionKey;
-use super::history_blocks::{Block, Points, BLOCK_POINTS};
+use super::history_blocks::{Block, OpenBlock, Points, BLOCK_POINTS};
+use super::history_log::{BlockLog, Bytes, Closed, Reader, Unreadable, Writer};
 
 const SHARDS: usize = 16;
 
@@ -32,10 +45,10 @@ pub type Source<'a> = (&'a Arc<str>, i32, i64);
 struct Kept {
     channels: usize,
     /// Oldest first; block i's last event time is before block i + 1's first.
-    closed: VecDeque<Block>,
+    closed: VecDeque<Closed>,
     closed_points: usize,
-    /// The points after every closed block, until they fill one.
-    open: Points,
+    /// The points after every closed block, until they fill one (encoded as they come).
+    open: OpenBlock,
     /// The newest event time of a dropped block. The logical history is always the newest
     /// part of what arrived, so a point at or before this time would never be seen again:
     /// it is not kept (and that keeps what is kept a suffix of what arrived).
@@ -59,6 +72,17 @@ impl Kept {
         Some(i)
     }
 
+    /// Starts the series afresh with `channels` values a point, releasing its blocks.
+    fn reset(&mut self, channels: usize, w: &mut Writer) {
+        for c in &self.closed {
+            w.release(&c.bytes);
+        }
+        *self = Kept {
+            channels,
+            ..Kept::default()
+        };
+    }
+
     fn len(&self) -> usize {
         self.closed_points + self.open.len()
     }
@@ -71,65 +95,66 @@ impl Kept {
             .or_else(|| self.closed.back().map(|b| b.last_ts))
     }
 
-    fn decode(&self, b: &Block) -> Points {
-        let mut p = Points::default();
-        b.decode_into(self.channels, &mut p, true);
-        p
-    }
-
-    /// A block's event times (its values and offsets stay encoded).
-    fn times(b: &Block) -> Vec<i64> {
-        let mut ts = Vec::with_capacity(b.len());
-        b.decode_ts_into(&mut ts);
-        ts
-    }
-
     /// The event time of the `k`-th kept point (oldest first).
-    fn ts_at(&self, mut k: usize) -> Option<i64> {
+    fn ts_at(&self, r: &Reader, mut k: usize) -> Result<Option<i64>, Unreadable> {
         for b in &self.closed {
             if k < b.len() {
-                return match k {
+                return Ok(match k {
                     0 => Some(b.first_ts),
                     k if k + 1 == b.len() => Some(b.last_ts),
-                    k => Self::times(b).get(k).copied(),
-                };
+                    k => r.times(b)?.get(k).copied(),
+                });
             }
             k -= b.len();
         }
-        self.open.ts.get(k).copied()
+        Ok(self.open.ts.get(k).copied())
     }
 
     /// The first kept event time at or after `t`.
-    fn first_at_or_after(&self, t: i64) -> Option<i64> {
+    fn first_at_or_after(&self, r: &Reader, t: i64) -> Result<Option<i64>, Unreadable> {
         let i = self.closed.partition_point(|b| b.last_ts < t);
-        match self.closed.get(i) {
+        Ok(match self.closed.get(i) {
             Some(b) if b.first_ts >= t => Some(b.first_ts),
-            Some(b) => Self::times(b).into_iter().find(|&x| x >= t),
+            Some(b) => r.times(b)?.into_iter().find(|&x| x >= t),
             None => self.open.ts.iter().copied().find(|&x| x >= t),
-        }
+        })
     }
 
     /// The last kept event time at or before `t`.
-    fn last_at_or_before(&self, t: i64) -> Option<i64> {
+    fn last_at_or_before(&self, r: &Reader, t: i64) -> Result<Option<i64>, Unreadable> {
         if self.open.ts.first().is_some_and(|&f| f <= t) {
-            return self.open.ts.iter().copied().take_while(|&x| x <= t).last();
+            return Ok(self.open.ts.iter().copied().take_while(|&x| x <= t).last());
         }
         let j = self.closed.partition_point(|b| b.first_ts <= t);
-        match self.closed.get(j.checked_sub(1)?)? {
-            b if b.last_ts <= t => Some(b.last_ts),
-            b => Self::times(b).into_iter().take_while(|&x| x <= t).last(),
-        }
+        let Some(b) = j.checked_sub(1).and_then(|j| self.closed.get(j)) else {
+            return Ok(None);
+        };
+        Ok(if b.last_ts <= t {
+            Some(b.last_ts)
+        } else {
+            r.times(b)?.into_iter().take_while(|&x| x <= t).last()
+        })
     }
 
     /// The oldest point of the logical history: the newest `max_points`, none before the
     /// newest minus `horizon_ms`.
-    fn front_ts(&self, horizon_ms: i64, max_points: usize) -> Option<i64> {
-        let cutoff = self.newest()?.saturating_sub(horizon_ms);
-        let by_count = self.ts_at(self.len().saturating_sub(max_points))?;
+    fn front_ts(
+        &self,
+        r: &Reader,
+        horizon_ms: i64,
+        max_points: usize,
+    ) -> Result<Option<i64>, Unreadable> {
+        let Some(newest) = self.newest() else {
+            return Ok(None);
+        };
+        let cutoff = newest.saturating_sub(horizon_ms);
+        let Some(by_count) = self.ts_at(r, self.len().saturating_sub(max_points))? else {
+            return Ok(None);
+        };
         if by_count >= cutoff {
-            Some(by_count)
+            Ok(Some(by_count))
         } else {
-            self.first_at_or_after(cutoff)
+            self.first_at_or_after(r, cutoff)
         }
     }
 
@@ -137,79 +162,171 @@ impl Kept {
     /// [`front_ts`](Self::front_ts)). After every record the oldest block holds the logical
     /// front (an older one would have been dropped), so from its last point on no block needs
     /// decoding to tell.
-    fn in_view(&self, t: i64, horizon_ms: i64, max_points: usize) -> bool {
+    fn in_view(
+        &self,
+        r: &Reader,
+        t: i64,
+        horizon_ms: i64,
+        max_points: usize,
+    ) -> Result<bool, Unreadable> {
         if self.closed.front().is_some_and(|b| t >= b.last_ts) {
-            return true;
+            return Ok(true);
         }
-        self.front_ts(horizon_ms, max_points)
-            .is_some_and(|f| t >= f)
+        Ok(self
+            .front_ts(r, horizon_ms, max_points)?
+            .is_some_and(|f| t >= f))
     }
 
     /// The kept points with `lo <= ts <= hi`, decoding only the blocks that overlap (and
     /// their offsets only if asked).
-    fn points_in(&self, lo: i64, hi: i64, offsets: bool) -> (Points, std::ops::Range<usize>) {
+    fn points_in(
+        &self,
+        r: &Reader,
+        lo: i64,
+        hi: i64,
+        offsets: bool,
+    ) -> Result<(Points, std::ops::Range<usize>), Unreadable> {
         let mut p = Points::default();
         let i = self.closed.partition_point(|b| b.last_ts < lo);
         for b in self.closed.range(i..) {
             if b.first_ts > hi {
                 break;
             }
-            b.decode_into(self.channels, &mut p, offsets);
+            r.decode_into(b, self.channels, &mut p, offsets)?;
         }
         if self.open.ts.first().is_some_and(|&f| f <= hi) {
-            p.extend_from(&self.open);
+            self.open.decode_into(&mut p, offsets);
         }
         let from = p.ts.partition_point(|&t| t < lo);
         let to = p.ts.partition_point(|&t| t <= hi);
-        (p, from..to.max(from))
+        Ok((p, from..to.max(from)))
     }
 
     /// Encodes the open points into a closed block.
-    fn close_open(&mut self) {
-        self.closed
-            .push_back(Block::encode(self.channels, &self.open));
+    fn close_open(&mut self, w: &mut Writer) {
         self.closed_points += self.open.len();
-        self.open.clear();
+        let (block, bits) = std::mem::take(&mut self.open).close();
+        let bytes = w.store(bits);
+        if self.closed.len() == self.closed.capacity() {
+            // A quarter more at a time, not twice: the index of every live series is what
+            // the history keeps in memory, and doubling would leave up to half of it unused.
+            self.closed.reserve_exact(self.closed.len() / 4 + 2);
+        }
+        self.closed.push_back(Closed { block, bytes });
     }
 
-    /// Inserts a point into a closed block (a late point): decode, insert, encode again, in
-    /// blocks of at most [`BLOCK_POINTS`]. False when its event time is kept already.
-    fn insert_closed(&mut self, ts_ms: i64, values: &[f64], offset: i64, source: u16) -> bool {
+    /// Inserts a point into a closed block (a late point): decode, insert, encode again (in
+    /// blocks of at most [`BLOCK_POINTS`], written anew; the old bytes become garbage). False
+    /// when its event time is kept already.
+    fn insert_closed(
+        &mut self,
+        w: &mut Writer,
+        read_errors: &IntCounter,
+        ts_ms: i64,
+        values: &[f64],
+        offset: i64,
+        source: u16,
+    ) -> Result<bool, Unreadable> {
         let i = self.closed.partition_point(|b| b.last_ts < ts_ms);
         let Some(b) = self.closed.get(i) else {
-            return false;
+            return Ok(false);
         };
-        let mut p = self.decode(b);
+        let mut p = Points::default();
+        w.reader(read_errors)
+            .decode_into(b, self.channels, &mut p, true)?;
         if !p.insert(self.channels, ts_ms, values, offset, source) {
-            return false;
+            return Ok(false);
         }
         let c = self.channels;
-        let mut blocks: Vec<Block> = Vec::new();
+        let mut blocks: Vec<Closed> = Vec::new();
         let mut at = 0;
         while at < p.len() {
             let to = (at + BLOCK_POINTS).min(p.len());
-            blocks.push(Block::encode(c, &p.slice(c, at..to)));
+            let (block, bits) = Block::encode(c, &p.slice(c, at..to));
+            blocks.push(Closed {
+                block,
+                bytes: w.store(bits),
+            });
             at = to;
         }
-        self.closed.remove(i);
+        let old = self.closed.remove(i).expect("the block found above");
+        w.release(&old.bytes);
         for (k, b) in blocks.into_iter().enumerate() {
             self.closed.insert(i + k, b);
         }
         self.closed_points += 1;
-        true
+        Ok(true)
     }
 
-    /// Heap bytes held by this series' points.
+    /// Heap bytes held by this series' points (the index, blocks held in memory and the
+    /// open points; not the bytes on disk).
     #[cfg(test)]
     fn heap_bytes(&self) -> usize {
-        self.closed.iter().map(Block::bytes).sum::<usize>()
-            + (self.closed.capacity() - self.closed.len()) * std::mem::size_of::<Block>()
+        self.closed
+            .iter()
+            .map(|c| match &c.bytes {
+                Bytes::Memory(b) => b.len(),
+                Bytes::Disk(_) => 0,
+            })
+            .sum::<usize>()
+            + self.closed.capacity() * std::mem::size_of::<Closed>()
             + self.open.heap_bytes()
     }
 }
 
-/// A shard of series: id -> kept points.
-type SeriesShard = Mutex<HashMap<String, Kept>>;
+/// A shard of series: id -> kept points, and the log their closed blocks are in (None: in
+/// memory).
+#[derive(Default)]
+struct Shard {
+    series: HashMap<String, Kept>,
+    log: Option<BlockLog>,
+}
+
+impl Shard {
+    /// Once a sealed segment is less than half live, copies the live blocks of such
+    /// segments forward and repoints them, so those segments go (the disk bound,
+    /// `history_log.rs`). Each segment crosses half once, so this scan of the shard's index
+    /// runs about once per segment written.
+    fn compact(&mut self, errors: &HistoryErrors) {
+        let Some(log) = self.log.as_mut() else {
+            return;
+        };
+        if !log.take_compact_due() {
+            return;
+        }
+        let sparse = log.sparse();
+        if sparse.is_empty() {
+            return;
+        }
+        let mut buf = Vec::new();
+        for kept in self.series.values_mut() {
+            for c in kept.closed.iter_mut() {
+                let Bytes::Disk(loc) = c.bytes else { continue };
+                if !sparse.contains(&loc.segment) {
+                    continue;
+                }
+                match log.read(loc, &mut buf) {
+                    Ok(()) => match log.append(&buf) {
+                        Ok(new) => {
+                            log.release(loc);
+                            c.bytes = Bytes::Disk(new);
+                        }
+                        Err(e) => {
+                            errors.write.inc();
+                            warn!(error = %e, "Compacting the label-join history failed; the block stays where it is.");
+                        }
+                    },
+                    Err(e) => {
+                        // It stays where it is: its joins will report it.
+                        errors.read.inc();
+                        warn!(error = %e, "Reading a label-join history block to compact it failed.");
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// A kept bag: dim, row-major instances, and the partition and offset it came from.
 type KeptBag = (usize, Vec<f64>, PartitionKey, i64);
 /// Bags by id, and their arrival order.
@@ -223,16 +340,24 @@ pub enum SegmentJoin {
     Ready { channels: usize, values: Vec<f64> },
     /// The series has no points up to the segment's end yet: try again later.
     NotYet,
-    /// The segment starts before the kept history (or holds no points): it never will join.
+    /// The segment starts before the kept history (or holds no points, or a block it needs
+    /// cannot be read): it never will join.
     Gone(String),
+}
+
+/// Failed reads and writes of history blocks (the metric's two series).
+struct HistoryErrors {
+    read: IntCounter,
+    write: IntCounter,
 }
 
 /// Recent points per series: at most `max_points`, none older than the newest minus
 /// `horizon_ms`.
 pub struct SeriesHistory {
-    shards: Vec<SeriesShard>,
+    shards: Vec<Mutex<Shard>>,
     horizon_ms: i64,
     max_points: usize,
+    errors: HistoryErrors,
 }
 
 fn shard_of(key: &str) -> usize {
@@ -242,12 +367,43 @@ fn shard_of(key: &str) -> usize {
 }
 
 impl SeriesHistory {
+    /// A history whose closed blocks stay in memory.
     pub fn new(horizon_ms: i64, max_points: usize) -> Self {
+        let counter = |name: &str| {
+            IntCounter::new(name, "history block I/O errors").expect("a valid metric name")
+        };
         Self {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             horizon_ms,
             max_points: max_points.max(1),
+            errors: HistoryErrors {
+                read: counter("history_read_errors"),
+                write: counter("history_write_errors"),
+            },
         }
+    }
+
+    /// This history with its closed blocks on disk under `dir` (cleared first: a cache of
+    /// an earlier run), one log per shard, segments rotating past `segment_bytes`.
+    pub fn on_disk(mut self, dir: &Path, segment_bytes: u64) -> std::io::Result<Self> {
+        match std::fs::remove_dir_all(dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        for (i, s) in self.shards.iter_mut().enumerate() {
+            let shard = s.get_mut().expect("history lock");
+            shard.log = Some(BlockLog::create(
+                &dir.join(format!("{i:02}")),
+                segment_bytes,
+            )?);
+        }
+        Ok(self)
+    }
+
+    /// This history counting its failed block reads and writes in these counters.
+    pub fn counting(mut self, read: IntCounter, write: IntCounter) -> Self {
+        self.errors = HistoryErrors { read, write };
+        self
     }
 
     /// Records a point from `source`, one value per channel (any order; a point at a kept
@@ -264,33 +420,45 @@ impl SeriesHistory {
     pub fn record_parts(
         &self,
         series_id: &str,
+        source: Source,
+        ts_ms: i64,
+        first: f64,
+        rest: &[f64],
+    ) {
+        let mut guard = self.shards[shard_of(series_id)]
+            .lock()
+            .expect("history lock");
+        let shard = &mut *guard;
+        let mut w = Writer {
+            log: shard.log.as_mut(),
+            errors: &self.errors.write,
+        };
+        let kept = match shard.series.get_mut(series_id) {
+            Some(p) => p,
+            None => shard.series.entry(series_id.to_string()).or_default(),
+        };
+        self.record_in(kept, &mut w, source, ts_ms, first, rest);
+        shard.compact(&self.errors);
+    }
+
+    fn record_in(
+        &self,
+        kept: &mut Kept,
+        w: &mut Writer,
         (topic, partition, offset): Source,
         ts_ms: i64,
         first: f64,
         rest: &[f64],
     ) {
-        let mut shard = self.shards[shard_of(series_id)]
-            .lock()
-            .expect("history lock");
-        let kept = match shard.get_mut(series_id) {
-            Some(p) => p,
-            None => shard.entry(series_id.to_string()).or_default(),
-        };
         let c = 1 + rest.len();
         if kept.channels != c {
-            *kept = Kept {
-                channels: c,
-                ..Kept::default()
-            };
+            kept.reset(c, w);
         }
         let source = match kept.source_index(topic, partition) {
             Some(i) => i,
             None => {
                 // More partitions than an index holds (never in practice): start afresh.
-                *kept = Kept {
-                    channels: c,
-                    ..Kept::default()
-                };
+                kept.reset(c, w);
                 kept.source_index(topic, partition).expect("a first source")
             }
         };
@@ -313,10 +481,15 @@ impl SeriesHistory {
                 return;
             }
             if kept.open.len() >= BLOCK_POINTS {
-                kept.close_open();
+                kept.close_open(w);
             }
-        } else if !kept.insert_closed(ts_ms, values, offset, source) {
-            return;
+        } else {
+            match kept.insert_closed(w, &self.errors.read, ts_ms, values, offset, source) {
+                Ok(true) => {}
+                // Kept already, or its block is unreadable (counted): a join over that
+                // block fails with the read error, so the point is not missed silently.
+                Ok(false) | Err(_) => return,
+            }
         }
         // Drop the oldest block once none of its points is in the logical history (see
         // `Kept`): all older than the horizon, or the newest `max_points` are after it.
@@ -330,7 +503,8 @@ impl SeriesHistory {
             }
             kept.dropped_to = Some(b.last_ts);
             kept.closed_points -= b.len();
-            kept.closed.pop_front();
+            let old = kept.closed.pop_front().expect("the front block above");
+            w.release(&old.bytes);
         }
     }
 
@@ -338,7 +512,8 @@ impl SeriesHistory {
     /// segment `[start_ms, end_ms]` again: the oldest offset among the kept points from the
     /// one at `start_ms` (else the last before it: [`segment`](Self::segment) wants the
     /// history to reach back to the start) up to the first at or after `end_ms` (the one
-    /// that says the segment is complete). Empty when none of them is kept yet.
+    /// that says the segment is complete). Empty when none of them is kept yet, or when a
+    /// block it needs cannot be read (its label's join fails on that block too).
     pub fn replay_from(
         &self,
         series_id: &str,
@@ -349,27 +524,39 @@ impl SeriesHistory {
         let shard = self.shards[shard_of(series_id)]
             .lock()
             .expect("history lock");
-        let Some(kept) = shard.get(series_id) else {
+        let Some(kept) = shard.series.get(series_id) else {
             return;
         };
+        let r = Reader::new(shard.log.as_ref(), &self.errors.read);
+        let _ = self.replay_from_in(kept, &r, start_ms, end_ms, out);
+    }
+
+    fn replay_from_in(
+        &self,
+        kept: &Kept,
+        r: &Reader,
+        start_ms: i64,
+        end_ms: i64,
+        out: &mut HashMap<PartitionKey, i64>,
+    ) -> Result<(), Unreadable> {
         let Some(newest) = kept.newest() else {
-            return;
+            return Ok(());
         };
         let (h, m) = (self.horizon_ms, self.max_points);
-        let front = || kept.front_ts(h, m).unwrap_or(newest);
+        let front = || Ok::<_, Unreadable>(kept.front_ts(r, h, m)?.unwrap_or(newest));
         // From the kept point at the start, else the last kept before it, else the oldest.
-        let from = match kept.last_at_or_before(start_ms) {
-            Some(t) if kept.in_view(t, h, m) => t,
-            _ => front(),
+        let from = match kept.last_at_or_before(r, start_ms)? {
+            Some(t) if kept.in_view(r, t, h, m)? => t,
+            _ => front()?,
         };
         // To the first kept point at or after the end, else the newest.
-        let to = match kept.first_at_or_after(end_ms) {
-            Some(t) if kept.in_view(t, h, m) => t,
-            Some(_) => front(),
+        let to = match kept.first_at_or_after(r, end_ms)? {
+            Some(t) if kept.in_view(r, t, h, m)? => t,
+            Some(_) => front()?,
             None => newest,
         }
         .max(from);
-        let (points, range) = kept.points_in(from, to, true);
+        let (points, range) = kept.points_in(r, from, to, true)?;
         // The oldest offset per source index, then per partition.
         let mut oldest = vec![i64::MAX; kept.sources.len()];
         for i in range {
@@ -383,6 +570,7 @@ impl SeriesHistory {
                     .or_insert(offset);
             }
         }
+        Ok(())
     }
 
     /// The points of `series_id` with `start_ms <= ts <= end_ms`.
@@ -390,34 +578,49 @@ impl SeriesHistory {
         let shard = self.shards[shard_of(series_id)]
             .lock()
             .expect("history lock");
-        let Some(kept) = shard.get(series_id) else {
+        let Some(kept) = shard.series.get(series_id) else {
             return SegmentJoin::NotYet;
         };
+        let r = Reader::new(shard.log.as_ref(), &self.errors.read);
+        self.segment_in(kept, &r, series_id, start_ms, end_ms)
+            .unwrap_or_else(|Unreadable(why)| {
+                SegmentJoin::Gone(format!("series '{series_id}': {why}"))
+            })
+    }
+
+    fn segment_in(
+        &self,
+        kept: &Kept,
+        r: &Reader,
+        series_id: &str,
+        start_ms: i64,
+        end_ms: i64,
+    ) -> Result<SegmentJoin, Unreadable> {
         let Some(newest) = kept.newest() else {
-            return SegmentJoin::NotYet;
+            return Ok(SegmentJoin::NotYet);
         };
         if newest < end_ms {
-            return SegmentJoin::NotYet;
+            return Ok(SegmentJoin::NotYet);
         }
-        if !kept.in_view(start_ms, self.horizon_ms, self.max_points) {
+        if !kept.in_view(r, start_ms, self.horizon_ms, self.max_points)? {
             let oldest = kept
-                .front_ts(self.horizon_ms, self.max_points)
+                .front_ts(r, self.horizon_ms, self.max_points)?
                 .unwrap_or(newest);
-            return SegmentJoin::Gone(format!(
+            return Ok(SegmentJoin::Gone(format!(
                 "series '{series_id}' is kept from ts {oldest} on (training.history_ms / history_points); the segment starts at {start_ms}"
-            ));
+            )));
         }
-        let (points, range) = kept.points_in(start_ms, end_ms, false);
+        let (points, range) = kept.points_in(r, start_ms, end_ms, false)?;
         if range.is_empty() {
-            return SegmentJoin::Gone(format!(
+            return Ok(SegmentJoin::Gone(format!(
                 "series '{series_id}' has no points in [{start_ms}, {end_ms}]"
-            ));
+            )));
         }
         let c = kept.channels;
-        SegmentJoin::Ready {
+        Ok(SegmentJoin::Ready {
             channels: c,
             values: points.values[range.start * c..range.end * c].to_vec(),
-        }
+        })
     }
 
     /// Heap bytes held by the kept points of every series (not the maps and ids).
@@ -427,7 +630,21 @@ impl SeriesHistory {
             .iter()
             .map(|s| {
                 let s = s.lock().expect("history lock");
-                s.values().map(Kept::heap_bytes).sum::<usize>()
+                s.series.values().map(Kept::heap_bytes).sum::<usize>()
+            })
+            .sum()
+    }
+
+    /// Bytes in the logs' segment files now.
+    pub fn disk_bytes(&self) -> u64 {
+        self.shards
+            .iter()
+            .filter_map(|s| {
+                s.lock()
+                    .expect("history lock")
+                    .log
+                    .as_ref()
+                    .map(BlockLog::disk_bytes)
             })
             .sum()
     }
@@ -436,7 +653,7 @@ impl SeriesHistory {
     pub fn series(&self) -> usize {
         self.shards
             .iter()
-            .map(|s| s.lock().expect("history lock").len())
+            .map(|s| s.lock().expect("history lock").series.len())
             .sum()
     }
 }
@@ -886,18 +1103,16 @@ mod tests {
         ]
     }
 
-    proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
-        /// Random streams (irregular and late event times, repeats, NaN payloads, -0.0, a
-        /// second channel count, a second partition) join exactly as the uncompressed store
-        /// did: the same segments bit for bit, the same Gone / NotYet, the same replay points.
-        #[test]
-        fn blocks_join_exactly_as_the_uncompressed_store(
-            horizon in 20i64..6_000,
-            max_points in 1usize..700,
-            steps in proptest::collection::vec(step(), 1..2_500),
-        ) {
-            let h = SeriesHistory::new(horizon, max_points);
+    /// Plays `steps` into `h` and the uncompressed reference, comparing every join; after
+    /// each step, `check` sees the history.
+    fn same_joins_as_the_reference(
+        h: &SeriesHistory,
+        horizon: i64,
+        max_points: usize,
+        steps: Vec<Step>,
+        mut check: impl FnMut(&SeriesHistory) -> Result<(), proptest::test_runner::TestCaseError>,
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        {
             let r = reference::SeriesHistory::new(horizon, max_points);
             let topics: [Arc<str>; 2] = [Arc::from("points"), Arc::from("points")];
             let mut newest = 1_000_000i64;
@@ -917,7 +1132,9 @@ mod tests {
                         proptest::prop_assert_eq!(
                             bits(h.segment("s", start, end)),
                             bits(r.segment("s", start, end)),
-                            "segment [{}, {}]", start, end
+                            "segment [{}, {}]",
+                            start,
+                            end
                         );
                         let (mut a, mut b) = (HashMap::new(), HashMap::new());
                         h.replay_from("s", start, end, &mut a);
@@ -925,7 +1142,67 @@ mod tests {
                         proptest::prop_assert_eq!(a, b, "replay_from [{}, {}]", start, end);
                     }
                 }
+                check(h)?;
             }
+        }
+        Ok(())
+    }
+
+    /// A scratch folder for a test's history log.
+    fn scratch(name: &str) -> std::path::PathBuf {
+        std::env::temp_dir().join(format!("milstream-history-{name}-{}", std::process::id()))
+    }
+
+    /// Bytes in the segment files and bytes the index points to.
+    fn disk_and_live(h: &SeriesHistory) -> (u64, u64) {
+        h.shards.iter().fold((0, 0), |(d, l), s| {
+            let s = s.lock().unwrap();
+            let log = s.log.as_ref().expect("on disk");
+            (d + log.disk_bytes(), l + log.live_bytes())
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+        /// Random streams (irregular and late event times, repeats, NaN payloads, -0.0, a
+        /// second channel count, a second partition) join exactly as the uncompressed store
+        /// did: the same segments bit for bit, the same Gone / NotYet, the same replay points.
+        #[test]
+        fn blocks_join_exactly_as_the_uncompressed_store(
+            horizon in 20i64..6_000,
+            max_points in 1usize..700,
+            steps in proptest::collection::vec(step(), 1..2_500),
+        ) {
+            let h = SeriesHistory::new(horizon, max_points);
+            same_joins_as_the_reference(&h, horizon, max_points, steps, |_| Ok(()))?;
+        }
+
+        /// The same with the blocks on disk in segments of a few blocks each, so late
+        /// points rewrite blocks, segments rotate, dead ones go and sparse ones are
+        /// compacted under the joins; the files stay within twice the live blocks and a
+        /// segment.
+        #[test]
+        fn blocks_on_disk_join_exactly_as_the_uncompressed_store(
+            horizon in 20i64..6_000,
+            max_points in 1usize..700,
+            segment_bytes in 200u64..3_000,
+            steps in proptest::collection::vec(step(), 1..2_500),
+        ) {
+            let dir = scratch("prop");
+            let h = SeriesHistory::new(horizon, max_points).on_disk(&dir, segment_bytes).unwrap();
+            same_joins_as_the_reference(&h, horizon, max_points, steps, |h| {
+                let (disk, live) = disk_and_live(h);
+                // Sealed segments at least half live, the current one up to a segment and a
+                // block (a few KB at most here).
+                proptest::prop_assert!(
+                    disk <= 2 * live + segment_bytes + 8_000,
+                    "{} bytes on disk for {} live", disk, live
+                );
+                Ok(())
+            })?;
+            proptest::prop_assert_eq!(h.errors.read.get() + h.errors.write.get(), 0);
+            drop(h);
+            let _ = std::fs::remove_dir_all(&dir);
         }
     }
 
@@ -969,10 +1246,12 @@ mod tests {
             .collect()
     }
 
-    /// Measurement, not a check of speed: bytes per kept point and the cost of a label join,
-    /// blocks against the uncompressed store in the same run. Run with
+    /// Measurement, not a check of speed: bytes per kept point and the cost of a label join
+    /// and of recording, for the blocks on disk, the blocks in memory and the uncompressed
+    /// store, in the same run. Run with
     /// `cargo test --release --lib history::tests::footprint -- --ignored --nocapture`.
-    /// Fails only if the blocks stop being smaller than the uncompressed store.
+    /// Fails only if the blocks stop being smaller than the uncompressed store, or the
+    /// blocks on disk stop leaving memory.
     #[test]
     #[ignore]
     fn footprint_and_join_cost() {
@@ -980,31 +1259,34 @@ mod tests {
         const SERIES: usize = 50;
         const JOINS: usize = 20_000;
         let topic: Arc<str> = Arc::from("points");
+        let dir = scratch("footprint");
         for (name, points) in [
             ("gunpoint-like", gunpoint_points(KEPT + 1_000)),
             ("random", random_points(KEPT + 1_000)),
         ] {
+            let d = SeriesHistory::new(i64::MAX / 4, KEPT)
+                .on_disk(&dir, 32 << 20)
+                .unwrap();
             let h = SeriesHistory::new(i64::MAX / 4, KEPT);
             let r = reference::SeriesHistory::new(i64::MAX / 4, KEPT);
-            // The uncompressed store records first, then the blocks.
-            let record_start = std::time::Instant::now();
-            for s in 0..SERIES {
-                let id = format!("s{s}");
-                for &(ts, v, off) in &points {
-                    r.record_parts(&id, (&topic, 0, off), ts, v, &[]);
+            let per_point = (SERIES * points.len()) as f64;
+            let time = |f: &dyn Fn(&str, Source, i64, f64)| {
+                let t = std::time::Instant::now();
+                for s in 0..SERIES {
+                    let id = format!("s{s}");
+                    for &(ts, v, off) in &points {
+                        f(&id, (&topic, 0, off), ts, v);
+                    }
                 }
-            }
-            let record_old = record_start.elapsed().as_nanos() as f64;
-            let record_start = std::time::Instant::now();
-            for s in 0..SERIES {
-                let id = format!("s{s}");
-                for &(ts, v, off) in &points {
-                    h.record_parts(&id, (&topic, 0, off), ts, v, &[]);
-                }
-            }
-            let record_new = record_start.elapsed().as_nanos() as f64;
+                t.elapsed().as_nanos() as f64 / per_point
+            };
+            let record_old = time(&|id, src, ts, v| r.record_parts(id, src, ts, v, &[]));
+            let record_mem = time(&|id, src, ts, v| h.record_parts(id, src, ts, v, &[]));
+            let record_disk = time(&|id, src, ts, v| d.record_parts(id, src, ts, v, &[]));
             let n_points = (SERIES * KEPT) as f64;
-            let new_bytes = h.points_heap_bytes() as f64 / n_points;
+            let mem_bytes = h.points_heap_bytes() as f64 / n_points;
+            let disk_heap = d.points_heap_bytes() as f64 / n_points;
+            let disk_file = d.disk_bytes() as f64 / n_points;
             let old_bytes = r.shards[0]
                 .lock()
                 .unwrap()
@@ -1020,33 +1302,94 @@ mod tests {
                     (format!("s{}", j % SERIES), kept[at].0, kept[at + 149].0)
                 })
                 .collect();
-            let mut total = 0usize;
-            let t = std::time::Instant::now();
-            for (id, a, b) in &segs {
-                if let SegmentJoin::Ready { values, .. } = h.segment(id, *a, *b) {
-                    total += values.len();
+            let join = |f: &dyn Fn(&str, i64, i64) -> SegmentJoin| {
+                let t = std::time::Instant::now();
+                let mut total = 0usize;
+                for (id, a, b) in &segs {
+                    if let SegmentJoin::Ready { values, .. } = f(id, *a, *b) {
+                        total += values.len();
+                    }
                 }
-            }
-            let join_new = t.elapsed().as_nanos() as f64 / JOINS as f64;
-            let t = std::time::Instant::now();
-            for (id, a, b) in &segs {
-                if let SegmentJoin::Ready { values, .. } = r.segment(id, *a, *b) {
-                    total += values.len();
-                }
-            }
-            let join_old = t.elapsed().as_nanos() as f64 / JOINS as f64;
-            assert_eq!(total, 2 * JOINS * 150, "every join found its 150 points");
+                assert_eq!(total, JOINS * 150, "every join found its 150 points");
+                t.elapsed().as_nanos() as f64 / JOINS as f64
+            };
+            let join_disk = join(&|id, a, b| d.segment(id, a, b));
+            let join_mem = join(&|id, a, b| h.segment(id, a, b));
+            let join_old = join(&|id, a, b| r.segment(id, a, b));
             println!(
-                "{name}: {new_bytes:.2} B/point in blocks vs {old_bytes:.2} uncompressed \
-                 ({:.2}x smaller); join of 150 points {join_new:.0} ns vs {join_old:.0} ns \
-                 ({:.2}x); record {:.0} ns/point vs {:.0} ns/point ({:.2}x)",
-                old_bytes / new_bytes,
-                join_new / join_old,
-                record_new / (SERIES * points.len()) as f64,
-                record_old / (SERIES * points.len()) as f64,
-                record_new / record_old,
+                "{name}: memory {disk_heap:.2} B/point with blocks on disk ({disk_file:.2} B/point \
+                 in files), {mem_bytes:.2} with blocks in memory, {old_bytes:.2} uncompressed; \
+                 join of 150 points {join_disk:.0} ns on disk, {join_mem:.0} in memory, \
+                 {join_old:.0} uncompressed ({:.2}x, {:.2}x); record {record_disk:.0} ns/point \
+                 on disk, {record_mem:.0} in memory, {record_old:.0} uncompressed",
+                join_disk / join_old,
+                join_mem / join_old,
             );
-            assert!(new_bytes < old_bytes, "{name}: blocks are smaller");
+            assert!(mem_bytes < old_bytes, "{name}: blocks are smaller");
+            assert!(
+                disk_heap < mem_bytes / 2.0,
+                "{name}: blocks on disk leave memory"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A disk that fails: a block that cannot be written stays in memory (joins stay
+    /// exact); a block that cannot be read makes its joins `Gone` with the error, adds no
+    /// replay point, drops a late point into it; each is counted and recording goes on.
+    #[test]
+    fn disk_errors_are_counted_and_lose_nothing_silently() {
+        let dir = scratch("errors");
+        let h = SeriesHistory::new(1 << 40, 1 << 20)
+            .on_disk(&dir, 1 << 20)
+            .unwrap();
+        let r = reference::SeriesHistory::new(1 << 40, 1 << 20);
+        let topic: Arc<str> = Arc::from("points");
+        let both = |ts: i64| {
+            h.record("s", (&topic, 0, ts), ts, &[ts as f64 * 0.5]);
+            r.record_parts("s", (&topic, 0, ts), ts, ts as f64 * 0.5, &[]);
+        };
+        for ts in 0..300 {
+            both(ts * 10);
+        }
+        // Damage the first block's bytes in its segment file.
+        let shard = shard_of("s");
+        let file = dir.join(format!("{shard:02}")).join("00000000.blocks");
+        std::fs::write(&file, vec![0u8; 64]).unwrap();
+        match h.segment("s", 0, 500) {
+            SegmentJoin::Gone(why) => assert!(why.contains("unreadable"), "{why}"),
+            other => panic!("a join over a damaged block: {other:?}"),
+        }
+        let mut out = HashMap::new();
+        h.replay_from("s", 0, 500, &mut out);
+        assert!(out.is_empty(), "no replay point from an unreadable block");
+        // A late point into the damaged block is dropped (counted), not misplaced.
+        h.record("s", (&topic, 0, 9_999), 15, &[1.0]);
+        assert!(h.errors.read.get() >= 3);
+        // The open points (both blocks were in the damaged file) still join exactly.
+        assert_eq!(
+            bits(h.segment("s", 2_560, 2_990)),
+            bits(r.segment("s", 2_560, 2_990))
+        );
+        // Writes fail once the folder is gone (the next segment cannot be created, the
+        // current one unlinked): blocks stay in memory and join exactly.
+        let h = SeriesHistory::new(1 << 40, 1 << 20)
+            .on_disk(&dir, 200)
+            .unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let r = reference::SeriesHistory::new(1 << 40, 1 << 20);
+        for ts in 0..1_000 {
+            h.record("s", (&topic, 0, ts), ts * 10, &[ts as f64]);
+            r.record_parts("s", (&topic, 0, ts), ts * 10, ts as f64, &[]);
+        }
+        assert!(
+            h.errors.write.get() >= 6,
+            "{} writes failed",
+            h.errors.write.get()
+        );
+        assert_eq!(h.errors.read.get(), 0);
+        for (a, b) in [(0, 9_990), (1_275, 5_000), (2_560, 2_570)] {
+            assert_eq!(bits(h.segment("s", a, b)), bits(r.segment("s", a, b)));
         }
     }
 }

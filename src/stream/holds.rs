@@ -5,8 +5,9 @@
 //! label partition's needs, and the replay point last committed per partition (one mutex,
 //! taken once per label and once per commit, never per point).
 //!
-//! Why: a label and its points travel on different topics. The history a label joins is in
-//! memory ([`SeriesHistory`], [`BagCache`]) and a restart rebuilds it only from each points
+//! Why: a label and its points travel on different topics. The history a label joins is a
+//! cache of this process ([`SeriesHistory`], its blocks in a local log cleared at start;
+//! [`BagCache`]) and a restart rebuilds it only from each points
 //! partition's replay point, which follows the live windows. A label whose outcome is not
 //! committed yet is replayed after a crash and must find its segment again, so the points
 //! partition's committed replay point must not pass the segment while the label's offset is

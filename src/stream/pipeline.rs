@@ -75,8 +75,27 @@ pub fn decode_limits(cfg: &Config) -> DecodeLimits {
     }
 }
 
+/// The label joins' history (its blocks on disk unless `training.history_on_disk` is off),
+/// when this process trains.
+fn history(cfg: &Config, metrics: &Metrics) -> anyhow::Result<SeriesHistory> {
+    let t = &cfg.training;
+    let errors = |op| metrics.history_io_errors.with_label_values(&[op]);
+    let history = SeriesHistory::new(t.history_ms, t.history_points)
+        .counting(errors("read"), errors("write"));
+    if !t.history_on_disk {
+        return Ok(history);
+    }
+    let dir = t.history_dir();
+    history
+        .on_disk(&dir, t.history_segment_bytes)
+        .map_err(|e| anyhow::anyhow!("creating the label-join history in {}: {e}", dir.display()))
+}
+
 /// The label joins' history and the training store, when this process trains.
-fn training_runtime(cfg: &Config) -> anyhow::Result<Option<Arc<TrainingRuntime>>> {
+fn training_runtime(
+    cfg: &Config,
+    metrics: &Metrics,
+) -> anyhow::Result<Option<Arc<TrainingRuntime>>> {
     if !cfg.training.enabled || cfg.pipeline.role == Role::Scorer {
         return Ok(None);
     }
@@ -89,7 +108,7 @@ fn training_runtime(cfg: &Config) -> anyhow::Result<Option<Arc<TrainingRuntime>>
             )
         })?;
     Ok(Some(Arc::new(TrainingRuntime {
-        history: SeriesHistory::new(cfg.training.history_ms, cfg.training.history_points),
+        history: history(cfg, metrics)?,
         bags: BagCache::new(cfg.training.bag_cache),
         holds: Default::default(),
         store: Arc::new(store),
@@ -116,7 +135,7 @@ pub async fn run_pipeline(
         .and_then(|s| s.ensure_root().map(|()| s))
         .map_err(|e| anyhow::anyhow!("opening the output {}: {e}", out_dir.display()))?;
     let output = Arc::new(output);
-    let training = training_runtime(&cfg)?;
+    let training = training_runtime(&cfg, &metrics)?;
     let models = Arc::new(Models::new(start, &metrics));
     let durable = Arc::new(DurableOffsets::new(cfg.commit.metadata));
 
