@@ -443,7 +443,7 @@ impl Default for FitParams {
             position_thresholds: true,
             position_min_examples: 12,
             few_examples: 3,
-            columns_per_round: 4,
+            columns_per_round: 2,
             pooled_head: true,
             threshold_share: 0.5,
             max_weight: Some(0.05),
