@@ -159,44 +159,61 @@ async fn dispatch(
 ) {
     use tokio::sync::mpsc::error::TrySendError as E;
     let tx = workers.queue_of(worker);
-    let work = Work::Messages { msgs, consumed_at };
-    let work = match tx.try_send(work) {
-        Ok(()) => return,
-        Err(E::Full(w)) => w,
-        Err(E::Closed(w)) => return worker_stopped(&w),
+    let (room, need) = (workers.room_of(worker), workers.room_for(&msgs));
+    // Room for the payloads and a slot in the queue, both now (the usual case)...
+    let now = match room.clone().try_acquire_many_owned(need) {
+        Ok(r) => match tx.try_reserve() {
+            Ok(slot) => Some(Ok((r, slot))),
+            Err(E::Full(())) => None,
+            Err(E::Closed(())) => Some(Err(())),
+        },
+        Err(_) => None,
     };
-    // A full queue for a moment is normal at full speed: wait for room. Only a worker that
-    // stays behind (a slow sink) gets the partitions paused, since a pause drops
+    // ...or waited for: a full queue for a moment is normal at full speed. Only a worker
+    // that stays behind (a slow sink) gets the partitions paused, since a pause drops
     // librdkafka's prefetched messages and a resume fetches them again.
-    let permit = match tokio::time::timeout(PAUSE_AFTER, tx.reserve()).await {
-        Ok(p) => p,
-        Err(_) => {
-            let assignment = consumer.assignment().unwrap_or_default();
-            let _ = consumer.pause(&assignment);
-            state.metrics.partition_pauses.inc();
-            let p = tx.reserve().await;
-            let _ = consumer.resume(&assignment);
-            p
-        }
+    let ready = || async {
+        let r = room
+            .clone()
+            .acquire_many_owned(need)
+            .await
+            .expect("the pool never closes its budgets");
+        tx.reserve().await.map(|slot| (r, slot)).map_err(|_| ())
     };
-    match permit {
-        Ok(p) => p.send(work),
-        Err(_) => worker_stopped(&work),
+    let got = match now {
+        Some(got) => got,
+        None => match tokio::time::timeout(PAUSE_AFTER, ready()).await {
+            Ok(got) => got,
+            Err(_) => {
+                let assignment = consumer.assignment().unwrap_or_default();
+                let _ = consumer.pause(&assignment);
+                state.metrics.partition_pauses.inc();
+                let got = ready().await;
+                let _ = consumer.resume(&assignment);
+                got
+            }
+        },
+    };
+    match got {
+        Ok((room, slot)) => slot.send(Work::Messages {
+            msgs,
+            consumed_at,
+            room,
+        }),
+        Err(()) => worker_stopped(&msgs),
     }
 }
 
-/// Logs a message that could not be queued (cold path: the worker is gone).
-fn worker_stopped(work: &Work) {
-    if let Work::Messages { msgs, .. } = work {
-        if let Some(msg) = msgs.first() {
-            error!(
-                topic = &*msg.topic,
-                partition = msg.partition,
-                offset = msg.offset,
-                messages = msgs.len(),
-                "a scoring worker has stopped"
-            );
-        }
+/// Logs messages that could not be queued (cold path: the worker is gone).
+fn worker_stopped(msgs: &[Message]) {
+    if let Some(msg) = msgs.first() {
+        error!(
+            topic = &*msg.topic,
+            partition = msg.partition,
+            offset = msg.offset,
+            messages = msgs.len(),
+            "a scoring worker has stopped"
+        );
     }
 }
 

@@ -441,6 +441,37 @@ impl SeriesHistory {
         shard.compact(&self.errors);
     }
 
+    /// [`record_parts`](Self::record_parts) of several points of one series from one
+    /// source, in order: one lock and one lookup for the run (a 1,000-point message pays
+    /// them once, not per point).
+    pub fn record_run<'p>(
+        &self,
+        series_id: &str,
+        source: Source,
+        points: impl IntoIterator<Item = (i64, f64, &'p [f64])>,
+    ) {
+        let mut points = points.into_iter().peekable();
+        if points.peek().is_none() {
+            return;
+        }
+        let mut guard = self.shards[shard_of(series_id)]
+            .lock()
+            .expect("history lock");
+        let shard = &mut *guard;
+        let mut w = Writer {
+            log: shard.log.as_mut(),
+            errors: &self.errors.write,
+        };
+        let kept = match shard.series.get_mut(series_id) {
+            Some(p) => p,
+            None => shard.series.entry(series_id.to_string()).or_default(),
+        };
+        for (ts_ms, first, rest) in points {
+            self.record_in(kept, &mut w, source, ts_ms, first, rest);
+        }
+        shard.compact(&self.errors);
+    }
+
     fn record_in(
         &self,
         kept: &mut Kept,
@@ -1116,17 +1147,33 @@ mod tests {
             let r = reference::SeriesHistory::new(horizon, max_points);
             let topics: [Arc<str>; 2] = [Arc::from("points"), Arc::from("points")];
             let mut newest = 1_000_000i64;
+            // Consecutive points of one partition go to `h` as one run (as a message's
+            // array does), each point to the reference on its own; a join flushes the run.
+            let mut run: Vec<(i64, Vec<f64>)> = Vec::new();
+            let mut run_src: Option<(i32, i64)> = None;
+            let flush = |run: &mut Vec<(i64, Vec<f64>)>, src: Option<(i32, i64)>| {
+                if let Some((p, offset)) = src {
+                    let points = run.iter().map(|(ts, v)| (*ts, v[0], &v[1..]));
+                    h.record_run("s", (&topics[p as usize], p, offset), points);
+                }
+                run.clear();
+            };
             for (offset, s) in steps.into_iter().enumerate() {
                 match s {
                     Step::Point(d, c, p, v) => {
                         let ts = newest + d;
                         newest = newest.max(ts);
                         let values: Vec<f64> = v[..c].iter().map(|b| f64::from_bits(*b)).collect();
-                        let src = (&topics[p as usize], p, 1_000 + 3 * offset as i64);
-                        h.record("s", src, ts, &values);
-                        r.record_parts("s", src, ts, values[0], &values[1..]);
+                        if run_src.is_some_and(|(q, _)| q != p) || offset % 5 == 0 {
+                            flush(&mut run, run_src.take());
+                        }
+                        // A run's points share one message's offset, as in the worker.
+                        let (_, at) = *run_src.get_or_insert((p, 1_000 + 3 * offset as i64));
+                        r.record_parts("s", (&topics[p as usize], p, at), ts, values[0], &values[1..]);
+                        run.push((ts, values));
                     }
                     Step::Join(back, len) => {
+                        flush(&mut run, run_src.take());
                         let start = newest + back;
                         let end = start + len;
                         proptest::prop_assert_eq!(
@@ -1144,6 +1191,8 @@ mod tests {
                 }
                 check(h)?;
             }
+            flush(&mut run, run_src.take());
+            check(h)?;
         }
         Ok(())
     }

@@ -135,6 +135,20 @@ impl LabelJoiner {
             .record_parts(&pt.series_id, source, pt.ts_ms, pt.value, &pt.rest);
     }
 
+    /// [`record_point`](Self::record_point) of points of the series `series_id` from one
+    /// message, under one lock.
+    pub fn record_points<'p>(
+        &self,
+        series_id: &str,
+        points: impl IntoIterator<Item = &'p Point>,
+        source: Source,
+    ) {
+        let points = points
+            .into_iter()
+            .map(|pt| (pt.ts_ms, pt.value, pt.rest.as_slice()));
+        self.training.history.record_run(series_id, source, points);
+    }
+
     /// Queues the label of the message at `offset` of `partition` (Kafka timestamp
     /// `labeled_at_ms`) and holds what it needs from the history until its partition
     /// commits past it.

@@ -187,7 +187,7 @@ pub async fn run_pipeline(
     let (workers, worker_threads) = WorkerPool::start(
         &worker_env,
         cfg.pipeline.worker_count(),
-        cfg.pipeline.queue_messages,
+        (cfg.pipeline.queue_messages, cfg.pipeline.queue_bytes),
         &writers,
     )?;
     let workers = Arc::new(workers);

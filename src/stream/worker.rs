@@ -60,6 +60,9 @@ pub enum Work {
         msgs: Vec<Message>,
         /// When the first of them was received.
         consumed_at: Instant,
+        /// Their payload bytes' share of the worker's `pipeline.queue_bytes`, given back
+        /// when the batch is dropped after processing.
+        room: tokio::sync::OwnedSemaphorePermit,
     },
     /// A partition is now ours; its messages follow.
     Assign(PartitionKey, Box<PartitionState>),
@@ -405,10 +408,11 @@ impl Worker {
             .unwrap_or(ts);
         // The model of the points in `run`.
         let mut run_model: Option<(&ServedModel, Guard<Arc<ScoringModel>>)> = None;
-        for r in results {
+        // A `None` after the last record ends the last run.
+        for r in results.into_iter().map(Some).chain([None]) {
             // Anything but the next point of the run ends it: outputs stay in record order.
             let continues = match (&r, run.first(), &run_model) {
-                (Ok(Record::Point(pt)), Some(first), Some((served, model))) => {
+                (Some(Ok(Record::Point(pt))), Some(first), Some((served, model))) => {
                     pt.series_id == first.series_id
                         && env
                             .models
@@ -419,7 +423,7 @@ impl Worker {
                 _ => false,
             };
             if continues {
-                if let Ok(Record::Point(pt)) = r {
+                if let Some(Ok(Record::Point(pt))) = r {
                     run.push(pt);
                 }
                 continue;
@@ -438,6 +442,7 @@ impl Worker {
                     &mut dead,
                 );
             }
+            let Some(r) = r else { break };
             match r {
                 // A trainer keeps the raw history only (every channel of each point).
                 Ok(Record::Point(pt)) if p.windows.is_none() => {
@@ -552,20 +557,6 @@ impl Worker {
                 }
                 Err(rej) => dead.push(dead_letter(&rej)),
             }
-        }
-        if let Some((served, model)) = run_model.take() {
-            let w = p.windows.as_mut().expect("a run is windowed");
-            let src = (msg, offset, emit);
-            window_run(
-                env,
-                w,
-                src,
-                (served, &model),
-                run,
-                outcomes,
-                &mut windows_out,
-                &mut dead,
-            );
         }
         for (w, name, series_model) in windows_out {
             metrics.windows_scored.inc();
@@ -686,13 +677,17 @@ fn window_run<'a>(
             .into_iter()
             .map(|sw| (sw, served.serving.name.as_str(), Arc::clone(model))),
     );
+    if let (Some(l), Some(first)) = (&env.labels, run.first()) {
+        let accepted = run
+            .iter()
+            .zip(outcomes.iter())
+            .filter(|(_, o)| matches!(o, PointOutcome::Accepted))
+            .map(|(pt, _)| pt);
+        l.record_points(&first.series_id, accepted, (&msg.topic, msg.partition, offset));
+    }
     for (pt, outcome) in run.drain(..).zip(outcomes.iter()) {
         match outcome {
-            PointOutcome::Accepted => {
-                if let Some(l) = &env.labels {
-                    l.record_point(&pt, (&msg.topic, msg.partition, offset));
-                }
-            }
+            PointOutcome::Accepted => {}
             PointOutcome::Duplicate => env.metrics.duplicates_dropped.inc(),
             PointOutcome::Late => dead.push(DeadLetterRecord::new(
                 &msg.topic,

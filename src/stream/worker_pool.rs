@@ -29,7 +29,11 @@ fn worker_loop(
     let mut last_tick = Instant::now();
     while let Some(work) = rx.blocking_recv() {
         match work {
-            Work::Messages { msgs, consumed_at } => {
+            Work::Messages {
+                msgs,
+                consumed_at,
+                room: _room,
+            } => {
                 for msg in &msgs {
                     if let Some(seg) = worker.process(msg, consumed_at) {
                         writers.send(seg);
@@ -81,6 +85,11 @@ pub struct WorkerPool {
     pending: std::sync::Mutex<Vec<Vec<Message>>>,
     /// Messages per [`Work::Messages`] at most.
     batch: usize,
+    /// Per worker, `pipeline.queue_bytes` in KiB permits: a batch holds its payloads'
+    /// share until processed, so a queue of 1,000-point arrays stays as bounded in memory
+    /// as one of single points, whose bound is the message count.
+    room: Vec<Arc<tokio::sync::Semaphore>>,
+    room_kib: u32,
     owners: std::sync::Mutex<Owners>,
 }
 
@@ -138,12 +147,12 @@ impl Owners {
 
 impl WorkerPool {
     /// Starts `n` worker threads, each with a queue of about `queue` messages (in batches of
-    /// at most [`MAX_BATCH`]); their handles return each partition's next offset when the
-    /// pool is dropped.
+    /// at most [`MAX_BATCH`]) and at most `queue_bytes` of payload; their handles return each
+    /// partition's next offset when the pool is dropped.
     pub fn start(
         env: &Arc<WorkerEnv>,
         n: usize,
-        queue: usize,
+        (queue, queue_bytes): (usize, usize),
         writers: &Arc<Writers>,
     ) -> std::io::Result<(Self, Vec<WorkerThread>)> {
         let n = n.max(1);
@@ -164,11 +173,17 @@ impl WorkerPool {
             txs.push(tx);
         }
         let pending = std::sync::Mutex::new(vec![Vec::new(); n]);
+        let room_kib = u32::try_from(queue_bytes / 1024).unwrap_or(u32::MAX >> 4).max(1);
+        let room = (0..n)
+            .map(|_| Arc::new(tokio::sync::Semaphore::new(room_kib as usize)))
+            .collect();
         Ok((
             Self {
                 txs,
                 pending,
                 batch,
+                room,
+                room_kib,
                 owners: std::sync::Mutex::new(Owners::new(n)),
             },
             threads,
@@ -209,6 +224,17 @@ impl WorkerPool {
         &self.txs[i]
     }
 
+    /// Worker `i`'s payload budget (see [`room_for`](Self::room_for)).
+    pub fn room_of(&self, i: usize) -> &Arc<tokio::sync::Semaphore> {
+        &self.room[i]
+    }
+
+    /// The permits of [`room_of`](Self::room_of) a batch takes: its payload in KiB, at least
+    /// one, at most the whole budget (a batch larger than it still goes, alone).
+    pub fn room_for(&self, msgs: &[Message]) -> u32 {
+        kib_of(msgs, self.room_kib)
+    }
+
     /// Every worker's queue (for the ticker).
     pub fn queues(&self) -> Vec<tokio::sync::mpsc::Sender<Work>> {
         self.txs.clone()
@@ -219,9 +245,17 @@ impl WorkerPool {
     pub fn send_control(&self, i: usize, work: Work) -> bool {
         // Messages received before this callback go first (see `pending`).
         for (w, msgs) in self.take_pending() {
+            let need = self.room_for(&msgs);
+            let room = loop {
+                match self.room[w].clone().try_acquire_many_owned(need) {
+                    Ok(room) => break room,
+                    Err(_) => std::thread::sleep(Duration::from_millis(1)),
+                }
+            };
             let work = Work::Messages {
                 msgs,
                 consumed_at: Instant::now(),
+                room,
             };
             self.send_waiting(w, work);
         }
@@ -245,9 +279,34 @@ impl WorkerPool {
     }
 }
 
+/// `msgs`' payload in KiB, at least 1 and at most `budget`.
+fn kib_of(msgs: &[Message], budget: u32) -> u32 {
+    let bytes: usize = msgs.iter().map(|m| m.payload.len()).sum();
+    u32::try_from(bytes.div_ceil(1024))
+        .unwrap_or(u32::MAX)
+        .clamp(1, budget)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Owners;
+    use super::{kib_of, Message, Owners};
+
+    #[test]
+    fn a_batch_takes_its_payload_in_kib_within_the_budget() {
+        let msg = |bytes: usize| Message {
+            topic: "points".into(),
+            partition: 0,
+            offset: 0,
+            timestamp_ms: 0,
+            payload: vec![b' '; bytes],
+        };
+        assert_eq!(kib_of(&[], 16), 1, "an empty batch still takes a permit");
+        assert_eq!(kib_of(&[msg(40)], 16), 1);
+        assert_eq!(kib_of(&[msg(1024), msg(1)], 16), 2);
+        assert_eq!(kib_of(&vec![msg(45_000); 3], 1 << 14), 132);
+        // Larger than the whole budget: it takes all of it and goes alone.
+        assert_eq!(kib_of(&[msg(40 << 20)], 16), 16);
+    }
 
     #[test]
     fn partitions_spread_evenly_and_stay_with_their_worker() {
