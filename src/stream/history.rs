@@ -400,6 +400,16 @@ impl SeriesHistory {
         Ok(self)
     }
 
+    /// Writes every shard's buffered blocks (tests that damage the files first).
+    #[cfg(test)]
+    fn flush_logs(&self) {
+        for s in &self.shards {
+            if let Some(log) = s.lock().expect("history lock").log.as_mut() {
+                log.flush().expect("the history log writes");
+            }
+        }
+    }
+
     /// This history counting its failed block reads and writes in these counters.
     pub fn counting(mut self, read: IntCounter, write: IntCounter) -> Self {
         self.errors = HistoryErrors { read, write };
@@ -1402,6 +1412,7 @@ mod tests {
             both(ts * 10);
         }
         // Damage the first block's bytes in its segment file.
+        h.flush_logs();
         let shard = shard_of("s");
         let file = dir.join(format!("{shard:02}")).join("00000000.blocks");
         std::fs::write(&file, vec![0u8; 64]).unwrap();
