@@ -82,7 +82,7 @@ pub fn window(data: &[u8]) {
     } else {
         rest.chunks_exact(10)
             .map(|c| Point {
-                series_id: format!("s{}", c[0] % 8),
+                series_id: format!("s{}", c[0] % 8).into(),
                 ts_ms: i64::from_le_bytes(c[2..10].try_into().expect("a 10-byte chunk")),
                 value: f64::from(c[1]) / 16.0,
                 rest: Vec::new(),

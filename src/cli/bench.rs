@@ -395,14 +395,14 @@ fn series_memory(model: Model, stream: &[f64], series: usize) -> Result<serde_js
         idle_timeout_ms: 600_000,
         max_series: series,
     };
-    let ids: Vec<String> = (0..series).map(|s| format!("pump-{s:06}")).collect();
+    let ids: Vec<std::sync::Arc<str>> = (0..series).map(|s| format!("pump-{s:06}").into()).collect();
     let before = rss();
     let t = Instant::now();
     let mut w = PartitionWindows::new(params);
     let mut out = Vec::new();
     let per_series = 300;
     let mut point = Point {
-        series_id: String::new(),
+        series_id: "".into(),
         ts_ms: 0,
         value: 0.0,
         rest: Vec::new(),
@@ -410,7 +410,7 @@ fn series_memory(model: Model, stream: &[f64], series: usize) -> Result<serde_js
     };
     for j in 0..per_series {
         for (s, id) in ids.iter().enumerate() {
-            point.series_id.clone_from(id);
+            point.series_id = id.clone();
             point.ts_ms = 1_700_000_000_000 + j as i64 * 10;
             point.value = stream[(s * 7 + j) % stream.len()];
             w.on_point(&point, j as i64, ("bench", &scoring), true, &mut out);

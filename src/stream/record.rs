@@ -14,6 +14,7 @@
 //! else, good or bad, takes the hand-written path.
 
 use std::fmt;
+use std::sync::Arc;
 
 use chrono::DateTime;
 use serde::{Deserialize, Serialize};
@@ -47,7 +48,7 @@ pub const MAX_TS_MS: i64 = 253_402_300_799_999;
 /// One reading of a series: one value per channel.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Point {
-    pub series_id: String,
+    pub series_id: Arc<str>,
     /// Event time, epoch milliseconds, in [`MIN_TS_MS`]..=[`MAX_TS_MS`].
     pub ts_ms: i64,
     /// The first channel's value (the only one of a univariate series). Always finite.
@@ -321,6 +322,8 @@ fn decode_plain_points(payload: &[u8]) -> Option<Vec<Point>> {
         b'[' => serde_json::from_slice(payload).ok()?,
         _ => return None,
     };
+    // The points of an array are mostly one series': they share one id.
+    let mut last: Option<Arc<str>> = None;
     plain
         .into_iter()
         .map(|p| {
@@ -329,8 +332,12 @@ fn decode_plain_points(payload: &[u8]) -> Option<Vec<Point>> {
                 && p.values.is_none()
                 && p.value.is_finite()
                 && p.model.as_ref().is_none_or(|m| !m.is_empty());
+            let series_id = match &last {
+                Some(id) if **id == *p.series_id => id.clone(),
+                _ => last.insert(Arc::from(&*p.series_id)).clone(),
+            };
             plain.then(|| Point {
-                series_id: p.series_id.into_owned(),
+                series_id,
                 ts_ms: p.ts,
                 value: p.value,
                 rest: Vec::new(),
@@ -389,7 +396,7 @@ impl Decoder<'_> {
         };
         let model = self.model_name(map)?;
         Ok(Point {
-            series_id,
+            series_id: series_id.into(),
             ts_ms,
             value,
             rest,

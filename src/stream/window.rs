@@ -267,8 +267,8 @@ impl PartitionWindows {
         let Some(first) = points.first() else {
             return;
         };
-        let id = &first.series_id;
-        debug_assert!(points.iter().all(|p| p.series_id == *id), "one series");
+        let id: &str = &first.series_id;
+        debug_assert!(points.iter().all(|p| &*p.series_id == id), "one series");
         self.clock += points.len() as u64;
         let clock = self.clock;
         if self.series.get(id).is_some_and(|s| s.model != model_name) {
@@ -289,7 +289,7 @@ impl PartitionWindows {
                 }
             }
             self.series.insert(
-                id.clone(),
+                id.to_string(),
                 SeriesWindow {
                     pending: BTreeMap::new(),
                     max_ts: i64::MIN,
@@ -568,7 +568,7 @@ mod tests {
                 for (j, &x) in v.iter().enumerate() {
                     ts += 5 + ((i * 31 + j * 17 + k) % 11) as i64;
                     out.push(Point {
-                        series_id: id.to_string(),
+                        series_id: (*id).into(),
                         ts_ms: ts,
                         value: x,
                         rest: Vec::new(),
@@ -596,7 +596,7 @@ mod tests {
         };
         let a: Vec<Point> = stream()
             .into_iter()
-            .filter(|p| p.series_id == "a")
+            .filter(|p| &*p.series_id == "a")
             .collect();
         let mut w = PartitionWindows::new(params);
         let mut out = Vec::new();
@@ -717,7 +717,7 @@ mod tests {
         for sw in &out {
             let mine: Vec<f64> = points
                 .iter()
-                .filter(|p| p.series_id == sw.series_id && p.ts_ms <= sw.end_ms)
+                .filter(|p| *p.series_id == *sw.series_id && p.ts_ms <= sw.end_ms)
                 .map(|p| p.value)
                 .collect();
             let values = mine[mine.len() - params.points..].to_vec();
@@ -781,7 +781,7 @@ mod tests {
             let mut seen = std::collections::BTreeMap::new();
             for p in points
                 .iter()
-                .filter(|p| p.series_id == sw.series_id && p.ts_ms <= sw.end_ms)
+                .filter(|p| *p.series_id == *sw.series_id && p.ts_ms <= sw.end_ms)
             {
                 seen.entry(p.ts_ms).or_insert(p.value);
             }
@@ -822,7 +822,7 @@ mod tests {
             let mine: Vec<&Point> = points
                 .iter()
                 .filter(|p| {
-                    p.series_id == sw.series_id
+                    *p.series_id == *sw.series_id
                         && p.ts_ms > sw.end_ms - params.duration_ms
                         && p.ts_ms <= sw.end_ms
                 })
@@ -838,7 +838,7 @@ mod tests {
             assert_eq!(sw.end_ms.div_euclid(params.hop_ms) + 1, {
                 let next = points
                     .iter()
-                    .find(|p| p.series_id == sw.series_id && p.ts_ms > sw.end_ms)
+                    .find(|p| *p.series_id == *sw.series_id && p.ts_ms > sw.end_ms)
                     .expect("a later point closed the window");
                 next.ts_ms.div_euclid(params.hop_ms)
             });
