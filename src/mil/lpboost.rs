@@ -2,6 +2,7 @@
 
 use super::cancel::Cancel;
 use super::error::{MilError, Result};
+use super::simplex::{Simplex, SimplexError};
 use super::solver::ConicProgram;
 
 /// Stopping and soft-margin parameters of Algorithm 1.
@@ -163,6 +164,8 @@ pub struct Boosted<H> {
     pub rho: f64,
     pub rounds: usize,
     pub stop_reason: String,
+    /// Rounds whose master the warm-started simplex gave up on (Clarabel solved them).
+    pub master_fallbacks: usize,
 }
 
 /// Bag i's margin y_i sum_j w_j h_j(B_i) under the master's weights.
@@ -222,6 +225,165 @@ pub fn solve_master_on_bags(
     }
 }
 
+/// The primal (4) of Algorithm 1 kept in a simplex between rounds (the fit's master LP;
+/// [`solve_master_capped`] stays as the fallback and the reference):
+/// max rho - sum_i cap_i xi_i  s.t.  y_i sum_j w_j h_j(B_i) + xi_i - s_i = rho (each bag),
+/// sum_j w_j + u = 1, sum_{j in G} w_j + v = share, 0 <= w_j <= max_weight, xi, s, u, v >= 0
+/// (u fixed at 0 without caps: the paper's sum w = 1). Every bag is a row from the start:
+/// each brings its own one-entry columns s_i and xi_i, one of which is basic, so a row costs
+/// little and no working set is needed. The duals are the dual (5)'s solution: d_i of the bag
+/// rows, gamma = -pi of the sum row, eta = -pi of the group row.
+#[derive(Debug, Clone)]
+pub struct WarmMaster {
+    lp: Simplex,
+    m: usize,
+    caps: Vec<f64>,
+    capped: bool,
+    max_weight: Option<f64>,
+    group_share: Option<f64>,
+    /// The master's hypothesis columns (after the logical ones), in the caller's order.
+    columns: usize,
+}
+
+impl WarmMaster {
+    /// Columns of the logical variables: s_i, xi_i, rho, u (and v with a group cap).
+    fn logical(&self) -> usize {
+        2 * self.m + 2 + usize::from(self.group_share.is_some())
+    }
+
+    /// A master over `outputs` (at least one column), started from a crash basis: every
+    /// bag row's s_i basic with w = 0 when sum w <= 1 (u basic at 1), else the first column
+    /// at weight 1 with each bag row's s_i or xi_i basic by the sign of its margin.
+    pub fn new(
+        y: &[f64],
+        outputs: &[Vec<f64>],
+        caps: &[f64],
+        max_weight: Option<f64>,
+        group: Option<(&[bool], f64)>,
+    ) -> std::result::Result<Self, SimplexError> {
+        let m = y.len();
+        let capped = max_weight.is_some() || group.is_some();
+        let mut b = vec![0.0; m + 1];
+        b[m] = 1.0;
+        if let Some((_, share)) = group {
+            b.push(share);
+        }
+        let mut lp = Simplex::new(b);
+        for i in 0..m {
+            lp.add_column(vec![(i, -1.0)], 0.0, 0.0, f64::INFINITY);
+        }
+        for (i, &cap) in caps.iter().enumerate() {
+            lp.add_column(vec![(i, 1.0)], cap, 0.0, f64::INFINITY);
+        }
+        let rho = lp.add_column(
+            (0..m).map(|i| (i, -1.0)).collect(),
+            -1.0,
+            f64::NEG_INFINITY,
+            f64::INFINITY,
+        );
+        let u = lp.add_column(
+            vec![(m, 1.0)],
+            0.0,
+            0.0,
+            if capped { f64::INFINITY } else { 0.0 },
+        );
+        let v = group.map(|_| lp.add_column(vec![(m + 1, 1.0)], 0.0, 0.0, f64::INFINITY));
+        debug_assert_eq!(rho, 2 * m);
+        let mut master = Self {
+            lp,
+            m,
+            caps: caps.to_vec(),
+            capped,
+            max_weight,
+            group_share: group.map(|g| g.1),
+            columns: 0,
+        };
+        for (j, h) in outputs.iter().enumerate() {
+            master.add_column(y, h, group.is_some_and(|(g, _)| g[j]));
+        }
+        let head: Vec<usize> = if capped {
+            (0..m).chain([u]).chain(v).collect()
+        } else {
+            let first = master.logical();
+            (0..m)
+                .map(|i| {
+                    if y[i] * outputs[0][i] >= 0.0 {
+                        i
+                    } else {
+                        m + i
+                    }
+                })
+                .chain([first])
+                .collect()
+        };
+        master.lp.set_basis(head)?;
+        Ok(master)
+    }
+
+    /// Adds hypothesis h_j's column (weight 0, so the last basis stays feasible).
+    pub fn add_column(&mut self, y: &[f64], h: &[f64], in_group: bool) {
+        let m = self.m;
+        let mut entries: Vec<(usize, f64)> = (0..m)
+            .map(|i| (i, y[i] * h[i]))
+            .filter(|e| e.1 != 0.0)
+            .collect();
+        entries.push((m, 1.0));
+        if in_group && self.group_share.is_some() {
+            entries.push((m + 1, 1.0));
+        }
+        let hi = self.max_weight.unwrap_or(f64::INFINITY);
+        self.lp.add_column(entries, 0.0, 0.0, hi);
+        self.columns += 1;
+    }
+
+    /// Keeps the hypothesis columns flagged in `keep` (column deletion).
+    pub fn retain_columns(&mut self, keep: &[bool]) -> std::result::Result<(), SimplexError> {
+        assert_eq!(keep.len(), self.columns, "one flag per hypothesis column");
+        let mut all = vec![true; self.logical()];
+        all.extend_from_slice(keep);
+        self.lp.retain_columns(&all)?;
+        self.columns = keep.iter().filter(|k| **k).count();
+        Ok(())
+    }
+
+    /// Re-optimises from the last basis.
+    pub fn solve(&mut self) -> std::result::Result<MasterSolution, SimplexError> {
+        let m = self.m;
+        let cap = 50 * (self.lp.n_cols() + m) + 1000;
+        self.lp.solve(cap)?;
+        let pi = self.lp.duals();
+        let x = self.lp.x();
+        let d: Vec<f64> = pi[..m]
+            .iter()
+            .zip(&self.caps)
+            .map(|(v, &cap)| v.clamp(0.0, cap))
+            .collect();
+        let dsum: f64 = d.iter().sum();
+        if dsum.is_nan() || dsum <= 0.0 {
+            return Err(SimplexError::Infeasible);
+        }
+        let d = d.iter().map(|v| v / dsum).collect();
+        let first = self.logical();
+        let mut w: Vec<f64> = x[first..].iter().map(|v| v.max(0.0)).collect();
+        let wsum: f64 = w.iter().sum();
+        if wsum > 0.0 && !self.capped {
+            w.iter_mut().for_each(|v| *v /= wsum);
+        }
+        Ok(MasterSolution {
+            d,
+            gamma: -pi[m],
+            w,
+            rho: x[2 * m],
+            eta: if self.group_share.is_some() {
+                -pi[m + 1]
+            } else {
+                0.0
+            },
+            objective: -self.lp.objective(),
+        })
+    }
+}
+
 /// The next round's working set: the bags with weight and the quarter of the bags of
 /// smallest margin (the new columns move margins; those near rho are the likely to bind).
 fn next_working_set(y: &[f64], outputs: &[Vec<f64>], ms: &MasterSolution) -> Vec<bool> {
@@ -276,6 +438,8 @@ pub fn lpboost<H>(
     let mut idle: Vec<usize> = Vec::new();
     // Bags in the master LP's first working set (all, until a solution says which bind).
     let mut work = vec![true; m];
+    let mut warm: Option<WarmMaster> = None;
+    let mut master_fallbacks = 0;
     for round in 0..params.max_rounds {
         params.cancel.check()?;
         let found = match weak(&d, eta, &hyps) {
@@ -313,8 +477,34 @@ pub fn lpboost<H>(
         rounds += 1;
         let mut outs: Vec<Vec<f64>> = hyps.iter().map(|(_, o)| o.clone()).collect();
         let group = params.group_share.map(|s| (grouped.as_slice(), s));
-        match solve_master_on_bags(y, &outs, &caps, params.max_weight, group, &work) {
-            Ok((mut ms, _)) => {
+        // The simplex re-optimises from the last round's basis; should it fail (singular,
+        // stalled), Clarabel solves this round and the next builds a fresh simplex.
+        let warm_solution = match warm.as_mut() {
+            Some(wm) => {
+                for ((_, out), &g) in hyps[before..].iter().zip(&grouped[before..]) {
+                    wm.add_column(y, out, g);
+                }
+                wm.solve()
+            }
+            None => {
+                WarmMaster::new(y, &outs, &caps, params.max_weight, group).and_then(|mut wm| {
+                    let s = wm.solve();
+                    warm = Some(wm);
+                    s
+                })
+            }
+        };
+        let solved = match warm_solution {
+            Ok(ms) => Ok(ms),
+            Err(_) => {
+                warm = None;
+                master_fallbacks += 1;
+                solve_master_on_bags(y, &outs, &caps, params.max_weight, group, &work)
+                    .map(|(ms, _)| ms)
+            }
+        };
+        match solved {
+            Ok(mut ms) => {
                 d.clone_from(&ms.d);
                 gamma = ms.gamma;
                 eta = ms.eta;
@@ -328,6 +518,11 @@ pub fn lpboost<H>(
                 }
                 let keep: Vec<bool> = idle.iter().map(|&n| n < IDLE_ROUNDS).collect();
                 if keep.iter().any(|k| !k) {
+                    if let Some(wm) = warm.as_mut() {
+                        if wm.retain_columns(&keep).is_err() {
+                            warm = None;
+                        }
+                    }
                     retain_flagged(&mut hyps, &keep);
                     retain_flagged(&mut grouped, &keep);
                     retain_flagged(&mut idle, &keep);
@@ -359,6 +554,7 @@ pub fn lpboost<H>(
         rho: master.rho,
         rounds,
         stop_reason,
+        master_fallbacks,
     })
 }
 
@@ -487,6 +683,10 @@ mod tests {
                     "seed {seed}: no column left out"
                 );
                 assert_eq!(boosted.hypotheses.len(), boosted.weights.len());
+                assert_eq!(
+                    boosted.master_fallbacks, 0,
+                    "seed {seed}: the simplex gave up"
+                );
             }
         }
     }
@@ -525,6 +725,160 @@ mod tests {
             left_out >= 6,
             "the working set kept out bags in only {left_out} of 12 cases"
         );
+    }
+
+    /// |a - b| within 1e-7 of the larger magnitude (at least 1).
+    fn same_optimum(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-7 * a.abs().max(b.abs()).max(1.0)
+    }
+
+    /// The warm-started simplex reaches Clarabel's optimum round after round while columns
+    /// join two at a time and idle ones leave, uncapped, capped, grouped and both, on the
+    /// random masters of the tests above (and the working-set master's optimum).
+    #[test]
+    fn the_warm_master_matches_clarabel_round_after_round() {
+        use rand::{Rng, SeedableRng};
+        let mut deleted = 0;
+        for seed in 0..6u64 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            for (m, cols, low) in [(14, 40, -1.0), (120, 30, 0.0)] {
+                let (y, pool, grouped) = random_master(&mut rng, m, 3, cols, low, 2);
+                let (caps, _) = caps_and_start(&y, 0.3, true);
+                let start: Vec<bool> = (0..m).map(|_| rng.random_bool(0.15)).collect();
+                for (max_weight, share) in [
+                    (None, None),
+                    (Some(0.2), None),
+                    (None, Some(0.5)),
+                    (Some(0.2), Some(0.5)),
+                ] {
+                    let mut taken: Vec<usize> = vec![0, 1];
+                    let mut idle: Vec<usize> = vec![0, 0];
+                    let outs = |t: &[usize]| -> Vec<Vec<f64>> {
+                        t.iter().map(|&j| pool[j].clone()).collect()
+                    };
+                    let flags =
+                        |t: &[usize]| -> Vec<bool> { t.iter().map(|&j| grouped[j]).collect() };
+                    let g = flags(&taken);
+                    let mut wm = WarmMaster::new(
+                        &y,
+                        &outs(&taken),
+                        &caps,
+                        max_weight,
+                        share.map(|s| (g.as_slice(), s)),
+                    )
+                    .unwrap();
+                    let mut next = 2;
+                    loop {
+                        let ws = wm.solve().unwrap();
+                        let g = flags(&taken);
+                        let group = share.map(|s| (g.as_slice(), s));
+                        let full = solve_master_capped(&y, &outs(&taken), &caps, max_weight, group)
+                            .unwrap();
+                        let at = format!(
+                            "seed {seed}, m {m}, {max_weight:?}/{share:?}, {} columns",
+                            taken.len()
+                        );
+                        assert!(
+                            same_optimum(ws.objective, full.objective),
+                            "{at}: simplex {} against Clarabel {}",
+                            ws.objective,
+                            full.objective
+                        );
+                        let (bags, _) = solve_master_on_bags(
+                            &y,
+                            &outs(&taken),
+                            &caps,
+                            max_weight,
+                            group,
+                            &start,
+                        )
+                        .unwrap();
+                        assert!(
+                            same_optimum(ws.objective, bags.objective),
+                            "{at}: working set"
+                        );
+                        assert!((ws.d.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{at}");
+                        assert!(ws
+                            .w
+                            .iter()
+                            .all(|&v| v >= 0.0 && v <= max_weight.unwrap_or(1.0) + 1e-9));
+                        // The primal (4) and dual (5) objectives agree: rho - sum cap xi.
+                        let xi: f64 = (0..m)
+                            .map(|i| {
+                                caps[i] * (ws.rho - margin(&y, &ws.w, &outs(&taken), i)).max(0.0)
+                            })
+                            .sum();
+                        assert!(
+                            (ws.rho - xi - ws.objective).abs() < 1e-7,
+                            "{at}: primal value"
+                        );
+                        if next >= pool.len() {
+                            break;
+                        }
+                        // Idle columns (no weight in two solves) leave; two new ones join.
+                        for (n, &w) in idle.iter_mut().zip(&ws.w) {
+                            *n = if w > 1e-9 { 0 } else { *n + 1 };
+                        }
+                        let keep: Vec<bool> = idle.iter().map(|&n| n < 2).collect();
+                        if keep.iter().any(|k| !k) {
+                            deleted += keep.iter().filter(|k| !**k).count();
+                            wm.retain_columns(&keep).unwrap();
+                            retain_flagged(&mut taken, &keep);
+                            retain_flagged(&mut idle, &keep);
+                        }
+                        for j in next..(next + 2).min(pool.len()) {
+                            wm.add_column(&y, &pool[j], grouped[j]);
+                            taken.push(j);
+                            idle.push(0);
+                        }
+                        next += 2;
+                    }
+                }
+            }
+        }
+        assert!(deleted > 50, "only {deleted} columns were deleted");
+    }
+
+    /// Duplicate columns and outputs equal on every bag (a master degenerate everywhere)
+    /// still come to Clarabel's optimum, without a fallback.
+    #[test]
+    fn a_degenerate_master_terminates() {
+        let m = 30;
+        let y: Vec<f64> = (0..m)
+            .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
+            .collect();
+        let (caps, _) = caps_and_start(&y, 0.3, true);
+        let flat = vec![0.5; m];
+        let split: Vec<f64> = (0..m).map(|i| if i < m / 2 { 1.0 } else { -1.0 }).collect();
+        let labels = y.clone();
+        for (max_weight, share) in [(None, None), (Some(0.25), Some(0.5))] {
+            let mut outs: Vec<Vec<f64>> = vec![flat.clone(), flat.clone()];
+            let g = vec![true; 12];
+            let mut wm =
+                WarmMaster::new(&y, &outs, &caps, max_weight, share.map(|s| (&g[..2], s))).unwrap();
+            for extra in [
+                &flat, &split, &split, &labels, &labels, &flat, &labels, &split, &labels, &labels,
+            ] {
+                wm.add_column(&y, extra, true);
+                outs.push(extra.clone());
+                let ws = wm.solve().unwrap();
+                let full = solve_master_capped(
+                    &y,
+                    &outs,
+                    &caps,
+                    max_weight,
+                    share.map(|s| (&g[..outs.len()], s)),
+                )
+                .unwrap();
+                assert!(
+                    same_optimum(ws.objective, full.objective),
+                    "{max_weight:?}, {} columns: {} against {}",
+                    outs.len(),
+                    ws.objective,
+                    full.objective
+                );
+            }
+        }
     }
 
     #[test]

@@ -458,6 +458,7 @@ impl ShapeletModel {
                         rho: 0.0,
                         rounds: 0,
                         stop_reason: reason,
+                        master_fallbacks: 0,
                     },
                     Err(e) => return Err(e),
                 };
