@@ -28,6 +28,11 @@ pub struct BoostParams {
     /// share of the vote (beyond the paper): the rest must come from the kernel
     /// hypotheses, whose margin grows with the similarity. None: no group cap.
     pub group_share: Option<f64>,
+    /// Solve the master LP with the warm-started simplex ([`WarmMaster`]) rather than
+    /// Clarabel from scratch each round: the same optimum in a fraction of the time, but at
+    /// a vertex of the optimal face, where the interior point lies inside it, so the weak
+    /// learner sees other sample weights and boosting takes another path.
+    pub warm_master: bool,
     /// Boosting stops with `MilError::Cancelled` once this token is cancelled (checked
     /// every round).
     pub cancel: Cancel,
@@ -351,7 +356,7 @@ impl WarmMaster {
         let m = self.m;
         let cap = 50 * (self.lp.n_cols() + m) + 1000;
         self.lp.solve(cap)?;
-        let pi = self.lp.duals();
+        let pi = self.lp.central_duals();
         let x = self.lp.x();
         let d: Vec<f64> = pi[..m]
             .iter()
@@ -480,6 +485,7 @@ pub fn lpboost<H>(
         // The simplex re-optimises from the last round's basis; should it fail (singular,
         // stalled), Clarabel solves this round and the next builds a fresh simplex.
         let warm_solution = match warm.as_mut() {
+            _ if !params.warm_master => Err(SimplexError::Singular),
             Some(wm) => {
                 for ((_, out), &g) in hyps[before..].iter().zip(&grouped[before..]) {
                     wm.add_column(y, out, g);
@@ -495,10 +501,16 @@ pub fn lpboost<H>(
             }
         };
         let solved = match warm_solution {
+            // At a zero optimum (no margin yet) every d with no positive edge is optimal
+            // and a vertex is an adversarial one; the interior point's spreads the weight.
+            Ok(ms) if ms.objective <= 1e-9 => {
+                solve_master_on_bags(y, &outs, &caps, params.max_weight, group, &work)
+                    .map(|(ms, _)| ms)
+            }
             Ok(ms) => Ok(ms),
             Err(_) => {
                 warm = None;
-                master_fallbacks += 1;
+                master_fallbacks += usize::from(params.warm_master);
                 solve_master_on_bags(y, &outs, &caps, params.max_weight, group, &work)
                     .map(|(ms, _)| ms)
             }
@@ -512,9 +524,14 @@ pub fn lpboost<H>(
                 // leaves the master. Its row is not binding in the dual, so the optimum is
                 // unchanged; if it is violated again the weak learner finds it again. Keeps
                 // the LP, whose solves dominate long fits, at the size of the live ensemble.
+                // While the optimum is still zero (w = 0 is a solution: no margin yet),
+                // a vertex weighs nothing and no column counts as idle; they all stay until
+                // together they carry a margin.
                 idle.resize(hyps.len(), 0);
-                for (n, &w) in idle.iter_mut().zip(&ms.w) {
-                    *n = if w > 1e-9 { 0 } else { *n + 1 };
+                if !params.warm_master || ms.objective > 1e-9 {
+                    for (n, &w) in idle.iter_mut().zip(&ms.w) {
+                        *n = if w > 1e-9 { 0 } else { *n + 1 };
+                    }
                 }
                 let keep: Vec<bool> = idle.iter().map(|&n| n < IDLE_ROUNDS).collect();
                 if keep.iter().any(|k| !k) {
@@ -547,6 +564,18 @@ pub fn lpboost<H>(
              check that the classes differ, or try another kernel width or shapelet length"
         ))
     })?;
+    // The simplex ends at a vertex: of the optimal weights (ties are common) it picks one
+    // on few hypotheses. The interior-point solution spreads the vote over every optimal
+    // column, as the fits did before the simplex; one solve at the end keeps that vote.
+    let outs: Vec<Vec<f64>> = hyps.iter().map(|(_, o)| o.clone()).collect();
+    let group = params.group_share.map(|s| (grouped.as_slice(), s));
+    let master = match params.warm_master {
+        true => match solve_master_capped(y, &outs, &caps, params.max_weight, group) {
+            Ok(central) if master.w.len() == hyps.len() => central,
+            _ => master,
+        },
+        false => master,
+    };
     Ok(Boosted {
         hypotheses: hyps,
         weights: master.w,
@@ -617,7 +646,12 @@ mod tests {
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
             let m = 14;
             let (y, pool, grouped) = random_master(&mut rng, m, 3, 40, -1.0, 2);
-            for (max_weight, group) in [(None, None), (Some(0.2), Some(0.5))] {
+            for (max_weight, group, warm_master) in [
+                (None, None, false),
+                (Some(0.2), Some(0.5), false),
+                (None, None, true),
+                (Some(0.2), Some(0.5), true),
+            ] {
                 let params = BoostParams {
                     nu: 0.3,
                     epsilon: 1e-9,
@@ -625,6 +659,7 @@ mod tests {
                     balanced: true,
                     max_weight,
                     group_share: group,
+                    warm_master,
                     cancel: Cancel::now(),
                 };
                 let boosted = lpboost(&y, params, |d, eta, cols: &[(usize, Vec<f64>)]| {
@@ -893,6 +928,7 @@ mod tests {
                 balanced: false,
                 max_weight: None,
                 group_share: None,
+                warm_master: false,
                 cancel: Cancel::now(),
             },
             |_d, _, _| Ok(vec![((), vec![0.0, 0.0, 0.0], false)]),

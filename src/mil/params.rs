@@ -232,6 +232,12 @@ pub struct FitParams {
     /// it is 2, the best of each kind.
     #[serde(default)]
     pub columns_per_round: usize,
+    /// The master LP of each boosting round re-optimised by a simplex from the last
+    /// round's basis (`lpboost::WarmMaster`) instead of solved from scratch by the
+    /// interior-point solver: the same optimum, much faster on small data, but another
+    /// optimal vertex, so another path (see docs/MODEL.md). False in older artifacts.
+    #[serde(default)]
+    pub warm_master: bool,
     /// With more than two classes, the class scores are refit over every class's
     /// hypotheses by ridge regression (see `head::PooledHead`) rather than taken from each
     /// one-vs-rest ensemble alone. False in older artifacts and the paper's form.
@@ -444,6 +450,7 @@ impl Default for FitParams {
             position_min_examples: 12,
             few_examples: 3,
             columns_per_round: 2,
+            warm_master: false,
             pooled_head: true,
             threshold_share: 0.5,
             max_weight: Some(0.05),

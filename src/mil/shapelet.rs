@@ -266,6 +266,7 @@ impl ShapeletModel {
             group_share: params
                 .threshold_hypotheses
                 .then_some(params.threshold_share),
+            warm_master: params.warm_master,
             cancel,
         };
         let weak = WeakParams {

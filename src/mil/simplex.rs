@@ -158,6 +158,65 @@ impl Simplex {
         pi
     }
 
+    /// Optimal row duals nearer the centre of the optimal dual face than the vertex's own:
+    /// the mean of the vertex and each neighbour one dual pivot away that leaves the primal
+    /// point as it is (a basic column at its bound leaves the basis at it). Every one of them
+    /// is optimal, so their mean is. The interior-point solver's duals lie inside that face,
+    /// and where the dual is degenerate a vertex weighs few rows.
+    pub fn central_duals(&self) -> Vec<f64> {
+        let m = self.rows;
+        let pi = self.duals();
+        let reduced: Vec<f64> = self
+            .cols
+            .iter()
+            .map(|c| c.cost - c.entries.iter().map(|&(r, v)| pi[r] * v).sum::<f64>())
+            .collect();
+        let mut sum = pi.clone();
+        let mut count = 1.0;
+        for p in 0..m {
+            let j = self.head[p];
+            let c = &self.cols[j];
+            let x = self.x[j];
+            // theta >= 0 leaves at the lower bound, theta <= 0 at the upper.
+            let sign = if c.lo.is_finite() && (x - c.lo).abs() <= FEAS_TOL {
+                1.0
+            } else if c.hi.is_finite() && (c.hi - x).abs() <= FEAS_TOL {
+                -1.0
+            } else {
+                continue;
+            };
+            let row = &self.binv[p * m..(p + 1) * m];
+            // d_k(theta) = d_k + theta alpha_pk for the nonbasic k must keep its sign.
+            let mut t = f64::INFINITY;
+            for (k, ck) in self.cols.iter().enumerate() {
+                let st = self.state[k];
+                if st == State::Basic || ck.hi <= ck.lo {
+                    continue;
+                }
+                let a = sign * ck.entries.iter().map(|&(r, v)| row[r] * v).sum::<f64>();
+                if a.abs() <= PIVOT_TOL {
+                    continue;
+                }
+                let dk = reduced[k];
+                let limit = match st {
+                    State::Lower if a < 0.0 => dk.max(0.0) / -a,
+                    State::Upper if a > 0.0 => (-dk).max(0.0) / a,
+                    State::Free => 0.0,
+                    _ => continue,
+                };
+                t = t.min(limit);
+            }
+            if t.is_finite() && t > 0.0 {
+                sum.iter_mut()
+                    .zip(row)
+                    .for_each(|(v, r)| *v -= sign * t * r);
+                count += 1.0;
+            }
+        }
+        sum.iter_mut().for_each(|v| *v /= count);
+        sum
+    }
+
     /// Removes the columns whose flag in `keep` is false; the others keep their order. A
     /// removed basic column (at its bound, as an idle one is) is first pivoted out for a
     /// kept nonbasic column, a pivot of step zero.
