@@ -171,6 +171,8 @@ pub struct Boosted<H> {
     pub stop_reason: String,
     /// Rounds whose master the warm-started simplex gave up on (Clarabel solved them).
     pub master_fallbacks: usize,
+    /// Rounds of the warm master whose optimal d was not unique (Clarabel solved them).
+    pub interior_rounds: usize,
 }
 
 /// Bag i's margin y_i sum_j w_j h_j(B_i) under the master's weights.
@@ -341,6 +343,20 @@ impl WarmMaster {
         self.columns += 1;
     }
 
+    /// Whether the last solution's d, gamma and eta are the only optimal ones.
+    pub fn duals_unique(&self) -> bool {
+        self.lp.duals_unique()
+    }
+
+    /// Per hypothesis column: whether its edge reaches gamma (+ eta) at the last solution,
+    /// so some optimal weights may use it (the interior point weighs every such column).
+    pub fn tight_columns(&self) -> Vec<bool> {
+        self.lp.reduced_costs()[self.logical()..]
+            .iter()
+            .map(|r| r.abs() <= 1e-9)
+            .collect()
+    }
+
     /// Keeps the hypothesis columns flagged in `keep` (column deletion).
     pub fn retain_columns(&mut self, keep: &[bool]) -> std::result::Result<(), SimplexError> {
         assert_eq!(keep.len(), self.columns, "one flag per hypothesis column");
@@ -356,7 +372,7 @@ impl WarmMaster {
         let m = self.m;
         let cap = 50 * (self.lp.n_cols() + m) + 1000;
         self.lp.solve(cap)?;
-        let pi = self.lp.central_duals();
+        let pi = self.lp.duals();
         let x = self.lp.x();
         let d: Vec<f64> = pi[..m]
             .iter()
@@ -445,6 +461,7 @@ pub fn lpboost<H>(
     let mut work = vec![true; m];
     let mut warm: Option<WarmMaster> = None;
     let mut master_fallbacks = 0;
+    let mut interior_rounds = 0;
     for round in 0..params.max_rounds {
         params.cancel.check()?;
         let found = match weak(&d, eta, &hyps) {
@@ -500,14 +517,21 @@ pub fn lpboost<H>(
                 })
             }
         };
+        // Where the optimal d is not unique (degenerate rounds, a zero optimum), the
+        // simplex's vertex weighs few bags and boosting would take another path than the
+        // interior point's d, inside the optimal face: Clarabel solves those rounds. Where
+        // it is unique, both give the same d, gamma and eta.
+        let mut tight: Option<Vec<bool>> = None;
         let solved = match warm_solution {
-            // At a zero optimum (no margin yet) every d with no positive edge is optimal
-            // and a vertex is an adversarial one; the interior point's spreads the weight.
-            Ok(ms) if ms.objective <= 1e-9 => {
+            Ok(ms) if warm.as_ref().is_some_and(|wm| wm.duals_unique()) => {
+                tight = warm.as_ref().map(WarmMaster::tight_columns);
+                Ok(ms)
+            }
+            Ok(_) => {
+                interior_rounds += 1;
                 solve_master_on_bags(y, &outs, &caps, params.max_weight, group, &work)
                     .map(|(ms, _)| ms)
             }
-            Ok(ms) => Ok(ms),
             Err(_) => {
                 warm = None;
                 master_fallbacks += usize::from(params.warm_master);
@@ -528,10 +552,11 @@ pub fn lpboost<H>(
                 // a vertex weighs nothing and no column counts as idle; they all stay until
                 // together they carry a margin.
                 idle.resize(hyps.len(), 0);
-                if !params.warm_master || ms.objective > 1e-9 {
-                    for (n, &w) in idle.iter_mut().zip(&ms.w) {
-                        *n = if w > 1e-9 { 0 } else { *n + 1 };
-                    }
+                // A vertex's weights leave out columns that the interior point would
+                // weigh; a tight column (edge at gamma) is not idle either.
+                let tight = tight.unwrap_or_else(|| vec![false; ms.w.len()]);
+                for ((n, &w), &t) in idle.iter_mut().zip(&ms.w).zip(&tight) {
+                    *n = if w > 1e-9 || t { 0 } else { *n + 1 };
                 }
                 let keep: Vec<bool> = idle.iter().map(|&n| n < IDLE_ROUNDS).collect();
                 if keep.iter().any(|k| !k) {
@@ -584,6 +609,7 @@ pub fn lpboost<H>(
         rounds,
         stop_reason,
         master_fallbacks,
+        interior_rounds,
     })
 }
 

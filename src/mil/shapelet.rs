@@ -460,6 +460,7 @@ impl ShapeletModel {
                         rounds: 0,
                         stop_reason: reason,
                         master_fallbacks: 0,
+                        interior_rounds: 0,
                     },
                     Err(e) => return Err(e),
                 };

@@ -158,21 +158,22 @@ impl Simplex {
         pi
     }
 
-    /// Optimal row duals nearer the centre of the optimal dual face than the vertex's own:
-    /// the mean of the vertex and each neighbour one dual pivot away that leaves the primal
-    /// point as it is (a basic column at its bound leaves the basis at it). Every one of them
-    /// is optimal, so their mean is. The interior-point solver's duals lie inside that face,
-    /// and where the dual is degenerate a vertex weighs few rows.
-    pub fn central_duals(&self) -> Vec<f64> {
-        let m = self.rows;
+    /// c_j - pi'a_j of every column (0 for the basic ones).
+    pub fn reduced_costs(&self) -> Vec<f64> {
         let pi = self.duals();
-        let reduced: Vec<f64> = self
-            .cols
+        self.cols
             .iter()
             .map(|c| c.cost - c.entries.iter().map(|&(r, v)| pi[r] * v).sum::<f64>())
-            .collect();
-        let mut sum = pi.clone();
-        let mut count = 1.0;
+            .collect()
+    }
+
+    /// Whether the optimal duals are unique: no dual pivot that leaves the primal point as
+    /// it is (a basic column at its bound leaving the basis at it) moves them by a positive
+    /// step. Where they are not, this vertex is one of many optimal duals, and the
+    /// interior-point solver's lies inside their face.
+    pub fn duals_unique(&self) -> bool {
+        let m = self.rows;
+        let reduced = self.reduced_costs();
         for p in 0..m {
             let j = self.head[p];
             let c = &self.cols[j];
@@ -186,7 +187,7 @@ impl Simplex {
                 continue;
             };
             let row = &self.binv[p * m..(p + 1) * m];
-            // d_k(theta) = d_k + theta alpha_pk for the nonbasic k must keep its sign.
+            // d_k(theta) = d_k + theta alpha_pk of each nonbasic k must keep its sign.
             let mut t = f64::INFINITY;
             for (k, ck) in self.cols.iter().enumerate() {
                 let st = self.state[k];
@@ -206,15 +207,11 @@ impl Simplex {
                 };
                 t = t.min(limit);
             }
-            if t.is_finite() && t > 0.0 {
-                sum.iter_mut()
-                    .zip(row)
-                    .for_each(|(v, r)| *v -= sign * t * r);
-                count += 1.0;
+            if t > OPT_TOL {
+                return false;
             }
         }
-        sum.iter_mut().for_each(|v| *v /= count);
-        sum
+        true
     }
 
     /// Removes the columns whose flag in `keep` is false; the others keep their order. A
