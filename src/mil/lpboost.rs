@@ -29,9 +29,10 @@ pub struct BoostParams {
     /// hypotheses, whose margin grows with the similarity. None: no group cap.
     pub group_share: Option<f64>,
     /// Solve the master LP with the warm-started simplex ([`WarmMaster`]) rather than
-    /// Clarabel from scratch each round: the same optimum in a fraction of the time, but at
-    /// a vertex of the optimal face, where the interior point lies inside it, so the weak
-    /// learner sees other sample weights and boosting takes another path.
+    /// Clarabel from scratch each round: the same optimum in a fraction of the time. A
+    /// round whose optimal d is not unique still goes to Clarabel (a vertex there weighs
+    /// few bags, the interior point all of the optimal face's), and the final weights come
+    /// from one Clarabel solve.
     pub warm_master: bool,
     /// Boosting stops with `MilError::Cancelled` once this token is cancelled (checked
     /// every round).

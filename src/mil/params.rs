@@ -234,8 +234,9 @@ pub struct FitParams {
     pub columns_per_round: usize,
     /// The master LP of each boosting round re-optimised by a simplex from the last
     /// round's basis (`lpboost::WarmMaster`) instead of solved from scratch by the
-    /// interior-point solver: the same optimum, much faster on small data, but another
-    /// optimal vertex, so another path (see docs/MODEL.md). False in older artifacts.
+    /// interior-point solver; rounds whose optimal sample weights are not unique still go
+    /// to the interior-point solver, so boosting keeps its path up to near-ties (see
+    /// docs/MODEL.md). False in older artifacts.
     #[serde(default)]
     pub warm_master: bool,
     /// With more than two classes, the class scores are refit over every class's
@@ -450,7 +451,7 @@ impl Default for FitParams {
             position_min_examples: 12,
             few_examples: 3,
             columns_per_round: 2,
-            warm_master: false,
+            warm_master: true,
             pooled_head: true,
             threshold_share: 0.5,
             max_weight: Some(0.05),
