@@ -915,7 +915,7 @@ mod tests {
         let labels = y.clone();
         for (max_weight, share) in [(None, None), (Some(0.25), Some(0.5))] {
             let mut outs: Vec<Vec<f64>> = vec![flat.clone(), flat.clone()];
-            let g = vec![true; 12];
+            let g = [true; 12];
             let mut wm =
                 WarmMaster::new(&y, &outs, &caps, max_weight, share.map(|s| (&g[..2], s))).unwrap();
             for extra in [

@@ -356,8 +356,8 @@ impl Simplex {
             }
             degenerate = if step <= 1e-12 { degenerate + 1 } else { 0 };
             self.x[q] += dir * step;
-            for p in 0..m {
-                self.x[self.head[p]] -= dir * step * alpha[p];
+            for (&j, a) in self.head.iter().zip(&alpha) {
+                self.x[j] -= dir * step * a;
             }
             match leave {
                 None => {
@@ -499,8 +499,7 @@ impl Simplex {
             }
         }
         let mut dk = vec![0.0; k]; // D's row at a covered row
-        for r in 0..m {
-            let p = cover[r];
+        for (r, &p) in cover.iter().enumerate() {
             if p == usize::MAX {
                 continue;
             }
