@@ -451,7 +451,7 @@ impl Default for FitParams {
             position_min_examples: 12,
             few_examples: 3,
             columns_per_round: 2,
-            warm_master: true,
+            warm_master: false,
             pooled_head: true,
             threshold_share: 0.5,
             max_weight: Some(0.05),
