@@ -236,7 +236,8 @@ pub struct FitParams {
     /// round's basis (`lpboost::WarmMaster`) instead of solved from scratch by the
     /// interior-point solver; rounds whose optimal sample weights are not unique still go
     /// to the interior-point solver, so boosting keeps its path up to near-ties (see
-    /// docs/MODEL.md). False in older artifacts.
+    /// docs/MODEL.md). False by default (the retraining test failed once with it) and in
+    /// older artifacts.
     #[serde(default)]
     pub warm_master: bool,
     /// With more than two classes, the class scores are refit over every class's
