@@ -28,6 +28,7 @@ pub mod score;
 pub mod select;
 pub mod series;
 pub mod shapelet;
+pub mod simplex;
 pub mod solver;
 pub mod space;
 pub mod stump;

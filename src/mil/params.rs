@@ -232,6 +232,14 @@ pub struct FitParams {
     /// it is 2, the best of each kind.
     #[serde(default)]
     pub columns_per_round: usize,
+    /// The master LP of each boosting round re-optimised by a simplex from the last
+    /// round's basis (`lpboost::WarmMaster`) instead of solved from scratch by the
+    /// interior-point solver; rounds whose optimal sample weights are not unique still go
+    /// to the interior-point solver, so boosting keeps its path up to near-ties (see
+    /// docs/MODEL.md). False by default (the retraining test failed once with it) and in
+    /// older artifacts.
+    #[serde(default)]
+    pub warm_master: bool,
     /// With more than two classes, the class scores are refit over every class's
     /// hypotheses by ridge regression (see `head::PooledHead`) rather than taken from each
     /// one-vs-rest ensemble alone. False in older artifacts and the paper's form.
@@ -444,6 +452,7 @@ impl Default for FitParams {
             position_min_examples: 12,
             few_examples: 3,
             columns_per_round: 2,
+            warm_master: false,
             pooled_head: true,
             threshold_share: 0.5,
             max_weight: Some(0.05),

@@ -266,6 +266,7 @@ impl ShapeletModel {
             group_share: params
                 .threshold_hypotheses
                 .then_some(params.threshold_share),
+            warm_master: params.warm_master,
             cancel,
         };
         let weak = WeakParams {
@@ -458,6 +459,8 @@ impl ShapeletModel {
                         rho: 0.0,
                         rounds: 0,
                         stop_reason: reason,
+                        master_fallbacks: 0,
+                        interior_rounds: 0,
                     },
                     Err(e) => return Err(e),
                 };

@@ -1,0 +1,621 @@
+//! A bounded-variable revised primal simplex with a dense basis inverse, so LPBoost's master
+//! LP (the primal (4) of Algorithm 1) is re-optimised from the previous round's basis: a
+//! new column joins nonbasic at its lower bound, the last basis stays primal feasible, and
+//! the next solve usually takes a few pivots where the interior-point solver starts over.
+//!
+//! min c'x  s.t.  A x = b,  lo <= x <= hi;  duals pi = c_B' B^-1.
+//! Columns with one entry (slacks) make most of a basis; the inverse is rebuilt from the
+//! few other columns alone (a Schur complement), so a refactorisation costs about a pivot.
+
+/// Why a solve gave up; the caller falls back to the interior-point solver for that round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SimplexError {
+    /// The basis matrix is (numerically) singular.
+    Singular,
+    /// An entering column has no blocking row.
+    Unbounded,
+    /// A basic value left its bounds (after a refactorisation or a deletion).
+    Infeasible,
+    /// No optimum within the pivot cap (cycling or stalling).
+    IterationLimit,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Basic,
+    Lower,
+    Upper,
+    /// A free column at zero outside the basis.
+    Free,
+}
+
+#[derive(Debug, Clone)]
+struct Column {
+    entries: Vec<(usize, f64)>,
+    cost: f64,
+    lo: f64,
+    hi: f64,
+}
+
+/// Reduced costs below this are optimal.
+const OPT_TOL: f64 = 1e-9;
+/// Entries of a pivot column below this are not pivots.
+const PIVOT_TOL: f64 = 1e-9;
+/// Bound violations up to this are rounding.
+const FEAS_TOL: f64 = 1e-8;
+/// Pivots between two refactorisations of the basis inverse.
+const REFACTOR_EVERY: usize = 50;
+/// Degenerate pivots in a row before Bland's rule takes over (it cannot cycle).
+const DEGENERATE_RUN: usize = 20;
+
+/// An LP in equality form whose basis survives between solves.
+#[derive(Debug, Clone)]
+pub struct Simplex {
+    rows: usize,
+    b: Vec<f64>,
+    cols: Vec<Column>,
+    state: Vec<State>,
+    x: Vec<f64>,
+    /// `head[p]`: the column basic at position p.
+    head: Vec<usize>,
+    /// B^-1, row p for basis position p.
+    binv: Vec<f64>,
+    since_refactor: usize,
+}
+
+impl Simplex {
+    /// An LP with right-hand side `b` and no columns yet.
+    pub fn new(b: Vec<f64>) -> Self {
+        Self {
+            rows: b.len(),
+            b,
+            cols: Vec::new(),
+            state: Vec::new(),
+            x: Vec::new(),
+            head: Vec::new(),
+            binv: Vec::new(),
+            since_refactor: 0,
+        }
+    }
+
+    pub fn n_cols(&self) -> usize {
+        self.cols.len()
+    }
+
+    /// Adds a column nonbasic at its bound nearest zero (at zero if free); returns its
+    /// index. A column at zero leaves the basic values as they are.
+    pub fn add_column(&mut self, entries: Vec<(usize, f64)>, cost: f64, lo: f64, hi: f64) -> usize {
+        debug_assert!(entries.iter().all(|&(r, _)| r < self.rows));
+        let (state, value) = if lo.is_finite() {
+            (State::Lower, lo)
+        } else if hi.is_finite() {
+            (State::Upper, hi)
+        } else {
+            (State::Free, 0.0)
+        };
+        self.cols.push(Column {
+            entries,
+            cost,
+            lo,
+            hi,
+        });
+        self.state.push(state);
+        self.x.push(value);
+        self.cols.len() - 1
+    }
+
+    /// Makes `head` (one column per row) the basis, every other column nonbasic where it
+    /// is, and computes the basic values; they must lie within their bounds.
+    pub fn set_basis(&mut self, head: Vec<usize>) -> Result<(), SimplexError> {
+        assert_eq!(head.len(), self.rows, "a basis has one column per row");
+        for s in &mut self.state {
+            if *s == State::Basic {
+                *s = State::Lower;
+            }
+        }
+        for &j in &head {
+            self.state[j] = State::Basic;
+        }
+        // Columns that just left the basis sit at a bound.
+        for j in 0..self.cols.len() {
+            if self.state[j] == State::Lower {
+                let c = &self.cols[j];
+                (self.state[j], self.x[j]) = if c.lo.is_finite() {
+                    (State::Lower, c.lo)
+                } else if c.hi.is_finite() {
+                    (State::Upper, c.hi)
+                } else {
+                    (State::Free, 0.0)
+                };
+            }
+        }
+        self.head = head;
+        self.refactor()?;
+        self.check_feasible()
+    }
+
+    /// The value of every column.
+    pub fn x(&self) -> &[f64] {
+        &self.x
+    }
+
+    /// c'x.
+    pub fn objective(&self) -> f64 {
+        self.cols.iter().zip(&self.x).map(|(c, v)| c.cost * v).sum()
+    }
+
+    /// The row duals pi = c_B' B^-1.
+    pub fn duals(&self) -> Vec<f64> {
+        let m = self.rows;
+        let mut pi = vec![0.0; m];
+        for (p, &j) in self.head.iter().enumerate() {
+            let c = self.cols[j].cost;
+            if c != 0.0 {
+                let row = &self.binv[p * m..(p + 1) * m];
+                pi.iter_mut().zip(row).for_each(|(v, r)| *v += c * r);
+            }
+        }
+        pi
+    }
+
+    /// c_j - pi'a_j of every column (0 for the basic ones).
+    pub fn reduced_costs(&self) -> Vec<f64> {
+        let pi = self.duals();
+        self.cols
+            .iter()
+            .map(|c| c.cost - c.entries.iter().map(|&(r, v)| pi[r] * v).sum::<f64>())
+            .collect()
+    }
+
+    /// Whether the optimal duals are unique: no dual pivot that leaves the primal point as
+    /// it is (a basic column at its bound leaving the basis at it) moves them by a positive
+    /// step. Where they are not, this vertex is one of many optimal duals, and the
+    /// interior-point solver's lies inside their face.
+    pub fn duals_unique(&self) -> bool {
+        let m = self.rows;
+        let reduced = self.reduced_costs();
+        for p in 0..m {
+            let j = self.head[p];
+            let c = &self.cols[j];
+            let x = self.x[j];
+            // theta >= 0 leaves at the lower bound, theta <= 0 at the upper.
+            let sign = if c.lo.is_finite() && (x - c.lo).abs() <= FEAS_TOL {
+                1.0
+            } else if c.hi.is_finite() && (c.hi - x).abs() <= FEAS_TOL {
+                -1.0
+            } else {
+                continue;
+            };
+            let row = &self.binv[p * m..(p + 1) * m];
+            // d_k(theta) = d_k + theta alpha_pk of each nonbasic k must keep its sign.
+            let mut t = f64::INFINITY;
+            for (k, ck) in self.cols.iter().enumerate() {
+                let st = self.state[k];
+                if st == State::Basic || ck.hi <= ck.lo {
+                    continue;
+                }
+                let a = sign * ck.entries.iter().map(|&(r, v)| row[r] * v).sum::<f64>();
+                if a.abs() <= PIVOT_TOL {
+                    continue;
+                }
+                let dk = reduced[k];
+                let limit = match st {
+                    State::Lower if a < 0.0 => dk.max(0.0) / -a,
+                    State::Upper if a > 0.0 => (-dk).max(0.0) / a,
+                    State::Free => 0.0,
+                    _ => continue,
+                };
+                t = t.min(limit);
+            }
+            if t > OPT_TOL {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Removes the columns whose flag in `keep` is false; the others keep their order. A
+    /// removed basic column (at its bound, as an idle one is) is first pivoted out for a
+    /// kept nonbasic column, a pivot of step zero.
+    pub fn retain_columns(&mut self, keep: &[bool]) -> Result<(), SimplexError> {
+        assert_eq!(keep.len(), self.cols.len(), "one flag per column");
+        for p in 0..self.rows {
+            if keep[self.head[p]] {
+                continue;
+            }
+            let m = self.rows;
+            let row: Vec<f64> = self.binv[p * m..(p + 1) * m].to_vec();
+            let mut best: Option<(usize, f64)> = None;
+            for (j, c) in self.cols.iter().enumerate() {
+                if self.state[j] == State::Basic || !keep[j] {
+                    continue;
+                }
+                let a: f64 = c.entries.iter().map(|&(r, v)| row[r] * v).sum();
+                if best.is_none_or(|(_, b)| a.abs() > b.abs()) {
+                    best = Some((j, a));
+                }
+            }
+            match best {
+                Some((q, a)) if a.abs() > PIVOT_TOL => {
+                    let alpha = self.ftran(q);
+                    let leaving = self.head[p];
+                    self.pivot(p, q, &alpha);
+                    let c = &self.cols[leaving];
+                    (self.state[leaving], self.x[leaving]) = if c.lo.is_finite() {
+                        (State::Lower, c.lo)
+                    } else {
+                        (State::Free, 0.0)
+                    };
+                }
+                _ => return Err(SimplexError::Singular),
+            }
+        }
+        let mut new_index = vec![usize::MAX; self.cols.len()];
+        let mut n = 0;
+        for (j, &k) in keep.iter().enumerate() {
+            if k {
+                new_index[j] = n;
+                n += 1;
+            }
+        }
+        let mut k = keep.iter();
+        self.cols
+            .retain(|_| *k.next().expect("one flag per column"));
+        let mut k = keep.iter();
+        self.state
+            .retain(|_| *k.next().expect("one flag per column"));
+        let mut k = keep.iter();
+        self.x.retain(|_| *k.next().expect("one flag per column"));
+        self.head.iter_mut().for_each(|j| *j = new_index[*j]);
+        self.refactor()?;
+        self.check_feasible()
+    }
+
+    /// Primal simplex from the current (primal feasible) basis to an optimum; returns the
+    /// number of pivots and bound flips.
+    pub fn solve(&mut self, max_iter: usize) -> Result<usize, SimplexError> {
+        let m = self.rows;
+        let mut degenerate = 0usize;
+        for iter in 0..max_iter {
+            if self.since_refactor >= REFACTOR_EVERY {
+                self.refactor()?;
+                self.check_feasible()?;
+            }
+            let bland = degenerate >= DEGENERATE_RUN;
+            // Pricing: Dantzig's largest reduced cost, Bland's first eligible column when
+            // pivots stall (degeneracy is heavy in LPBoost's masters).
+            let pi = self.duals();
+            let mut entering: Option<(usize, f64)> = None;
+            for (j, c) in self.cols.iter().enumerate() {
+                let st = self.state[j];
+                if st == State::Basic {
+                    continue;
+                }
+                let d = c.cost - c.entries.iter().map(|&(r, v)| pi[r] * v).sum::<f64>();
+                let eligible = match st {
+                    State::Lower => d < -OPT_TOL && c.hi > c.lo,
+                    State::Upper => d > OPT_TOL && c.hi > c.lo,
+                    State::Free => d.abs() > OPT_TOL,
+                    State::Basic => false,
+                };
+                if eligible {
+                    if bland {
+                        entering = Some((j, d));
+                        break;
+                    }
+                    if entering.is_none_or(|(_, e)| d.abs() > e.abs()) {
+                        entering = Some((j, d));
+                    }
+                }
+            }
+            let Some((q, dq)) = entering else {
+                return Ok(iter);
+            };
+            // x_q moves by dir * t, x_B by -dir * t * alpha.
+            let dir = if dq < 0.0 { 1.0 } else { -1.0 };
+            let alpha = self.ftran(q);
+            let cq = &self.cols[q];
+            let mut step = cq.hi - cq.lo; // a bound flip
+            let mut leave: Option<(usize, bool)> = None; // (position, leaves at upper)
+            for p in 0..m {
+                let delta = dir * alpha[p];
+                if delta.abs() <= PIVOT_TOL {
+                    continue;
+                }
+                let c = &self.cols[self.head[p]];
+                let xb = self.x[self.head[p]];
+                let (ratio, upper) = if delta > 0.0 {
+                    if !c.lo.is_finite() {
+                        continue;
+                    }
+                    ((xb - c.lo).max(0.0) / delta, false)
+                } else {
+                    if !c.hi.is_finite() {
+                        continue;
+                    }
+                    ((c.hi - xb).max(0.0) / -delta, true)
+                };
+                let better = match leave {
+                    None => ratio < step,
+                    Some((l, _)) if bland => {
+                        ratio < step - 1e-12
+                            || (ratio <= step + 1e-12 && self.head[p] < self.head[l])
+                    }
+                    Some((l, _)) => {
+                        ratio < step - 1e-12
+                            || (ratio <= step + 1e-12 && alpha[p].abs() > alpha[l].abs())
+                    }
+                };
+                if better {
+                    step = step.min(ratio);
+                    leave = Some((p, upper));
+                }
+            }
+            if !step.is_finite() {
+                return Err(SimplexError::Unbounded);
+            }
+            degenerate = if step <= 1e-12 { degenerate + 1 } else { 0 };
+            self.x[q] += dir * step;
+            for (&j, a) in self.head.iter().zip(&alpha) {
+                self.x[j] -= dir * step * a;
+            }
+            match leave {
+                None => {
+                    // The entering column reached its other bound; the basis stays.
+                    self.state[q] = if dir > 0.0 {
+                        State::Upper
+                    } else {
+                        State::Lower
+                    };
+                    let c = &self.cols[q];
+                    self.x[q] = if dir > 0.0 { c.hi } else { c.lo };
+                }
+                Some((p, upper)) => {
+                    let leaving = self.head[p];
+                    let c = &self.cols[leaving];
+                    (self.state[leaving], self.x[leaving]) = if upper {
+                        (State::Upper, c.hi)
+                    } else {
+                        (State::Lower, c.lo)
+                    };
+                    self.pivot(p, q, &alpha);
+                }
+            }
+        }
+        Err(SimplexError::IterationLimit)
+    }
+
+    /// alpha = B^-1 a_q.
+    fn ftran(&self, q: usize) -> Vec<f64> {
+        let m = self.rows;
+        let mut alpha = vec![0.0; m];
+        for &(r, v) in &self.cols[q].entries {
+            for (p, a) in alpha.iter_mut().enumerate() {
+                *a += self.binv[p * m + r] * v;
+            }
+        }
+        alpha
+    }
+
+    /// Column q enters at position p (product-form update of B^-1).
+    fn pivot(&mut self, p: usize, q: usize, alpha: &[f64]) {
+        let m = self.rows;
+        let piv = alpha[p];
+        let (before, rest) = self.binv.split_at_mut(p * m);
+        let (row_p, after) = rest.split_at_mut(m);
+        row_p.iter_mut().for_each(|v| *v /= piv);
+        for (k, row) in before.chunks_exact_mut(m).enumerate() {
+            let a = alpha[k];
+            if a != 0.0 {
+                row.iter_mut()
+                    .zip(row_p.iter())
+                    .for_each(|(v, r)| *v -= a * r);
+            }
+        }
+        for (k, row) in after.chunks_exact_mut(m).enumerate() {
+            let a = alpha[p + 1 + k];
+            if a != 0.0 {
+                row.iter_mut()
+                    .zip(row_p.iter())
+                    .for_each(|(v, r)| *v -= a * r);
+            }
+        }
+        self.state[q] = State::Basic;
+        self.head[p] = q;
+        self.since_refactor += 1;
+    }
+
+    /// Rebuilds B^-1 and the basic values. Columns of one entry cover their rows; the
+    /// others (D) are solved on the rows left (R): x_D = D_R^-1 a_R, then each covered row
+    /// k gives its column's value (a_k - D_k x_D) / v_k.
+    fn refactor(&mut self) -> Result<(), SimplexError> {
+        let m = self.rows;
+        let mut cover = vec![usize::MAX; m]; // row -> basis position of its one-entry column
+        let mut dense: Vec<usize> = Vec::new(); // basis positions of the other columns
+        for (p, &j) in self.head.iter().enumerate() {
+            match self.cols[j].entries.as_slice() {
+                [(r, v)] if *v != 0.0 => {
+                    if cover[*r] != usize::MAX {
+                        return Err(SimplexError::Singular);
+                    }
+                    cover[*r] = p;
+                }
+                _ => dense.push(p),
+            }
+        }
+        let rest: Vec<usize> = (0..m).filter(|&r| cover[r] == usize::MAX).collect();
+        let k = dense.len();
+        if rest.len() != k {
+            return Err(SimplexError::Singular);
+        }
+        let mut at = vec![usize::MAX; m];
+        rest.iter().enumerate().for_each(|(i, &r)| at[r] = i);
+        // D_R (k x k) beside the identity, inverted by Gauss-Jordan with partial pivoting.
+        let mut dr = vec![0.0; k * k];
+        let mut dinv = vec![0.0; k * k];
+        for (j, &p) in dense.iter().enumerate() {
+            for &(r, v) in &self.cols[self.head[p]].entries {
+                if at[r] != usize::MAX {
+                    dr[at[r] * k + j] += v;
+                }
+            }
+        }
+        for i in 0..k {
+            dinv[i * k + i] = 1.0;
+        }
+        for c in 0..k {
+            let piv = (c..k)
+                .max_by(|&a, &b| dr[a * k + c].abs().total_cmp(&dr[b * k + c].abs()))
+                .expect("c < k");
+            let scale = (0..k).map(|j| dr[piv * k + j].abs()).fold(0.0, f64::max);
+            if dr[piv * k + c].abs() <= 1e-11 * scale.max(1.0) {
+                return Err(SimplexError::Singular);
+            }
+            for j in 0..k {
+                dr.swap(c * k + j, piv * k + j);
+                dinv.swap(c * k + j, piv * k + j);
+            }
+            let d = dr[c * k + c];
+            for j in 0..k {
+                dr[c * k + j] /= d;
+                dinv[c * k + j] /= d;
+            }
+            for i in 0..k {
+                let f = dr[i * k + c];
+                if i != c && f != 0.0 {
+                    for j in 0..k {
+                        dr[i * k + j] -= f * dr[c * k + j];
+                        dinv[i * k + j] -= f * dinv[c * k + j];
+                    }
+                }
+            }
+        }
+        // Rows of D_R^-1 belong to the dense columns in order; column i to row rest[i].
+        self.binv.clear();
+        self.binv.resize(m * m, 0.0);
+        for (j, &p) in dense.iter().enumerate() {
+            for (i, &r) in rest.iter().enumerate() {
+                self.binv[p * m + r] = dinv[j * k + i];
+            }
+        }
+        let mut dk = vec![0.0; k]; // D's row at a covered row
+        for (r, &p) in cover.iter().enumerate() {
+            if p == usize::MAX {
+                continue;
+            }
+            let v = self.cols[self.head[p]].entries[0].1;
+            self.binv[p * m + r] = 1.0 / v;
+            dk.iter_mut().for_each(|x| *x = 0.0);
+            let mut any = false;
+            for (j, &pd) in dense.iter().enumerate() {
+                for &(rr, a) in &self.cols[self.head[pd]].entries {
+                    if rr == r {
+                        dk[j] += a;
+                        any = true;
+                    }
+                }
+            }
+            if any {
+                for (i, &ri) in rest.iter().enumerate() {
+                    let s: f64 = (0..k).map(|j| dk[j] * dinv[j * k + i]).sum();
+                    self.binv[p * m + ri] = -s / v;
+                }
+            }
+        }
+        self.since_refactor = 0;
+        // x_B = B^-1 (b - N x_N).
+        let mut rhs = self.b.clone();
+        for (j, c) in self.cols.iter().enumerate() {
+            if self.state[j] != State::Basic && self.x[j] != 0.0 {
+                for &(r, v) in &c.entries {
+                    rhs[r] -= v * self.x[j];
+                }
+            }
+        }
+        for p in 0..m {
+            let row = &self.binv[p * m..(p + 1) * m];
+            self.x[self.head[p]] = row.iter().zip(&rhs).map(|(a, b)| a * b).sum();
+        }
+        Ok(())
+    }
+
+    /// Basic values within their bounds (up to rounding, which is clipped).
+    fn check_feasible(&mut self) -> Result<(), SimplexError> {
+        for &j in &self.head {
+            let c = &self.cols[j];
+            let v = self.x[j];
+            if v < c.lo - FEAS_TOL || v > c.hi + FEAS_TOL {
+                return Err(SimplexError::Infeasible);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_variable_lp_with_slacks() {
+        // min -x - y  s.t. x + 2y <= 4, 3x + y <= 6, x, y >= 0  ->  (1.6, 1.2), obj -2.8;
+        // duals of the rows -0.4, -0.2.
+        let mut lp = Simplex::new(vec![4.0, 6.0]);
+        let x = lp.add_column(vec![(0, 1.0), (1, 3.0)], -1.0, 0.0, f64::INFINITY);
+        let y = lp.add_column(vec![(0, 2.0), (1, 1.0)], -1.0, 0.0, f64::INFINITY);
+        let s1 = lp.add_column(vec![(0, 1.0)], 0.0, 0.0, f64::INFINITY);
+        let s2 = lp.add_column(vec![(1, 1.0)], 0.0, 0.0, f64::INFINITY);
+        lp.set_basis(vec![s1, s2]).unwrap();
+        lp.solve(100).unwrap();
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(
+            close(lp.x()[x], 1.6) && close(lp.x()[y], 1.2),
+            "{:?}",
+            lp.x()
+        );
+        assert!(close(lp.objective(), -2.8));
+        let pi = lp.duals();
+        assert!(close(pi[0], -0.4) && close(pi[1], -0.2), "{pi:?}");
+    }
+
+    #[test]
+    fn an_upper_bound_flips_and_a_new_column_warm_starts() {
+        // min -x - y  s.t. x + y <= 3, x <= 1 (a bound), y <= 1.5 (a bound) -> 2.5 at (1, 1.5).
+        let mut lp = Simplex::new(vec![3.0]);
+        lp.add_column(vec![(0, 1.0)], -1.0, 0.0, 1.0);
+        lp.add_column(vec![(0, 1.0)], -1.0, 0.0, 1.5);
+        let s = lp.add_column(vec![(0, 1.0)], 0.0, 0.0, f64::INFINITY);
+        lp.set_basis(vec![s]).unwrap();
+        lp.solve(100).unwrap();
+        assert!((lp.objective() + 2.5).abs() < 1e-12);
+        // A third column z <= 4 at cost -2: the slack's 0.5 goes to it, then x and y give
+        // way to it (-2 per unit against -1): z = 3, objective -6.
+        let z = lp.add_column(vec![(0, 1.0)], -2.0, 0.0, 4.0);
+        lp.solve(100).unwrap();
+        assert!((lp.objective() + 6.0).abs() < 1e-12, "{}", lp.objective());
+        assert!((lp.x()[z] - 3.0).abs() < 1e-12);
+        // Removing x and y (nonbasic at zero) keeps the optimum and its basis.
+        lp.retain_columns(&[false, false, true, true]).unwrap();
+        assert_eq!(lp.solve(100), Ok(0));
+        assert!((lp.objective() + 6.0).abs() < 1e-12, "{}", lp.objective());
+        // Removing the basic z at zero pivots it out for the slack first.
+        let mut lp = Simplex::new(vec![0.0]);
+        let z = lp.add_column(vec![(0, 1.0)], 1.0, 0.0, 1.0);
+        let s = lp.add_column(vec![(0, -1.0)], 0.0, 0.0, f64::INFINITY);
+        lp.set_basis(vec![z]).unwrap();
+        lp.retain_columns(&[false, true]).unwrap();
+        assert_eq!(lp.x(), &[0.0][..]);
+        assert_eq!(lp.solve(100), Ok(0));
+        let _ = s;
+    }
+
+    #[test]
+    fn an_unbounded_lp_is_an_error() {
+        // min -x s.t. x - s = 0: nothing stops x.
+        let mut lp = Simplex::new(vec![0.0]);
+        lp.add_column(vec![(0, 1.0)], -1.0, 0.0, f64::INFINITY);
+        let s = lp.add_column(vec![(0, -1.0)], 0.0, 0.0, f64::INFINITY);
+        lp.set_basis(vec![s]).unwrap();
+        assert_eq!(lp.solve(100), Err(SimplexError::Unbounded));
+    }
+}
