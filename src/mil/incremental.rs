@@ -286,6 +286,68 @@ fn group_value(alpha: &[(u32, f64)], row: &[f64]) -> f64 {
     alpha.iter().map(|&(z, a)| a * row[z as usize]).sum()
 }
 
+/// The values of `sp`'s groups on its subsequences at `at .. at + n` of `all` (n <=
+/// `LANES`) into the lanes' scratch (group g's on the subsequence at `at + j` at
+/// `values[g * LANES + j]`, a mean group's fixed-point value likewise in `fixed`): side by
+/// side where the lanes pay, else one by one; the same bits either way.
+fn values_at(sp: &SpacePlan, all: &[&[f64]], at: usize, n: usize, scratch: &mut Scratch) {
+    if in_lanes(sp, n) {
+        return lane_values_dispatch(sp, all, at, n, &mut scratch.lanes);
+    }
+    for j in 0..n {
+        row_at(sp, all, at + j, &mut scratch.sub, &mut scratch.row);
+        for ((g, v), x) in sp
+            .groups
+            .iter()
+            .zip(scratch.lanes.values.chunks_exact_mut(LANES))
+            .zip(scratch.lanes.fixed.chunks_exact_mut(LANES))
+        {
+            v[j] = group_value(&g.alpha, &scratch.row);
+            if g.mean.is_some() {
+                x[j] = to_fixed(v[j]);
+            }
+        }
+    }
+}
+
+/// The first maximiser of `values` (strict `>` from minus infinity: NaN never wins) and
+/// where it is; minus infinity at 0 when none is above it. Raising a running maximum with
+/// it (strict `>` again) gives what raising it with each value in turn gives, bits and
+/// place.
+#[inline]
+fn first_max(values: &[f64]) -> (f64, usize) {
+    let mut top = (f64::NEG_INFINITY, 0);
+    for (k, &v) in values.iter().enumerate() {
+        if v > top.0 {
+            top = (v, k);
+        }
+    }
+    top
+}
+
+/// A scorer's channel buffers as the slices extraction reads (every channel's buffer has
+/// the same length): a univariate series' one slice is borrowed without building a list.
+enum Channels<'a> {
+    One([&'a [f64]; 1]),
+    Many(Vec<&'a [f64]>),
+}
+
+impl<'a> Channels<'a> {
+    fn of(recent: &'a [Vec<f64>]) -> Self {
+        match recent {
+            [one] => Self::One([one.as_slice()]),
+            _ => Self::Many(recent.iter().map(Vec::as_slice).collect()),
+        }
+    }
+
+    fn slices(&self) -> &[&'a [f64]] {
+        match self {
+            Self::One(one) => one,
+            Self::Many(many) => many,
+        }
+    }
+}
+
 fn shapelet(model: &Model) -> Result<&ShapeletModel> {
     match model {
         Model::LpboostShapelet(m) if m.input.is_series() => Ok(m),
@@ -434,17 +496,8 @@ impl WindowScorer {
             .window_start
             .max(self.n.saturating_sub(self.window as u64));
         let window_start = self.window_start;
-        // Every channel's buffer has the same length; a univariate series' one slice is
-        // borrowed without building a list.
-        let one: [&[f64]; 1];
-        let many: Vec<&[f64]>;
-        let all: &[&[f64]] = if self.recent.len() == 1 {
-            one = [self.recent[0].as_slice()];
-            &one
-        } else {
-            many = self.recent.iter().map(Vec::as_slice).collect();
-            &many
-        };
+        let channels = Channels::of(&self.recent);
+        let all = channels.slices();
         let live = all[0].len();
         // One new subsequence per space: scored alone, a vector holding eight
         // representatives (`push_points` scores a run's side by side, with these bits).
@@ -455,17 +508,17 @@ impl WindowScorer {
                 continue;
             }
             row_at(sp, all, live - f, &mut scratch.sub, &mut scratch.row);
-            let (off, best, at, sums) = self.maxima.enter(s, window_start);
-            for ((g, best), at) in sp.groups.iter().zip(best).zip(at) {
+            let e = self.maxima.enter(s, window_start, 1);
+            for ((g, best), at) in sp.groups.iter().zip(e.max).zip(e.at) {
                 let v = group_value(&g.alpha, &scratch.row);
                 // Strict: an equal earlier value keeps its place, as the offline argmax
                 // keeps the first maximiser.
                 if v > *best {
                     *best = v;
-                    *at = off;
+                    *at = e.off;
                 }
                 if let Some(j) = g.mean {
-                    sums[j] = sums[j].wrapping_add(to_fixed(v));
+                    e.sums[j] = e.sums[j].wrapping_add(to_fixed(v));
                 }
             }
         }
@@ -538,17 +591,8 @@ impl WindowScorer {
         let window = self.window as u64;
         let start_before = self.window_start;
         self.window_start = self.window_start.max(self.n.saturating_sub(window));
-        // Every channel's buffer has the same length; a univariate series' one slice is
-        // borrowed without building a list.
-        let one: [&[f64]; 1];
-        let many: Vec<&[f64]>;
-        let all: &[&[f64]] = if self.recent.len() == 1 {
-            one = [self.recent[0].as_slice()];
-            &one
-        } else {
-            many = self.recent.iter().map(Vec::as_slice).collect();
-            &many
-        };
+        let channels = Channels::of(&self.recent);
+        let all = channels.slices();
         // The point index of `recent`'s first point.
         let base = self.n - all[0].len() as u64;
         // Only the spaces some hypothesis reads, and in each only the representatives some
@@ -570,44 +614,32 @@ impl WindowScorer {
             let end = first + count;
             while start < end {
                 let n = ((end - start) as usize).min(LANES);
-                let at = (start - base) as usize;
-                if in_lanes(sp, n) {
-                    lane_values_dispatch(sp, all, at, n, &mut scratch.lanes);
-                } else {
-                    // One by one: the values of lane 0 of each, in turn.
-                    for j in 0..n {
-                        row_at(sp, all, at + j, &mut scratch.sub, &mut scratch.row);
-                        for ((g, v), x) in sp
-                            .groups
-                            .iter()
-                            .zip(scratch.lanes.values.chunks_exact_mut(LANES))
-                            .zip(scratch.lanes.fixed.chunks_exact_mut(LANES))
-                        {
-                            v[j] = group_value(&g.alpha, &scratch.row);
-                            if g.mean.is_some() {
-                                x[j] = to_fixed(v[j]);
-                            }
-                        }
-                    }
-                }
+                values_at(sp, all, (start - base) as usize, n, scratch);
                 let (values, fixed) = (&scratch.lanes.values, &scratch.lanes.fixed);
-                for j in 0..n {
+                // The batch goes into the blocks it falls in, a block's part at once.
+                let mut j = 0;
+                while j < n {
                     let x = start + j as u64;
-                    // The window when the subsequence entered (its point's count window).
+                    // The window when the part's first subsequence entered (its point's
+                    // count window).
                     let window_start = start_before.max((x + f).saturating_sub(window));
-                    let (off, best, at, sums) = self.maxima.enter(s, window_start);
-                    for (i, ((g, best), at)) in sp.groups.iter().zip(best).zip(at).enumerate() {
-                        let v = values[i * LANES + j];
+                    let e = self.maxima.enter(s, window_start, n - j);
+                    let part = j..j + e.len;
+                    for (i, ((g, best), at)) in sp.groups.iter().zip(e.max).zip(e.at).enumerate() {
+                        let (v, k) = first_max(&values[i * LANES..][part.clone()]);
                         // Strict: an equal earlier value keeps its place, as the offline
                         // argmax keeps the first maximiser.
                         if v > *best {
                             *best = v;
-                            *at = off;
+                            *at = e.off + k as u16;
                         }
                         if let Some(q) = g.mean {
-                            sums[q] = sums[q].wrapping_add(fixed[i * LANES + j]);
+                            e.sums[q] = fixed[i * LANES..][part.clone()]
+                                .iter()
+                                .fold(e.sums[q], |a, &x| a.wrapping_add(x));
                         }
                     }
+                    j += e.len;
                 }
                 start += n as u64;
             }
@@ -666,7 +698,8 @@ impl WindowScorer {
     /// entered.
     fn window_maxima(&self, plan: &Plan, window_start: u64) -> Vec<Option<WindowValue>> {
         let mut out = vec![None; plan.n_groups];
-        let all: Vec<&[f64]> = self.recent.iter().map(Vec::as_slice).collect();
+        let channels = Channels::of(&self.recent);
+        let all = channels.slices();
         let base = self.n - all[0].len() as u64;
         let mut scratch = take_scratch(plan);
         let (mut best, mut sums) = (Vec::new(), Vec::new());
@@ -678,23 +711,25 @@ impl WindowScorer {
             best.resize(sp.groups.len(), (f64::NEG_INFINITY, window_start));
             sums.clear();
             sums.resize(sp.n_means, 0i128);
-            for x in parts.recompute {
-                row_at(
-                    sp,
-                    &all,
-                    (x - base) as usize,
-                    &mut scratch.sub,
-                    &mut scratch.row,
-                );
-                for (g, b) in sp.groups.iter().zip(best.iter_mut()) {
-                    let v = group_value(&g.alpha, &scratch.row);
+            // The oldest block's covered part, `LANES` subsequences at a time.
+            let (mut x, end) = (parts.recompute.start, parts.recompute.end);
+            while x < end {
+                let n = ((end - x) as usize).min(LANES);
+                values_at(sp, all, (x - base) as usize, n, &mut scratch);
+                let (values, fixed) = (&scratch.lanes.values, &scratch.lanes.fixed);
+                for (i, (g, b)) in sp.groups.iter().zip(best.iter_mut()).enumerate() {
+                    let (v, k) = first_max(&values[i * LANES..][..n]);
                     if v > b.0 {
-                        *b = (v, x);
+                        *b = (v, x + k as u64);
                     }
                     if let Some(j) = g.mean {
-                        sums[j] += i128::from(to_fixed(v));
+                        sums[j] += fixed[i * LANES..][..n]
+                            .iter()
+                            .map(|&f| i128::from(f))
+                            .sum::<i128>();
                     }
                 }
+                x += n as u64;
             }
             if let Some(from) = parts.blocks_from {
                 self.maxima.fold(s, from, &mut best, &mut sums);
