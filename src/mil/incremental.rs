@@ -201,7 +201,7 @@ pub struct WindowScorer {
     /// Points pushed so far.
     n: u64,
     /// Recent points, one buffer per channel (one for a univariate model): the window (what
-    /// its oldest block is recomputed from), compacted when `keep + SLACK`.
+    /// its oldest block is recomputed from), compacted when `keep + slack(keep)`.
     recent: Vec<Vec<f64>>,
     /// Points `recent` keeps.
     keep: usize,
@@ -269,9 +269,18 @@ fn put_scratch(scratch: Scratch) {
     SCRATCH.with(|c| c.set(scratch));
 }
 
-/// Points `recent` holds beyond what it keeps before it is compacted: one move of `keep`
-/// values every `SLACK` points.
-const SLACK: usize = 64;
+/// Points `recent` holds beyond the `keep` it keeps before it is compacted (one move of
+/// `keep` values every `slack` points), and the most a run scores at a time: an eighth of
+/// `keep` in whole lane batches, from two to `MAX_SLACK / LANES` batches. An eighth, not a
+/// fixed 64: a 150-point window's buffer is 1.3 KB rather than 1.7 KB (its series' memory
+/// is what bounds the live series a worker holds), for 6 values moved a point.
+fn slack(keep: usize) -> usize {
+    (keep / 8)
+        .next_multiple_of(LANES)
+        .clamp(2 * LANES, MAX_SLACK)
+}
+
+const MAX_SLACK: usize = 64;
 
 /// The kernel row of `space`'s subsequence at `at` in `all`, into `row`.
 fn row_at(sp: &SpacePlan, all: &[&[f64]], at: usize, sub: &mut [f64], row: &mut [f64]) {
@@ -412,7 +421,7 @@ impl WindowScorer {
             window,
             window_start: 0,
             n: 0,
-            recent: vec![Vec::with_capacity(keep + SLACK); m.input.channels()],
+            recent: vec![Vec::with_capacity(keep + slack(keep)); m.input.channels()],
             keep,
             min_window,
             maxima: BlockMaxima::new(
@@ -486,7 +495,7 @@ impl WindowScorer {
         let plan = plan(m);
         let mut scratch = take_scratch(plan);
         for (r, &v) in self.recent.iter_mut().zip(x) {
-            if r.len() >= self.keep + SLACK {
+            if r.len() >= self.keep + slack(self.keep) {
                 r.drain(..r.len() - self.keep);
             }
             r.push(v);
@@ -567,11 +576,12 @@ impl WindowScorer {
         let m = shapelet(model)?;
         let plan = plan(m);
         let mut scratch = take_scratch(plan);
-        // At most SLACK points at a time, so `recent` never outgrows `keep + SLACK`.
-        for part in run.chunks(SLACK * c) {
+        // At most `slack` points at a time, so `recent` never outgrows `keep + slack`.
+        let slack = slack(self.keep);
+        for part in run.chunks(slack * c) {
             let k = part.len() / c;
             for (ch, r) in self.recent.iter_mut().enumerate() {
-                if r.len() + k > self.keep + SLACK {
+                if r.len() + k > self.keep + slack {
                     r.drain(..r.len().saturating_sub(self.keep));
                 }
                 r.extend(part.iter().skip(ch).step_by(c));
@@ -915,7 +925,7 @@ mod tests {
     }
 
     /// Streams `channels` (one buffer per channel) through a scorer of `w`-point windows in
-    /// runs of irregular lengths (1 to beyond `SLACK`, not multiples of `LANES`) and asserts
+    /// runs of irregular lengths (1 to beyond `MAX_SLACK`, not multiples of `LANES`) and asserts
     /// that the window after each run is explained as offline predict explains its points,
     /// bit for bit.
     fn exact_runs(model: &Model, channels: &[&[f64]], w: usize, what: &str) {
