@@ -27,9 +27,12 @@
 /// 13.6 KB with eight), and the longer recomputation goes through the lanes.
 const BLOCKS: usize = 4;
 
-/// One space's blocks.
-#[derive(Debug, Clone)]
-struct SpaceBlocks {
+use std::sync::Arc;
+
+/// One space's blocks: their size and where its rows lie. The same for every scorer of
+/// one model and window length, so the scorers share it ([`Layout`]).
+#[derive(Debug)]
+struct SpaceLayout {
     /// Subsequences per block (B).
     block: u32,
     /// Rows of its ring: the completed blocks a window overlaps at most, and the running one.
@@ -41,21 +44,75 @@ struct SpaceBlocks {
     /// rows of `means`): block `k` is row `k % rows`.
     val_at: u32,
     sum_at: u32,
+}
+
+/// A scorer's place in one space's blocks (16 bytes).
+#[derive(Debug, Clone, Default)]
+struct SpaceState {
     /// The block being filled.
     current: u64,
     /// Subsequences in it so far (0 before the space's first subsequence).
     filled: u32,
     /// Completed blocks kept: `current - count .. current`.
-    count: u32,
+    count: u16,
     /// The running block's row (`current % rows`, kept to spare a division a point).
-    slot: u32,
+    slot: u16,
+}
+
+/// The blocks of a model's used spaces under windows of one length: made once per model
+/// and window (the incremental plan keeps it), shared by the scorers of every series.
+#[derive(Debug, Default)]
+pub(super) struct Layout {
+    spaces: Box<[SpaceLayout]>,
+    /// Lengths of `val`/`off` and of `sum`.
+    vals: usize,
+    sums: usize,
+}
+
+impl Layout {
+    /// The blocks of spaces of `(groups, mean groups, footprint)` under windows of `window`
+    /// points (fewer than 2^31).
+    pub fn new(spaces: &[(usize, usize, usize)], window: usize) -> Self {
+        let (mut out, mut vals, mut sums) = (Vec::new(), 0, 0);
+        for &(groups, means, footprint) in spaces {
+            // Subsequences a full window holds.
+            let per_window = (window + 1).saturating_sub(footprint).max(1);
+            let block = per_window.div_ceil(BLOCKS).clamp(1, u16::MAX as usize + 1);
+            // Completed blocks a window overlaps once the oldest it no longer reaches are
+            // dropped: the subsequence that starts block k + 1 has its window starting at
+            // or after (k + 1) B - (per_window - 1), so blocks from k + 1 - ceil((per_window
+            // - 1) / B) on; and the running block. At most BLOCKS + 1, or 2^15 + 1 when a
+            // window of up to 2^31 points has blocks of 2^16: a u16 counts them.
+            let rows = (per_window - 1).div_ceil(block) + 1;
+            assert!(
+                rows <= usize::from(u16::MAX),
+                "windows are under 2^31 points"
+            );
+            out.push(SpaceLayout {
+                block: block as u32,
+                rows: rows as u32,
+                groups: groups as u32,
+                means: means as u32,
+                val_at: vals as u32,
+                sum_at: sums as u32,
+            });
+            vals += rows * groups;
+            sums += rows * means;
+        }
+        Self {
+            spaces: out.into(),
+            vals,
+            sums,
+        }
+    }
 }
 
 /// Per hypothesis group of a scorer: the maxima of the running block and of the completed
 /// blocks its window overlaps. Boxed slices: sized once, no spare capacity.
 #[derive(Debug, Clone, Default)]
 pub(super) struct BlockMaxima {
-    spaces: Box<[SpaceBlocks]>,
+    layout: Arc<Layout>,
+    spaces: Box<[SpaceState]>,
     /// Per space, `rows` rows of its groups' block maxima and their offsets in the block.
     val: Box<[f64]>,
     off: Box<[u16]>,
@@ -88,40 +145,14 @@ pub(super) struct Entering<'a> {
 }
 
 impl BlockMaxima {
-    /// Maxima for spaces of `(groups, mean groups, footprint)` under windows of `window`
-    /// points.
-    pub fn new(spaces: &[(usize, usize, usize)], window: usize) -> Self {
-        let (mut out, mut val, mut off, mut sum) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for &(groups, means, footprint) in spaces {
-            // Subsequences a full window holds.
-            let per_window = (window + 1).saturating_sub(footprint).max(1);
-            let block = per_window.div_ceil(BLOCKS).clamp(1, u16::MAX as usize + 1);
-            // Completed blocks a window overlaps once the oldest it no longer reaches are
-            // dropped: the subsequence that starts block k + 1 has its window starting at
-            // or after (k + 1) B - (per_window - 1), so blocks from k + 1 - ceil((per_window
-            // - 1) / B) on; and the running block.
-            let rows = (per_window - 1).div_ceil(block) + 1;
-            out.push(SpaceBlocks {
-                block: block as u32,
-                rows: rows as u32,
-                groups: groups as u32,
-                means: means as u32,
-                val_at: val.len() as u32,
-                sum_at: sum.len() as u32,
-                current: 0,
-                filled: 0,
-                count: 0,
-                slot: 0,
-            });
-            val.extend(std::iter::repeat_n(f64::NEG_INFINITY, rows * groups));
-            off.extend(std::iter::repeat_n(0, rows * groups));
-            sum.extend(std::iter::repeat_n(0, rows * means));
-        }
+    /// Maxima laid out by `layout`, before any subsequence.
+    pub fn new(layout: Arc<Layout>) -> Self {
         Self {
-            spaces: out.into(),
-            val: val.into(),
-            off: off.into(),
-            sum: sum.into(),
+            spaces: vec![SpaceState::default(); layout.spaces.len()].into(),
+            val: vec![f64::NEG_INFINITY; layout.vals].into(),
+            off: vec![0; layout.vals].into(),
+            sum: vec![0; layout.sums].into(),
+            layout,
         }
     }
 
@@ -132,15 +163,16 @@ impl BlockMaxima {
     #[inline]
     pub fn enter(&mut self, s: usize, window_start: u64, most: usize) -> Entering<'_> {
         debug_assert!(most > 0, "at least one subsequence enters");
-        if self.spaces[s].filled == self.spaces[s].block {
+        if self.spaces[s].filled == self.layout.spaces[s].block {
             self.complete(s, window_start);
         }
+        let lay = &self.layout.spaces[s];
         let sb = &mut self.spaces[s];
-        let len = most.min((sb.block - sb.filled) as usize);
-        let slot = sb.slot as usize;
-        let (g, m) = (sb.groups as usize, sb.means as usize);
-        let row = sb.val_at as usize + slot * g;
-        let sums = sb.sum_at as usize + slot * m;
+        let len = most.min((lay.block - sb.filled) as usize);
+        let slot = usize::from(sb.slot);
+        let (g, m) = (lay.groups as usize, lay.means as usize);
+        let row = lay.val_at as usize + slot * g;
+        let sums = lay.sum_at as usize + slot * m;
         let off = sb.filled as u16;
         sb.filled += len as u32;
         Entering {
@@ -155,8 +187,8 @@ impl BlockMaxima {
     /// Space `s`'s running block is full: it joins the completed ones, a new one starts.
     #[cold]
     fn complete(&mut self, s: usize, window_start: u64) {
-        let sb = &mut self.spaces[s];
-        let b = u64::from(sb.block);
+        let (lay, sb) = (&self.layout.spaces[s], &mut self.spaces[s]);
+        let b = u64::from(lay.block);
         sb.count += 1;
         sb.current += 1;
         sb.filled = 0;
@@ -164,29 +196,29 @@ impl BlockMaxima {
             sb.count -= 1;
         }
         debug_assert!(
-            sb.count < sb.rows,
+            u32::from(sb.count) < lay.rows,
             "a window overlaps at most `rows - 1` blocks"
         );
-        sb.slot = if sb.slot + 1 == sb.rows {
+        sb.slot = if u32::from(sb.slot) + 1 == lay.rows {
             0
         } else {
             sb.slot + 1
         };
-        let slot = sb.slot as usize;
-        let (g, m) = (sb.groups as usize, sb.means as usize);
-        let row = sb.val_at as usize + slot * g;
+        let slot = usize::from(sb.slot);
+        let (g, m) = (lay.groups as usize, lay.means as usize);
+        let row = lay.val_at as usize + slot * g;
         self.val[row..row + g].fill(f64::NEG_INFINITY);
         self.off[row..row + g].fill(0);
-        let row = sb.sum_at as usize + slot * m;
+        let row = lay.sum_at as usize + slot * m;
         self.sum[row..row + m].fill(0);
     }
 
     /// The start of space `s`'s newest subsequence, None before its first.
     pub fn last_start(&self, s: usize) -> Option<u64> {
-        let sb = &self.spaces[s];
+        let (lay, sb) = (&self.layout.spaces[s], &self.spaces[s]);
         // A block is completed only as the next subsequence enters: `filled` is 0 only
         // before the first.
-        (sb.filled > 0).then(|| sb.current * u64::from(sb.block) + u64::from(sb.filled) - 1)
+        (sb.filled > 0).then(|| sb.current * u64::from(lay.block) + u64::from(sb.filled) - 1)
     }
 
     /// How the maximum over space `s`'s subsequences starting at `window_start` or later
@@ -197,7 +229,7 @@ impl BlockMaxima {
             return None;
         }
         let sb = &self.spaces[s];
-        let b = u64::from(sb.block);
+        let b = u64::from(self.layout.spaces[s].block);
         let k0 = window_start / b;
         if k0 == sb.current {
             // The window starts inside the running block, whose maximum may lie before it.
@@ -228,18 +260,22 @@ impl BlockMaxima {
     /// `from` on and then the running block, in start order, keeping the first maximiser;
     /// and adds their sums into `sums` (per mean group of the space).
     pub fn fold(&self, s: usize, from: u64, best: &mut [(f64, u64)], sums: &mut [i128]) {
-        let sb = &self.spaces[s];
-        let (b, g, m) = (u64::from(sb.block), sb.groups as usize, sb.means as usize);
+        let (lay, sb) = (&self.layout.spaces[s], &self.spaces[s]);
+        let (b, g, m) = (
+            u64::from(lay.block),
+            lay.groups as usize,
+            lay.means as usize,
+        );
         for k in from..=sb.current {
-            let slot = (k % u64::from(sb.rows)) as usize;
-            let row = sb.val_at as usize + slot * g;
+            let slot = (k % u64::from(lay.rows)) as usize;
+            let row = lay.val_at as usize + slot * g;
             let (vals, offs) = (&self.val[row..row + g], &self.off[row..row + g]);
             for ((bst, &v), &o) in best.iter_mut().zip(vals).zip(offs) {
                 if v > bst.0 {
                     *bst = (v, k * b + u64::from(o));
                 }
             }
-            let row = sb.sum_at as usize + slot * m;
+            let row = lay.sum_at as usize + slot * m;
             for (sum, &x) in sums.iter_mut().zip(&self.sum[row..row + m]) {
                 *sum += i128::from(x);
             }
@@ -247,13 +283,14 @@ impl BlockMaxima {
     }
 
     /// Heap bytes: (block maxima the windows overlap now, all the block maxima held, the
-    /// block sums).
+    /// block sums); the shared layout aside.
     pub fn heap_bytes(&self) -> (usize, usize, usize) {
         let entry = std::mem::size_of::<f64>() + std::mem::size_of::<u16>();
         let live: usize = self
             .spaces
             .iter()
-            .map(|sb| (sb.count as usize + 1) * sb.groups as usize)
+            .zip(&self.layout.spaces)
+            .map(|(sb, lay)| (usize::from(sb.count) + 1) * lay.groups as usize)
             .sum();
         (
             live * entry,
@@ -300,7 +337,8 @@ mod tests {
             (64, 1, 4),
             (9, 1, 2),
         ] {
-            let mut bm = BlockMaxima::new(&[(groups, groups, footprint)], window);
+            let layout = Layout::new(&[(groups, groups, footprint)], window);
+            let mut bm = BlockMaxima::new(Arc::new(layout));
             // values[start][group]
             let mut values: Vec<Vec<f64>> = Vec::new();
             let mut window_start = 0u64;

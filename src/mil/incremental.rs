@@ -10,7 +10,7 @@
 //! and the alpha sums are computed by the same code in the same order, and ties keep the
 //! earliest subsequence as the from-scratch argmax does.
 
-use super::blockmax::BlockMaxima;
+use super::blockmax::{BlockMaxima, Layout};
 use super::error::{MilError, Result};
 use super::kernel::{RepBlocks, LANES};
 use super::lanes::{in_lanes, lane_values_dispatch, GroupPlan, LaneScratch, SpacePlan};
@@ -38,6 +38,19 @@ pub struct Plan {
     /// Per hypothesis (flat, ensemble by ensemble): its group.
     group_of: Vec<usize>,
     n_groups: usize,
+    /// The block maxima's layout by window length, shared by the scorers of every series.
+    layouts: Layouts,
+}
+
+/// Block layouts made for a plan, by window length (a daemon scores with one).
+#[derive(Debug, Default)]
+struct Layouts(std::sync::Mutex<Vec<(usize, std::sync::Arc<Layout>)>>);
+
+impl Clone for Layouts {
+    /// Derived data: a clone makes its own.
+    fn clone(&self) -> Self {
+        Self::default()
+    }
 }
 
 impl Plan {
@@ -147,7 +160,31 @@ impl Plan {
             max_groups,
             group_of,
             n_groups,
+            layouts: Layouts::default(),
         }
+    }
+
+    /// The block maxima's layout for windows of `window` points, made once per window
+    /// length (up to a few; beyond, each scorer gets its own).
+    fn layout(&self, window: usize) -> std::sync::Arc<Layout> {
+        let mut made = self
+            .layouts
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, layout)) = made.iter().find(|(w, _)| *w == window) {
+            return std::sync::Arc::clone(layout);
+        }
+        let spaces: Vec<(usize, usize, usize)> = self
+            .spaces
+            .iter()
+            .map(|sp| (sp.groups.len(), sp.n_means, sp.footprint))
+            .collect();
+        let layout = std::sync::Arc::new(Layout::new(&spaces, window));
+        if made.len() < 8 {
+            made.push((window, std::sync::Arc::clone(&layout)));
+        }
+        layout
     }
 
     /// Spaces a point is scored in, representatives kept over them, and hypothesis groups
@@ -424,13 +461,7 @@ impl WindowScorer {
             recent: vec![Vec::with_capacity(keep + slack(keep)); m.input.channels()],
             keep,
             min_window,
-            maxima: BlockMaxima::new(
-                &p.spaces
-                    .iter()
-                    .map(|sp| (sp.groups.len(), sp.n_means, sp.footprint))
-                    .collect::<Vec<_>>(),
-                window,
-            ),
+            maxima: BlockMaxima::new(p.layout(window)),
             incremental: true,
         })
     }
