@@ -107,6 +107,40 @@ impl Layout {
     }
 }
 
+/// Layouts made for one model, by window length (a daemon scores with one).
+#[derive(Debug, Default)]
+pub(super) struct Layouts(std::sync::Mutex<Vec<(usize, Arc<Layout>)>>);
+
+impl Clone for Layouts {
+    /// Derived data: a clone makes its own.
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl Layouts {
+    /// The layout for windows of `window` points over the spaces `spaces` gives, made on
+    /// first use and kept (for a few lengths; beyond, each caller gets its own).
+    pub fn get(
+        &self,
+        window: usize,
+        spaces: impl FnOnce() -> Vec<(usize, usize, usize)>,
+    ) -> Arc<Layout> {
+        let mut made = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, layout)) = made.iter().find(|(w, _)| *w == window) {
+            return Arc::clone(layout);
+        }
+        let layout = Arc::new(Layout::new(&spaces(), window));
+        if made.len() < 8 {
+            made.push((window, Arc::clone(&layout)));
+        }
+        layout
+    }
+}
+
 /// Per hypothesis group of a scorer: the maxima of the running block and of the completed
 /// blocks its window overlaps. Boxed slices: sized once, no spare capacity.
 #[derive(Debug, Clone, Default)]

@@ -10,10 +10,12 @@
 //! and the alpha sums are computed by the same code in the same order, and ties keep the
 //! earliest subsequence as the from-scratch argmax does.
 
-use super::blockmax::{BlockMaxima, Layout};
+use super::blockmax::{BlockMaxima, Layout, Layouts};
 use super::error::{MilError, Result};
 use super::kernel::{RepBlocks, LANES};
-use super::lanes::{in_lanes, lane_values_dispatch, GroupPlan, LaneScratch, SpacePlan};
+use super::lanes::{
+    first_max, in_lanes, lane_values_dispatch, Channels, GroupPlan, LaneScratch, SpacePlan,
+};
 use super::model::{Explanation, Model};
 use super::shapelet::{fixed_mean, to_fixed, ShapeletModel};
 use super::weak::position;
@@ -40,17 +42,6 @@ pub struct Plan {
     n_groups: usize,
     /// The block maxima's layout by window length, shared by the scorers of every series.
     layouts: Layouts,
-}
-
-/// Block layouts made for a plan, by window length (a daemon scores with one).
-#[derive(Debug, Default)]
-struct Layouts(std::sync::Mutex<Vec<(usize, std::sync::Arc<Layout>)>>);
-
-impl Clone for Layouts {
-    /// Derived data: a clone makes its own.
-    fn clone(&self) -> Self {
-        Self::default()
-    }
 }
 
 impl Plan {
@@ -164,27 +155,14 @@ impl Plan {
         }
     }
 
-    /// The block maxima's layout for windows of `window` points, made once per window
-    /// length (up to a few; beyond, each scorer gets its own).
+    /// The block maxima's layout for windows of `window` points, made once per length.
     fn layout(&self, window: usize) -> std::sync::Arc<Layout> {
-        let mut made = self
-            .layouts
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((_, layout)) = made.iter().find(|(w, _)| *w == window) {
-            return std::sync::Arc::clone(layout);
-        }
-        let spaces: Vec<(usize, usize, usize)> = self
-            .spaces
-            .iter()
-            .map(|sp| (sp.groups.len(), sp.n_means, sp.footprint))
-            .collect();
-        let layout = std::sync::Arc::new(Layout::new(&spaces, window));
-        if made.len() < 8 {
-            made.push((window, std::sync::Arc::clone(&layout)));
-        }
-        layout
+        self.layouts.get(window, || {
+            self.spaces
+                .iter()
+                .map(|sp| (sp.groups.len(), sp.n_means, sp.footprint))
+                .collect()
+        })
     }
 
     /// Spaces a point is scored in, representatives kept over them, and hypothesis groups
@@ -306,11 +284,10 @@ fn put_scratch(scratch: Scratch) {
     SCRATCH.with(|c| c.set(scratch));
 }
 
-/// Points `recent` holds beyond the `keep` it keeps before it is compacted (one move of
-/// `keep` values every `slack` points), and the most a run scores at a time: an eighth of
-/// `keep` in whole lane batches, from two to `MAX_SLACK / LANES` batches. An eighth, not a
-/// fixed 64: a 150-point window's buffer is 1.3 KB rather than 1.7 KB (its series' memory
-/// is what bounds the live series a worker holds), for 6 values moved a point.
+/// Points `recent` holds beyond its `keep` before it is compacted (one move of `keep` values
+/// every `slack` points), and the most a run scores at a time: an eighth of `keep` in whole
+/// lane batches, 2 to `MAX_SLACK / LANES` of them. Not a fixed 64: a 150-point window's
+/// buffer is 1.4 KB rather than 1.7 KB (memory per live series), for 6 values moved a point.
 fn slack(keep: usize) -> usize {
     (keep / 8)
         .next_multiple_of(LANES)
@@ -332,10 +309,9 @@ fn group_value(alpha: &[(u32, f64)], row: &[f64]) -> f64 {
     alpha.iter().map(|&(z, a)| a * row[z as usize]).sum()
 }
 
-/// The values of `sp`'s groups on its subsequences at `at .. at + n` of `all` (n <=
-/// `LANES`) into the lanes' scratch (group g's on the subsequence at `at + j` at
-/// `values[g * LANES + j]`, a mean group's fixed-point value likewise in `fixed`): side by
-/// side where the lanes pay, else one by one; the same bits either way.
+/// `sp`'s group values on its subsequences `at .. at + n` (n <= `LANES`) into the lanes'
+/// scratch, as `lane_values` lays them out: side by side where the lanes pay, else one by
+/// one; the same bits either way.
 fn values_at(sp: &SpacePlan, all: &[&[f64]], at: usize, n: usize, scratch: &mut Scratch) {
     if in_lanes(sp, n) {
         return lane_values_dispatch(sp, all, at, n, &mut scratch.lanes);
@@ -352,44 +328,6 @@ fn values_at(sp: &SpacePlan, all: &[&[f64]], at: usize, n: usize, scratch: &mut 
             if g.mean.is_some() {
                 x[j] = to_fixed(v[j]);
             }
-        }
-    }
-}
-
-/// The first maximiser of `values` (strict `>` from minus infinity: NaN never wins) and
-/// where it is; minus infinity at 0 when none is above it. Raising a running maximum with
-/// it (strict `>` again) gives what raising it with each value in turn gives, bits and
-/// place.
-#[inline]
-fn first_max(values: &[f64]) -> (f64, usize) {
-    let mut top = (f64::NEG_INFINITY, 0);
-    for (k, &v) in values.iter().enumerate() {
-        if v > top.0 {
-            top = (v, k);
-        }
-    }
-    top
-}
-
-/// A scorer's channel buffers as the slices extraction reads (every channel's buffer has
-/// the same length): a univariate series' one slice is borrowed without building a list.
-enum Channels<'a> {
-    One([&'a [f64]; 1]),
-    Many(Vec<&'a [f64]>),
-}
-
-impl<'a> Channels<'a> {
-    fn of(recent: &'a [Vec<f64>]) -> Self {
-        match recent {
-            [one] => Self::One([one.as_slice()]),
-            _ => Self::Many(recent.iter().map(Vec::as_slice).collect()),
-        }
-    }
-
-    fn slices(&self) -> &[&'a [f64]] {
-        match self {
-            Self::One(one) => one,
-            Self::Many(many) => many,
         }
     }
 }
