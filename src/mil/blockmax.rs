@@ -2,75 +2,158 @@
 //! hypothesis groups, kept by blocks.
 //!
 //! A space's subsequences are cut, from the first one on, into blocks of `B` consecutive
-//! starts (about an eighth of a window). Per group a scorer keeps the running maximum
-//! (value and where it lies) of the block being filled, and the maxima of the completed
-//! blocks the window still overlaps, in a ring of fixed size; a mean group likewise its
-//! blocks' exact fixed-point sums. A window's maximum is then the fold, in start order, of:
-//! the subsequences of the oldest, partly covered block (recomputed from the kept points by
-//! the caller), the completed blocks after it, and the running block; its sum the sum of
-//! the same parts (integers: the same bits as the offline scorer's sum, in any order). No
-//! subsequence leaving the window is recomputed, as a sliding sum would need.
+//! starts (about a quarter of a window). Per group a scorer keeps, in a ring of fixed size,
+//! the maximum (value and where it lies) of the block being filled and of the completed
+//! blocks the window still overlaps; a mean group likewise its blocks' exact fixed-point
+//! sums. A window's maximum is then the fold, in start order, of: the subsequences of the
+//! oldest, partly covered block (recomputed from the kept points by the caller), the
+//! completed blocks after it, and the running block; its sum the sum of the same parts
+//! (integers: the same bits as the offline scorer's sum, in any order). No subsequence
+//! leaving the window is recomputed, as a sliding sum would need.
 //!
 //! Why not a monotonic deque: it is O(1) amortised, but each step pops a data-dependent
 //! number of entries (a mispredicted branch per group and point) and its entries, scattered
 //! over an arena, grow with the data. Here a point costs one compare per group on a dense
-//! row, the memory per group is fixed (about ten block maxima), and a window's maximum costs
-//! at most one block's subsequences recomputed when it is read: a window is read once per
-//! hop, a point arrives every point.
+//! row, the memory per group is fixed (five block maxima of 10 bytes), and a window's
+//! maximum costs at most one block's subsequences recomputed when it is read: a window is
+//! read once per hop, a point arrives every point.
 //!
 //! The fold keeps the first maximiser (strict `>`, from minus infinity), as the offline
 //! scorer's argmax over the window does, so the two agree bit for bit, ties included.
 
 /// Blocks per window: a window's maximum recomputes at most `window / BLOCKS` subsequences
-/// per space, and a group keeps about `BLOCKS + 1` block maxima.
-const BLOCKS: usize = 8;
+/// per space (eight at a time, `lanes.rs`), and a group keeps `BLOCKS + 1` block maxima.
+/// Four, not eight: the rings are most of a live series' memory (`bench --score`: 6.4 KB of
+/// 13.6 KB with eight), and the longer recomputation goes through the lanes.
+const BLOCKS: usize = 4;
 
-/// One space's blocks.
-#[derive(Debug, Clone)]
-struct SpaceBlocks {
+use std::sync::Arc;
+
+/// One space's blocks: their size and where its rows lie. The same for every scorer of
+/// one model and window length, so the scorers share it ([`Layout`]).
+#[derive(Debug)]
+struct SpaceLayout {
     /// Subsequences per block (B).
     block: u32,
-    /// Completed blocks the ring holds at most.
-    cap: u32,
+    /// Rows of its ring: the completed blocks a window overlaps at most, and the running one.
+    rows: u32,
     /// The space's groups, and of them mean groups.
     groups: u32,
     means: u32,
-    /// Where its groups' running maxima start in `cur_*`.
-    cur_at: u32,
-    /// Where its ring starts in `ring_*` (`cap` rows of `groups`).
-    ring_at: u32,
-    /// Where its mean groups' running sums start in `cur_sum`, and their ring in
-    /// `ring_sum` (`cap` rows of `means`).
+    /// Where its ring starts in `val`/`off` (`rows` rows of `groups`) and in `sum` (`rows`
+    /// rows of `means`): block `k` is row `k % rows`.
+    val_at: u32,
     sum_at: u32,
-    ring_sum_at: u32,
+}
+
+/// A scorer's place in one space's blocks (16 bytes).
+#[derive(Debug, Clone, Default)]
+struct SpaceState {
     /// The block being filled.
     current: u64,
     /// Subsequences in it so far (0 before the space's first subsequence).
     filled: u32,
-    /// The oldest completed block kept, and how many are kept (blocks `first..first+count`).
-    first: u64,
-    count: u32,
+    /// Completed blocks kept: `current - count .. current`.
+    count: u16,
+    /// The running block's row (`current % rows`, kept to spare a division a point).
+    slot: u16,
 }
 
-/// Per hypothesis group of a scorer: its running block maximum and the maxima of the
-/// completed blocks its window overlaps.
+/// The blocks of a model's used spaces under windows of one length: made once per model
+/// and window (the incremental plan keeps it), shared by the scorers of every series.
+#[derive(Debug, Default)]
+pub(super) struct Layout {
+    spaces: Box<[SpaceLayout]>,
+    /// Lengths of `val`/`off` and of `sum`.
+    vals: usize,
+    sums: usize,
+}
+
+impl Layout {
+    /// The blocks of spaces of `(groups, mean groups, footprint)` under windows of `window`
+    /// points (fewer than 2^31).
+    pub fn new(spaces: &[(usize, usize, usize)], window: usize) -> Self {
+        let (mut out, mut vals, mut sums) = (Vec::new(), 0, 0);
+        for &(groups, means, footprint) in spaces {
+            // Subsequences a full window holds.
+            let per_window = (window + 1).saturating_sub(footprint).max(1);
+            let block = per_window.div_ceil(BLOCKS).clamp(1, u16::MAX as usize + 1);
+            // Completed blocks a window overlaps once the oldest it no longer reaches are
+            // dropped: the subsequence that starts block k + 1 has its window starting at
+            // or after (k + 1) B - (per_window - 1), so blocks from k + 1 - ceil((per_window
+            // - 1) / B) on; and the running block. At most BLOCKS + 1, or 2^15 + 1 when a
+            // window of up to 2^31 points has blocks of 2^16: a u16 counts them.
+            let rows = (per_window - 1).div_ceil(block) + 1;
+            assert!(
+                rows <= usize::from(u16::MAX),
+                "windows are under 2^31 points"
+            );
+            out.push(SpaceLayout {
+                block: block as u32,
+                rows: rows as u32,
+                groups: groups as u32,
+                means: means as u32,
+                val_at: vals as u32,
+                sum_at: sums as u32,
+            });
+            vals += rows * groups;
+            sums += rows * means;
+        }
+        Self {
+            spaces: out.into(),
+            vals,
+            sums,
+        }
+    }
+}
+
+/// Layouts made for one model, by window length (a daemon scores with one).
+#[derive(Debug, Default)]
+pub(super) struct Layouts(std::sync::Mutex<Vec<(usize, Arc<Layout>)>>);
+
+impl Clone for Layouts {
+    /// Derived data: a clone makes its own.
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl Layouts {
+    /// The layout for windows of `window` points over the spaces `spaces` gives, made on
+    /// first use and kept (for a few lengths; beyond, each caller gets its own).
+    pub fn get(
+        &self,
+        window: usize,
+        spaces: impl FnOnce() -> Vec<(usize, usize, usize)>,
+    ) -> Arc<Layout> {
+        let mut made = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, layout)) = made.iter().find(|(w, _)| *w == window) {
+            return Arc::clone(layout);
+        }
+        let layout = Arc::new(Layout::new(&spaces(), window));
+        if made.len() < 8 {
+            made.push((window, Arc::clone(&layout)));
+        }
+        layout
+    }
+}
+
+/// Per hypothesis group of a scorer: the maxima of the running block and of the completed
+/// blocks its window overlaps. Boxed slices: sized once, no spare capacity.
 #[derive(Debug, Clone, Default)]
 pub(super) struct BlockMaxima {
-    spaces: Vec<SpaceBlocks>,
-    /// Per group (space by space, in the plan's order): the running maximum of the block
-    /// being filled and its offset in the block.
-    cur_val: Vec<f64>,
-    cur_off: Vec<u16>,
-    /// Per space, `cap` rows of its groups' completed-block maxima (row `k % cap` for block
-    /// `k`) and their offsets in the block.
-    ring_val: Vec<f64>,
-    ring_off: Vec<u16>,
-    /// Per mean group: the fixed-point sum of the running block's values, and per space
-    /// `cap` rows of its mean groups' completed-block sums. A value is at most 1 in
-    /// magnitude (alpha in the l1 ball, a Gaussian kernel), 2^40 in fixed point, so a
-    /// block of at most 2^16 of them stays well inside an i64.
-    cur_sum: Vec<i64>,
-    ring_sum: Vec<i64>,
+    layout: Arc<Layout>,
+    spaces: Box<[SpaceState]>,
+    /// Per space, `rows` rows of its groups' block maxima and their offsets in the block.
+    val: Box<[f64]>,
+    off: Box<[u16]>,
+    /// Per space, `rows` rows of its mean groups' block sums in fixed point. A value is at
+    /// most 1 in magnitude (alpha in the l1 ball, a Gaussian kernel), 2^40 in fixed point,
+    /// so a block of at most 2^16 of them stays well inside an i64.
+    sum: Box<[i64]>,
 }
 
 /// Where a window's maximum in one space comes from: first the subsequences
@@ -84,110 +167,92 @@ pub(super) struct WindowParts {
     pub last: u64,
 }
 
+/// What [`BlockMaxima::enter`] hands out for subsequences entering one block: the first
+/// one's offset in the block, how many of them fit in it, and the block's maxima, their
+/// offsets and the mean groups' sums, to raise and add to.
+pub(super) struct Entering<'a> {
+    pub off: u16,
+    pub len: usize,
+    pub max: &'a mut [f64],
+    pub at: &'a mut [u16],
+    pub sums: &'a mut [i64],
+}
+
 impl BlockMaxima {
-    /// Maxima for spaces of `(groups, mean groups, footprint)` under windows of `window`
-    /// points.
-    pub fn new(spaces: &[(usize, usize, usize)], window: usize) -> Self {
-        let mut out = Self::default();
-        for &(groups, means, footprint) in spaces {
-            // Subsequences a full window holds.
-            let per_window = (window + 1).saturating_sub(footprint).max(1);
-            let block = per_window.div_ceil(BLOCKS).clamp(1, u16::MAX as usize + 1);
-            // Completed blocks a window overlaps: at most ceil((per_window - 1) / block),
-            // and one more while the oldest is evicted only when the next block starts.
-            let cap = per_window.div_ceil(block) + 1;
-            out.spaces.push(SpaceBlocks {
-                block: block as u32,
-                cap: cap as u32,
-                groups: groups as u32,
-                means: means as u32,
-                cur_at: out.cur_val.len() as u32,
-                ring_at: out.ring_val.len() as u32,
-                sum_at: out.cur_sum.len() as u32,
-                ring_sum_at: out.ring_sum.len() as u32,
-                current: 0,
-                filled: 0,
-                first: 0,
-                count: 0,
-            });
-            out.cur_val
-                .extend(std::iter::repeat_n(f64::NEG_INFINITY, groups));
-            out.cur_off.extend(std::iter::repeat_n(0, groups));
-            out.ring_val.extend(std::iter::repeat_n(0.0, cap * groups));
-            out.ring_off.extend(std::iter::repeat_n(0, cap * groups));
-            out.cur_sum.extend(std::iter::repeat_n(0, means));
-            out.ring_sum.extend(std::iter::repeat_n(0, cap * means));
+    /// Maxima laid out by `layout`, before any subsequence.
+    pub fn new(layout: Arc<Layout>) -> Self {
+        Self {
+            spaces: vec![SpaceState::default(); layout.spaces.len()].into(),
+            val: vec![f64::NEG_INFINITY; layout.vals].into(),
+            off: vec![0; layout.vals].into(),
+            sum: vec![0; layout.sums].into(),
+            layout,
         }
-        out.cur_sum.shrink_to_fit();
-        out.ring_sum.shrink_to_fit();
-        out.cur_val.shrink_to_fit();
-        out.cur_off.shrink_to_fit();
-        out.ring_val.shrink_to_fit();
-        out.ring_off.shrink_to_fit();
-        out
     }
 
-    /// Space `s`'s next subsequence enters (its starts are consecutive from 0): when the
-    /// running block is full it is kept in the ring (dropping blocks that end before
-    /// `window_start`) and a new one starts. Returns the new subsequence's offset in its
-    /// block, the space's running maxima and their offsets, to be raised where its values
-    /// exceed them, and its mean groups' running sums, to add its fixed-point values to.
+    /// Space `s`'s next subsequences enter, at most `most` of them (their starts are
+    /// consecutive from 0): when the running block is full it becomes a completed one
+    /// (dropping the blocks that end before `window_start`, the first one's window) and a
+    /// new one starts. Hands out as many of them as the running block takes.
     #[inline]
-    #[allow(clippy::type_complexity)]
-    pub fn enter(
-        &mut self,
-        s: usize,
-        window_start: u64,
-    ) -> (u16, &mut [f64], &mut [u16], &mut [i64]) {
-        if self.spaces[s].filled == self.spaces[s].block {
+    pub fn enter(&mut self, s: usize, window_start: u64, most: usize) -> Entering<'_> {
+        debug_assert!(most > 0, "at least one subsequence enters");
+        if self.spaces[s].filled == self.layout.spaces[s].block {
             self.complete(s, window_start);
         }
+        let lay = &self.layout.spaces[s];
         let sb = &mut self.spaces[s];
-        let (at, g) = (sb.cur_at as usize, sb.groups as usize);
-        let (sum_at, m) = (sb.sum_at as usize, sb.means as usize);
+        let len = most.min((lay.block - sb.filled) as usize);
+        let slot = usize::from(sb.slot);
+        let (g, m) = (lay.groups as usize, lay.means as usize);
+        let row = lay.val_at as usize + slot * g;
+        let sums = lay.sum_at as usize + slot * m;
         let off = sb.filled as u16;
-        sb.filled += 1;
-        (
+        sb.filled += len as u32;
+        Entering {
             off,
-            &mut self.cur_val[at..at + g],
-            &mut self.cur_off[at..at + g],
-            &mut self.cur_sum[sum_at..sum_at + m],
-        )
+            len,
+            max: &mut self.val[row..row + g],
+            at: &mut self.off[row..row + g],
+            sums: &mut self.sum[sums..sums + m],
+        }
     }
 
-    /// Space `s`'s running block is full: its row goes to the ring, it starts anew.
+    /// Space `s`'s running block is full: it joins the completed ones, a new one starts.
     #[cold]
     fn complete(&mut self, s: usize, window_start: u64) {
-        let sb = &mut self.spaces[s];
-        let b = u64::from(sb.block);
-        while sb.count > 0 && (sb.first + 1) * b <= window_start {
-            sb.first += 1;
-            sb.count -= 1;
-        }
-        if sb.count == 0 {
-            sb.first = sb.current;
-        }
-        debug_assert!(sb.count < sb.cap, "a window overlaps at most `cap` blocks");
-        let slot = (sb.current % u64::from(sb.cap)) as usize;
-        let (at, g) = (sb.cur_at as usize, sb.groups as usize);
-        let row = sb.ring_at as usize + slot * g;
-        self.ring_val[row..row + g].copy_from_slice(&self.cur_val[at..at + g]);
-        self.ring_off[row..row + g].copy_from_slice(&self.cur_off[at..at + g]);
-        self.cur_val[at..at + g].fill(f64::NEG_INFINITY);
-        self.cur_off[at..at + g].fill(0);
-        let (at, m) = (sb.sum_at as usize, sb.means as usize);
-        let row = sb.ring_sum_at as usize + slot * m;
-        self.ring_sum[row..row + m].copy_from_slice(&self.cur_sum[at..at + m]);
-        self.cur_sum[at..at + m].fill(0);
+        let (lay, sb) = (&self.layout.spaces[s], &mut self.spaces[s]);
+        let b = u64::from(lay.block);
         sb.count += 1;
         sb.current += 1;
         sb.filled = 0;
+        while sb.count > 0 && (sb.current - u64::from(sb.count) + 1) * b <= window_start {
+            sb.count -= 1;
+        }
+        debug_assert!(
+            u32::from(sb.count) < lay.rows,
+            "a window overlaps at most `rows - 1` blocks"
+        );
+        sb.slot = if u32::from(sb.slot) + 1 == lay.rows {
+            0
+        } else {
+            sb.slot + 1
+        };
+        let slot = usize::from(sb.slot);
+        let (g, m) = (lay.groups as usize, lay.means as usize);
+        let row = lay.val_at as usize + slot * g;
+        self.val[row..row + g].fill(f64::NEG_INFINITY);
+        self.off[row..row + g].fill(0);
+        let row = lay.sum_at as usize + slot * m;
+        self.sum[row..row + m].fill(0);
     }
 
     /// The start of space `s`'s newest subsequence, None before its first.
     pub fn last_start(&self, s: usize) -> Option<u64> {
-        let sb = &self.spaces[s];
-        (sb.filled > 0).then(|| sb.current * u64::from(sb.block) + u64::from(sb.filled) - 1)
+        let (lay, sb) = (&self.layout.spaces[s], &self.spaces[s]);
+        // A block is completed only as the next subsequence enters: `filled` is 0 only
+        // before the first.
+        (sb.filled > 0).then(|| sb.current * u64::from(lay.block) + u64::from(sb.filled) - 1)
     }
 
     /// How the maximum over space `s`'s subsequences starting at `window_start` or later
@@ -198,7 +263,7 @@ impl BlockMaxima {
             return None;
         }
         let sb = &self.spaces[s];
-        let b = u64::from(sb.block);
+        let b = u64::from(self.layout.spaces[s].block);
         let k0 = window_start / b;
         if k0 == sb.current {
             // The window starts inside the running block, whose maximum may lie before it.
@@ -208,7 +273,10 @@ impl BlockMaxima {
                 last,
             });
         }
-        debug_assert!(k0 >= sb.first, "blocks the window overlaps are kept");
+        debug_assert!(
+            k0 >= sb.current - u64::from(sb.count),
+            "blocks the window overlaps are kept"
+        );
         let partial = !window_start.is_multiple_of(b);
         let recompute = if partial {
             window_start..(k0 + 1) * b
@@ -226,54 +294,45 @@ impl BlockMaxima {
     /// `from` on and then the running block, in start order, keeping the first maximiser;
     /// and adds their sums into `sums` (per mean group of the space).
     pub fn fold(&self, s: usize, from: u64, best: &mut [(f64, u64)], sums: &mut [i128]) {
-        let sb = &self.spaces[s];
-        let (b, g, m) = (u64::from(sb.block), sb.groups as usize, sb.means as usize);
-        for k in from..sb.current {
-            let slot = (k % u64::from(sb.cap)) as usize;
-            let row = sb.ring_at as usize + slot * g;
-            let (vals, offs) = (&self.ring_val[row..row + g], &self.ring_off[row..row + g]);
+        let (lay, sb) = (&self.layout.spaces[s], &self.spaces[s]);
+        let (b, g, m) = (
+            u64::from(lay.block),
+            lay.groups as usize,
+            lay.means as usize,
+        );
+        for k in from..=sb.current {
+            let slot = (k % u64::from(lay.rows)) as usize;
+            let row = lay.val_at as usize + slot * g;
+            let (vals, offs) = (&self.val[row..row + g], &self.off[row..row + g]);
             for ((bst, &v), &o) in best.iter_mut().zip(vals).zip(offs) {
                 if v > bst.0 {
                     *bst = (v, k * b + u64::from(o));
                 }
             }
-            let row = sb.ring_sum_at as usize + slot * m;
-            for (sum, &x) in sums.iter_mut().zip(&self.ring_sum[row..row + m]) {
+            let row = lay.sum_at as usize + slot * m;
+            for (sum, &x) in sums.iter_mut().zip(&self.sum[row..row + m]) {
                 *sum += i128::from(x);
-            }
-        }
-        let at = sb.sum_at as usize;
-        for (sum, &x) in sums.iter_mut().zip(&self.cur_sum[at..at + m]) {
-            *sum += i128::from(x);
-        }
-        let at = sb.cur_at as usize;
-        let (vals, offs) = (&self.cur_val[at..at + g], &self.cur_off[at..at + g]);
-        for ((bst, &v), &o) in best.iter_mut().zip(vals).zip(offs) {
-            if v > bst.0 {
-                *bst = (v, sb.current * b + u64::from(o));
             }
         }
     }
 
     /// Heap bytes: (block maxima the windows overlap now, all the block maxima held, the
-    /// block sums).
+    /// block sums); the shared layout aside.
     pub fn heap_bytes(&self) -> (usize, usize, usize) {
         let entry = std::mem::size_of::<f64>() + std::mem::size_of::<u16>();
         let live: usize = self
             .spaces
             .iter()
-            .map(|sb| (sb.count as usize + 1) * sb.groups as usize)
+            .zip(&self.layout.spaces)
+            .map(|(sb, lay)| (usize::from(sb.count) + 1) * lay.groups as usize)
             .sum();
         (
             live * entry,
-            (self.cur_val.capacity() + self.ring_val.capacity()) * 8
-                + (self.cur_off.capacity() + self.ring_off.capacity()) * 2
-                + self.spaces.capacity() * std::mem::size_of::<SpaceBlocks>(),
-            (self.cur_sum.capacity() + self.ring_sum.capacity()) * 8,
+            self.val.len() * entry + std::mem::size_of_val(&*self.spaces),
+            std::mem::size_of_val(&*self.sum),
         )
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,9 +356,10 @@ mod tests {
     }
 
     /// Block maxima plus recomputed parts give the first maximiser (and block sums the
-    /// sum) of every window, over
-    /// random values with many ties, windows moving by one and jumping (as a duration
-    /// window's start does), against a plain scan.
+    /// sum) of every window, over random values with many ties, NaN and minus infinity,
+    /// entering one by one and in runs (each run's maximum folded in at once, as the
+    /// scorer's lanes do), windows moving by one and jumping (as a duration window's start
+    /// does), against a plain scan.
     #[test]
     fn windows_fold_to_the_first_maximiser() {
         let mut rnd = xorshift(0x9e37_79b9_7f4a_7c15);
@@ -309,42 +369,61 @@ mod tests {
             (7, 7, 1),
             (5, 9, 2),
             (64, 1, 4),
+            (9, 1, 2),
         ] {
-            let mut bm = BlockMaxima::new(&[(groups, groups, footprint)], window);
+            let layout = Layout::new(&[(groups, groups, footprint)], window);
+            let mut bm = BlockMaxima::new(Arc::new(layout));
             // values[start][group]
             let mut values: Vec<Vec<f64>> = Vec::new();
             let mut window_start = 0u64;
-            for n in 1..=2_000u64 {
-                if (n as usize) < footprint {
-                    continue;
+            let mut n = 0u64;
+            while n < 2_000 {
+                // A run of subsequences: each with its count window's start.
+                let mut run: Vec<(u64, Vec<f64>)> = Vec::new();
+                for _ in 0..[1, 1, 3, 8, 13][(rnd() % 5) as usize] {
+                    n += 1;
+                    if (n as usize) < footprint {
+                        continue;
+                    }
+                    window_start = window_start.max(n.saturating_sub(window as u64));
+                    let row: Vec<f64> = (0..groups)
+                        .map(|_| match rnd() % 10 {
+                            0 => f64::NAN,
+                            1 => f64::NEG_INFINITY,
+                            r => ((r % 4) as f64) * 0.5,
+                        })
+                        .collect();
+                    run.push((window_start, row));
                 }
-                let start = n - footprint as u64;
-                window_start = window_start.max(n.saturating_sub(window as u64));
+                let mut j = 0;
+                while j < run.len() {
+                    let e = bm.enter(0, run[j].0, run.len() - j);
+                    assert!(e.len >= 1);
+                    for i in 0..groups {
+                        let mut top = (f64::NEG_INFINITY, 0);
+                        for (q, (_, row)) in run[j..j + e.len].iter().enumerate() {
+                            if row[i] > top.0 {
+                                top = (row[i], q);
+                            }
+                            e.sums[i] += fixed(row[i]);
+                        }
+                        if top.0 > e.max[i] {
+                            e.max[i] = top.0;
+                            e.at[i] = e.off + top.1 as u16;
+                        }
+                    }
+                    j += e.len;
+                }
+                values.extend(run.into_iter().map(|(_, row)| row));
                 if rnd().is_multiple_of(37) {
                     // A duration window's start jumps forward, never back.
                     window_start = (window_start + rnd() % 5).min(n);
                 }
-                let row: Vec<f64> = (0..groups)
-                    .map(|_| match rnd() % 10 {
-                        0 => f64::NAN,
-                        1 => f64::NEG_INFINITY,
-                        r => ((r % 4) as f64) * 0.5,
-                    })
-                    .collect();
-                let (off, cur, offs, sums) = bm.enter(0, window_start);
-                for (i, &v) in row.iter().enumerate() {
-                    if v > cur[i] {
-                        cur[i] = v;
-                        offs[i] = off;
-                    }
-                    sums[i] += fixed(v);
-                }
-                values.push(row);
-                assert_eq!(values.len() as u64, start + 1);
                 let Some(parts) = bm.parts(0, window_start) else {
-                    assert!(start < window_start);
+                    assert!(values.len() as u64 <= window_start);
                     continue;
                 };
+                let start = values.len() as u64 - 1;
                 assert_eq!(parts.last, start);
                 let mut best = vec![(f64::NEG_INFINITY, window_start); groups];
                 let mut total = vec![0i128; groups];

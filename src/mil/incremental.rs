@@ -10,10 +10,12 @@
 //! and the alpha sums are computed by the same code in the same order, and ties keep the
 //! earliest subsequence as the from-scratch argmax does.
 
-use super::blockmax::BlockMaxima;
+use super::blockmax::{BlockMaxima, Layout, Layouts};
 use super::error::{MilError, Result};
 use super::kernel::{RepBlocks, LANES};
-use super::lanes::{in_lanes, lane_values_dispatch, GroupPlan, LaneScratch, SpacePlan};
+use super::lanes::{
+    first_max, in_lanes, lane_values_dispatch, Channels, GroupPlan, LaneScratch, SpacePlan,
+};
 use super::model::{Explanation, Model};
 use super::shapelet::{fixed_mean, to_fixed, ShapeletModel};
 use super::weak::position;
@@ -38,6 +40,8 @@ pub struct Plan {
     /// Per hypothesis (flat, ensemble by ensemble): its group.
     group_of: Vec<usize>,
     n_groups: usize,
+    /// The block maxima's layout by window length, shared by the scorers of every series.
+    layouts: Layouts,
 }
 
 impl Plan {
@@ -147,7 +151,18 @@ impl Plan {
             max_groups,
             group_of,
             n_groups,
+            layouts: Layouts::default(),
         }
+    }
+
+    /// The block maxima's layout for windows of `window` points, made once per length.
+    fn layout(&self, window: usize) -> std::sync::Arc<Layout> {
+        self.layouts.get(window, || {
+            self.spaces
+                .iter()
+                .map(|sp| (sp.groups.len(), sp.n_means, sp.footprint))
+                .collect()
+        })
     }
 
     /// Spaces a point is scored in, representatives kept over them, and hypothesis groups
@@ -201,7 +216,7 @@ pub struct WindowScorer {
     /// Points pushed so far.
     n: u64,
     /// Recent points, one buffer per channel (one for a univariate model): the window (what
-    /// its oldest block is recomputed from), compacted when `keep + SLACK`.
+    /// its oldest block is recomputed from), compacted when `keep + slack(keep)`.
     recent: Vec<Vec<f64>>,
     /// Points `recent` keeps.
     keep: usize,
@@ -269,9 +284,17 @@ fn put_scratch(scratch: Scratch) {
     SCRATCH.with(|c| c.set(scratch));
 }
 
-/// Points `recent` holds beyond what it keeps before it is compacted: one move of `keep`
-/// values every `SLACK` points.
-const SLACK: usize = 64;
+/// Points `recent` holds beyond its `keep` before it is compacted (one move of `keep` values
+/// every `slack` points), and the most a run scores at a time: an eighth of `keep` in whole
+/// lane batches, 2 to `MAX_SLACK / LANES` of them. Not a fixed 64: a 150-point window's
+/// buffer is 1.4 KB rather than 1.7 KB (memory per live series), for 6 values moved a point.
+fn slack(keep: usize) -> usize {
+    (keep / 8)
+        .next_multiple_of(LANES)
+        .clamp(2 * LANES, MAX_SLACK)
+}
+
+const MAX_SLACK: usize = 64;
 
 /// The kernel row of `space`'s subsequence at `at` in `all`, into `row`.
 fn row_at(sp: &SpacePlan, all: &[&[f64]], at: usize, sub: &mut [f64], row: &mut [f64]) {
@@ -284,6 +307,29 @@ fn row_at(sp: &SpacePlan, all: &[&[f64]], at: usize, sub: &mut [f64], row: &mut 
 /// order (hence its bits).
 fn group_value(alpha: &[(u32, f64)], row: &[f64]) -> f64 {
     alpha.iter().map(|&(z, a)| a * row[z as usize]).sum()
+}
+
+/// `sp`'s group values on its subsequences `at .. at + n` (n <= `LANES`) into the lanes'
+/// scratch, as `lane_values` lays them out: side by side where the lanes pay, else one by
+/// one; the same bits either way.
+fn values_at(sp: &SpacePlan, all: &[&[f64]], at: usize, n: usize, scratch: &mut Scratch) {
+    if in_lanes(sp, n) {
+        return lane_values_dispatch(sp, all, at, n, &mut scratch.lanes);
+    }
+    for j in 0..n {
+        row_at(sp, all, at + j, &mut scratch.sub, &mut scratch.row);
+        for ((g, v), x) in sp
+            .groups
+            .iter()
+            .zip(scratch.lanes.values.chunks_exact_mut(LANES))
+            .zip(scratch.lanes.fixed.chunks_exact_mut(LANES))
+        {
+            v[j] = group_value(&g.alpha, &scratch.row);
+            if g.mean.is_some() {
+                x[j] = to_fixed(v[j]);
+            }
+        }
+    }
 }
 
 fn shapelet(model: &Model) -> Result<&ShapeletModel> {
@@ -350,16 +396,10 @@ impl WindowScorer {
             window,
             window_start: 0,
             n: 0,
-            recent: vec![Vec::with_capacity(keep + SLACK); m.input.channels()],
+            recent: vec![Vec::with_capacity(keep + slack(keep)); m.input.channels()],
             keep,
             min_window,
-            maxima: BlockMaxima::new(
-                &p.spaces
-                    .iter()
-                    .map(|sp| (sp.groups.len(), sp.n_means, sp.footprint))
-                    .collect::<Vec<_>>(),
-                window,
-            ),
+            maxima: BlockMaxima::new(p.layout(window)),
             incremental: true,
         })
     }
@@ -424,7 +464,7 @@ impl WindowScorer {
         let plan = plan(m);
         let mut scratch = take_scratch(plan);
         for (r, &v) in self.recent.iter_mut().zip(x) {
-            if r.len() >= self.keep + SLACK {
+            if r.len() >= self.keep + slack(self.keep) {
                 r.drain(..r.len() - self.keep);
             }
             r.push(v);
@@ -434,17 +474,8 @@ impl WindowScorer {
             .window_start
             .max(self.n.saturating_sub(self.window as u64));
         let window_start = self.window_start;
-        // Every channel's buffer has the same length; a univariate series' one slice is
-        // borrowed without building a list.
-        let one: [&[f64]; 1];
-        let many: Vec<&[f64]>;
-        let all: &[&[f64]] = if self.recent.len() == 1 {
-            one = [self.recent[0].as_slice()];
-            &one
-        } else {
-            many = self.recent.iter().map(Vec::as_slice).collect();
-            &many
-        };
+        let channels = Channels::of(&self.recent);
+        let all = channels.slices();
         let live = all[0].len();
         // One new subsequence per space: scored alone, a vector holding eight
         // representatives (`push_points` scores a run's side by side, with these bits).
@@ -455,17 +486,17 @@ impl WindowScorer {
                 continue;
             }
             row_at(sp, all, live - f, &mut scratch.sub, &mut scratch.row);
-            let (off, best, at, sums) = self.maxima.enter(s, window_start);
-            for ((g, best), at) in sp.groups.iter().zip(best).zip(at) {
+            let e = self.maxima.enter(s, window_start, 1);
+            for ((g, best), at) in sp.groups.iter().zip(e.max).zip(e.at) {
                 let v = group_value(&g.alpha, &scratch.row);
                 // Strict: an equal earlier value keeps its place, as the offline argmax
                 // keeps the first maximiser.
                 if v > *best {
                     *best = v;
-                    *at = off;
+                    *at = e.off;
                 }
                 if let Some(j) = g.mean {
-                    sums[j] = sums[j].wrapping_add(to_fixed(v));
+                    e.sums[j] = e.sums[j].wrapping_add(to_fixed(v));
                 }
             }
         }
@@ -514,11 +545,12 @@ impl WindowScorer {
         let m = shapelet(model)?;
         let plan = plan(m);
         let mut scratch = take_scratch(plan);
-        // At most SLACK points at a time, so `recent` never outgrows `keep + SLACK`.
-        for part in run.chunks(SLACK * c) {
+        // At most `slack` points at a time, so `recent` never outgrows `keep + slack`.
+        let slack = slack(self.keep);
+        for part in run.chunks(slack * c) {
             let k = part.len() / c;
             for (ch, r) in self.recent.iter_mut().enumerate() {
-                if r.len() + k > self.keep + SLACK {
+                if r.len() + k > self.keep + slack {
                     r.drain(..r.len().saturating_sub(self.keep));
                 }
                 r.extend(part.iter().skip(ch).step_by(c));
@@ -538,17 +570,8 @@ impl WindowScorer {
         let window = self.window as u64;
         let start_before = self.window_start;
         self.window_start = self.window_start.max(self.n.saturating_sub(window));
-        // Every channel's buffer has the same length; a univariate series' one slice is
-        // borrowed without building a list.
-        let one: [&[f64]; 1];
-        let many: Vec<&[f64]>;
-        let all: &[&[f64]] = if self.recent.len() == 1 {
-            one = [self.recent[0].as_slice()];
-            &one
-        } else {
-            many = self.recent.iter().map(Vec::as_slice).collect();
-            &many
-        };
+        let channels = Channels::of(&self.recent);
+        let all = channels.slices();
         // The point index of `recent`'s first point.
         let base = self.n - all[0].len() as u64;
         // Only the spaces some hypothesis reads, and in each only the representatives some
@@ -570,44 +593,32 @@ impl WindowScorer {
             let end = first + count;
             while start < end {
                 let n = ((end - start) as usize).min(LANES);
-                let at = (start - base) as usize;
-                if in_lanes(sp, n) {
-                    lane_values_dispatch(sp, all, at, n, &mut scratch.lanes);
-                } else {
-                    // One by one: the values of lane 0 of each, in turn.
-                    for j in 0..n {
-                        row_at(sp, all, at + j, &mut scratch.sub, &mut scratch.row);
-                        for ((g, v), x) in sp
-                            .groups
-                            .iter()
-                            .zip(scratch.lanes.values.chunks_exact_mut(LANES))
-                            .zip(scratch.lanes.fixed.chunks_exact_mut(LANES))
-                        {
-                            v[j] = group_value(&g.alpha, &scratch.row);
-                            if g.mean.is_some() {
-                                x[j] = to_fixed(v[j]);
-                            }
-                        }
-                    }
-                }
+                values_at(sp, all, (start - base) as usize, n, scratch);
                 let (values, fixed) = (&scratch.lanes.values, &scratch.lanes.fixed);
-                for j in 0..n {
+                // The batch goes into the blocks it falls in, a block's part at once.
+                let mut j = 0;
+                while j < n {
                     let x = start + j as u64;
-                    // The window when the subsequence entered (its point's count window).
+                    // The window when the part's first subsequence entered (its point's
+                    // count window).
                     let window_start = start_before.max((x + f).saturating_sub(window));
-                    let (off, best, at, sums) = self.maxima.enter(s, window_start);
-                    for (i, ((g, best), at)) in sp.groups.iter().zip(best).zip(at).enumerate() {
-                        let v = values[i * LANES + j];
+                    let e = self.maxima.enter(s, window_start, n - j);
+                    let part = j..j + e.len;
+                    for (i, ((g, best), at)) in sp.groups.iter().zip(e.max).zip(e.at).enumerate() {
+                        let (v, k) = first_max(&values[i * LANES..][part.clone()]);
                         // Strict: an equal earlier value keeps its place, as the offline
                         // argmax keeps the first maximiser.
                         if v > *best {
                             *best = v;
-                            *at = off;
+                            *at = e.off + k as u16;
                         }
                         if let Some(q) = g.mean {
-                            sums[q] = sums[q].wrapping_add(fixed[i * LANES + j]);
+                            e.sums[q] = fixed[i * LANES..][part.clone()]
+                                .iter()
+                                .fold(e.sums[q], |a, &x| a.wrapping_add(x));
                         }
                     }
+                    j += e.len;
                 }
                 start += n as u64;
             }
@@ -666,7 +677,8 @@ impl WindowScorer {
     /// entered.
     fn window_maxima(&self, plan: &Plan, window_start: u64) -> Vec<Option<WindowValue>> {
         let mut out = vec![None; plan.n_groups];
-        let all: Vec<&[f64]> = self.recent.iter().map(Vec::as_slice).collect();
+        let channels = Channels::of(&self.recent);
+        let all = channels.slices();
         let base = self.n - all[0].len() as u64;
         let mut scratch = take_scratch(plan);
         let (mut best, mut sums) = (Vec::new(), Vec::new());
@@ -678,23 +690,25 @@ impl WindowScorer {
             best.resize(sp.groups.len(), (f64::NEG_INFINITY, window_start));
             sums.clear();
             sums.resize(sp.n_means, 0i128);
-            for x in parts.recompute {
-                row_at(
-                    sp,
-                    &all,
-                    (x - base) as usize,
-                    &mut scratch.sub,
-                    &mut scratch.row,
-                );
-                for (g, b) in sp.groups.iter().zip(best.iter_mut()) {
-                    let v = group_value(&g.alpha, &scratch.row);
+            // The oldest block's covered part, `LANES` subsequences at a time.
+            let (mut x, end) = (parts.recompute.start, parts.recompute.end);
+            while x < end {
+                let n = ((end - x) as usize).min(LANES);
+                values_at(sp, all, (x - base) as usize, n, &mut scratch);
+                let (values, fixed) = (&scratch.lanes.values, &scratch.lanes.fixed);
+                for (i, (g, b)) in sp.groups.iter().zip(best.iter_mut()).enumerate() {
+                    let (v, k) = first_max(&values[i * LANES..][..n]);
                     if v > b.0 {
-                        *b = (v, x);
+                        *b = (v, x + k as u64);
                     }
                     if let Some(j) = g.mean {
-                        sums[j] += i128::from(to_fixed(v));
+                        sums[j] += fixed[i * LANES..][..n]
+                            .iter()
+                            .map(|&f| i128::from(f))
+                            .sum::<i128>();
                     }
                 }
+                x += n as u64;
             }
             if let Some(from) = parts.blocks_from {
                 self.maxima.fold(s, from, &mut best, &mut sums);
@@ -880,7 +894,7 @@ mod tests {
     }
 
     /// Streams `channels` (one buffer per channel) through a scorer of `w`-point windows in
-    /// runs of irregular lengths (1 to beyond `SLACK`, not multiples of `LANES`) and asserts
+    /// runs of irregular lengths (1 to beyond `MAX_SLACK`, not multiples of `LANES`) and asserts
     /// that the window after each run is explained as offline predict explains its points,
     /// bit for bit.
     fn exact_runs(model: &Model, channels: &[&[f64]], w: usize, what: &str) {

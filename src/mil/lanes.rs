@@ -136,3 +136,40 @@ unsafe fn lane_values_avx2(
 ) {
     lane_values(sp, all, at, n, l)
 }
+/// The first maximiser of `values` (strict `>` from minus infinity: NaN never wins) and
+/// where it is; minus infinity at 0 when none is above it. Raising a running maximum with
+/// it (strict `>` again) gives what raising it with each value in turn gives, bits and
+/// place.
+#[inline]
+pub(super) fn first_max(values: &[f64]) -> (f64, usize) {
+    let mut top = (f64::NEG_INFINITY, 0);
+    for (k, &v) in values.iter().enumerate() {
+        if v > top.0 {
+            top = (v, k);
+        }
+    }
+    top
+}
+
+/// A scorer's channel buffers as the slices extraction reads (every channel's buffer has
+/// the same length): a univariate series' one slice is borrowed without building a list.
+pub(super) enum Channels<'a> {
+    One([&'a [f64]; 1]),
+    Many(Vec<&'a [f64]>),
+}
+
+impl<'a> Channels<'a> {
+    pub fn of(recent: &'a [Vec<f64>]) -> Self {
+        match recent {
+            [one] => Self::One([one.as_slice()]),
+            _ => Self::Many(recent.iter().map(Vec::as_slice).collect()),
+        }
+    }
+
+    pub fn slices(&self) -> &[&'a [f64]] {
+        match self {
+            Self::One(one) => one,
+            Self::Many(many) => many,
+        }
+    }
+}

@@ -124,11 +124,135 @@ pub struct WindowEvents {
     pub restarted: u64,
 }
 
-/// A released point's place: its value is in the series' scorer (or `values`).
-#[derive(Debug, Clone, Copy)]
+/// The event times and source offsets of a window's released points, oldest first (their
+/// values are in the series' scorer, or `values`), in 8 bytes a point rather than 16: the
+/// oldest and the newest point in full, each point after the oldest as its difference from
+/// the one before (times rise; offsets mostly rise, and fall where the reorder buffer
+/// releases a point of an older message). A difference that does not fit (an hour-long
+/// gap between two points is 3.6e6 ms, a u32 holds 4.3e9) goes whole to `wide`.
+#[derive(Debug, Default)]
 struct Released {
-    ts: i64,
-    offset: i64,
+    len: usize,
+    /// (event time, offset) of the oldest and of the newest point.
+    front: (i64, i64),
+    back: (i64, i64),
+    /// Per point after the oldest: its (time, offset) less the previous point's, or
+    /// `WIDE` in the time when that is in `wide`.
+    steps: VecDeque<(u32, i32)>,
+    /// The differences that did not fit, in order. Boxed: a deque's 32-byte header would sit
+    /// in every live series' map entry, where None is 8 bytes and a wide step is rare.
+    #[allow(clippy::box_collection)]
+    wide: Option<Box<VecDeque<(i64, i64)>>>,
+}
+
+impl Released {
+    /// A step that is in `wide`.
+    const WIDE: u32 = u32::MAX;
+
+    fn with_capacity(points: usize) -> Self {
+        Self {
+            steps: VecDeque::with_capacity(points),
+            ..Self::default()
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The oldest and the newest point's event time.
+    fn front_ts(&self) -> Option<i64> {
+        (self.len > 0).then_some(self.front.0)
+    }
+
+    fn back_ts(&self) -> Option<i64> {
+        (self.len > 0).then_some(self.back.0)
+    }
+
+    fn push_back(&mut self, ts: i64, offset: i64) {
+        if self.len == 0 {
+            self.front = (ts, offset);
+        } else {
+            let dt = ts
+                .checked_sub(self.back.0)
+                .and_then(|d| u32::try_from(d).ok());
+            let doff = offset
+                .checked_sub(self.back.1)
+                .and_then(|d| i32::try_from(d).ok());
+            match (dt, doff) {
+                (Some(dt), Some(doff)) if dt != Self::WIDE => self.steps.push_back((dt, doff)),
+                _ => {
+                    // Wrapping: differences of any two i64, undone by the wrapping adds below.
+                    let d = (
+                        ts.wrapping_sub(self.back.0),
+                        offset.wrapping_sub(self.back.1),
+                    );
+                    self.wide.get_or_insert_default().push_back(d);
+                    self.steps.push_back((Self::WIDE, 0));
+                }
+            }
+        }
+        self.back = (ts, offset);
+        self.len += 1;
+    }
+
+    /// The difference `step` stands for; `wide` yields the wide ones in order.
+    fn step((dt, doff): (u32, i32), wide: &mut impl Iterator<Item = (i64, i64)>) -> (i64, i64) {
+        if dt == Self::WIDE {
+            wide.next().expect("a wide step for each WIDE mark")
+        } else {
+            (i64::from(dt), i64::from(doff))
+        }
+    }
+
+    fn pop_front(&mut self) {
+        match self.len {
+            0 => {}
+            1 => self.clear(),
+            _ => {
+                let step = self
+                    .steps
+                    .pop_front()
+                    .expect("a step per point after the oldest");
+                let mut wide = std::iter::from_fn(|| self.wide.as_mut()?.pop_front());
+                let (dt, doff) = Self::step(step, &mut wide);
+                self.front = (
+                    self.front.0.wrapping_add(dt),
+                    self.front.1.wrapping_add(doff),
+                );
+                self.len -= 1;
+                if self.wide.as_ref().is_some_and(|w| w.is_empty()) {
+                    self.wide = None;
+                }
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+        self.steps.clear();
+        self.wide = None;
+    }
+
+    /// The points' offsets, oldest first.
+    fn offsets(&self) -> impl Iterator<Item = i64> + '_ {
+        let mut wide = self.wide.iter().flat_map(|w| w.iter().copied());
+        let mut at = self.front.1;
+        (self.len > 0)
+            .then_some(at)
+            .into_iter()
+            .chain(self.steps.iter().map(move |&step| {
+                at = at.wrapping_add(Self::step(step, &mut wide).1);
+                at
+            }))
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.steps.capacity() * std::mem::size_of::<(u32, i32)>()
+            + self.wide.as_ref().map_or(0, |w| {
+                std::mem::size_of_val(&**w) + w.capacity() * std::mem::size_of::<(i64, i64)>()
+            })
+    }
 }
 
 struct SeriesWindow {
@@ -136,8 +260,8 @@ struct SeriesWindow {
     pending: BTreeMap<i64, (f64, Vec<f64>, i64)>,
     max_ts: i64,
     last_released: Option<i64>,
-    /// The last W released points (16 bytes each).
-    points: VecDeque<Released>,
+    /// The last W released points' event times and offsets (8 bytes each).
+    points: Released,
     /// Their values while the series has no scorer (until its first window, after a model
     /// swap, or when the model cannot score its windows), in step with `points`; empty
     /// otherwise, as the scorer keeps at least the window's values.
@@ -195,7 +319,7 @@ impl PartitionWindows {
         };
         for (id, s) in &self.series {
             m.map += id.capacity() + s.model.capacity();
-            m.points += s.points.capacity() * std::mem::size_of::<Released>()
+            m.points += s.points.heap_bytes()
                 + s.values.capacity() * 8
                 + s.rest.capacity() * std::mem::size_of::<Vec<f64>>()
                 + s.rest.iter().map(|r| r.capacity() * 8).sum::<usize>();
@@ -294,7 +418,7 @@ impl PartitionWindows {
                     pending: BTreeMap::new(),
                     max_ts: i64::MIN,
                     last_released: None,
-                    points: VecDeque::with_capacity(self.params.points + 1),
+                    points: Released::with_capacity(self.params.points),
                     values: VecDeque::with_capacity(self.params.points + 1),
                     rest: VecDeque::new(),
                     scorer: None,
@@ -357,12 +481,7 @@ impl PartitionWindows {
     pub fn oldest_offset(&self) -> Option<i64> {
         self.series
             .values()
-            .flat_map(|s| {
-                s.points
-                    .iter()
-                    .map(|p| p.offset)
-                    .chain(s.pending.values().map(|p| p.2))
-            })
+            .flat_map(|s| s.points.offsets().chain(s.pending.values().map(|p| p.2)))
             .min()
     }
 
@@ -411,7 +530,7 @@ fn release(
     run: &mut Vec<f64>,
 ) -> bool {
     let mut restarted = false;
-    if let Some(&Released { ts: prev_ts, .. }) = s.points.back() {
+    if let Some(prev_ts) = s.points.back_ts() {
         // Saturating: the decoder bounds `ts` to years 0000..=9999 (record::MAX_TS_MS),
         // where no difference overflows, but this must hold for any i64 a caller passes.
         if ts.saturating_sub(prev_ts) > params.idle_timeout_ms {
@@ -429,7 +548,7 @@ fn release(
                 // Later windows end later still: what is out of this one is out for good.
                 // Checked: a horizon below i64::MIN is below every point (none goes).
                 if let Some(horizon) = prev_ts.checked_sub(params.duration_ms) {
-                    while s.points.front().is_some_and(|p| p.ts <= horizon) {
+                    while s.points.front_ts().is_some_and(|ts| ts <= horizon) {
                         s.points.pop_front();
                         s.values.pop_front();
                         s.rest.pop_front();
@@ -449,14 +568,9 @@ fn release(
                     if let Ok(Some(explanation)) = explained {
                         out.push(ScoredWindow {
                             series_id: series_id.to_string(),
-                            start_ms: s.points.front().expect("full window").ts,
+                            start_ms: s.points.front_ts().expect("full window"),
                             end_ms: prev_ts,
-                            first_offset: s
-                                .points
-                                .iter()
-                                .map(|p| p.offset)
-                                .min()
-                                .expect("full window"),
+                            first_offset: s.points.offsets().min().expect("full window"),
                             points: if duration { len } else { params.points },
                             explanation,
                         });
@@ -482,7 +596,7 @@ fn release(
     if !s.rest.is_empty() || !rest.is_empty() {
         s.rest.push_back(rest.to_vec());
     }
-    s.points.push_back(Released { ts, offset: off });
+    s.points.push_back(ts, off);
     if s.points.len() > params.points {
         s.points.pop_front();
         s.values.pop_front();
@@ -579,6 +693,66 @@ mod tests {
         }
         out.sort_by_key(|p| (p.ts_ms, p.series_id.clone()));
         out
+    }
+
+    /// Released points hold the times and offsets pushed, oldest first, through pops and
+    /// clears, with differences that fit in a step and ones that do not (long gaps, offsets
+    /// far apart or falling, the ends of i64), against a plain deque.
+    #[test]
+    fn released_points_keep_every_time_and_offset() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut packed = Released::with_capacity(16);
+        let capacity = packed.steps.capacity();
+        let mut plain: VecDeque<(i64, i64)> = VecDeque::new();
+        let (mut ts, mut off) = (0i64, 0i64);
+        for i in 0..20_000 {
+            match rnd() % 40 {
+                0 => {
+                    packed.clear();
+                    plain.clear();
+                }
+                1..=12 => {
+                    packed.pop_front();
+                    plain.pop_front();
+                }
+                r => {
+                    ts = match r % 9 {
+                        0 => ts.wrapping_add(1 << 33),
+                        1 => i64::MIN + (rnd() % 1000) as i64,
+                        2 => i64::MAX - (rnd() % 1000) as i64,
+                        3 => ts.wrapping_add(u32::MAX as i64),
+                        _ => ts.wrapping_add((rnd() % 5_000) as i64),
+                    };
+                    off = match r % 7 {
+                        0 => off.wrapping_add(1 << 40),
+                        1 => off.wrapping_sub((rnd() % 100) as i64),
+                        2 => i64::MIN,
+                        3 => off.wrapping_sub(1 << 31),
+                        _ => off.wrapping_add((rnd() % 300) as i64),
+                    };
+                    packed.push_back(ts, off);
+                    plain.push_back((ts, off));
+                    if plain.len() > 16 {
+                        packed.pop_front();
+                        plain.pop_front();
+                    }
+                }
+            }
+            assert_eq!(packed.len(), plain.len(), "step {i}");
+            assert_eq!(packed.front_ts(), plain.front().map(|p| p.0), "step {i}");
+            assert_eq!(packed.back_ts(), plain.back().map(|p| p.0), "step {i}");
+            let offsets: Vec<i64> = packed.offsets().collect();
+            let expected: Vec<i64> = plain.iter().map(|p| p.1).collect();
+            assert_eq!(offsets, expected, "step {i}");
+        }
+        // A window of 16 points never grows the steps past what they were made with.
+        assert_eq!(packed.steps.capacity(), capacity);
     }
 
     /// A series whose points name another model starts over: the first model's points are
