@@ -395,7 +395,8 @@ fn series_memory(model: Model, stream: &[f64], series: usize) -> Result<serde_js
         idle_timeout_ms: 600_000,
         max_series: series,
     };
-    let ids: Vec<std::sync::Arc<str>> = (0..series).map(|s| format!("pump-{s:06}").into()).collect();
+    let ids: Vec<std::sync::Arc<str>> =
+        (0..series).map(|s| format!("pump-{s:06}").into()).collect();
     let before = rss();
     let t = Instant::now();
     let mut w = PartitionWindows::new(params);

@@ -223,7 +223,14 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     }
     // The bare consumer first, on the same pre-produced topic and in the same minute.
     let bare = match opts.rate {
-        None => Some(baseline(&bootstrap, &props, &topic, msgs.len(), n_points, &opts)?),
+        None => Some(baseline(
+            &bootstrap,
+            &props,
+            &topic,
+            msgs.len(),
+            n_points,
+            &opts,
+        )?),
         Some(_) => None,
     };
     let rss_before = rss_bytes();

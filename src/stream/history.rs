@@ -1179,7 +1179,13 @@ mod tests {
                         }
                         // A run's points share one message's offset, as in the worker.
                         let (_, at) = *run_src.get_or_insert((p, 1_000 + 3 * offset as i64));
-                        r.record_parts("s", (&topics[p as usize], p, at), ts, values[0], &values[1..]);
+                        r.record_parts(
+                            "s",
+                            (&topics[p as usize], p, at),
+                            ts,
+                            values[0],
+                            &values[1..],
+                        );
                         run.push((ts, values));
                     }
                     Step::Join(back, len) => {

@@ -683,7 +683,11 @@ fn window_run<'a>(
             .zip(outcomes.iter())
             .filter(|(_, o)| matches!(o, PointOutcome::Accepted))
             .map(|(pt, _)| pt);
-        l.record_points(&first.series_id, accepted, (&msg.topic, msg.partition, offset));
+        l.record_points(
+            &first.series_id,
+            accepted,
+            (&msg.topic, msg.partition, offset),
+        );
     }
     for (pt, outcome) in run.drain(..).zip(outcomes.iter()) {
         match outcome {

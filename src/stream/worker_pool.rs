@@ -173,7 +173,9 @@ impl WorkerPool {
             txs.push(tx);
         }
         let pending = std::sync::Mutex::new(vec![Vec::new(); n]);
-        let room_kib = u32::try_from(queue_bytes / 1024).unwrap_or(u32::MAX >> 4).max(1);
+        let room_kib = u32::try_from(queue_bytes / 1024)
+            .unwrap_or(u32::MAX >> 4)
+            .max(1);
         let room = (0..n)
             .map(|_| Arc::new(tokio::sync::Semaphore::new(room_kib as usize)))
             .collect();
