@@ -435,20 +435,7 @@ impl SeriesHistory {
         first: f64,
         rest: &[f64],
     ) {
-        let mut guard = self.shards[shard_of(series_id)]
-            .lock()
-            .expect("history lock");
-        let shard = &mut *guard;
-        let mut w = Writer {
-            log: shard.log.as_mut(),
-            errors: &self.errors.write,
-        };
-        let kept = match shard.series.get_mut(series_id) {
-            Some(p) => p,
-            None => shard.series.entry(series_id.to_string()).or_default(),
-        };
-        self.record_in(kept, &mut w, source, ts_ms, first, rest);
-        shard.compact(&self.errors);
+        self.record_run(series_id, source, [(ts_ms, first, rest)]);
     }
 
     /// [`record_parts`](Self::record_parts) of several points of one series from one
