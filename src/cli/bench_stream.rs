@@ -42,6 +42,10 @@ pub struct BenchStreamArgs {
     /// report both (throughput runs).
     #[arg(long)]
     compare_drift: bool,
+    /// Event time between a series' points, in ms (10: the demo's 100 Hz; 1000: a 1 Hz
+    /// sensor). The label-join history keeps `training.history_ms` of it (an hour).
+    #[arg(long, default_value_t = milstream::stream::embedded::DEMO_POINT_SPACING_MS)]
+    spacing_ms: i64,
 }
 
 /// Prints the benchmark's report: one line (daemon, bare consumer, ratio) on stderr and the
@@ -70,6 +74,7 @@ pub fn run(args: BenchStreamArgs) -> Result<()> {
         store_options,
         channels: args.channels,
         compare_drift: args.compare_drift,
+        spacing_ms: args.spacing_ms.max(1),
     };
     let report = rt.block_on(milstream::stream::bench::bench(opts))?;
     // The report as one JSON line on stdout (scripts and the workplace's user-path check read
