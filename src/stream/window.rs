@@ -132,7 +132,10 @@ pub struct WindowEvents {
 /// gap between two points is 3.6e6 ms, a u32 holds 4.3e9) goes whole to `wide`.
 #[derive(Debug, Default)]
 struct Released {
-    len: usize,
+    len: u32,
+    /// How many steps have a falling offset: none (every window without a reorder buffer)
+    /// and the oldest point has the oldest offset, which the seal asks of every live series.
+    descents: u32,
     /// (event time, offset) of the oldest and of the newest point.
     front: (i64, i64),
     back: (i64, i64),
@@ -157,7 +160,7 @@ impl Released {
     }
 
     fn len(&self) -> usize {
-        self.len
+        self.len as usize
     }
 
     /// The oldest and the newest point's event time.
@@ -180,13 +183,17 @@ impl Released {
                 .checked_sub(self.back.1)
                 .and_then(|d| i32::try_from(d).ok());
             match (dt, doff) {
-                (Some(dt), Some(doff)) if dt != Self::WIDE => self.steps.push_back((dt, doff)),
+                (Some(dt), Some(doff)) if dt != Self::WIDE => {
+                    self.descents += u32::from(doff < 0);
+                    self.steps.push_back((dt, doff));
+                }
                 _ => {
                     // Wrapping: differences of any two i64, undone by the wrapping adds below.
                     let d = (
                         ts.wrapping_sub(self.back.0),
                         offset.wrapping_sub(self.back.1),
                     );
+                    self.descents += u32::from(offset < self.back.1);
                     self.wide.get_or_insert_default().push_back(d);
                     self.steps.push_back((Self::WIDE, 0));
                 }
@@ -216,10 +223,12 @@ impl Released {
                     .expect("a step per point after the oldest");
                 let mut wide = std::iter::from_fn(|| self.wide.as_mut()?.pop_front());
                 let (dt, doff) = Self::step(step, &mut wide);
-                self.front = (
+                let next = (
                     self.front.0.wrapping_add(dt),
                     self.front.1.wrapping_add(doff),
                 );
+                self.descents -= u32::from(next.1 < self.front.1);
+                self.front = next;
                 self.len -= 1;
                 if self.wide.as_ref().is_some_and(|w| w.is_empty()) {
                     self.wide = None;
@@ -230,6 +239,7 @@ impl Released {
 
     fn clear(&mut self) {
         self.len = 0;
+        self.descents = 0;
         self.steps.clear();
         self.wide = None;
     }
@@ -245,6 +255,15 @@ impl Released {
                 at = at.wrapping_add(Self::step(step, &mut wide).1);
                 at
             }))
+    }
+
+    /// The smallest offset: the oldest point's unless an offset fell somewhere.
+    fn min_offset(&self) -> Option<i64> {
+        match (self.len, self.descents) {
+            (0, _) => None,
+            (_, 0) => Some(self.front.1),
+            _ => self.offsets().min(),
+        }
     }
 
     fn heap_bytes(&self) -> usize {
@@ -481,7 +500,12 @@ impl PartitionWindows {
     pub fn oldest_offset(&self) -> Option<i64> {
         self.series
             .values()
-            .flat_map(|s| s.points.offsets().chain(s.pending.values().map(|p| p.2)))
+            .flat_map(|s| {
+                s.points
+                    .min_offset()
+                    .into_iter()
+                    .chain(s.pending.values().map(|p| p.2))
+            })
             .min()
     }
 
@@ -570,7 +594,7 @@ fn release(
                             series_id: series_id.to_string(),
                             start_ms: s.points.front_ts().expect("full window"),
                             end_ms: prev_ts,
-                            first_offset: s.points.offsets().min().expect("full window"),
+                            first_offset: s.points.min_offset().expect("full window"),
                             points: if duration { len } else { params.points },
                             explanation,
                         });
@@ -750,6 +774,11 @@ mod tests {
             let offsets: Vec<i64> = packed.offsets().collect();
             let expected: Vec<i64> = plain.iter().map(|p| p.1).collect();
             assert_eq!(offsets, expected, "step {i}");
+            assert_eq!(
+                packed.min_offset(),
+                expected.iter().copied().min(),
+                "step {i}"
+            );
         }
         // A window of 16 points never grows the steps past what they were made with.
         assert_eq!(packed.steps.capacity(), capacity);
