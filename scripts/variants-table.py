@@ -8,7 +8,8 @@ run, as the markdown table docs/VARIANTS.md carries (with the commit it measured
 
 Series: `milstream eval` (every default, RAYON_NUM_THREADS=1) beside aeon's RDST and
 MiniRocket (n_jobs=1, fit timed after a warm-up fit: scripts/peers.py). Bags: `milstream cv
---folds 10` at seeds 0, 1, 2 (the mean), every default; the majority decision beside it."""
+--folds 10` at seeds 0, 1, 2 (the mean), every default; MILES (scripts/miles.py, the same
+protocol) and the majority decision beside it."""
 import datetime
 import json
 import os
@@ -61,14 +62,19 @@ def main():
             bag, label = line.split(",", 2)[:2]
             labels[bag] = label
         majority = max(list(labels.values()).count(v) for v in set(labels.values())) / len(labels)
-        bags[name] = (sum(accs) / 3, accs, sum(secs) / 3, majority)
+        miles = subprocess.run([sys.executable, os.path.join(HERE, "miles.py"), path], capture_output=True,
+                               text=True, check=True, env={**os.environ, "OMP_NUM_THREADS": "1",
+                                                           "OPENBLAS_NUM_THREADS": "1"})
+        m = json.loads(miles.stdout.strip().splitlines()[-1])
+        bags[name] = (sum(accs) / 3, accs, sum(secs) / 3, majority, m)
 
     print("# Development sets and variants beside the peers\n")
     print(f"Measured by `scripts/variants-table.py` at commit {commit}, "
           f"{datetime.date.today()}, on the 2-core development machine (load average {load} at the end). "
           "Every milstream default; series `milstream eval` single-threaded beside aeon 1.6's RDST and "
           "MiniRocket (`n_jobs=1`, fit timed after a warm-up fit); bags `milstream cv --folds 10`, "
-          "the mean of seeds 0, 1, 2. The variants are derived by `scripts/variants.py` "
+          "the mean of seeds 0, 1, 2, beside MILES (`scripts/miles.py`: Chen et al. 2006, "
+          "the same protocol, single-threaded). The variants are derived by `scripts/variants.py` "
           "(`--list` says what each is); defaults were chosen on these rows only.\n")
     print("| series set | milstream | fit s | RDST | fit s | MiniRocket | fit s |")
     print("|---|---|---|---|---|---|---|")
@@ -84,10 +90,13 @@ def main():
             return f"| {x['accuracy']:.3f} | {x['fit_seconds']:.2f} "
 
         print(f"| {name} {cell('milstream')}{cell('RDST')}{cell('MiniRocket')}|")
-    print("\n| bag set | milstream (mean of 3 x 10-fold) | per seed | fit s, all 10 folds | majority |")
-    print("|---|---|---|---|---|")
-    for name, (mean, accs, secs, majority) in bags.items():
-        print(f"| {name} | {mean:.3f} | {' / '.join(f'{a:.3f}' for a in accs)} | {secs:.2f} | {majority:.3f} |")
+    print("\n| bag set | milstream (mean of 3 x 10-fold) | per seed | fit s, all 10 folds | MILES | per seed "
+          "| fit s | majority |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, (mean, accs, secs, majority, m) in bags.items():
+        print(f"| {name} | {mean:.3f} | {' / '.join(f'{a:.3f}' for a in accs)} | {secs:.2f} "
+              f"| {m['accuracy']:.3f} | {' / '.join(f'{a:.3f}' for a in m['per_seed'])} "
+              f"| {m['fit_cpu_seconds_all_folds']:.2f} | {majority:.3f} |")
     print("\nWhat each variant is:\n")
     for n, what in variants.VARIANTS.items():
         print(f"- **{n}**: {what}")
