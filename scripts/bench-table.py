@@ -7,7 +7,8 @@ pasted, never edited by hand.
     scripts/bench-table.py [--bin target/release/milstream] [--quick] [--score]
 
 --quick runs the two throughput rows only (about a minute); --score adds `bench --score`
-(no Kafka: ns per point against the floor, bags/s). Load average and running compilers are
+(no Kafka: ns per point against the floor, bags/s); --soak runs only the 100,000-series hour
+(about 10 minutes) and prints its memory. Load average and running compilers are
 printed with the table: figures from a busy machine say so.
 """
 
@@ -33,6 +34,10 @@ RUNS = [
     ("100,000 series, 10-point arrays", "--points 1000000 --batch 10 --partitions 16 --series 100000"),
 ]
 QUICK = RUNS[:2]
+# --soak: 100,000 series of a 1 Hz sensor, each with a full window, its scorer and an hour of
+# label-join history (3,600 points): the daemon's memory at a plant's scale (about 10 minutes).
+SOAK = ("100,000 1 Hz series, an hour each",
+        "--points 360000000 --batch 100 --partitions 16 --series 100000 --rate 1200000 --spacing-ms 1000")
 
 
 def sh(cmd):
@@ -75,10 +80,13 @@ def main():
     ap.add_argument("--bin", default="target/release/milstream")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--score", action="store_true")
+    ap.add_argument("--soak", action="store_true")
     ap.add_argument("--timeout", type=int, default=150, help="seconds per bench-stream run")
     a = ap.parse_args()
     commit = sh("git rev-parse --short HEAD") + (" (modified)" if sh("git status --porcelain -uno") else "")
     start = busy()
+    if a.soak:
+        return soak(a, commit, start)
     rows = []
     runs = list(QUICK if a.quick else RUNS)
     k = 0
@@ -155,5 +163,26 @@ def main():
               f"{fmt((mem.get('rss_bytes_for_100000_series') or 0) / 2**30, 2)} GiB.")
 
 
+def soak(a, commit, start):
+    label, args = SOAK
+    t = time.time()
+    out = subprocess.run([a.bin, "bench-stream", *args.split(), "--json"], capture_output=True, text=True)
+    if out.returncode != 0:
+        print(f"{label}: failed: {out.stderr.strip()[-400:]}", file=sys.stderr)
+        return 1
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    print(f"Commit {commit}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {machine()}; "
+          f"before: {start}; after: {busy()}; {time.time() - t:.0f} s.\n")
+    print("| run | `bench-stream` arguments | live series | points a series | daemon points/s | feeder waited s "
+          "| RSS loaded | peak RSS (whole process) | RSS growth / live series |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    gib = lambda b: f"{b / 2**30:.2f} GiB" if b else ""
+    print(f"| {label} | `{args}` | {fmt(r.get('live_series'))} | {fmt(r.get('points_per_series'))} "
+          f"| {fmt(r.get('points_per_second'))} | {fmt(r.get('feeder_waited_seconds'), 0)} "
+          f"| {gib(r.get('rss_bytes_loaded'))} | {gib(r.get('rss_bytes_peak'))} "
+          f"| {fmt(r.get('rss_bytes_per_live_series'))} B |")
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -403,6 +403,10 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         "live_series": live_series,
         "rss_bytes_before": rss_before,
         "rss_bytes_loaded": rss_loaded,
+        // The whole process's peak: the daemon with the mock cluster's log (at most about
+        // 5 MB a partition), the feeder and, in throughput runs, the pre-produced topic.
+        "rss_bytes_peak": status_bytes("VmHWM:"),
+        "points_per_series": n_points / opts.series.max(1),
         // Resident memory per live series: the growth over the run, all of which is not
         // windows (segments, queues), so an upper bound.
         "rss_bytes_per_live_series": match (rss_before, rss_loaded) {
@@ -460,8 +464,13 @@ async fn timed_pass(
 
 /// The process's resident memory now (Linux), in bytes.
 fn rss_bytes() -> Option<u64> {
+    status_bytes("VmRSS:")
+}
+
+/// A `/proc/self/status` size line (VmRSS: now; VmHWM: the peak), in bytes.
+fn status_bytes(key: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let line = status.lines().find(|l| l.starts_with(key))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
 }
