@@ -261,16 +261,20 @@ pub fn best_threshold(
 fn edge_bounds(hist: &[f64], n_cuts: &[u8], total: f64) -> Vec<f64> {
     let width = n_cuts.len();
     let mut bounds = vec![f64::NEG_INFINITY; width];
-    for (b, (n, bound)) in n_cuts
+    for (b, (n, out)) in n_cuts
         .chunks_exact(LANES)
         .zip(bounds.chunks_exact_mut(LANES))
         .enumerate()
     {
         let top = n.iter().copied().max().unwrap_or(0) as usize;
+        // Locals, stored once: a running bound kept in memory waits each cut on its own
+        // masked store.
+        let n: [usize; LANES] = std::array::from_fn(|l| n[l] as usize);
         let mut above = [0.0f64; LANES];
+        let mut bound = [f64::NEG_INFINITY; LANES];
         for c in (1..=top).rev() {
             let h = &hist[c * width + b * LANES..c * width + (b + 1) * LANES];
-            for (((above, &h), bound), &n) in above.iter_mut().zip(h).zip(bound.iter_mut()).zip(n) {
+            for (((above, &h), bound), &n) in above.iter_mut().zip(h).zip(&mut bound).zip(&n) {
                 *above += h;
                 let e = if *above > total - *above {
                     *above
@@ -278,14 +282,11 @@ fn edge_bounds(hist: &[f64], n_cuts: &[u8], total: f64) -> Vec<f64> {
                     total - *above
                 };
                 // Branch-free: a cut the lane's feature lacks offers minus infinity.
-                let e = if c <= n as usize {
-                    e
-                } else {
-                    f64::NEG_INFINITY
-                };
+                let e = if c <= n { e } else { f64::NEG_INFINITY };
                 *bound = if e > *bound { e } else { *bound };
             }
         }
+        out.copy_from_slice(&bound);
     }
     bounds
 }
