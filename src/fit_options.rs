@@ -116,11 +116,11 @@ pub struct FitOptions {
     /// gamma): fewer master solves. Default: the library's, 2.
     #[arg(long, value_name = "N")]
     pub columns_per_round: Option<usize>,
-    /// Re-optimise each boosting round's master LP from the last round's simplex basis
-    /// rather than solve it from scratch by the interior-point solver (the same optimum,
-    /// faster; not the default: see docs/VARIANTS.md).
+    /// Solve each boosting round's master LP from scratch by the interior-point solver
+    /// rather than re-optimise it from the last round's simplex basis (slower, the same
+    /// optimum).
     #[arg(long)]
-    pub warm_master: bool,
+    pub no_warm_master: bool,
     /// With more than two classes, keep each one-vs-rest ensemble's own score rather than
     /// refitting the class scores over every class's hypotheses (the pooled ridge head).
     #[arg(long)]
@@ -376,7 +376,7 @@ impl FitOptions {
                 .unwrap_or(base.position_min_examples),
             few_examples: self.few_examples.unwrap_or(base.few_examples),
             columns_per_round: self.columns_per_round.unwrap_or(base.columns_per_round),
-            warm_master: base.warm_master || self.warm_master,
+            warm_master: base.warm_master && !self.no_warm_master,
             pooled_head: base.pooled_head && !self.no_head,
             threshold_share: self.threshold_share.unwrap_or(base.threshold_share),
             max_weight: match self.max_weight.as_deref() {

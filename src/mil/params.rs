@@ -236,8 +236,8 @@ pub struct FitParams {
     /// round's basis (`lpboost::WarmMaster`) instead of solved from scratch by the
     /// interior-point solver; rounds whose optimal sample weights are not unique still go
     /// to the interior-point solver, so boosting keeps its path up to near-ties (see
-    /// docs/MODEL.md). False by default (the retraining test failed once with it) and in
-    /// older artifacts.
+    /// docs/MODEL.md). True by default; false in artifacts from before the option (they
+    /// were fitted without it, and a retrain from their parameters keeps that).
     #[serde(default)]
     pub warm_master: bool,
     /// With more than two classes, the class scores are refit over every class's
@@ -452,7 +452,7 @@ impl Default for FitParams {
             position_min_examples: 12,
             few_examples: 3,
             columns_per_round: 2,
-            warm_master: false,
+            warm_master: true,
             pooled_head: true,
             threshold_share: 0.5,
             max_weight: Some(0.05),

@@ -68,6 +68,10 @@ pub struct ThresholdTable {
     /// one sweep that adds to a different histogram per feature, so the adds do not wait
     /// on each other as they would filling one feature's histogram bag after bag.
     bins: Vec<u8>,
+    /// Per feature its number of cuts, padded with 0 to a multiple of [`LANES`] features.
+    n_cuts: Vec<u8>,
+    /// Histogram slots any feature uses: its most cuts plus one.
+    slots: usize,
 }
 
 impl ThresholdTable {
@@ -105,7 +109,20 @@ impl ThresholdTable {
                 cuts.push(b.cuts);
             }
         }
-        Self { kinds, cuts, bins }
+        Self::from_parts(kinds, cuts, bins)
+    }
+
+    fn from_parts(kinds: Vec<Feature>, cuts: Vec<Vec<f64>>, bins: Vec<u8>) -> Self {
+        let mut n_cuts: Vec<u8> = cuts.iter().map(|c| c.len() as u8).collect();
+        n_cuts.resize(cuts.len().next_multiple_of(LANES), 0);
+        let slots = n_cuts.iter().map(|&n| n as usize + 1).max().unwrap_or(1);
+        Self {
+            kinds,
+            cuts,
+            bins,
+            n_cuts,
+            slots,
+        }
     }
 
     fn n_features(&self) -> usize {
@@ -140,8 +157,8 @@ fn binned(values: &[f64]) -> Binned {
     Binned { cuts, bins }
 }
 
-/// Histogram slots per feature: bins 0..=MAX_CUTS.
-const SLOTS: usize = MAX_CUTS + 1;
+/// Features whose edge bounds are swept side by side, one per lane.
+const LANES: usize = 8;
 
 /// The threshold hypothesis of largest edge sum_i d_i y_i h(B_i) in a space, as (hypothesis
 /// with one-hot alpha, mean aggregate?, threshold), or None when no feature has a cut.
@@ -152,17 +169,23 @@ pub fn best_threshold(
     skip: impl Fn(usize, bool, Threshold) -> bool,
 ) -> Option<(WeakHypothesis, bool, Threshold)> {
     let nf = table.n_features();
+    let width = table.n_cuts.len();
     let active = active_bags(y.len(), d);
     let total: f64 = active.iter().map(|&i| y[i] * d[i]).sum();
-    // Every feature's histogram of y_i d_i over its bins, from one sweep of the active bags.
-    let mut hist = vec![0.0f64; nf * SLOTS];
+    // Every feature's histogram of y_i d_i over its bins, from one sweep of the active bags;
+    // slot-major (slot s of feature j at s * width + j), so [`LANES`] features' slots lie
+    // side by side for the bounds below. Each slot sums its bags in bag order.
+    let mut hist = vec![0.0f64; table.slots * width];
     for i in active {
         let yd = y[i] * d[i];
         let row = &table.bins[i * nf..(i + 1) * nf];
         for (j, &bin) in row.iter().enumerate() {
-            hist[j * SLOTS + bin as usize] += yd;
+            hist[bin as usize * width + j] += yd;
         }
     }
+    // Each feature's best edge regardless of the skip rule, a bound on its best allowed
+    // one: most features cannot beat the best so far and are never checked against the rule.
+    let bounds = edge_bounds_dispatch(&hist, &table.n_cuts, total);
     // (edge, feature index, cut, above)
     let mut best: Option<(f64, usize, usize, bool)> = None;
     for (j, cuts) in table.cuts.iter().enumerate() {
@@ -170,28 +193,14 @@ pub fn best_threshold(
         if n == 0 {
             continue;
         }
-        let hist = &hist[j * SLOTS..j * SLOTS + n + 1];
-        // Bags at or above cut c are those in bins c+1..=n, summed from the top: edge
-        // `above` for "1 at or above", `total - above` for "1 below". First the feature's
-        // best edge regardless of the skip rule, a bound on its best allowed one: most
-        // features cannot beat the best so far and are never checked against the rule.
-        let mut above = 0.0;
-        let mut bound = f64::NEG_INFINITY;
-        for h in hist[1..].iter().rev() {
-            above += h;
-            let e = if above > total - above {
-                above
-            } else {
-                total - above
-            };
-            bound = if e > bound { e } else { bound };
-        }
-        if best.is_some_and(|(e, ..)| bound <= e) {
+        if best.is_some_and(|(e, ..)| bounds[j] <= e) {
             continue;
         }
+        // Bags at or above cut c are those in bins c+1..=n, summed from the top: edge
+        // `above` for "1 at or above", `total - above` for "1 below".
         let mut above = 0.0;
         for c in (0..n).rev() {
-            above += hist[c + 1];
+            above += hist[(c + 1) * width + j];
             for (edge, up) in [(above, true), (total - above, false)] {
                 let taken = || {
                     let f = table.kinds[j % table.kinds.len()];
@@ -240,6 +249,75 @@ pub fn best_threshold(
         f == Feature::Mean,
         threshold,
     ))
+}
+
+/// Per feature, max over its cuts c of max(above_c, total - above_c), where above_c sums
+/// its slots n..=c+1 from the top (the edges [`best_threshold`] scans, in its order, so the
+/// same bits). [`LANES`] features at a time: each lane adds its own feature's slots in the
+/// same order as one feature alone would, the lanes' chains of adds do not wait on each
+/// other. A lane's slots above its feature's cuts are 0 (no bag's bin is above them), so
+/// its sum stays 0.0 until its top slot; its bound counts only cuts it has.
+#[inline(always)]
+fn edge_bounds(hist: &[f64], n_cuts: &[u8], total: f64) -> Vec<f64> {
+    let width = n_cuts.len();
+    let mut bounds = vec![f64::NEG_INFINITY; width];
+    for (b, (n, out)) in n_cuts
+        .chunks_exact(LANES)
+        .zip(bounds.chunks_exact_mut(LANES))
+        .enumerate()
+    {
+        let top = n.iter().copied().max().unwrap_or(0) as usize;
+        // Locals, stored once: a running bound kept in memory waits each cut on its own
+        // masked store.
+        let n: [usize; LANES] = std::array::from_fn(|l| n[l] as usize);
+        let mut above = [0.0f64; LANES];
+        let mut bound = [f64::NEG_INFINITY; LANES];
+        for c in (1..=top).rev() {
+            let h = &hist[c * width + b * LANES..c * width + (b + 1) * LANES];
+            for (((above, &h), bound), &n) in above.iter_mut().zip(h).zip(&mut bound).zip(&n) {
+                *above += h;
+                let e = if *above > total - *above {
+                    *above
+                } else {
+                    total - *above
+                };
+                // Branch-free: a cut the lane's feature lacks offers minus infinity.
+                let e = if c <= n { e } else { f64::NEG_INFINITY };
+                *bound = if e > *bound { e } else { *bound };
+            }
+        }
+        out.copy_from_slice(&bound);
+    }
+    bounds
+}
+
+/// [`edge_bounds`] compiled for AVX-512 or AVX2 when the CPU has them (the same bits: no
+/// fused multiply-add, the same operations per lane).
+fn edge_bounds_dispatch(hist: &[f64], n_cuts: &[u8], total: f64) -> Vec<f64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F, checked on the line above.
+            return unsafe { edge_bounds_avx512(hist, n_cuts, total) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2, checked on the line above.
+            return unsafe { edge_bounds_avx2(hist, n_cuts, total) };
+        }
+    }
+    edge_bounds(hist, n_cuts, total)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn edge_bounds_avx512(hist: &[f64], n_cuts: &[u8], total: f64) -> Vec<f64> {
+    edge_bounds(hist, n_cuts, total)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn edge_bounds_avx2(hist: &[f64], n_cuts: &[u8], total: f64) -> Vec<f64> {
+    edge_bounds(hist, n_cuts, total)
 }
 
 /// A master LP column's identity: space, mean aggregate, threshold and alpha, bit for bit.
@@ -303,11 +381,7 @@ mod tests {
         let values: Vec<f64> = (0..m).map(|i| i as f64 / 10.0).collect();
         let y: Vec<f64> = (0..m).map(|i| if i < 3 { 1.0 } else { -1.0 }).collect();
         let b = binned(&values);
-        let table = ThresholdTable {
-            kinds: vec![Feature::Max],
-            cuts: vec![b.cuts],
-            bins: b.bins,
-        };
+        let table = ThresholdTable::from_parts(vec![Feature::Max], vec![b.cuts], b.bins);
         let d = vec![1.0 / m as f64; m];
         let (h, mean, t) = best_threshold(&table, &y, &d, |_, _, _| false).unwrap();
         assert!(!mean);
@@ -349,11 +423,7 @@ mod tests {
                     bins[i * nf + j] = b.bins[i];
                 }
             }
-            ThresholdTable {
-                kinds,
-                cuts: binned.into_iter().map(|b| b.cuts).collect(),
-                bins,
-            }
+            ThresholdTable::from_parts(kinds, binned.into_iter().map(|b| b.cuts).collect(), bins)
         };
         let both = table(vec![Feature::Max, Feature::Position]);
         let (h, mean, t) = best_threshold(&both, &y, &d, |_, _, _| false).unwrap();
@@ -367,5 +437,184 @@ mod tests {
         // The same cut refused: another one is taken.
         let (_, _, next) = best_threshold(&both, &y, &d, |_, _, th| th == t).unwrap();
         assert_ne!(next, t);
+    }
+
+    /// [`best_threshold`] as it was before the slot-major histogram and the bounds swept
+    /// in lanes (feature-major histogram, one feature's bound at a time): the reference.
+    fn best_threshold_before(
+        table: &ThresholdTable,
+        y: &[f64],
+        d: &[f64],
+        skip: impl Fn(usize, bool, Threshold) -> bool,
+    ) -> Option<(WeakHypothesis, bool, Threshold)> {
+        const SLOTS: usize = MAX_CUTS + 1;
+        let nf = table.n_features();
+        let active = active_bags(y.len(), d);
+        let total: f64 = active.iter().map(|&i| y[i] * d[i]).sum();
+        let mut hist = vec![0.0f64; nf * SLOTS];
+        for i in active {
+            let yd = y[i] * d[i];
+            let row = &table.bins[i * nf..(i + 1) * nf];
+            for (j, &bin) in row.iter().enumerate() {
+                hist[j * SLOTS + bin as usize] += yd;
+            }
+        }
+        let mut best: Option<(f64, usize, usize, bool)> = None;
+        for (j, cuts) in table.cuts.iter().enumerate() {
+            let n = cuts.len();
+            if n == 0 {
+                continue;
+            }
+            let hist = &hist[j * SLOTS..j * SLOTS + n + 1];
+            let mut above = 0.0;
+            let mut bound = f64::NEG_INFINITY;
+            for h in hist[1..].iter().rev() {
+                above += h;
+                let e = if above > total - above {
+                    above
+                } else {
+                    total - above
+                };
+                bound = if e > bound { e } else { bound };
+            }
+            if best.is_some_and(|(e, ..)| bound <= e) {
+                continue;
+            }
+            let mut above = 0.0;
+            for c in (0..n).rev() {
+                above += hist[c + 1];
+                for (edge, up) in [(above, true), (total - above, false)] {
+                    let taken = || {
+                        let f = table.kinds[j % table.kinds.len()];
+                        skip(
+                            j / table.kinds.len(),
+                            f == Feature::Mean,
+                            Threshold {
+                                at: cuts[c],
+                                above: up,
+                                position: f == Feature::Position,
+                            },
+                        )
+                    };
+                    if best.is_none_or(|(e, ..)| edge > e) && !taken() {
+                        best = Some((edge, j, c, up));
+                    }
+                }
+            }
+        }
+        let (edge, j, c, up) = best?;
+        let f = table.kinds[j % table.kinds.len()];
+        let threshold = Threshold {
+            at: table.cuts[j][c],
+            above: up,
+            position: f == Feature::Position,
+        };
+        let outputs = (0..y.len())
+            .map(|i| {
+                if (table.bin(i, j) > c) == up {
+                    1.0
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        Some((
+            WeakHypothesis {
+                alpha: vec![(j / table.kinds.len(), 1.0)],
+                edge,
+                outputs,
+                dc_iterations: 0,
+                lp_solves: 0,
+                rows_generated: 0,
+                failure: None,
+            },
+            f == Feature::Mean,
+            threshold,
+        ))
+    }
+
+    /// The same hypothesis, edge and threshold, bit for bit, as the implementation before,
+    /// on random tables: features with 0 to 32 cuts (some with none), weights from a few
+    /// values with zeros (so edges tie, between cuts and between features, and ties go to
+    /// the first), both signs of total, and a skip rule that refuses some cuts.
+    #[test]
+    fn the_best_threshold_is_the_one_found_before_bit_for_bit() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(26);
+        let mut found = 0;
+        for case in 0..3000 {
+            let m = rng.random_range(1..60usize);
+            let kinds = match case % 3 {
+                0 => vec![Feature::Max],
+                1 => vec![Feature::Max, Feature::Mean],
+                _ => vec![Feature::Max, Feature::Mean, Feature::Position],
+            };
+            let k = rng.random_range(1..12usize);
+            let nf = k * kinds.len();
+            let mut cuts = Vec::new();
+            let mut bins = vec![0u8; m * nf];
+            for j in 0..nf {
+                let n = match rng.random_range(0..4) {
+                    0 => 0,
+                    1 => MAX_CUTS - 1,
+                    _ => rng.random_range(1..MAX_CUTS),
+                };
+                let mut at = rng.random_range(-1.0..1.0);
+                cuts.push(
+                    (0..n)
+                        .map(|_| {
+                            at += rng.random_range(0.01..0.3);
+                            at
+                        })
+                        .collect::<Vec<f64>>(),
+                );
+                for i in 0..m {
+                    bins[i * nf + j] = rng.random_range(0..=n) as u8;
+                }
+            }
+            let table = ThresholdTable::from_parts(kinds, cuts, bins);
+            let y: Vec<f64> = (0..m)
+                .map(|_| if rng.random_bool(0.4) { 1.0 } else { -1.0 })
+                .collect();
+            let levels = [0.0, 0.0, 1e-13, 0.05, 0.1, 0.25, 1.0 / 3.0];
+            let d: Vec<f64> = (0..m)
+                .map(|_| {
+                    if case % 2 == 0 {
+                        levels[rng.random_range(0..levels.len())]
+                    } else {
+                        rng.random_range(0.0..1.0)
+                    }
+                })
+                .collect();
+            let refused = rng.random_range(0..4u64);
+            let skip = |z: usize, mean: bool, t: Threshold| {
+                refused > 0
+                    && (t.at.to_bits() ^ z as u64 ^ u64::from(mean) ^ u64::from(t.above)) % 4
+                        < refused
+            };
+            let now = best_threshold(&table, &y, &d, skip);
+            let before = best_threshold_before(&table, &y, &d, skip);
+            match (now, before) {
+                (None, None) => {}
+                (Some((h, mean, t)), Some((h0, mean0, t0))) => {
+                    found += 1;
+                    assert_eq!(h.edge.to_bits(), h0.edge.to_bits(), "case {case}");
+                    assert_eq!(h.alpha, h0.alpha, "case {case}");
+                    assert_eq!(h.outputs, h0.outputs, "case {case}");
+                    assert_eq!(mean, mean0, "case {case}");
+                    assert_eq!(
+                        (t.at.to_bits(), t.above, t.position),
+                        (t0.at.to_bits(), t0.above, t0.position),
+                        "case {case}"
+                    );
+                }
+                (now, before) => panic!(
+                    "case {case}: now {:?}, before {:?}",
+                    now.map(|x| x.2),
+                    before.map(|x| x.2)
+                ),
+            }
+        }
+        assert!(found > 2000, "too few cases found a threshold: {found}");
     }
 }
