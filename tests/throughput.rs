@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use milstream::stream::bench::{bench, BenchOptions};
 
-/// One third of the ratio measured when issue 25 was resolved.
+/// One third of the ratio measured when issue 25's speed targets held (stop 37).
 ///
 /// 2026-11-28, commits bc83297 to 8f73861, the 2-core development machine (AMD EPYC, load
 /// under 1.6, no compiler running): `bench-stream --points 200000 --partitions 4` (one point
