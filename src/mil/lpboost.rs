@@ -430,6 +430,9 @@ fn retain_flagged<T>(v: &mut Vec<T>, keep: &[bool]) {
     v.retain(|_| *k.next().expect("one flag per entry"));
 }
 
+/// The most bags the warm-started master LP takes; more go to the interior point.
+pub const WARM_MASTER_MAX_BAGS: usize = 1_000;
+
 /// Algorithm 1. `weak(d, eta)` returns hypotheses, best first, each with its outputs on the
 /// training bags and whether it belongs to the capped group (whose edges count less eta, the
 /// group's price; 0 without a group cap). Those with an edge above gamma join in one round.
@@ -443,6 +446,10 @@ pub fn lpboost<H>(
     mut weak: impl FnMut(&[f64], f64, &[(H, Vec<f64>)]) -> Result<Vec<(H, Vec<f64>, bool)>>,
 ) -> Result<Boosted<H>> {
     let m = y.len();
+    // The simplex keeps a dense basis over every bag (the primal (4)); past about a thousand
+    // bags a pivot costs more than the interior point over its working set of bags
+    // (`bench --scaling`: 3,200 windows took 253 s a fit with it, 60 s is the budget at 5,000).
+    let warm_master = params.warm_master && m <= WARM_MASTER_MAX_BAGS;
     if !(params.nu > 0.0 && params.nu <= 1.0) {
         return Err(MilError::InvalidParameter(format!(
             "nu must be in (0, 1], got {}",
@@ -503,7 +510,7 @@ pub fn lpboost<H>(
         // The simplex re-optimises from the last round's basis; should it fail (singular,
         // stalled), Clarabel solves this round and the next builds a fresh simplex.
         let warm_solution = match warm.as_mut() {
-            _ if !params.warm_master => Err(SimplexError::Singular),
+            _ if !warm_master => Err(SimplexError::Singular),
             Some(wm) => {
                 for ((_, out), &g) in hyps[before..].iter().zip(&grouped[before..]) {
                     wm.add_column(y, out, g);
@@ -535,7 +542,7 @@ pub fn lpboost<H>(
             }
             Err(_) => {
                 warm = None;
-                master_fallbacks += usize::from(params.warm_master);
+                master_fallbacks += usize::from(warm_master);
                 solve_master_on_bags(y, &outs, &caps, params.max_weight, group, &work)
                     .map(|(ms, _)| ms)
             }
@@ -595,7 +602,7 @@ pub fn lpboost<H>(
     // column, as the fits did before the simplex; one solve at the end keeps that vote.
     let outs: Vec<Vec<f64>> = hyps.iter().map(|(_, o)| o.clone()).collect();
     let group = params.group_share.map(|s| (grouped.as_slice(), s));
-    let master = match params.warm_master {
+    let master = match warm_master {
         true => match solve_master_capped(y, &outs, &caps, params.max_weight, group) {
             Ok(central) if master.w.len() == hyps.len() => central,
             _ => master,
