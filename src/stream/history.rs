@@ -26,7 +26,8 @@ use tracing::warn;
 
 use super::commit::PartitionKey;
 use super::history_blocks::{Block, OpenBlock, Points, BLOCK_POINTS};
-use super::history_log::{BlockLog, Bytes, Closed, Reader, Unreadable, Writer};
+use super::history_index::BlockIndex;
+use super::history_log::{BlockLog, BlockStore, Closed, Reader, Unreadable, Writer};
 
 const SHARDS: usize = 16;
 
@@ -45,7 +46,7 @@ pub type Source<'a> = (&'a Arc<str>, i32, i64);
 struct Kept {
     channels: usize,
     /// Oldest first; block i's last event time is before block i + 1's first.
-    closed: VecDeque<Closed>,
+    closed: BlockIndex,
     closed_points: usize,
     /// The points after every closed block, until they fill one (encoded as they come).
     open: OpenBlock,
@@ -74,8 +75,8 @@ impl Kept {
 
     /// Starts the series afresh with `channels` values a point, releasing its blocks.
     fn reset(&mut self, channels: usize, w: &mut Writer) {
-        for c in &self.closed {
-            w.release(&c.bytes);
+        for c in self.closed.iter() {
+            w.release(c);
         }
         *self = Kept {
             channels,
@@ -97,7 +98,7 @@ impl Kept {
 
     /// The event time of the `k`-th kept point (oldest first).
     fn ts_at(&self, r: &Reader, mut k: usize) -> Result<Option<i64>, Unreadable> {
-        for b in &self.closed {
+        for b in self.closed.iter() {
             if k < b.len() {
                 return Ok(match k {
                     0 => Some(b.first_ts),
@@ -188,7 +189,7 @@ impl Kept {
     ) -> Result<(Points, std::ops::Range<usize>), Unreadable> {
         let mut p = Points::default();
         let i = self.closed.partition_point(|b| b.last_ts < lo);
-        for b in self.closed.range(i..) {
+        for b in self.closed.iter_from(i) {
             if b.first_ts > hi {
                 break;
             }
@@ -206,13 +207,8 @@ impl Kept {
     fn close_open(&mut self, w: &mut Writer) {
         self.closed_points += self.open.len();
         let (block, bits) = std::mem::take(&mut self.open).close();
-        let bytes = w.store(bits);
-        if self.closed.len() == self.closed.capacity() {
-            // A quarter more at a time, not twice: the index of every live series is what
-            // the history keeps in memory, and doubling would leave up to half of it unused.
-            self.closed.reserve_exact(self.closed.len() / 4 + 2);
-        }
-        self.closed.push_back(Closed { block, bytes });
+        let closed = w.store(block, bits);
+        self.closed.push_back(closed);
     }
 
     /// Inserts a point into a closed block (a late point): decode, insert, encode again (in
@@ -243,17 +239,11 @@ impl Kept {
         while at < p.len() {
             let to = (at + BLOCK_POINTS).min(p.len());
             let (block, bits) = Block::encode(c, &p.slice(c, at..to));
-            blocks.push(Closed {
-                block,
-                bytes: w.store(bits),
-            });
+            blocks.push(w.store(block, bits));
             at = to;
         }
-        let old = self.closed.remove(i).expect("the block found above");
-        w.release(&old.bytes);
-        for (k, b) in blocks.into_iter().enumerate() {
-            self.closed.insert(i + k, b);
-        }
+        let old = self.closed.replace(i, blocks);
+        w.release(&old);
         self.closed_points += 1;
         Ok(true)
     }
@@ -262,15 +252,7 @@ impl Kept {
     /// open points; not the bytes on disk).
     #[cfg(test)]
     fn heap_bytes(&self) -> usize {
-        self.closed
-            .iter()
-            .map(|c| match &c.bytes {
-                Bytes::Memory(b) => b.len(),
-                Bytes::Disk(_) => 0,
-            })
-            .sum::<usize>()
-            + self.closed.capacity() * std::mem::size_of::<Closed>()
-            + self.open.heap_bytes()
+        self.closed.heap_bytes() + self.open.heap_bytes()
     }
 }
 
@@ -279,7 +261,7 @@ impl Kept {
 #[derive(Default)]
 struct Shard {
     series: HashMap<String, Kept>,
-    log: Option<BlockLog>,
+    blocks: BlockStore,
 }
 
 impl Shard {
@@ -288,7 +270,7 @@ impl Shard {
     /// `history_log.rs`). Each segment crosses half once, so this scan of the shard's index
     /// runs about once per segment written.
     fn compact(&mut self, errors: &HistoryErrors) {
-        let Some(log) = self.log.as_mut() else {
+        let Some(log) = self.blocks.log.as_mut() else {
             return;
         };
         if !log.take_compact_due() {
@@ -301,7 +283,7 @@ impl Shard {
         let mut buf = Vec::new();
         for kept in self.series.values_mut() {
             for c in kept.closed.iter_mut() {
-                let Bytes::Disk(loc) = c.bytes else { continue };
+                let Some(loc) = c.on_disk() else { continue };
                 if !sparse.contains(&loc.segment) {
                     continue;
                 }
@@ -309,7 +291,7 @@ impl Shard {
                     Ok(()) => match log.append(&buf) {
                         Ok(new) => {
                             log.release(loc);
-                            c.bytes = Bytes::Disk(new);
+                            c.moved_to(new);
                         }
                         Err(e) => {
                             errors.write.inc();
@@ -392,7 +374,7 @@ impl SeriesHistory {
         }
         for (i, s) in self.shards.iter_mut().enumerate() {
             let shard = s.get_mut().expect("history lock");
-            shard.log = Some(BlockLog::create(
+            shard.blocks.log = Some(BlockLog::create(
                 &dir.join(format!("{i:02}")),
                 segment_bytes,
             )?);
@@ -404,7 +386,7 @@ impl SeriesHistory {
     #[cfg(test)]
     fn flush_logs(&self) {
         for s in &self.shards {
-            if let Some(log) = s.lock().expect("history lock").log.as_mut() {
+            if let Some(log) = s.lock().expect("history lock").blocks.log.as_mut() {
                 log.flush().expect("the history log writes");
             }
         }
@@ -456,7 +438,7 @@ impl SeriesHistory {
             .expect("history lock");
         let shard = &mut *guard;
         let mut w = Writer {
-            log: shard.log.as_mut(),
+            store: &mut shard.blocks,
             errors: &self.errors.write,
         };
         let kept = match shard.series.get_mut(series_id) {
@@ -532,7 +514,7 @@ impl SeriesHistory {
             kept.dropped_to = Some(b.last_ts);
             kept.closed_points -= b.len();
             let old = kept.closed.pop_front().expect("the front block above");
-            w.release(&old.bytes);
+            w.release(&old);
         }
     }
 
@@ -555,7 +537,7 @@ impl SeriesHistory {
         let Some(kept) = shard.series.get(series_id) else {
             return;
         };
-        let r = Reader::new(shard.log.as_ref(), &self.errors.read);
+        let r = Reader::new(&shard.blocks, &self.errors.read);
         let _ = self.replay_from_in(kept, &r, start_ms, end_ms, out);
     }
 
@@ -609,7 +591,7 @@ impl SeriesHistory {
         let Some(kept) = shard.series.get(series_id) else {
             return SegmentJoin::NotYet;
         };
-        let r = Reader::new(shard.log.as_ref(), &self.errors.read);
+        let r = Reader::new(&shard.blocks, &self.errors.read);
         self.segment_in(kept, &r, series_id, start_ms, end_ms)
             .unwrap_or_else(|Unreadable(why)| {
                 SegmentJoin::Gone(format!("series '{series_id}': {why}"))
@@ -659,6 +641,7 @@ impl SeriesHistory {
             .map(|s| {
                 let s = s.lock().expect("history lock");
                 s.series.values().map(Kept::heap_bytes).sum::<usize>()
+                    + s.blocks.memory.heap_bytes()
             })
             .sum()
     }
@@ -670,7 +653,7 @@ impl SeriesHistory {
             .filter_map(|s| {
                 s.lock()
                     .expect("history lock")
-                    .log
+                    .blocks.log
                     .as_ref()
                     .map(BlockLog::disk_bytes)
             })
@@ -1209,7 +1192,7 @@ mod tests {
     fn disk_and_live(h: &SeriesHistory) -> (u64, u64) {
         h.shards.iter().fold((0, 0), |(d, l), s| {
             let s = s.lock().unwrap();
-            let log = s.log.as_ref().expect("on disk");
+            let log = s.blocks.log.as_ref().expect("on disk");
             (d + log.disk_bytes(), l + log.live_bytes())
         })
     }

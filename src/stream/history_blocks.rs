@@ -97,20 +97,18 @@ impl Points {
     }
 }
 
-/// A closed block's header: its points' time range and where the three byte-aligned
-/// sections of its encoding (event times; offsets and sources; values) start, so a search by
-/// time decodes the times alone. The encoded bytes live apart from it (on disk, see
-/// `history_log.rs`, or in memory): the header is what the index keeps.
-#[derive(Debug, Clone)]
+/// A closed block's header: its points' time range, count and whether they carry sources:
+/// what the index keeps in memory (`history_log.rs`'s `Closed`). Where the three byte-aligned
+/// sections of the encoding (event times; offsets and sources; values) start is in the bytes
+/// themselves, a prefix of two varints, so a search by time decodes the times alone and the
+/// header stays small: it is what every live series keeps per 128 points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Block {
     pub first_ts: i64,
     pub last_ts: i64,
-    /// Where the offsets' section starts in the bytes, and where the values' does.
-    offsets_at: u32,
-    values_at: u32,
-    n: u16,
+    pub n: u16,
     /// Each point carries its source index (a series fed from more than one partition).
-    sourced: bool,
+    pub sourced: bool,
 }
 
 /// Bytes that do not decode as the block their header describes (read back damaged).
@@ -131,23 +129,27 @@ impl Block {
         OpenBlock::from_points(channels, points).close()
     }
 
-    pub fn len(&self) -> usize {
-        self.n as usize
-    }
-
-    /// The sections of `bits`, checked against the header (bytes read back may be short).
+    /// The sections of `bits` after their prefix, checked against it (bytes read back may
+    /// be short or damaged).
     fn sections<'a>(&self, bits: &'a [u8]) -> Result<[&'a [u8]; 3], Corrupt> {
-        let (o, v) = (self.offsets_at as usize, self.values_at as usize);
-        if o > v || v > bits.len() {
+        let (o, rest) = get_varint(bits).ok_or(Corrupt)?;
+        let (v, rest) = get_varint(rest).ok_or(Corrupt)?;
+        let (o, v) = (o as usize, v as usize);
+        if o > v || v > rest.len() {
             return Err(Corrupt);
         }
-        Ok([&bits[..o], &bits[o..v], &bits[v..]])
+        Ok([&rest[..o], &rest[o..v], &rest[v..]])
     }
 
     /// Appends the block's event times (decoded from its `bits`) to `out`. On `Corrupt`,
     /// `out` may hold part of them.
     pub fn decode_ts_into(&self, bits: &[u8], out: &mut Vec<i64>) -> Result<(), Corrupt> {
-        let mut r = BitReader::new(self.sections(bits)?[0]);
+        self.decode_ts_section(self.sections(bits)?[0], out)
+    }
+
+    /// [`decode_ts_into`](Self::decode_ts_into) on the times' section alone.
+    fn decode_ts_section(&self, section: &[u8], out: &mut Vec<i64>) -> Result<(), Corrupt> {
+        let mut r = BitReader::new(section);
         let mut ts = self.first_ts;
         out.push(ts);
         let mut delta = 0i64;
@@ -174,8 +176,8 @@ impl Block {
         offsets: bool,
     ) -> Result<(), Corrupt> {
         let start = out.len();
-        let [_, offsets_bits, values_bits] = self.sections(bits)?;
-        self.decode_ts_into(bits, &mut out.ts)?;
+        let [ts_bits, offsets_bits, values_bits] = self.sections(bits)?;
+        self.decode_ts_section(ts_bits, &mut out.ts)?;
         if offsets {
             self.decode_offsets_into(offsets_bits, start, out)?;
         }
@@ -354,8 +356,6 @@ impl OpenBlock {
         let header = Block {
             first_ts: self.ts[0],
             last_ts: self.ts[self.len() - 1],
-            offsets_at: 0,
-            values_at: 0,
             n: u16::try_from(self.len()).expect("a block holds at most 65,535 points"),
             sourced: self.sourced,
         };
@@ -387,7 +387,7 @@ impl OpenBlock {
 
     /// The closed block of these points (at least one), and its bytes.
     pub fn close(self) -> (Block, Vec<u8>) {
-        let (mut block, offset_bits, value_bits) = self.finished();
+        let (block, offset_bits, value_bits) = self.finished();
         let mut w = BitWriter::default();
         let mut delta = 0i64;
         for pair in self.ts.windows(2) {
@@ -395,10 +395,14 @@ impl OpenBlock {
             w.put_signed(d.wrapping_sub(delta));
             delta = d;
         }
-        let mut bits = w.finish();
-        block.offsets_at = bits.len() as u32;
+        let ts_bits = w.finish();
+        let offsets_at = ts_bits.len();
+        let values_at = offsets_at + offset_bits.len();
+        let mut bits = Vec::with_capacity(8 + values_at + value_bits.len());
+        put_varint(&mut bits, offsets_at as u64);
+        put_varint(&mut bits, values_at as u64);
+        bits.extend_from_slice(&ts_bits);
         bits.extend_from_slice(&offset_bits);
-        block.values_at = bits.len() as u32;
         bits.extend_from_slice(&value_bits);
         (block, bits)
     }
@@ -426,6 +430,28 @@ impl Window {
         leading: u32::MAX,
         trailing: u32::MAX,
     };
+}
+
+/// LEB128: seven bits a byte, low first, the high bit set on every byte but the last.
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// The LEB128 number at the start of `bytes`, and the bytes after it (None: cut short or
+/// longer than a u64).
+fn get_varint(bytes: &[u8]) -> Option<(u64, &[u8])> {
+    let mut v = 0u64;
+    for (i, &b) in bytes.iter().enumerate().take(10) {
+        v |= u64::from(b & 0x7f).checked_shl(7 * i as u32)?;
+        if b & 0x80 == 0 {
+            return Some((v, &bytes[i + 1..]));
+        }
+    }
+    None
 }
 
 /// Bits, most significant first, appended to a byte buffer 32 at a time.
@@ -707,7 +733,7 @@ mod tests {
             let (a, a_bits) = open.close();
             let (b, b_bits) = Block::encode(channels, &plain);
             prop_assert_eq!(a_bits, b_bits);
-            prop_assert_eq!((a.first_ts, a.last_ts, a.len()), (b.first_ts, b.last_ts, b.len()));
+            prop_assert_eq!(a, b);
         }
     }
 

@@ -21,15 +21,18 @@ use tracing::warn;
 
 use super::history_blocks::{Block, Corrupt, Points};
 
-/// Where a block's bytes are: its segment, offset and length, and their CRC-32 (a damaged
-/// read is an error, not a wrong join).
+/// Where a block's bytes are in the log: its segment, offset and length, in 12 bytes (a
+/// block's CRC-32 is on disk after its bytes: a damaged read is an error, not a wrong
+/// join). The index keeps one per block of every live series, so it is kept small.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Loc {
     pub segment: u32,
     at: u32,
     len: u32,
-    crc: u32,
 }
+
+/// Bytes on disk after a block's: its CRC-32.
+const CRC_BYTES: u32 = 4;
 
 /// Largest segment: offsets in a [`Loc`] are 32-bit.
 pub const MAX_SEGMENT_BYTES: u64 = 1 << 30;
@@ -87,6 +90,9 @@ impl BlockLog {
     }
 
     fn open_segment(&mut self, id: u32) -> io::Result<()> {
+        if id == MEMORY_SEGMENT {
+            return Err(io::Error::other("the history log ran out of segment numbers"));
+        }
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -112,10 +118,11 @@ impl BlockLog {
     pub fn append(&mut self, bytes: &[u8]) -> io::Result<Loc> {
         let len = u32::try_from(bytes.len())
             .ok()
-            .filter(|&l| u64::from(l) <= MAX_SEGMENT_BYTES)
+            .filter(|&l| u64::from(l + CRC_BYTES) <= MAX_SEGMENT_BYTES)
             .ok_or_else(|| io::Error::other("a history block larger than a segment"))?;
+        let stored = u64::from(len + CRC_BYTES);
         let cur = &self.segments[&self.current];
-        if cur.len > 0 && cur.len + u64::from(len) > self.segment_bytes {
+        if cur.len > 0 && cur.len + stored > self.segment_bytes {
             self.flush()?;
             self.open_segment(self.current + 1)?;
             // The one sealed just now may be sparse, or empty of live blocks, already.
@@ -129,14 +136,15 @@ impl BlockLog {
             .expect("the current segment is open");
         let at = cur.len;
         self.tail.extend_from_slice(bytes);
-        cur.len += u64::from(len);
-        cur.live_bytes += u64::from(len);
+        self.tail
+            .extend_from_slice(&crc32fast::hash(bytes).to_le_bytes());
+        cur.len += stored;
+        cur.live_bytes += stored;
         cur.live_blocks += 1;
         Ok(Loc {
             segment: self.current,
             at: at as u32,
             len,
-            crc: crc32fast::hash(bytes),
         })
     }
 
@@ -160,17 +168,19 @@ impl BlockLog {
             .get(&loc.segment)
             .ok_or_else(|| io::Error::other(format!("history segment {} is gone", loc.segment)))?;
         out.clear();
+        let stored = (loc.len + CRC_BYTES) as usize;
         let buffered = (loc.segment == self.current)
             .then(|| seg.len - self.tail.len() as u64)
             .filter(|&written| u64::from(loc.at) >= written);
         if let Some(written) = buffered {
             let from = (u64::from(loc.at) - written) as usize;
-            out.extend_from_slice(&self.tail[from..from + loc.len as usize]);
+            out.extend_from_slice(&self.tail[from..from + stored]);
         } else {
-            out.resize(loc.len as usize, 0);
+            out.resize(stored, 0);
             seg.file.read_exact_at(out, u64::from(loc.at))?;
         }
-        if crc32fast::hash(out) != loc.crc {
+        let crc = out.split_off(loc.len as usize);
+        if crc32fast::hash(out).to_le_bytes()[..] != crc[..] {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!(
@@ -187,7 +197,7 @@ impl BlockLog {
     /// deleted.
     pub fn release(&mut self, loc: Loc) {
         if let Some(seg) = self.segments.get_mut(&loc.segment) {
-            seg.live_bytes -= u64::from(loc.len);
+            seg.live_bytes -= u64::from(loc.len + CRC_BYTES);
             seg.live_blocks -= 1;
             self.check_sealed(loc.segment);
         }
@@ -241,27 +251,116 @@ impl BlockLog {
     }
 }
 
-// What the history (`history.rs`) reads and writes blocks through: where a block's bytes
-// are, and the failed reads and writes counted as they happen.
+// What the history (`history.rs`) reads and writes blocks through: a shard's store (its log
+// and the blocks held in memory), the index's entries, and the failed reads and writes
+// counted as they happen.
 
-/// Where a closed block's encoded bytes are.
-pub enum Bytes {
-    /// In the shard's log on disk.
-    Disk(Loc),
-    /// In memory: no log, or its write failed.
-    Memory(Box<[u8]>),
+/// The segment number of a [`Loc`] that names a slot of [`MemoryBlocks`], not the log.
+const MEMORY_SEGMENT: u32 = u32::MAX;
+
+/// Blocks whose bytes stay in memory (no log, or its write failed), in numbered slots: a
+/// slot's number fits where a location on disk does, so the index entry is the same size.
+#[derive(Default)]
+pub struct MemoryBlocks {
+    slots: Vec<Option<Box<[u8]>>>,
+    free: Vec<u32>,
 }
 
-/// A closed block: its header (what the index keeps) and its bytes.
+impl MemoryBlocks {
+    fn put(&mut self, bytes: Box<[u8]>) -> Loc {
+        let len = bytes.len() as u32;
+        let at = match self.free.pop() {
+            Some(at) => {
+                self.slots[at as usize] = Some(bytes);
+                at
+            }
+            None => {
+                self.slots.push(Some(bytes));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        Loc {
+            segment: MEMORY_SEGMENT,
+            at,
+            len,
+        }
+    }
+
+    fn get(&self, loc: Loc) -> Option<&[u8]> {
+        self.slots.get(loc.at as usize)?.as_deref()
+    }
+
+    fn take(&mut self, loc: Loc) {
+        if let Some(slot) = self.slots.get_mut(loc.at as usize) {
+            if slot.take().is_some() {
+                self.free.push(loc.at);
+            }
+        }
+    }
+
+    /// Bytes of the blocks held.
+    #[cfg(test)]
+    pub fn heap_bytes(&self) -> usize {
+        self.slots.iter().flatten().map(|b| b.len()).sum()
+    }
+}
+
+/// A shard's closed blocks: its log on disk (None: all in memory) and those in memory.
+#[derive(Default)]
+pub struct BlockStore {
+    pub log: Option<BlockLog>,
+    pub memory: MemoryBlocks,
+}
+
+/// A closed block in the index: its header and where its bytes are, in 32 bytes (every
+/// live series keeps one per 128 points: at the default cap of 20,000 points, 157).
+#[derive(Debug, Clone, Copy)]
 pub struct Closed {
-    pub block: Block,
-    pub bytes: Bytes,
+    pub first_ts: i64,
+    pub last_ts: i64,
+    n: u16,
+    sourced: bool,
+    loc: Loc,
 }
 
-impl std::ops::Deref for Closed {
-    type Target = Block;
-    fn deref(&self) -> &Block {
-        &self.block
+impl Closed {
+    pub fn len(&self) -> usize {
+        self.n as usize
+    }
+
+    fn block(&self) -> Block {
+        Block {
+            first_ts: self.first_ts,
+            last_ts: self.last_ts,
+            n: self.n,
+            sourced: self.sourced,
+        }
+    }
+
+    /// Where its bytes are in the log (None: in memory).
+    pub fn on_disk(&self) -> Option<Loc> {
+        (self.loc.segment != MEMORY_SEGMENT).then_some(self.loc)
+    }
+
+    /// An entry of `n` points from `first_ts` to `last_ts` (tests of the index).
+    #[cfg(test)]
+    pub fn for_test(first_ts: i64, last_ts: i64, n: u16) -> Closed {
+        Closed {
+            first_ts,
+            last_ts,
+            n,
+            sourced: false,
+            loc: Loc {
+                segment: MEMORY_SEGMENT,
+                at: 0,
+                len: 0,
+            },
+        }
+    }
+
+    /// Its bytes were copied to `loc` in the log (compaction).
+    pub fn moved_to(&mut self, loc: Loc) {
+        self.loc = loc;
     }
 }
 
@@ -270,18 +369,18 @@ impl std::ops::Deref for Closed {
 #[derive(Debug)]
 pub struct Unreadable(pub String);
 
-/// What reading a shard's blocks needs: its log (None: every block is in memory), a buffer,
-/// and the counter of failed reads.
+/// What reading a shard's blocks needs: its store, a buffer, and the counter of failed
+/// reads.
 pub struct Reader<'a> {
-    log: Option<&'a BlockLog>,
+    store: &'a BlockStore,
     buf: std::cell::RefCell<Vec<u8>>,
     errors: &'a IntCounter,
 }
 
 impl<'a> Reader<'a> {
-    pub fn new(log: Option<&'a BlockLog>, errors: &'a IntCounter) -> Self {
+    pub fn new(store: &'a BlockStore, errors: &'a IntCounter) -> Self {
         Self {
-            log,
+            store,
             buf: Default::default(),
             errors,
         }
@@ -293,12 +392,16 @@ impl<'a> Reader<'a> {
         c: &Closed,
         f: impl FnOnce(&Block, &[u8]) -> Result<T, Corrupt>,
     ) -> Result<T, Unreadable> {
-        let out = match &c.bytes {
-            Bytes::Memory(b) => f(&c.block, b).map_err(|e| e.to_string()),
-            Bytes::Disk(loc) => {
+        let block = c.block();
+        let out = match c.on_disk() {
+            None => match self.store.memory.get(c.loc) {
+                Some(bytes) => f(&block, bytes).map_err(|e| e.to_string()),
+                None => Err("a block held in memory is gone".to_string()),
+            },
+            Some(loc) => {
                 let mut buf = self.buf.borrow_mut();
-                match self.log.map(|log| log.read(*loc, &mut buf)) {
-                    Some(Ok(())) => f(&c.block, &buf[..]).map_err(|e| e.to_string()),
+                match self.store.log.as_ref().map(|log| log.read(loc, &mut buf)) {
+                    Some(Ok(())) => f(&block, &buf[..]).map_err(|e| e.to_string()),
                     Some(Err(e)) => Err(e.to_string()),
                     None => Err("no history log".to_string()),
                 }
@@ -347,36 +450,45 @@ impl<'a> Reader<'a> {
 /// Where new closed blocks' bytes go: the shard's log, or memory; and the counter of failed
 /// writes.
 pub struct Writer<'a> {
-    pub log: Option<&'a mut BlockLog>,
+    pub store: &'a mut BlockStore,
     pub errors: &'a IntCounter,
 }
 
 impl Writer<'_> {
-    pub fn store(&mut self, bits: Vec<u8>) -> Bytes {
-        let Some(log) = self.log.as_deref_mut() else {
-            return Bytes::Memory(bits.into_boxed_slice());
-        };
-        match log.append(&bits) {
-            Ok(loc) => Bytes::Disk(loc),
-            Err(e) => {
+    /// Stores a block's bytes: its index entry.
+    pub fn store(&mut self, block: Block, bits: Vec<u8>) -> Closed {
+        let loc = match self.store.log.as_mut().map(|log| log.append(&bits)) {
+            None => self.store.memory.put(bits.into_boxed_slice()),
+            Some(Ok(loc)) => loc,
+            Some(Err(e)) => {
                 // Kept in memory instead: nothing is lost, the memory bound is.
                 self.errors.inc();
                 if self.errors.get().is_power_of_two() {
                     warn!(error = %e, count = self.errors.get(), "Writing a label-join history block failed; it stays in memory.");
                 }
-                Bytes::Memory(bits.into_boxed_slice())
+                self.store.memory.put(bits.into_boxed_slice())
             }
+        };
+        Closed {
+            first_ts: block.first_ts,
+            last_ts: block.last_ts,
+            n: block.n,
+            sourced: block.sourced,
+            loc,
         }
     }
 
-    pub fn release(&mut self, bytes: &Bytes) {
-        if let (Some(log), Bytes::Disk(loc)) = (self.log.as_deref_mut(), bytes) {
-            log.release(*loc);
+    /// The index no longer points to `c`'s bytes.
+    pub fn release(&mut self, c: &Closed) {
+        match (c.on_disk(), self.store.log.as_mut()) {
+            (Some(loc), Some(log)) => log.release(loc),
+            (Some(_), None) => {}
+            (None, _) => self.store.memory.take(c.loc),
         }
     }
 
     pub fn reader<'b>(&'b self, errors: &'b IntCounter) -> Reader<'b> {
-        Reader::new(self.log.as_deref(), errors)
+        Reader::new(self.store, errors)
     }
 }
 
@@ -425,7 +537,7 @@ mod tests {
         assert_eq!(e.kind(), io::ErrorKind::InvalidData);
         log.read(b, &mut out).unwrap();
         assert_eq!(out, vec![2; 60]);
-        assert_eq!(log.live_bytes(), 90);
+        assert_eq!(log.live_bytes(), 90 + 2 * u64::from(CRC_BYTES));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -20,6 +20,7 @@ mod daemon;
 pub mod embedded;
 pub mod history;
 mod history_blocks;
+mod history_index;
 mod history_log;
 mod holds;
 pub mod label_free;
