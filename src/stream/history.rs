@@ -90,9 +90,7 @@ impl Kept {
 
     fn newest(&self) -> Option<i64> {
         self.open
-            .ts
-            .last()
-            .copied()
+            .last_ts()
             .or_else(|| self.closed.back().map(|b| b.last_ts))
     }
 
@@ -108,7 +106,7 @@ impl Kept {
             }
             k -= b.len();
         }
-        Ok(self.open.ts.get(k).copied())
+        Ok(self.open.times().get(k).copied())
     }
 
     /// The first kept event time at or after `t`.
@@ -117,14 +115,14 @@ impl Kept {
         Ok(match self.closed.get(i) {
             Some(b) if b.first_ts >= t => Some(b.first_ts),
             Some(b) => r.times(b)?.into_iter().find(|&x| x >= t),
-            None => self.open.ts.iter().copied().find(|&x| x >= t),
+            None => self.open.times().into_iter().find(|&x| x >= t),
         })
     }
 
     /// The last kept event time at or before `t`.
     fn last_at_or_before(&self, r: &Reader, t: i64) -> Result<Option<i64>, Unreadable> {
-        if self.open.ts.first().is_some_and(|&f| f <= t) {
-            return Ok(self.open.ts.iter().copied().take_while(|&x| x <= t).last());
+        if self.open.first_ts().is_some_and(|f| f <= t) {
+            return Ok(self.open.times().into_iter().take_while(|&x| x <= t).last());
         }
         let j = self.closed.partition_point(|b| b.first_ts <= t);
         let Some(b) = j.checked_sub(1).and_then(|j| self.closed.get(j)) else {
@@ -195,7 +193,7 @@ impl Kept {
             }
             r.decode_into(b, self.channels, &mut p, offsets)?;
         }
-        if self.open.ts.first().is_some_and(|&f| f <= hi) {
+        if self.open.first_ts().is_some_and(|f| f <= hi) {
             self.open.decode_into(&mut p, offsets);
         }
         let from = p.ts.partition_point(|&t| t < lo);

@@ -245,14 +245,20 @@ impl Block {
 }
 
 /// The open block: the newest points of a series, encoded as they arrive in the closed
-/// blocks' format (Gorilla, as [`Block::encode`] would), except the event times, kept raw
-/// because every search reads them. So an open point costs 8 bytes and what its offset and
-/// values change (about 1-9 bytes) instead of 24, and closing the block only encodes the
-/// times. A point that does not come last (late), or a first point from a second source,
-/// re-encodes the block (at most [`BLOCK_POINTS`] points).
+/// blocks' format (Gorilla, as [`Block::encode`] would), event times included: every live
+/// series holds one, so an open point costs what its time, offset and values change (about
+/// 1-9 bytes) instead of 24, and closing the block only joins the sections. A search of the
+/// open points decodes their times (a join's, not a point's cost). A point that does not
+/// come last (late), or a first point from a second source, re-encodes the block (at most
+/// [`BLOCK_POINTS`] points).
 #[derive(Debug, Default, Clone)]
 pub struct OpenBlock {
-    pub ts: Vec<i64>,
+    /// Event times after the first, as deltas of deltas (Gorilla 4.1.1).
+    times: BitWriter,
+    n: u16,
+    first_ts: i64,
+    last_ts: i64,
+    ts_delta: i64,
     channels: usize,
     /// Offsets (and sources, when `sourced`) so far, then values so far: two sections.
     offsets: BitWriter,
@@ -281,12 +287,38 @@ impl OpenBlock {
     }
 
     pub fn len(&self) -> usize {
-        self.ts.len()
+        self.n as usize
+    }
+
+    pub fn first_ts(&self) -> Option<i64> {
+        (self.n > 0).then_some(self.first_ts)
+    }
+
+    pub fn last_ts(&self) -> Option<i64> {
+        (self.n > 0).then_some(self.last_ts)
+    }
+
+    /// The event times of the points, decoded.
+    pub fn times(&self) -> Vec<i64> {
+        let mut out = Vec::with_capacity(self.len());
+        if self.n > 0 {
+            let header = Block {
+                first_ts: self.first_ts,
+                last_ts: self.last_ts,
+                n: self.n,
+                sourced: self.sourced,
+            };
+            header
+                .decode_ts_section(&self.times.clone().finish(), &mut out)
+                .expect("an open block decodes: it was encoded just now");
+        }
+        out
     }
 
     /// Appends a point after the last one (`sourced` already, if `source` is not 0).
     fn push(&mut self, ts: i64, values: &[f64], offset: i64, source: u16) {
-        if self.ts.is_empty() {
+        if self.n == 0 {
+            self.first_ts = ts;
             self.offsets.put(offset as u64, 64);
             if self.sourced {
                 self.offsets.put(u64::from(source), 16);
@@ -297,7 +329,10 @@ impl OpenBlock {
             }
             self.windows = vec![Window::NONE; values.len()];
         } else {
-            // Gorilla 4.1.1: delta of deltas (of the offsets here; of the times at close).
+            // Gorilla 4.1.1: delta of deltas, of the times and of the offsets.
+            let d = ts.wrapping_sub(self.last_ts);
+            self.times.put_signed(d.wrapping_sub(self.ts_delta));
+            self.ts_delta = d;
             let d = offset.wrapping_sub(self.last_offset);
             self.offsets.put_signed(d.wrapping_sub(self.offset_delta));
             self.offset_delta = d;
@@ -319,7 +354,11 @@ impl OpenBlock {
                 *last = v.to_bits();
             }
         }
-        self.ts.push(ts);
+        self.n = self
+            .n
+            .checked_add(1)
+            .expect("a block holds at most 65,535 points");
+        self.last_ts = ts;
         self.last_offset = offset;
         self.last_source = source;
     }
@@ -334,11 +373,11 @@ impl OpenBlock {
         offset: i64,
         source: u16,
     ) -> bool {
-        if self.ts.is_empty() {
+        if self.n == 0 {
             self.channels = channels;
             self.sourced = source != 0;
         }
-        if self.ts.last().is_none_or(|&t| t < ts) && (source == 0 || self.sourced) {
+        if self.last_ts().is_none_or(|t| t < ts) && (source == 0 || self.sourced) {
             self.push(ts, values, offset, source);
             return true;
         }
@@ -354,9 +393,9 @@ impl OpenBlock {
     /// The header these points would close into, and the finished sections so far.
     fn finished(&self) -> (Block, Vec<u8>, Vec<u8>) {
         let header = Block {
-            first_ts: self.ts[0],
-            last_ts: self.ts[self.len() - 1],
-            n: u16::try_from(self.len()).expect("a block holds at most 65,535 points"),
+            first_ts: self.first_ts,
+            last_ts: self.last_ts,
+            n: self.n,
             sourced: self.sourced,
         };
         (
@@ -368,13 +407,15 @@ impl OpenBlock {
 
     /// Appends the points to `out`, as [`Block::decode_into`] does.
     pub fn decode_into(&self, out: &mut Points, offsets: bool) {
-        if self.ts.is_empty() {
+        if self.n == 0 {
             return;
         }
         const INTACT: &str = "an open block decodes: it was encoded just now";
         let (header, offset_bits, value_bits) = self.finished();
         let start = out.len();
-        out.ts.extend_from_slice(&self.ts);
+        header
+            .decode_ts_section(&self.times.clone().finish(), &mut out.ts)
+            .expect(INTACT);
         if offsets {
             header
                 .decode_offsets_into(&offset_bits, start, out)
@@ -388,14 +429,7 @@ impl OpenBlock {
     /// The closed block of these points (at least one), and its bytes.
     pub fn close(self) -> (Block, Vec<u8>) {
         let (block, offset_bits, value_bits) = self.finished();
-        let mut w = BitWriter::default();
-        let mut delta = 0i64;
-        for pair in self.ts.windows(2) {
-            let d = pair[1].wrapping_sub(pair[0]);
-            w.put_signed(d.wrapping_sub(delta));
-            delta = d;
-        }
-        let ts_bits = w.finish();
+        let ts_bits = self.times.finish();
         let offsets_at = ts_bits.len();
         let values_at = offsets_at + offset_bits.len();
         let mut bits = Vec::with_capacity(8 + values_at + value_bits.len());
@@ -410,8 +444,9 @@ impl OpenBlock {
     /// Heap bytes held (capacity, not length).
     #[cfg(test)]
     pub fn heap_bytes(&self) -> usize {
-        8 * (self.ts.capacity() + self.last_values.capacity())
+        8 * self.last_values.capacity()
             + std::mem::size_of::<Window>() * self.windows.capacity()
+            + self.times.bytes.capacity()
             + self.offsets.bytes.capacity()
             + self.values.bytes.capacity()
     }
