@@ -22,8 +22,9 @@ pub struct TrainingConfig {
     /// ... and at most this many.
     pub history_points: usize,
     /// Keep the history's closed blocks on local disk (in `history_dir`), with only their
-    /// index in memory (56 bytes a block of 128 points), plus each series' newest, open
-    /// block (up to 128 points, about 9-20 bytes each); a join reads the blocks it overlaps.
+    /// index in memory (32 bytes a block of 128 points), plus each series' newest, open
+    /// block (up to 128 points, encoded as they come: about 1-11 bytes each); a join reads
+    /// the blocks it overlaps.
     /// Off: the closed blocks stay in memory too.
     pub history_on_disk: bool,
     /// The local folder of those blocks: a cache of the stream, cleared at start and never
