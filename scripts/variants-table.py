@@ -23,7 +23,8 @@ import variants  # noqa: E402
 
 SERIES_DEV = ["GunPoint", "Coffee", "ACSF1", "BasicMotions"]
 SERIES_VARIANTS = ["GunPointShort", "BasicMotionsShort", "ACSF1Few", "CombinedFew", "ManyFew", "PeriodicFew",
-                   "PeriodicBreath", "GunPointScaled", "CoffeeScaled", "ACSF1Unequal", "ACSF1Cut", "GunPointUnequal"]
+                   "PeriodicBreath", "PeriodicBreathShift", "GunPointScaled", "CoffeeScaled", "ACSF1Unequal",
+                   "ACSF1Cut", "GunPointUnequal"]
 BAGS = ["musk1", "musk2", "MUSK1Narrow", "MUSK1Imbalanced", "BasicMotionsBags", "MUSK1Wide"]
 
 

@@ -23,6 +23,7 @@ VARIANTS = {
     "ManyFew": "40 classes, 2 training and 4 test series each, 1,000 points, unnormalised: each class one of GunPoint's, Coffee's or ACSF1's 16 classes (resampled) at a level and amplitude of its own (series jitter 5 %), so classes of one source differ only in level and amplitude",
     "PeriodicFew": "50 classes, 2 training and 4 test series each, 2,000 points, unnormalised, quasi-periodic (a Pig-like set: each class one animal's pressure waveform): each class repeats a cycle taken from a development series (GunPoint, Coffee, an ACSF1 segment or a BasicMotions channel; 13 source classes, about four classes each) at a cycle length (50-250 points), level and amplitude of its own; each series varies its level, amplitude and rate by a few %, starts at a random phase, and carries beat-to-beat rate variation, noise and a slow drift",
     "PeriodicBreath": "PeriodicFew at breathing rates with one cycle morphology (PigAirwayPressure's kind): each class's cycle a GunPoint series of its own (raise, hold, lower: a ventilator's pressure cycle), 300-1,000 points long (2 to 7 cycles a series), so classes differ in the cycle's detail, length, level and amplitude only",
+    "PeriodicBreathShift": "PeriodicBreath with each series shifted by a level of its own, N(0, 1.5) against class levels spread over +-3 (a class's baseline moves between recordings, as a pig's pressures move with the experiment): the one Pig-like form that shows the held-out gap",
     "GunPointScaled": "GunPoint, each series times a log-uniform 0.01-100 and offset by +-100 (unnormalised)",
     "CoffeeScaled": "Coffee, each series scaled and offset as GunPointScaled",
     "ACSF1Unequal": "ACSF1, each series resampled to 40-100 % of its length (unequal lengths)",
@@ -243,8 +244,12 @@ def build(data, out, name, draw=0):
         rows = periodic_few(data, ucr, rng)
         for s in ("TRAIN", "TEST"):
             write_ucr(f"{out}/{name}_{s}.csv", rows[s])
-    elif name == "PeriodicBreath":
-        rows = periodic_few(data, ucr, rng, one_family=True, periods=(300, 1000))
+    elif name in ("PeriodicBreath", "PeriodicBreathShift"):
+        rows = periodic_few(data, ucr, np.random.default_rng(zlib.crc32(b"PeriodicBreath") + draw),
+                            one_family=True, periods=(300, 1000))
+        if name == "PeriodicBreathShift":  # PeriodicBreath's series, each at a baseline of its own
+            shift = np.random.default_rng(13 + draw)
+            rows = {s: [(l, x + 1.5 * shift.standard_normal()) for l, x in rows[s]] for s in ("TRAIN", "TEST")}
         for s in ("TRAIN", "TEST"):
             write_ucr(f"{out}/{name}_{s}.csv", rows[s])
     elif name in ("GunPointScaled", "CoffeeScaled"):
