@@ -22,8 +22,9 @@ sys.path.insert(0, HERE)
 import variants  # noqa: E402
 
 SERIES_DEV = ["GunPoint", "Coffee", "ACSF1", "BasicMotions"]
-SERIES_VARIANTS = ["GunPointShort", "BasicMotionsShort", "ACSF1Few", "CombinedFew", "ManyFew", "GunPointScaled",
-                   "CoffeeScaled", "ACSF1Unequal", "ACSF1Cut", "GunPointUnequal"]
+SERIES_VARIANTS = ["GunPointShort", "BasicMotionsShort", "ACSF1Few", "CombinedFew", "ManyFew", "PeriodicFew",
+                   "PeriodicBreath", "PeriodicBreathShift", "GunPointScaled", "CoffeeScaled", "ACSF1Unequal",
+                   "ACSF1Cut", "GunPointUnequal"]
 BAGS = ["musk1", "musk2", "MUSK1Narrow", "MUSK1Imbalanced", "BasicMotionsBags", "MUSK1Wide"]
 
 

@@ -21,6 +21,9 @@ VARIANTS = {
     "ACSF1Few": "ACSF1 with 2 training series per class (10 classes, 20 training series)",
     "CombinedFew": "GunPoint + Coffee + ACSF1 as 14 classes, resampled to 300 points, 2 training series per class, each series scaled and offset",
     "ManyFew": "40 classes, 2 training and 4 test series each, 1,000 points, unnormalised: each class one of GunPoint's, Coffee's or ACSF1's 16 classes (resampled) at a level and amplitude of its own (series jitter 5 %), so classes of one source differ only in level and amplitude",
+    "PeriodicFew": "50 classes, 2 training and 4 test series each, 2,000 points, unnormalised, quasi-periodic (a Pig-like set: each class one animal's pressure waveform): each class repeats a cycle taken from a development series (GunPoint, Coffee, an ACSF1 segment or a BasicMotions channel; 13 source classes, about four classes each) at a cycle length (50-250 points), level and amplitude of its own; each series varies its level, amplitude and rate by a few %, starts at a random phase, and carries beat-to-beat rate variation, noise and a slow drift",
+    "PeriodicBreath": "PeriodicFew at breathing rates with one cycle morphology (PigAirwayPressure's kind): each class's cycle a GunPoint series of its own (raise, hold, lower: a ventilator's pressure cycle), 300-1,000 points long (2 to 7 cycles a series), so classes differ in the cycle's detail, length, level and amplitude only",
+    "PeriodicBreathShift": "PeriodicBreath with each series shifted by a level of its own, N(0, 1.5) against class levels spread over +-3 (a class's baseline moves between recordings, as a pig's pressures move with the experiment): the one Pig-like form that shows the held-out gap",
     "GunPointScaled": "GunPoint, each series times a log-uniform 0.01-100 and offset by +-100 (unnormalised)",
     "CoffeeScaled": "Coffee, each series scaled and offset as GunPointScaled",
     "ACSF1Unequal": "ACSF1, each series resampled to 40-100 % of its length (unequal lengths)",
@@ -123,6 +126,89 @@ def many_few(ucr, rng, classes=40, train=2, test=4, length=1000):
     return rows
 
 
+def cycle_templates(data, ucr, rng, n=256):
+    """Cycle shapes from real development series, by source class: a whole GunPoint or
+    Coffee series, the liveliest quarter of an ACSF1 series (moving mean over 8 points: its
+    4-point mains pattern averaged out; flat ones left out), one BasicMotions channel (moving
+    mean over 4). Each resampled to n points, its endpoint ramp removed (a cycle joins the
+    next without a step), z-normalised."""
+    smooth = lambda x, w: np.convolve(x, np.ones(w) / w, "valid")
+    raw = {}
+    for src in ("GunPoint", "Coffee", "ACSF1"):
+        for s in ("TRAIN", "TEST"):
+            for l, x in ucr(src, s):
+                if src == "ACSF1":
+                    x = smooth(x, 8)
+                    q = len(x) // 4
+                    x = max((x[i : i + q] for i in range(0, len(x) - q + 1, q // 4)), key=np.std)
+                    if np.ptp(x) < 0.3:
+                        continue
+                raw.setdefault(f"{src}-{l}", []).append(x)
+    for s in ("TRAIN", "TEST"):
+        for l, chans in read_ts(os.path.join(data, f"BasicMotions_{s}.ts"))[1]:
+            raw.setdefault(f"BasicMotions-{l}", []).append(smooth(chans[int(rng.integers(0, len(chans)))], 4))
+    out = {}
+    for k, xs in raw.items():
+        for x in xs:
+            x = resample(x, n)
+            x = x - np.linspace(x[0], x[-1], n)
+            if np.std(x) > 1e-9:
+                out.setdefault(k, []).append((x - x.mean()) / np.std(x))
+    return out
+
+
+def periodic_few(data, ucr, rng, classes=50, train=2, test=4, length=2000, one_family=False,
+                 periods=(50, 250), jitter=1.0, breath=None):
+    """Many classes of few quasi-periodic series (a Pig-like set: each class one animal's
+    airway, arterial or venous pressure: breathing or heart cycles, recordings not
+    normalised). Class c repeats one cycle shape of source class c mod 13 (its own series of
+    that source: classes of one source differ in detail only), with a cycle length
+    log-uniform in 50-250 points, an amplitude log-uniform in 0.5-2 and a level uniform in
+    +-3. Each series: level +- 0.25, amplitude and rate +- 10 % and 5 % (standard
+    deviations), a random phase, a beat-to-beat rate variation of 2 % (a smoothed random
+    walk), white noise of 5 % of the amplitude and a slow sinusoidal drift of 25 % of it
+    (period 500-2,000 points: breathing's modulation of a pressure curve). So aligned
+    shape alone cannot separate classes; level, amplitude, rate and the cycle's detail can.
+    one_family: every class's cycle is its own GunPoint series (one morphology, as one Pig
+    set is one signal); periods: the range of the class's cycle length; jitter scales the
+    per-series level, amplitude and rate variation; breath = (lo, hi): a second rhythm of
+    the class's own (period in lo-hi, depth 0.2-1 of the amplitude) modulating level and
+    amplitude, as ventilation does an arterial or venous curve."""
+    shapes = cycle_templates(data, ucr, rng)
+    if one_family:
+        shapes = {"GunPoint": shapes["GunPoint-1"] + shapes["GunPoint-2"]}
+    families = sorted(k for k, v in shapes.items() if len(v) >= 4)  # 13 source classes
+    order = {k: rng.permutation(len(v)).tolist() for k, v in shapes.items()}
+    t = np.arange(length)
+    rows = {"TRAIN": [], "TEST": []}
+    for c in range(classes):
+        fam = families[c % len(families)]
+        cycle = shapes[fam][order[fam].pop()]
+        period = 10 ** rng.uniform(np.log10(periods[0]), np.log10(periods[1]))
+        amp = 10 ** rng.uniform(np.log10(0.5), np.log10(2.0))
+        level = rng.uniform(-3, 3)
+        if breath:  # a second, slower rhythm of the class's own (ventilation under a heart curve)
+            b_period = 10 ** rng.uniform(np.log10(breath[0]), np.log10(breath[1]))
+            b_depth = rng.uniform(0.2, 1.0)
+        for split, n in (("TRAIN", train), ("TEST", test)):
+            for _ in range(n):
+                p = period * (1 + 0.05 * jitter * rng.standard_normal())
+                wander = np.convolve(rng.standard_normal(length + 199), np.ones(200) / 200, "valid")
+                rate = (1 + 0.02 * wander / max(np.std(wander), 1e-12)) / p
+                phase = rng.uniform() + np.cumsum(rate)
+                a = amp * (1 + 0.1 * jitter * rng.standard_normal())
+                wave = np.interp((phase % 1.0) * len(cycle), np.arange(len(cycle) + 1), np.append(cycle, cycle[0]))
+                drift = 0.25 * a * np.sin(2 * np.pi * t / rng.uniform(500, 2000) + rng.uniform(0, 2 * np.pi))
+                if breath:
+                    bp = b_period * (1 + 0.05 * jitter * rng.standard_normal())
+                    b = np.sin(2 * np.pi * t / bp + rng.uniform(0, 2 * np.pi))
+                    wave = wave * (1 + 0.3 * b_depth * b)
+                    drift = drift + b_depth * a * b
+                x = level + 0.25 * jitter * rng.standard_normal() + a * wave + drift + 0.05 * a * rng.standard_normal(length)
+                rows[split].append((f"c{c:02d}", x))
+    return rows
+
+
 def build(data, out, name, draw=0):
     # One fixed seed per variant; draw > 0 gives other draws of the same kind.
     rng = np.random.default_rng(zlib.crc32(name.encode()) + draw)
@@ -152,6 +238,18 @@ def build(data, out, name, draw=0):
             write_ucr(f"{out}/{name}_{s}.csv", rows)
     elif name == "ManyFew":
         rows = many_few(ucr, rng)
+        for s in ("TRAIN", "TEST"):
+            write_ucr(f"{out}/{name}_{s}.csv", rows[s])
+    elif name == "PeriodicFew":
+        rows = periodic_few(data, ucr, rng)
+        for s in ("TRAIN", "TEST"):
+            write_ucr(f"{out}/{name}_{s}.csv", rows[s])
+    elif name in ("PeriodicBreath", "PeriodicBreathShift"):
+        rows = periodic_few(data, ucr, np.random.default_rng(zlib.crc32(b"PeriodicBreath") + draw),
+                            one_family=True, periods=(300, 1000))
+        if name == "PeriodicBreathShift":  # PeriodicBreath's series, each at a baseline of its own
+            shift = np.random.default_rng(13 + draw)
+            rows = {s: [(l, x + 1.5 * shift.standard_normal()) for l, x in rows[s]] for s in ("TRAIN", "TEST")}
         for s in ("TRAIN", "TEST"):
             write_ucr(f"{out}/{name}_{s}.csv", rows[s])
     elif name in ("GunPointScaled", "CoffeeScaled"):

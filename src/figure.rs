@@ -457,6 +457,11 @@ fn pattern_on_series(channels: &[&[f64]], e: &Extraction, rep: &[f64]) -> (usize
     };
     let raw = Extraction {
         znorm: false,
+        view: if one.view == View::Centred {
+            View::Raw
+        } else {
+            one.view
+        },
         ..one
     };
     let mut sub = vec![0.0; e.length];
@@ -470,6 +475,10 @@ fn pattern_on_series(channels: &[&[f64]], e: &Extraction, rep: &[f64]) -> (usize
                 let mean = sub.iter().sum::<f64>() / n;
                 let std = (sub.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n).sqrt();
                 rep.iter().map(|r| r * std + mean).collect()
+            } else if e.view == View::Centred {
+                // Drawn at the level of the subsequence it matches.
+                let mean = sub.iter().sum::<f64>() / sub.len() as f64;
+                rep.iter().map(|r| r + mean).collect()
             } else {
                 rep.to_vec()
             };

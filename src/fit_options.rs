@@ -70,7 +70,8 @@ pub struct FitOptions {
     /// shortest series, every space's DC weak learner in every round.
     #[arg(long)]
     pub paper: bool,
-    /// Series views, comma separated: raw (the series), diff (its first difference).
+    /// Series views, comma separated: raw (the series), diff (its first difference),
+    /// centred (each subsequence less its mean; not z-normalised, that is raw's z space).
     #[arg(long, value_delimiter = ',')]
     pub views: Vec<ViewArg>,
     /// Subsequence normalisation: z (z-normalised), raw (as they are) or both.
@@ -229,6 +230,8 @@ pub struct FitOptions {
 pub enum ViewArg {
     Raw,
     Diff,
+    /// Each subsequence less its mean: the level removed, the scale kept (raw only).
+    Centred,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy)]
@@ -327,6 +330,7 @@ impl FitOptions {
                 .map(|v| match v {
                     ViewArg::Raw => View::Raw,
                     ViewArg::Diff => View::Diff,
+                    ViewArg::Centred => View::Centred,
                 })
                 .collect();
         }

@@ -15,6 +15,7 @@ pub(super) fn space_name(c: &Contribution) -> String {
     let view = match c.view {
         View::Raw => "raw",
         View::Diff => "diff",
+        View::Centred => "centred",
     };
     format!("{view} d{}{}", c.dilation, if c.znorm { " z" } else { "" })
 }

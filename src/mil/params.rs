@@ -377,6 +377,9 @@ impl SpaceParams {
             for d in super::space::dilations(l, median_len, self.dilations.max(1)) {
                 for &view in &self.views {
                     for &znorm in &self.znorm {
+                        if znorm && view == View::Centred {
+                            continue; // the raw view's z space
+                        }
                         out.push(Extraction {
                             view,
                             length: l,
