@@ -651,7 +651,8 @@ impl SeriesHistory {
             .filter_map(|s| {
                 s.lock()
                     .expect("history lock")
-                    .blocks.log
+                    .blocks
+                    .log
                     .as_ref()
                     .map(BlockLog::disk_bytes)
             })

@@ -91,7 +91,9 @@ impl BlockLog {
 
     fn open_segment(&mut self, id: u32) -> io::Result<()> {
         if id == MEMORY_SEGMENT {
-            return Err(io::Error::other("the history log ran out of segment numbers"));
+            return Err(io::Error::other(
+                "the history log ran out of segment numbers",
+            ));
         }
         let file = std::fs::OpenOptions::new()
             .read(true)
