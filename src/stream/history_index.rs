@@ -124,7 +124,7 @@ impl BlockIndex {
         let at = self.head + i;
         let c = self.chunks[at / CHUNK][at % CHUNK].take();
         self.len -= 1;
-        if at % CHUNK == 0 || self.len == 0 {
+        if at.is_multiple_of(CHUNK) || self.len == 0 {
             self.chunks.pop_back();
             if self.len == 0 {
                 self.chunks.clear();
