@@ -482,7 +482,7 @@ fn pattern_on_series(channels: &[&[f64]], e: &Extraction, rep: &[f64]) -> (usize
             } else {
                 rep.to_vec()
             };
-            if e.view == View::Diff {
+            if matches!(e.view, View::Diff | View::Lag) {
                 // Each difference drawn where it leads: the series value it starts from
                 // plus it.
                 let last = series.len() - 1;

@@ -71,7 +71,10 @@ pub struct FitOptions {
     #[arg(long)]
     pub paper: bool,
     /// Series views, comma separated: raw (the series), diff (its first difference),
-    /// centred (each subsequence less its mean; not z-normalised, that is raw's z space).
+    /// centred (each subsequence less its mean; not z-normalised, that is raw's z space),
+    /// lag (the difference over the dilation, x[t+d] - x[t]: the first difference at d = 1).
+    /// With diff and lag both given (the default: raw,diff,lag), diff is taken z-normalised
+    /// and lag raw only.
     #[arg(long, value_delimiter = ',')]
     pub views: Vec<ViewArg>,
     /// Subsequence normalisation: z (z-normalised), raw (as they are) or both.
@@ -232,6 +235,8 @@ pub enum ViewArg {
     Diff,
     /// Each subsequence less its mean: the level removed, the scale kept (raw only).
     Centred,
+    /// The difference over the dilation, x[t+d] - x[t] (the first difference at d = 1).
+    Lag,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy)]
@@ -331,6 +336,7 @@ impl FitOptions {
                     ViewArg::Raw => View::Raw,
                     ViewArg::Diff => View::Diff,
                     ViewArg::Centred => View::Centred,
+                    ViewArg::Lag => View::Lag,
                 })
                 .collect();
         }

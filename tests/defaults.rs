@@ -66,7 +66,9 @@ fn acsf1_with_the_defaults() {
     // The union class is used: dilated, difference and z-normalised spaces all serve.
     let hyps: Vec<_> = m.ensembles.iter().flat_map(|e| &e.hypotheses).collect();
     assert!(hyps.iter().any(|h| m.spaces[h.space].dilation > 1));
-    assert!(hyps.iter().any(|h| m.spaces[h.space].view == View::Diff));
+    assert!(hyps
+        .iter()
+        .any(|h| matches!(m.spaces[h.space].view, View::Diff | View::Lag)));
     assert!(hyps.iter().any(|h| m.spaces[h.space].znorm));
     assert!(hyps.iter().any(|h| h.mean));
     // Threshold hypotheses serve, within their share of each class's vote; none reads a
@@ -213,7 +215,7 @@ fn explanations_name_offset_length_and_dilation_of_their_subsequence() {
     let e = model.explain(&test.samples[0]).unwrap();
     assert!(e.contributions.iter().any(|c| c.dilation > 1));
     for c in &e.contributions {
-        let footprint = (c.length - 1) * c.dilation + 1 + usize::from(c.view == View::Diff);
+        let footprint = (c.length - 1) * c.dilation + 1 + c.view.reach(c.dilation);
         assert!(c.offset + footprint <= v.len(), "{c:?}");
     }
 }

@@ -688,7 +688,7 @@ fn default_spaces_draw_their_subsequences_at_their_strided_positions() {
         for (s, c) in fig.maximizers.iter().zip(&e.contributions) {
             assert_eq!((s.offset, s.length), (c.offset, c.length));
             let d = c.dilation;
-            let shift = usize::from(c.view == milstream::mil::View::Diff);
+            let shift = c.view.reach(d);
             let want: Vec<usize> = (0..c.length).map(|k| c.offset + k * d + shift).collect();
             assert_eq!(s.positions, want, "{c:?}");
             let vals: Vec<f64> = want.iter().map(|&p| series[p]).collect();

@@ -1,7 +1,9 @@
 //! The repository's structure stays as documented: README's Layout and docs/ARCHITECTURE.md
 //! name every file of `src/stream/`, the stream modules import one another without a
-//! circle and never the command line, and no source file grows past about 800 lines of
-//! non-test code.
+//! circle and never the command line, no source file grows past about 800 lines of
+//! non-test code, and the dev-dependencies turn on no feature the build lacks (so the
+//! test command's build reuses the library and its dependencies instead of compiling
+//! them twice).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -318,4 +320,56 @@ fn assert_no_circle(edges: &BTreeMap<String, BTreeSet<String>>, dir: &str) {
     for n in edges.keys() {
         visit(n, edges, &mut Vec::new(), &mut done, dir);
     }
+}
+
+/// `cargo tree` of the root package as `name version features` lines, each package once.
+fn feature_tree(edges: &str) -> BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .current_dir(root())
+        .args([
+            "tree",
+            "--offline",
+            "-p",
+            "milstream",
+            "--prefix",
+            "none",
+            "-f",
+            "{p} {f}",
+            "-e",
+            edges,
+        ])
+        .output()
+        .expect("running cargo tree");
+    assert!(
+        out.status.success(),
+        "cargo tree -e {edges}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.trim_end_matches(" (*)").to_string())
+        .collect()
+}
+
+/// A feature that only a dev-dependency turns on changes that crate's build, and with it
+/// every crate above it: `cargo test` would compile the library and most of its tree a
+/// second time (what made CI's cold build long). Cargo.toml's unification list fixes it.
+#[test]
+fn dev_dependencies_turn_on_no_feature_the_build_lacks() {
+    let build = feature_tree("normal,build");
+    let test = feature_tree("normal,build,dev");
+    let parted: Vec<&String> = build.iter().filter(|l| !test.contains(*l)).collect();
+    assert!(
+        parted.is_empty(),
+        "these build dependencies get other features under cargo test (add the test's \
+         features to Cargo.toml's unification list): {parted:#?}\nunder test: {:#?}",
+        parted
+            .iter()
+            .filter_map(|l| l.split(' ').next())
+            .flat_map(|name| test
+                .iter()
+                .filter(move |t| t.split(' ').next() == Some(name)))
+            .collect::<Vec<_>>()
+    );
 }

@@ -16,6 +16,7 @@ pub(super) fn space_name(c: &Contribution) -> String {
         View::Raw => "raw",
         View::Diff => "diff",
         View::Centred => "centred",
+        View::Lag => "lag",
     };
     format!("{view} d{}{}", c.dilation, if c.znorm { " z" } else { "" })
 }

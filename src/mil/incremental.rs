@@ -1015,7 +1015,7 @@ mod tests {
         let stream: Vec<f64> = (0..160)
             .map(|t| if t % 60 < 30 { (t as f64 * 0.7).sin() } else { 0.0 } + (t % 3) as f64 * 0.1)
             .collect();
-        for view in [View::Raw, View::Diff, View::Centred] {
+        for view in [View::Raw, View::Diff, View::Centred, View::Lag] {
             for znorm in [false, true] {
                 if view == View::Centred && znorm {
                     continue; // not a space: the raw view's z space

@@ -310,6 +310,12 @@ impl Widths {
 /// Which spaces a series model searches besides its lengths: every combination of a view,
 /// a normalisation and a dilation 1, 2, 4, ... (as many as fit the median training series,
 /// at most `dilations`) forms one space; LPBoost takes the largest edge among all of them.
+/// Two exceptions: the centred view is taken unnormalised only (z-normalised, it is the raw
+/// view's z space), and with both difference views the first difference is taken
+/// z-normalised and the change over the dilation unnormalised (at d = 1 they are the same
+/// values): the shape of the finest changes, and the size of the changes over the
+/// dilation, which a level shift does not move and the noise does not swamp (the
+/// default; docs/VARIANTS.md has the measurements).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpaceParams {
     pub views: Vec<View>,
@@ -372,6 +378,7 @@ impl SpaceParams {
     }
 
     fn univariate_extractions(&self, lengths: &[usize], median_len: usize) -> Vec<Extraction> {
+        let both_changes = self.views.contains(&View::Diff) && self.views.contains(&View::Lag);
         let mut out = Vec::new();
         for &l in lengths {
             for d in super::space::dilations(l, median_len, self.dilations.max(1)) {
@@ -379,6 +386,11 @@ impl SpaceParams {
                     for &znorm in &self.znorm {
                         if znorm && view == View::Centred {
                             continue; // the raw view's z space
+                        }
+                        if both_changes
+                            && ((view == View::Lag && znorm) || (view == View::Diff && !znorm))
+                        {
+                            continue; // one change space per normalisation (equal at d = 1)
                         }
                         out.push(Extraction {
                             view,
@@ -399,7 +411,7 @@ impl SpaceParams {
 impl Default for SpaceParams {
     fn default() -> Self {
         Self {
-            views: vec![View::Raw, View::Diff],
+            views: vec![View::Raw, View::Diff, View::Lag],
             znorm: vec![true, false],
             dilations: 8,
             dc_spaces: 1,
@@ -612,5 +624,54 @@ impl FitParams {
             ModelKind::Boxsvm => self.boxkernel.validate()?,
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(p: &SpaceParams) -> Vec<(View, bool)> {
+        let mut k: Vec<(View, bool)> = p
+            .extractions(&[9], 150, 1)
+            .iter()
+            .map(|e| (e.view, e.znorm))
+            .collect();
+        k.sort_by_key(|&(v, z)| (v.name(), z));
+        k.dedup();
+        k
+    }
+
+    /// The default takes the first difference z-normalised and the change over the dilation
+    /// raw; either view alone takes both normalisations, and centred is raw only.
+    #[test]
+    fn each_view_takes_its_normalisations() {
+        let d = SpaceParams::default();
+        assert_eq!(
+            kinds(&d),
+            vec![
+                (View::Diff, true),
+                (View::Lag, false),
+                (View::Raw, false),
+                (View::Raw, true)
+            ]
+        );
+        let lag = SpaceParams {
+            views: vec![View::Lag, View::Centred],
+            ..d.clone()
+        };
+        assert_eq!(
+            kinds(&lag),
+            vec![
+                (View::Centred, false),
+                (View::Lag, false),
+                (View::Lag, true)
+            ]
+        );
+        let diff = SpaceParams {
+            views: vec![View::Diff],
+            ..d
+        };
+        assert_eq!(kinds(&diff), vec![(View::Diff, false), (View::Diff, true)]);
     }
 }

@@ -32,6 +32,11 @@ pub enum View {
     /// gives the raw view's z space, so it is taken raw only). A long cycle's amplitude
     /// at a dilation, where the first difference is mostly noise.
     Centred,
+    /// The difference over the dilation, x[t+d] - x[t] (MiniRocket's kernels span the
+    /// dilation the same way): free of the level like `Diff`, but at d > 1 a change over d
+    /// steps, which stays above the noise on long slow cycles where a lag-1 change does not.
+    /// At d = 1 it is `Diff`.
+    Lag,
 }
 
 impl View {
@@ -40,6 +45,17 @@ impl View {
             View::Raw => "raw",
             View::Diff => "diff",
             View::Centred => "centred",
+            View::Lag => "lag",
+        }
+    }
+
+    /// Points past a subsequence's last sampled point that its values read: 1 for the
+    /// first difference, the dilation for the lagged one.
+    pub fn reach(self, dilation: usize) -> usize {
+        match self {
+            View::Raw | View::Centred => 0,
+            View::Diff => 1,
+            View::Lag => dilation.max(1),
         }
     }
 }
@@ -246,17 +262,19 @@ impl Extraction {
     fn extract_lanes_of(&self, series: &[f64], p: usize, n: usize, out: &mut [f64]) {
         debug_assert!((1..=LANES).contains(&n));
         let d = self.dilation.max(1);
-        let diff = self.view == View::Diff;
+        // How far ahead each value's second point is: 0 for a level, 1 or d for a change.
+        let reach = self.view.reach(d);
         // The last point the last lane reads: checked once, so the reads below are in bounds.
-        let end = p + n + (self.length.max(1) - 1) * d + usize::from(diff);
+        let end = p + n + (self.length.max(1) - 1) * d + reach;
         let series = &series[..end];
         for (i, o) in out.chunks_exact_mut(LANES).enumerate() {
             let q = p + i * d;
             if n == LANES {
-                if diff {
-                    let a = &series[q..q + LANES + 1];
+                if reach > 0 {
+                    let a = &series[q..q + LANES];
+                    let b = &series[q + reach..q + reach + LANES];
                     for (j, o) in o.iter_mut().enumerate() {
-                        *o = a[j + 1] - a[j];
+                        *o = b[j] - a[j];
                     }
                 } else {
                     o.copy_from_slice(&series[q..q + LANES]);
@@ -265,8 +283,8 @@ impl Extraction {
                 for (j, o) in o.iter_mut().enumerate() {
                     *o = if j >= n {
                         0.0
-                    } else if diff {
-                        series[q + j + 1] - series[q + j]
+                    } else if reach > 0 {
+                        series[q + j + reach] - series[q + j]
                     } else {
                         series[q + j]
                     };
@@ -301,7 +319,7 @@ impl Extraction {
 
     /// Raw points one subsequence spans.
     pub fn footprint(&self) -> usize {
-        (self.length.max(1) - 1) * self.dilation.max(1) + 1 + usize::from(self.view == View::Diff)
+        (self.length.max(1) - 1) * self.dilation.max(1) + 1 + self.view.reach(self.dilation)
     }
 
     /// Subsequence offsets of a series of `n` points, every `stride`-th: at least one.
@@ -328,10 +346,11 @@ impl Extraction {
                     *o = at(p + i * d);
                 }
             }
-            View::Diff => {
+            View::Diff | View::Lag => {
+                let reach = self.view.reach(d);
                 for (i, o) in out.iter_mut().enumerate() {
                     let q = p + i * d;
-                    *o = at(q + 1) - at(q);
+                    *o = at(q + reach) - at(q);
                 }
             }
         }
@@ -345,7 +364,7 @@ impl Extraction {
     /// Raw series positions the values of the subsequence at offset `p` sit on (for a
     /// difference, the point the change leads to), clamped to a series of `n` points.
     pub fn positions(&self, p: usize, n: usize) -> Vec<usize> {
-        let shift = usize::from(self.view == View::Diff);
+        let shift = self.view.reach(self.dilation);
         (0..self.length)
             .map(|i| (p + i * self.dilation.max(1) + shift).min(n.saturating_sub(1)))
             .collect()
@@ -479,6 +498,25 @@ mod tests {
         d.extract(&sq, 0, &mut out);
         assert_eq!(out, vec![1.0, 5.0, 9.0]);
         assert_eq!(d.positions(0, 8), vec![1, 3, 5]);
+        // The lagged difference spans the dilation: x[t+2] - x[t] at t = 0, 2, 4.
+        let lag = Extraction {
+            view: View::Lag,
+            ..e
+        };
+        assert_eq!(lag.footprint(), 7);
+        lag.extract(&sq, 0, &mut out);
+        assert_eq!(out, vec![4.0, 12.0, 20.0]);
+        assert_eq!(lag.positions(0, 8), vec![2, 4, 6]);
+        assert_eq!(lag.count(8, 1), 2);
+        // At dilation 1 it is the first difference.
+        let (lag1, diff1) = (
+            Extraction { dilation: 1, ..lag },
+            Extraction { dilation: 1, ..d },
+        );
+        let mut other = vec![0.0; 3];
+        lag1.extract(&sq, 2, &mut out);
+        diff1.extract(&sq, 2, &mut other);
+        assert_eq!(out, other);
         // Shorter than the footprint: one subsequence, the last point repeated.
         assert_eq!(e.count(3, 1), 1);
         e.extract(&[1.0, 2.0, 3.0], 0, &mut out);
@@ -509,7 +547,7 @@ mod tests {
             .collect();
         let b: Vec<f64> = (0..200).map(|t| (t as f64 * 0.11).cos() - 7.0).collect();
         let channels: [&[f64]; 2] = [&a, &b];
-        for view in [View::Raw, View::Diff, View::Centred] {
+        for view in [View::Raw, View::Diff, View::Centred, View::Lag] {
             for znorm in [false, true] {
                 for (length, dilation, channel, block) in [
                     (1, 1, 0, 0),
