@@ -194,10 +194,11 @@ fn lean_models_keep_no_noise_weights() {
         }
     }
     // The kept weights are the LP's own, not renormalised: with the bias they sum to at
-    // most 1.
+    // most 1, up to the interior-point solver's feasibility tolerance (Clarabel's default
+    // 1e-8; the default views' model sums to 1 + 4.2e-9).
     for e in &m.ensembles {
         let s: f64 = e.hypotheses.iter().map(|h| h.weight).sum::<f64>() + e.bias.abs();
-        assert!(s <= 1.0 + 1e-9, "{s}");
+        assert!(s <= 1.0 + 1e-8, "{s}");
     }
     // Every explanation names a hypothesis that matters.
     let test = load("Coffee_TEST.csv");
