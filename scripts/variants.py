@@ -19,6 +19,7 @@ VARIANTS = {
     "GunPointShort": "GunPoint cut to 5-12 points per series (train and test)",
     "BasicMotionsShort": "BasicMotions, 6 channels cut to 7-29 points per case (unequal lengths)",
     "ACSF1Few": "ACSF1 with 2 training series per class (10 classes, 20 training series)",
+    "GunPointTwelve": "GunPoint with 12 training series per class drawn from train and test together, the other 176 the test set (the held-out 3-class set's 12 a class and 175 test series)",
     "CombinedFew": "GunPoint + Coffee + ACSF1 as 14 classes, resampled to 300 points, 2 training series per class, each series scaled and offset",
     "ManyFew": "40 classes, 2 training and 4 test series each, 1,000 points, unnormalised: each class one of GunPoint's, Coffee's or ACSF1's 16 classes (resampled) at a level and amplitude of its own (series jitter 5 %), so classes of one source differ only in level and amplitude",
     "PeriodicFew": "50 classes, 2 training and 4 test series each, 2,000 points, unnormalised, quasi-periodic (a Pig-like set: each class one animal's pressure waveform): each class repeats a cycle taken from a development series (GunPoint, Coffee, an ACSF1 segment or a BasicMotions channel; 13 source classes, about four classes each) at a cycle length (50-250 points), level and amplitude of its own; each series varies its level, amplitude and rate by a few %, starts at a random phase, and carries beat-to-beat rate variation, noise and a slow drift",
@@ -27,6 +28,7 @@ VARIANTS = {
     "GunPointScaled": "GunPoint, each series times a log-uniform 0.01-100 and offset by +-100 (unnormalised)",
     "CoffeeScaled": "Coffee, each series scaled and offset as GunPointScaled",
     "ACSF1Unequal": "ACSF1, each series resampled to 40-100 % of its length (unequal lengths)",
+    "ACSF1Windows": "ACSF1 at the held-out appliance set's size: 5 windows of 100 to 1,344 points (cut, not resampled) from every series, train from train and test from test (10 classes, 500 training series of unequal lengths)",
     "GunPointUnequal": "GunPoint, each series cut to a random 60-100 % window of itself (unequal lengths)",
     "ACSF1Cut": "ACSF1, each series cut (not resampled) to a random window of 100 points to its full 1,460 (unequal lengths at the original sampling rate, as the held-out appliance set's 100-1,344)",
     "MUSK1Imbalanced": "MUSK1 with 3 of its 47 positive bags kept (3 of 48 bags positive, 6 %)",
@@ -227,6 +229,12 @@ def build(data, out, name, draw=0):
     elif name == "ACSF1Few":
         write_ucr(f"{out}/{name}_TRAIN.csv", few(ucr("ACSF1", "TRAIN"), 2, rng))
         write_ucr(f"{out}/{name}_TEST.csv", ucr("ACSF1", "TEST"))
+    elif name == "GunPointTwelve":
+        rows = ucr("GunPoint", "TRAIN") + ucr("GunPoint", "TEST")
+        train = few(rows, 12, rng)
+        chosen = {id(r) for r in train}
+        write_ucr(f"{out}/{name}_TRAIN.csv", train)
+        write_ucr(f"{out}/{name}_TEST.csv", [r for r in rows if id(r) not in chosen])
     elif name == "CombinedFew":
         for s in ("TRAIN", "TEST"):
             rows = []
@@ -267,6 +275,15 @@ def build(data, out, name, draw=0):
                 n = int(rng.integers(100, len(x) + 1))
                 start = int(rng.integers(0, len(x) - n + 1))
                 rows.append((l, x[start : start + n]))
+            write_ucr(f"{out}/{name}_{s}.csv", rows)
+    elif name == "ACSF1Windows":
+        for s in ("TRAIN", "TEST"):
+            rows = []
+            for l, x in ucr("ACSF1", s):
+                for _ in range(5):
+                    n = int(rng.integers(100, 1345))
+                    start = int(rng.integers(0, len(x) - n + 1))
+                    rows.append((l, x[start : start + n]))
             write_ucr(f"{out}/{name}_{s}.csv", rows)
     elif name == "GunPointUnequal":
         for s in ("TRAIN", "TEST"):

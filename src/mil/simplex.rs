@@ -498,28 +498,48 @@ impl Simplex {
                 self.binv[p * m + r] = dinv[j * k + i];
             }
         }
-        let mut dk = vec![0.0; k]; // D's row at a covered row
+        // D's entries at the covered rows, by row (CSR, in column order), gathered in one
+        // pass: scanning every dense column for each row made this m^2 k.
+        let mut start = vec![0usize; m + 1];
+        for &pd in &dense {
+            for &(r, _) in &self.cols[self.head[pd]].entries {
+                if cover[r] != usize::MAX {
+                    start[r + 1] += 1;
+                }
+            }
+        }
+        for r in 0..m {
+            start[r + 1] += start[r];
+        }
+        let mut fill = start.clone();
+        let mut at_row = vec![(0usize, 0.0f64); start[m]];
+        for (j, &pd) in dense.iter().enumerate() {
+            for &(r, a) in &self.cols[self.head[pd]].entries {
+                if cover[r] != usize::MAX {
+                    at_row[fill[r]] = (j, a);
+                    fill[r] += 1;
+                }
+            }
+        }
+        let mut s = vec![0.0; k]; // (D_k D_R^-1) for a covered row k
         for (r, &p) in cover.iter().enumerate() {
             if p == usize::MAX {
                 continue;
             }
             let v = self.cols[self.head[p]].entries[0].1;
             self.binv[p * m + r] = 1.0 / v;
-            dk.iter_mut().for_each(|x| *x = 0.0);
-            let mut any = false;
-            for (j, &pd) in dense.iter().enumerate() {
-                for &(rr, a) in &self.cols[self.head[pd]].entries {
-                    if rr == r {
-                        dk[j] += a;
-                        any = true;
-                    }
-                }
+            let entries = &at_row[start[r]..start[r + 1]];
+            if entries.is_empty() {
+                continue;
             }
-            if any {
-                for (i, &ri) in rest.iter().enumerate() {
-                    let s: f64 = (0..k).map(|j| dk[j] * dinv[j * k + i]).sum();
-                    self.binv[p * m + ri] = -s / v;
-                }
+            s.iter_mut().for_each(|x| *x = 0.0);
+            for &(j, a) in entries {
+                s.iter_mut()
+                    .zip(&dinv[j * k..(j + 1) * k])
+                    .for_each(|(x, d)| *x += a * d);
+            }
+            for (&si, &ri) in s.iter().zip(&rest) {
+                self.binv[p * m + ri] = -si / v;
             }
         }
         self.since_refactor = 0;
