@@ -414,11 +414,12 @@ impl Simplex {
             .filter(|(_, r)| **r != 0.0)
             .map(|(j, r)| (j, *r))
             .collect();
+        let sparse = nz.len() * 4 < m;
         let update = |row: &mut [f64], a: f64| {
             if a == 0.0 {
                 return;
             }
-            if nz.len() * 4 < m {
+            if sparse {
                 for &(j, r) in &nz {
                     row[j] -= a * r;
                 }
