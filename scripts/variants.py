@@ -19,6 +19,7 @@ VARIANTS = {
     "GunPointShort": "GunPoint cut to 5-12 points per series (train and test)",
     "BasicMotionsShort": "BasicMotions, 6 channels cut to 7-29 points per case (unequal lengths)",
     "ACSF1Few": "ACSF1 with 2 training series per class (10 classes, 20 training series)",
+    "ACSF1Three": "3 of ACSF1's 10 classes (another three each draw), resampled to 251 points, 12 training series a class drawn from train and test together, the other 8 a class the test set (the held-out 3-class set's classes, size and length)",
     "GunPointTwelve": "GunPoint with 12 training series per class drawn from train and test together, the other 176 the test set (the held-out 3-class set's 12 a class and 175 test series)",
     "CombinedFew": "GunPoint + Coffee + ACSF1 as 14 classes, resampled to 300 points, 2 training series per class, each series scaled and offset",
     "ManyFew": "40 classes, 2 training and 4 test series each, 1,000 points, unnormalised: each class one of GunPoint's, Coffee's or ACSF1's 16 classes (resampled) at a level and amplitude of its own (series jitter 5 %), so classes of one source differ only in level and amplitude",
@@ -231,6 +232,14 @@ def build(data, out, name, draw=0):
         write_ucr(f"{out}/{name}_TEST.csv", ucr("ACSF1", "TEST"))
     elif name == "GunPointTwelve":
         rows = ucr("GunPoint", "TRAIN") + ucr("GunPoint", "TEST")
+        train = few(rows, 12, rng)
+        chosen = {id(r) for r in train}
+        write_ucr(f"{out}/{name}_TRAIN.csv", train)
+        write_ucr(f"{out}/{name}_TEST.csv", [r for r in rows if id(r) not in chosen])
+    elif name == "ACSF1Three":
+        rows = ucr("ACSF1", "TRAIN") + ucr("ACSF1", "TEST")
+        keep = set(rng.choice(sorted({l for l, _ in rows}), 3, replace=False))
+        rows = [(l, resample(x, 251)) for l, x in rows if l in keep]
         train = few(rows, 12, rng)
         chosen = {id(r) for r in train}
         write_ucr(f"{out}/{name}_TRAIN.csv", train)
