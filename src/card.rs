@@ -169,6 +169,7 @@ fn shapelet_card(m: &ShapeletModel, v: &mut Value) {
         "position_min_examples": m.params.position_min_examples,
         "few_examples": m.params.few_examples,
         "columns_per_round": m.params.columns_per_round,
+        "columns_for_size": m.params.columns_for_size,
         "warm_master": m.params.warm_master,
         "threshold_share": m.params.threshold_share,
         "max_weight": m.params.max_weight,

@@ -120,6 +120,11 @@ pub struct FitOptions {
     /// gamma): fewer master solves. Default: the library's, 2.
     #[arg(long, value_name = "N")]
     pub columns_per_round: Option<usize>,
+    /// Add at most --columns-per-round columns a round whatever the training set's size
+    /// (by default a round adds at least n / --max-rounds, n training bags: the round
+    /// limit then reaches as many columns as there are bags).
+    #[arg(long)]
+    pub fixed_columns: bool,
     /// Solve each boosting round's master LP from scratch by the interior-point solver
     /// rather than re-optimise it from the last round's simplex basis (slower, the same
     /// optimum).
@@ -386,6 +391,7 @@ impl FitOptions {
                 .unwrap_or(base.position_min_examples),
             few_examples: self.few_examples.unwrap_or(base.few_examples),
             columns_per_round: self.columns_per_round.unwrap_or(base.columns_per_round),
+            columns_for_size: base.columns_for_size && !self.fixed_columns,
             warm_master: base.warm_master && !self.no_warm_master,
             pooled_head: base.pooled_head && !self.no_head,
             threshold_share: self.threshold_share.unwrap_or(base.threshold_share),

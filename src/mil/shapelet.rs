@@ -131,6 +131,10 @@ pub struct ShapeletModel {
 /// training: the master LP's interior-point solution leaves ~1e-9 on inactive rows.
 pub const LEAN_WEIGHT: f64 = 1e-6;
 
+/// A final soft margin rho at or below this is no margin (the solvers leave ~1e-10 at a
+/// true zero): see the majority fallback in `fit`.
+const NO_MARGIN: f64 = 1e-6;
+
 /// Mean hypotheses sum their per-subsequence values in fixed point (units of 2^-40), which
 /// is exact: the incremental scorer adds and removes values as the window slides and gets
 /// the same bits as this from-scratch sum.
@@ -279,7 +283,7 @@ impl ShapeletModel {
         type Stats = (usize, usize, usize, Option<String>);
         // Per class: its ensemble, the solver's figures, and each kept hypothesis's outputs
         // on the training bags (the pooled head's features).
-        let results: Vec<(Ensemble, Stats, Vec<Vec<f64>>)> = positives
+        let mut results: Vec<(Ensemble, Stats, Vec<Vec<f64>>)> = positives
             .par_iter()
             .map(|&pos| {
                 let y: Vec<f64> = labels
@@ -296,6 +300,9 @@ impl ShapeletModel {
                 let few = params.few_examples > 0 && m_c < params.few_examples;
                 let mut boost = boost;
                 let mut batch = params.columns_per_round.max(2);
+                if params.columns_for_size {
+                    batch = batch.max(labels.len().div_ceil(params.max_rounds.max(1)));
+                }
                 if few && boost.max_weight.is_some() {
                     boost.max_weight = boost
                         .max_weight
@@ -505,6 +512,15 @@ impl ShapeletModel {
             })
             .collect::<Result<_>>()?;
 
+        // No soft margin above zero for any class: no combination of the hypotheses beats a
+        // constant (the bias alone reaches rho = 0 under the balanced margin), whatever
+        // weights the LP's tie left on them, so the model is the majority decision below.
+        if results.iter().all(|(e, ..)| e.rho <= NO_MARGIN) {
+            for (e, _, outputs) in &mut results {
+                e.hypotheses.clear();
+                outputs.clear();
+            }
+        }
         let mut ensembles: Vec<Ensemble> = results.iter().map(|(e, ..)| e.clone()).collect();
         if ensembles.iter().all(|e| e.hypotheses.is_empty()) {
             // No shapelet hypothesis carries weight for any class: the model is its biases.
