@@ -135,6 +135,28 @@ pub const LEAN_WEIGHT: f64 = 1e-6;
 /// true zero): see the majority fallback in `fit`.
 const NO_MARGIN: f64 = 1e-6;
 
+/// How many columns a boosting round may add for one class's problem (n training bags,
+/// m_c of them the class's), and its weight cap. Column generation for the dual (5) of
+/// Algorithm 1 may add every violated column at once: the same optimum in fewer master
+/// solves.
+/// - A class of few examples: many hypotheses separate its handful from the rest by some
+///   chance detail, so its vote is spread over more of them (a cap m_c / few_examples of
+///   max_weight's) and a round adds more of the spaces' best.
+/// - With `columns_for_size`, at least ceil(n / max_rounds): the round limit can then place
+///   as many columns as the LP's optimum may use (up to n).
+fn round_plan(params: &FitParams, n: usize, m_c: usize) -> (usize, Option<f64>) {
+    let mut batch = params.columns_per_round.max(2);
+    let mut cap = params.max_weight;
+    if params.columns_for_size {
+        batch = batch.max(n.div_ceil(params.max_rounds.max(1)));
+    }
+    if params.few_examples > 0 && m_c < params.few_examples && cap.is_some() {
+        cap = cap.map(|c| c * m_c as f64 / params.few_examples as f64);
+        batch = batch.max(4 * params.few_examples.div_ceil(m_c));
+    }
+    (batch, cap)
+}
+
 /// Mean hypotheses sum their per-subsequence values in fixed point (units of 2^-40), which
 /// is exact: the incremental scorer adds and removes values as the window slides and gets
 /// the same bits as this from-scratch sum.
@@ -290,25 +312,10 @@ impl ShapeletModel {
                     .iter()
                     .map(|l| if *l == classes[pos] { 1.0 } else { -1.0 })
                     .collect();
-                // A class of few examples: many hypotheses separate its handful from the
-                // rest by some chance detail, so the vote is spread over more of them (a
-                // cap m_c / few_examples of max_weight's), and each round adds up to
-                // `batch` of the spaces' best columns (column generation for the dual (5),
-                // Algorithm 1, may add every violated column: the same optimum in fewer
-                // master solves).
                 let m_c = y.iter().filter(|v| **v > 0.0).count().max(1);
-                let few = params.few_examples > 0 && m_c < params.few_examples;
                 let mut boost = boost;
-                let mut batch = params.columns_per_round.max(2);
-                if params.columns_for_size {
-                    batch = batch.max(labels.len().div_ceil(params.max_rounds.max(1)));
-                }
-                if few && boost.max_weight.is_some() {
-                    boost.max_weight = boost
-                        .max_weight
-                        .map(|c| c * m_c as f64 / params.few_examples as f64);
-                    batch = batch.max(4 * params.few_examples.div_ceil(m_c));
-                }
+                let batch;
+                (batch, boost.max_weight) = round_plan(params, labels.len(), m_c);
                 // Every space's best of each kind is a candidate once a round may add more than two.
                 let extra = batch > 2;
                 let mut solves = 0usize;
@@ -809,6 +816,36 @@ mod tests {
     use super::*;
     use crate::mil::bag::{Bag, Sample};
     use crate::mil::space::View;
+
+    #[test]
+    fn a_round_adds_enough_columns_for_the_round_limit_to_reach_n() {
+        let series = FitParams::default();
+        assert_eq!((series.columns_per_round, series.max_rounds), (2, 100));
+        // Up to 2 x max_rounds training series: two a round, the model of before.
+        assert_eq!(round_plan(&series, 28, 14), (2, Some(0.05)));
+        assert_eq!(round_plan(&series, 200, 20), (2, Some(0.05)));
+        // 500 series: five a round, so 100 rounds can place 500 columns.
+        assert_eq!(round_plan(&series, 201, 20).0, 3);
+        assert_eq!(round_plan(&series, 500, 50), (5, Some(0.05)));
+        let limit = FitParams {
+            max_rounds: 50,
+            ..series.clone()
+        };
+        assert_eq!(round_plan(&limit, 500, 50).0, 10);
+        // --fixed-columns, bags and the paper's form keep the count as given.
+        let fixed = FitParams {
+            columns_for_size: false,
+            ..series.clone()
+        };
+        assert_eq!(round_plan(&fixed, 500, 50).0, 2);
+        assert_eq!(round_plan(&FitParams::for_bags(), 2000, 100), (2, None));
+        assert_eq!(round_plan(&FitParams::paper(), 2000, 100), (2, None));
+        // A class of two examples among 500: the few-examples cap and batch, the larger
+        // batch of the two rules.
+        let (batch, cap) = round_plan(&series, 500, 2);
+        assert_eq!(batch, 8);
+        assert!((cap.unwrap() - 0.05 * 2.0 / 3.0).abs() < 1e-15);
+    }
 
     /// The inline rounding is `round() as i64` bit for bit: halves, just below halves,
     /// negatives, huge, infinite and NaN values, and a million random ones.
