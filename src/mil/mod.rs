@@ -11,6 +11,7 @@ pub mod boxcount;
 pub mod boxsvm;
 pub mod cancel;
 pub mod derived;
+pub mod ensemble;
 pub mod error;
 pub mod folds;
 pub mod head;

@@ -529,6 +529,28 @@ impl FitParams {
         serde_json::from_value(base).map_err(|e| format!("fit parameters: {e}"))
     }
 
+    /// How many columns a boosting round may add for one class's problem (n training bags,
+    /// m_c of them the class's), and its weight cap. Column generation for the dual (5) of
+    /// Algorithm 1 may add every violated column at once: the same optimum in fewer master
+    /// solves.
+    /// - A class of few examples: many hypotheses separate its handful from the rest by some
+    ///   chance detail, so its vote is spread over more of them (a cap m_c / few_examples of
+    ///   max_weight's) and a round adds more of the spaces' best.
+    /// - With `columns_for_size`, at least ceil(n / max_rounds): the round limit can then place
+    ///   as many columns as the LP's optimum may use (up to n).
+    pub(crate) fn round_plan(&self, n: usize, m_c: usize) -> (usize, Option<f64>) {
+        let mut batch = self.columns_per_round.max(2);
+        let mut cap = self.max_weight;
+        if self.columns_for_size {
+            batch = batch.max(n.div_ceil(self.max_rounds.max(1)));
+        }
+        if self.few_examples > 0 && m_c < self.few_examples && cap.is_some() {
+            cap = cap.map(|c| c * m_c as f64 / self.few_examples as f64);
+            batch = batch.max(4 * self.few_examples.div_ceil(m_c));
+        }
+        (batch, cap)
+    }
+
     /// The defaults for bag data: a softer margin (nu 0.2, chosen on MUSK1; the series'
     /// 0.1 measured 0.87 there). Threshold hypotheses stay out: MUSK1's 10-fold accuracy falls with them (0.84
     /// against 0.90), its bags being few and their instance features already the signal.
@@ -643,6 +665,36 @@ impl FitParams {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_round_adds_enough_columns_for_the_round_limit_to_reach_n() {
+        let series = FitParams::default();
+        assert_eq!((series.columns_per_round, series.max_rounds), (2, 100));
+        // Up to 2 x max_rounds training series: two a round, the model of before.
+        assert_eq!(series.round_plan(28, 14), (2, Some(0.05)));
+        assert_eq!(series.round_plan(200, 20), (2, Some(0.05)));
+        // 500 series: five a round, so 100 rounds can place 500 columns.
+        assert_eq!(series.round_plan(201, 20).0, 3);
+        assert_eq!(series.round_plan(500, 50), (5, Some(0.05)));
+        let limit = FitParams {
+            max_rounds: 50,
+            ..series.clone()
+        };
+        assert_eq!(limit.round_plan(500, 50).0, 10);
+        // --fixed-columns, bags and the paper's form keep the count as given.
+        let fixed = FitParams {
+            columns_for_size: false,
+            ..series.clone()
+        };
+        assert_eq!(fixed.round_plan(500, 50).0, 2);
+        assert_eq!(FitParams::for_bags().round_plan(2000, 100), (2, None));
+        assert_eq!(FitParams::paper().round_plan(2000, 100), (2, None));
+        // A class of two examples among 500: the few-examples cap and batch, the larger
+        // batch of the two rules.
+        let (batch, cap) = series.round_plan(500, 2);
+        assert_eq!(batch, 8);
+        assert!((cap.unwrap() - 0.05 * 2.0 / 3.0).abs() < 1e-15);
+    }
 
     fn kinds(p: &SpaceParams) -> Vec<(View, bool)> {
         let mut k: Vec<(View, bool)> = p

@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use super::bag::{Dataset, InputKind, Standardizer};
 use super::cancel::Cancel;
+use super::ensemble::majority_fallback;
+pub use super::ensemble::{Ensemble, WeightedHypothesis};
 use super::error::{MilError, Result};
 use super::head::PooledHead;
 use super::kernel::Kernel;
@@ -24,53 +26,6 @@ use super::stump::{best_threshold, column_key, ColumnKey, ThresholdTable};
 use super::weak::{best_mean, dc_candidates, weak_learn, KernelTable, WeakParams, WorkingSet};
 
 pub use super::space::{BlockedReps, ShapeletSpace};
-
-/// One weighted hypothesis of an ensemble.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WeightedHypothesis {
-    /// Index into the model's spaces.
-    pub space: usize,
-    /// w_j from the master LP's multipliers.
-    pub weight: f64,
-    /// Sparse alpha: (representative index within the space, coefficient).
-    pub alpha: Vec<(u32, f64)>,
-    /// Aggregates by the mean over the bag's instances instead of the max (beyond the
-    /// paper; see [`super::weak::best_mean`]). False in older artifacts.
-    #[serde(default)]
-    pub mean: bool,
-    /// A threshold hypothesis: 1 or 0 by which side of a threshold the (max or mean) value
-    /// falls (see [`super::stump`]). Absent in older artifacts.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub threshold: Option<Threshold>,
-}
-
-impl WeightedHypothesis {
-    /// h(B) from the aggregated value sum_z alpha_z K(z, x) (max or mean over the bag) and
-    /// the relative position of its maximiser (see [`super::weak::position`]).
-    pub fn output(&self, value: f64, position: f64) -> f64 {
-        match self.threshold {
-            Some(t) => t.output(value, position),
-            None => value,
-        }
-    }
-}
-
-/// One binary problem: `positive_class` against the rest.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Ensemble {
-    pub positive_class: usize,
-    pub hypotheses: Vec<WeightedHypothesis>,
-    /// The summed weight of the constant hypotheses +1 and -1 (with `FitParams::bias`):
-    /// g(B) = sum_j w_j h_j(B) + bias. 0 in the paper's form and older artifacts.
-    #[serde(default)]
-    pub bias: f64,
-    pub rounds: usize,
-    /// Final soft margin rho of problem (4).
-    pub rho: f64,
-    /// Final gamma of the dual (5), equal to the LP's optimum.
-    pub gamma: f64,
-    pub stop_reason: String,
-}
 
 /// What a fit did, kept in the artifact.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,32 +85,6 @@ pub struct ShapeletModel {
 /// Hypothesis weights at or below this (relative to their sum of 1) are dropped after
 /// training: the master LP's interior-point solution leaves ~1e-9 on inactive rows.
 pub const LEAN_WEIGHT: f64 = 1e-6;
-
-/// A final soft margin rho at or below this is no margin (the solvers leave ~1e-10 at a
-/// true zero): see the majority fallback in `fit`.
-const NO_MARGIN: f64 = 1e-6;
-
-/// How many columns a boosting round may add for one class's problem (n training bags,
-/// m_c of them the class's), and its weight cap. Column generation for the dual (5) of
-/// Algorithm 1 may add every violated column at once: the same optimum in fewer master
-/// solves.
-/// - A class of few examples: many hypotheses separate its handful from the rest by some
-///   chance detail, so its vote is spread over more of them (a cap m_c / few_examples of
-///   max_weight's) and a round adds more of the spaces' best.
-/// - With `columns_for_size`, at least ceil(n / max_rounds): the round limit can then place
-///   as many columns as the LP's optimum may use (up to n).
-fn round_plan(params: &FitParams, n: usize, m_c: usize) -> (usize, Option<f64>) {
-    let mut batch = params.columns_per_round.max(2);
-    let mut cap = params.max_weight;
-    if params.columns_for_size {
-        batch = batch.max(n.div_ceil(params.max_rounds.max(1)));
-    }
-    if params.few_examples > 0 && m_c < params.few_examples && cap.is_some() {
-        cap = cap.map(|c| c * m_c as f64 / params.few_examples as f64);
-        batch = batch.max(4 * params.few_examples.div_ceil(m_c));
-    }
-    (batch, cap)
-}
 
 /// Mean hypotheses sum their per-subsequence values in fixed point (units of 2^-40), which
 /// is exact: the incremental scorer adds and removes values as the window slides and gets
@@ -305,7 +234,7 @@ impl ShapeletModel {
         type Stats = (usize, usize, usize, Option<String>);
         // Per class: its ensemble, the solver's figures, and each kept hypothesis's outputs
         // on the training bags (the pooled head's features).
-        let mut results: Vec<(Ensemble, Stats, Vec<Vec<f64>>)> = positives
+        let results: Vec<(Ensemble, Stats, Vec<Vec<f64>>)> = positives
             .par_iter()
             .map(|&pos| {
                 let y: Vec<f64> = labels
@@ -315,7 +244,7 @@ impl ShapeletModel {
                 let m_c = y.iter().filter(|v| **v > 0.0).count().max(1);
                 let mut boost = boost;
                 let batch;
-                (batch, boost.max_weight) = round_plan(params, labels.len(), m_c);
+                (batch, boost.max_weight) = params.round_plan(labels.len(), m_c);
                 // Every space's best of each kind is a candidate once a round may add more than two.
                 let extra = batch > 2;
                 let mut solves = 0usize;
@@ -519,38 +448,11 @@ impl ShapeletModel {
             })
             .collect::<Result<_>>()?;
 
-        // No soft margin above zero for any class: no combination of the hypotheses beats a
-        // constant (the bias alone reaches rho = 0 under the balanced margin), whatever
-        // weights the LP's tie left on them, so the model is the majority decision below.
-        if results.iter().all(|(e, ..)| e.rho <= NO_MARGIN) {
-            for (e, _, outputs) in &mut results {
-                e.hypotheses.clear();
-                outputs.clear();
-            }
-        }
-        let mut ensembles: Vec<Ensemble> = results.iter().map(|(e, ..)| e.clone()).collect();
-        if ensembles.iter().all(|e| e.hypotheses.is_empty()) {
-            // No shapelet hypothesis carries weight for any class: the model is its biases.
-            // A class whose master LP picked no bias either gets the majority decision's,
-            // 2 n_c / n - 1 (its sign is the binary majority; with more classes the most
-            // frequent class scores highest). The card says so in each stop reason.
-            let n = labels.len().max(1) as f64;
-            for e in &mut ensembles {
-                if e.bias == 0.0 {
-                    let n_c = labels
-                        .iter()
-                        .filter(|l| **l == classes[e.positive_class])
-                        .count() as f64;
-                    e.bias = 2.0 * n_c / n - 1.0;
-                }
-                e.stop_reason = format!(
-                    "warning: no hypothesis beyond the bias, this model gives the majority \
-                     decision; the classes may not differ, or try another kernel width or \
-                     shapelet length ({})",
-                    e.stop_reason
-                );
-            }
-        }
+        let (mut ensembles, mut outputs): (Vec<Ensemble>, Vec<Vec<Vec<f64>>>) = results
+            .iter()
+            .map(|(e, _, o)| (e.clone(), o.clone()))
+            .unzip();
+        majority_fallback(&mut ensembles, &mut outputs, &labels, &classes);
         let n_alpha: usize = ensembles
             .iter()
             .flat_map(|e| &e.hypotheses)
@@ -640,9 +542,9 @@ impl ShapeletModel {
             .then(|| {
                 let rows: Vec<Vec<f64>> = (0..labels.len())
                     .map(|i| {
-                        results
+                        outputs
                             .iter()
-                            .flat_map(|(.., outs)| outs.iter().map(move |o| o[i]))
+                            .flat_map(|outs| outs.iter().map(move |o| o[i]))
                             .collect()
                     })
                     .collect();
@@ -816,36 +718,6 @@ mod tests {
     use super::*;
     use crate::mil::bag::{Bag, Sample};
     use crate::mil::space::View;
-
-    #[test]
-    fn a_round_adds_enough_columns_for_the_round_limit_to_reach_n() {
-        let series = FitParams::default();
-        assert_eq!((series.columns_per_round, series.max_rounds), (2, 100));
-        // Up to 2 x max_rounds training series: two a round, the model of before.
-        assert_eq!(round_plan(&series, 28, 14), (2, Some(0.05)));
-        assert_eq!(round_plan(&series, 200, 20), (2, Some(0.05)));
-        // 500 series: five a round, so 100 rounds can place 500 columns.
-        assert_eq!(round_plan(&series, 201, 20).0, 3);
-        assert_eq!(round_plan(&series, 500, 50), (5, Some(0.05)));
-        let limit = FitParams {
-            max_rounds: 50,
-            ..series.clone()
-        };
-        assert_eq!(round_plan(&limit, 500, 50).0, 10);
-        // --fixed-columns, bags and the paper's form keep the count as given.
-        let fixed = FitParams {
-            columns_for_size: false,
-            ..series.clone()
-        };
-        assert_eq!(round_plan(&fixed, 500, 50).0, 2);
-        assert_eq!(round_plan(&FitParams::for_bags(), 2000, 100), (2, None));
-        assert_eq!(round_plan(&FitParams::paper(), 2000, 100), (2, None));
-        // A class of two examples among 500: the few-examples cap and batch, the larger
-        // batch of the two rules.
-        let (batch, cap) = round_plan(&series, 500, 2);
-        assert_eq!(batch, 8);
-        assert!((cap.unwrap() - 0.05 * 2.0 / 3.0).abs() < 1e-15);
-    }
 
     /// The inline rounding is `round() as i64` bit for bit: halves, just below halves,
     /// negatives, huge, infinite and NaN values, and a million random ones.
