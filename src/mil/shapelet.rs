@@ -452,7 +452,7 @@ impl ShapeletModel {
             .iter()
             .map(|(e, _, o)| (e.clone(), o.clone()))
             .unzip();
-        majority_fallback(&mut ensembles, &mut outputs, &labels, &classes);
+        majority_fallback(&mut ensembles, &mut outputs, labels, &classes);
         let n_alpha: usize = ensembles
             .iter()
             .flat_map(|e| &e.hypotheses)
