@@ -448,10 +448,14 @@ impl ShapeletModel {
             })
             .collect::<Result<_>>()?;
 
-        let (mut ensembles, mut outputs): (Vec<Ensemble>, Vec<Vec<Vec<f64>>>) = results
-            .iter()
-            .map(|(e, _, o)| (e.clone(), o.clone()))
-            .unzip();
+        let mut ensembles = Vec::with_capacity(results.len());
+        let mut stats: Vec<Stats> = Vec::with_capacity(results.len());
+        let mut outputs: Vec<Vec<Vec<f64>>> = Vec::with_capacity(results.len());
+        for (e, st, o) in results {
+            ensembles.push(e);
+            stats.push(st);
+            outputs.push(o);
+        }
         majority_fallback(&mut ensembles, &mut outputs, labels, &classes);
         let n_alpha: usize = ensembles
             .iter()
@@ -525,14 +529,14 @@ impl ShapeletModel {
             } else {
                 nnz as f64 / n_alpha as f64
             },
-            lp_solves: results.iter().map(|(_, s, _)| s.0).sum(),
-            max_generated_rows: results.iter().map(|(_, s, _)| s.1).max().unwrap_or(0),
+            lp_solves: stats.iter().map(|s| s.0).sum(),
+            max_generated_rows: stats.iter().map(|s| s.1).max().unwrap_or(0),
             instances_per_space: layout
                 .iter()
                 .map(|(p, _)| prepared.spaces[*p].instances.n_instances())
                 .collect(),
-            weak_failures: results.iter().map(|(_, s, _)| s.2).sum(),
-            last_weak_failure: results.iter().rev().find_map(|(_, s, _)| s.3.clone()),
+            weak_failures: stats.iter().map(|s| s.2).sum(),
+            last_weak_failure: stats.iter().rev().find_map(|s| s.3.clone()),
             shown_shares: None,
             width_accuracies: Vec::new(),
         };
