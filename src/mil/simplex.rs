@@ -6,6 +6,8 @@
 //! min c'x  s.t.  A x = b,  lo <= x <= hi;  duals pi = c_B' B^-1.
 //! Columns with one entry (slacks) make most of a basis; the inverse is rebuilt from the
 //! few other columns alone (a Schur complement), so a refactorisation costs about a pivot.
+//! B^-1 is kept by column: a slack's row gives a column of one entry, which stays so until
+//! its slack leaves the basis, so products with B^-1 cost m per dense column, not m^2.
 
 /// Why a solve gave up; the caller falls back to the interior-point solver for that round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +29,14 @@ enum State {
     Upper,
     /// A free column at zero outside the basis.
     Free,
+}
+
+/// A column of B^-1: a slack's row gives one entry (1 / its coefficient, at the slack's
+/// basis position) until that slack leaves the basis.
+#[derive(Debug, Clone)]
+enum InverseColumn {
+    Unit { pos: usize, val: f64 },
+    Dense(Vec<f64>),
 }
 
 #[derive(Debug, Clone)]
@@ -58,8 +68,8 @@ pub struct Simplex {
     x: Vec<f64>,
     /// `head[p]`: the column basic at position p.
     head: Vec<usize>,
-    /// B^-1, row p for basis position p.
-    binv: Vec<f64>,
+    /// B^-1 by column.
+    inv: Vec<InverseColumn>,
     since_refactor: usize,
 }
 
@@ -73,7 +83,7 @@ impl Simplex {
             state: Vec::new(),
             x: Vec::new(),
             head: Vec::new(),
-            binv: Vec::new(),
+            inv: Vec::new(),
             since_refactor: 0,
         }
     }
@@ -146,16 +156,52 @@ impl Simplex {
 
     /// The row duals pi = c_B' B^-1.
     pub fn duals(&self) -> Vec<f64> {
-        let m = self.rows;
-        let mut pi = vec![0.0; m];
-        for (p, &j) in self.head.iter().enumerate() {
-            let c = self.cols[j].cost;
-            if c != 0.0 {
-                let row = &self.binv[p * m..(p + 1) * m];
-                pi.iter_mut().zip(row).for_each(|(v, r)| *v += c * r);
+        // Most basic columns cost nothing (slacks, hypotheses); pi sums over the others
+        // only, four dense columns at a time (independent sums, in the same order).
+        let costs: Vec<(usize, f64)> = self
+            .head
+            .iter()
+            .enumerate()
+            .map(|(p, &j)| (p, self.cols[j].cost))
+            .filter(|(_, c)| *c != 0.0)
+            .collect();
+        let mut pi = vec![0.0; self.rows];
+        let mut dense: Vec<(usize, &[f64])> = Vec::new();
+        for (r, col) in self.inv.iter().enumerate() {
+            match col {
+                InverseColumn::Unit { pos, val } => {
+                    let c = self.cols[self.head[*pos]].cost;
+                    if c != 0.0 {
+                        pi[r] = c * val;
+                    }
+                }
+                InverseColumn::Dense(c) => dense.push((r, c)),
+            }
+        }
+        for four in dense.chunks(4) {
+            let mut acc = [0.0; 4];
+            for &(p, c) in &costs {
+                for (a, (_, col)) in acc.iter_mut().zip(four) {
+                    *a += c * col[p];
+                }
+            }
+            for (a, (r, _)) in acc.iter().zip(four) {
+                pi[*r] = *a;
             }
         }
         pi
+    }
+
+    /// Row p of B^-1.
+    fn inverse_row(&self, p: usize) -> Vec<f64> {
+        self.inv
+            .iter()
+            .map(|col| match col {
+                InverseColumn::Unit { pos, val } if *pos == p => *val,
+                InverseColumn::Unit { .. } => 0.0,
+                InverseColumn::Dense(c) => c[p],
+            })
+            .collect()
     }
 
     /// c_j - pi'a_j of every column (0 for the basic ones).
@@ -186,7 +232,7 @@ impl Simplex {
             } else {
                 continue;
             };
-            let row = &self.binv[p * m..(p + 1) * m];
+            let row = self.inverse_row(p);
             // d_k(theta) = d_k + theta alpha_pk of each nonbasic k must keep its sign.
             let mut t = f64::INFINITY;
             for (k, ck) in self.cols.iter().enumerate() {
@@ -223,8 +269,7 @@ impl Simplex {
             if keep[self.head[p]] {
                 continue;
             }
-            let m = self.rows;
-            let row: Vec<f64> = self.binv[p * m..(p + 1) * m].to_vec();
+            let row = self.inverse_row(p);
             let mut best: Option<(usize, f64)> = None;
             for (j, c) in self.cols.iter().enumerate() {
                 if self.state[j] == State::Basic || !keep[j] {
@@ -387,53 +432,43 @@ impl Simplex {
 
     /// alpha = B^-1 a_q.
     fn ftran(&self, q: usize) -> Vec<f64> {
-        let m = self.rows;
-        let mut alpha = vec![0.0; m];
-        for &(r, v) in &self.cols[q].entries {
-            for (p, a) in alpha.iter_mut().enumerate() {
-                *a += self.binv[p * m + r] * v;
+        self.times_inverse(self.cols[q].entries.iter().copied())
+    }
+
+    /// B^-1 a for a given by its entries (row, value).
+    fn times_inverse(&self, entries: impl Iterator<Item = (usize, f64)>) -> Vec<f64> {
+        let mut alpha = vec![0.0; self.rows];
+        for (r, v) in entries {
+            match &self.inv[r] {
+                InverseColumn::Unit { pos, val } => alpha[*pos] += val * v,
+                InverseColumn::Dense(c) => alpha.iter_mut().zip(c).for_each(|(a, b)| *a += b * v),
             }
         }
         alpha
     }
 
-    /// Column q enters at position p (product-form update of B^-1).
+    /// Column q enters at position p (product-form update of B^-1): each column of B^-1
+    /// with an entry at p takes alpha's multiple; a one-entry column has one only if its
+    /// slack is the column leaving, so the update costs m per dense column.
     fn pivot(&mut self, p: usize, q: usize, alpha: &[f64]) {
-        let m = self.rows;
         let piv = alpha[p];
-        let (before, rest) = self.binv.split_at_mut(p * m);
-        let (row_p, after) = rest.split_at_mut(m);
-        row_p.iter_mut().for_each(|v| *v /= piv);
-        // B^-1's nonzero columns are the rows its one-entry (slack) columns do not cover,
-        // plus each slack's own: row p is sparse where most of the basis is slacks, so the
-        // update runs over its nonzeros only (the dense form was most of a warm master's time
-        // on 500 bags).
-        let nz: Vec<(usize, f64)> = row_p
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| **r != 0.0)
-            .map(|(j, r)| (j, *r))
-            .collect();
-        let sparse = nz.len() * 4 < m;
-        let update = |row: &mut [f64], a: f64| {
-            if a == 0.0 {
-                return;
-            }
-            if sparse {
-                for &(j, r) in &nz {
-                    row[j] -= a * r;
-                }
-            } else {
-                row.iter_mut()
-                    .zip(row_p.iter())
-                    .for_each(|(v, r)| *v -= a * r);
-            }
+        let update = |c: &mut [f64]| {
+            let t = c[p] / piv;
+            c.iter_mut().zip(alpha).for_each(|(v, a)| *v -= a * t);
+            c[p] = t;
         };
-        for (k, row) in before.chunks_exact_mut(m).enumerate() {
-            update(row, alpha[k]);
-        }
-        for (k, row) in after.chunks_exact_mut(m).enumerate() {
-            update(row, alpha[p + 1 + k]);
+        for col in &mut self.inv {
+            match col {
+                InverseColumn::Unit { pos, val } if *pos == p => {
+                    let mut c = vec![0.0; alpha.len()];
+                    c[p] = *val;
+                    update(&mut c);
+                    *col = InverseColumn::Dense(c);
+                }
+                InverseColumn::Unit { .. } => {}
+                InverseColumn::Dense(c) if c[p] != 0.0 => update(c),
+                InverseColumn::Dense(_) => {}
+            }
         }
         self.state[q] = State::Basic;
         self.head[p] = q;
@@ -495,24 +530,39 @@ impl Simplex {
                 dr[c * k + j] /= d;
                 dinv[c * k + j] /= d;
             }
-            for i in 0..k {
-                let f = dr[i * k + c];
+            // Row c's copies let the updates run over disjoint rows; dr's columns before
+            // c are zero in row c (eliminated), so its update starts at c.
+            let dr_c = dr[c * k + c..(c + 1) * k].to_vec();
+            let dinv_c = dinv[c * k..(c + 1) * k].to_vec();
+            for (i, (dr_i, dinv_i)) in dr
+                .chunks_exact_mut(k)
+                .zip(dinv.chunks_exact_mut(k))
+                .enumerate()
+            {
+                let f = dr_i[c];
                 if i != c && f != 0.0 {
-                    for j in 0..k {
-                        dr[i * k + j] -= f * dr[c * k + j];
-                        dinv[i * k + j] -= f * dinv[c * k + j];
-                    }
+                    dr_i[c..]
+                        .iter_mut()
+                        .zip(&dr_c)
+                        .for_each(|(v, r)| *v -= f * r);
+                    dinv_i
+                        .iter_mut()
+                        .zip(&dinv_c)
+                        .for_each(|(v, r)| *v -= f * r);
                 }
             }
         }
-        // Rows of D_R^-1 belong to the dense columns in order; column i to row rest[i].
-        self.binv.clear();
-        self.binv.resize(m * m, 0.0);
-        for (j, &p) in dense.iter().enumerate() {
-            for (i, &r) in rest.iter().enumerate() {
-                self.binv[p * m + r] = dinv[j * k + i];
-            }
-        }
+        // Rows of D_R^-1 belong to the dense columns in order; column i to row rest[i],
+        // whose column of B^-1 is dense. A covered row's column is its slack's alone.
+        let mut rest_cols: Vec<Vec<f64>> = (0..k)
+            .map(|i| {
+                let mut c = vec![0.0; m];
+                for (j, &p) in dense.iter().enumerate() {
+                    c[p] = dinv[j * k + i];
+                }
+                c
+            })
+            .collect();
         // D's entries at the covered rows, by row (CSR, in column order), gathered in one
         // pass: scanning every dense column for each row made this m^2 k.
         let mut start = vec![0usize; m + 1];
@@ -542,7 +592,6 @@ impl Simplex {
                 continue;
             }
             let v = self.cols[self.head[p]].entries[0].1;
-            self.binv[p * m + r] = 1.0 / v;
             let entries = &at_row[start[r]..start[r + 1]];
             if entries.is_empty() {
                 continue;
@@ -553,10 +602,21 @@ impl Simplex {
                     .zip(&dinv[j * k..(j + 1) * k])
                     .for_each(|(x, d)| *x += a * d);
             }
-            for (&si, &ri) in s.iter().zip(&rest) {
-                self.binv[p * m + ri] = -si / v;
+            for (&si, c) in s.iter().zip(&mut rest_cols) {
+                c[p] = -si / v;
             }
         }
+        let mut rest_cols = rest_cols.into_iter();
+        self.inv = cover
+            .iter()
+            .map(|&p| match p {
+                usize::MAX => InverseColumn::Dense(rest_cols.next().expect("one per rest row")),
+                p => InverseColumn::Unit {
+                    pos: p,
+                    val: 1.0 / self.cols[self.head[p]].entries[0].1,
+                },
+            })
+            .collect();
         self.since_refactor = 0;
         // x_B = B^-1 (b - N x_N).
         let mut rhs = self.b.clone();
@@ -567,9 +627,9 @@ impl Simplex {
                 }
             }
         }
-        for p in 0..m {
-            let row = &self.binv[p * m..(p + 1) * m];
-            self.x[self.head[p]] = row.iter().zip(&rhs).map(|(a, b)| a * b).sum();
+        let xb = self.times_inverse(rhs.into_iter().enumerate());
+        for (&j, v) in self.head.iter().zip(xb) {
+            self.x[j] = v;
         }
         Ok(())
     }
