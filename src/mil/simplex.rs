@@ -713,4 +713,74 @@ mod tests {
         lp.set_basis(vec![s]).unwrap();
         assert_eq!(lp.solve(100), Err(SimplexError::Unbounded));
     }
+
+    /// B^-1 B = I after pivots that turn one-entry columns of B^-1 dense (a slack leaving)
+    /// and after the refactorisation that rebuilds them, on a master LP of LPBoost's shape.
+    #[test]
+    fn the_inverse_by_column_stays_the_basis_inverse() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let m = 30;
+        let mut b = vec![0.0; m + 1];
+        b[m] = 1.0;
+        let mut lp = Simplex::new(b);
+        for i in 0..m {
+            lp.add_column(vec![(i, -1.0)], 0.0, 0.0, f64::INFINITY);
+        }
+        for i in 0..m {
+            lp.add_column(vec![(i, 1.0)], 0.2, 0.0, f64::INFINITY);
+        }
+        lp.add_column(
+            (0..m).map(|i| (i, -1.0)).collect(),
+            -1.0,
+            f64::NEG_INFINITY,
+            f64::INFINITY,
+        );
+        let u = lp.add_column(vec![(m, 1.0)], 0.0, 0.0, f64::INFINITY);
+        let mut hypothesis = |lp: &mut Simplex| {
+            let mut e: Vec<(usize, f64)> =
+                (0..m).map(|i| (i, rng.random_range(-1.0..1.0))).collect();
+            e.push((m, 1.0));
+            lp.add_column(e, 0.0, 0.0, 0.25);
+        };
+        hypothesis(&mut lp);
+        lp.set_basis((0..m).chain([u]).collect()).unwrap();
+        let identity = |lp: &Simplex| {
+            for p in 0..=m {
+                let e = lp.times_inverse(lp.cols[lp.head[p]].entries.iter().copied());
+                for (i, v) in e.iter().enumerate() {
+                    let want = if i == p { 1.0 } else { 0.0 };
+                    assert!((v - want).abs() < 1e-9, "(B^-1 B)[{i}][{p}] = {v}");
+                }
+            }
+        };
+        let mut turned_dense = 0;
+        for _ in 0..12 {
+            for _ in 0..3 {
+                hypothesis(&mut lp);
+            }
+            let units = lp
+                .inv
+                .iter()
+                .filter(|c| matches!(c, InverseColumn::Unit { .. }))
+                .count();
+            lp.solve(1000).unwrap();
+            let after = lp
+                .inv
+                .iter()
+                .filter(|c| matches!(c, InverseColumn::Unit { .. }))
+                .count();
+            turned_dense += units.saturating_sub(after);
+            identity(&lp);
+        }
+        assert!(turned_dense > 0, "no slack left the basis");
+        let before: Vec<f64> = (0..=m).flat_map(|p| lp.inverse_row(p)).collect();
+        lp.refactor().unwrap();
+        identity(&lp);
+        let rebuilt: Vec<f64> = (0..=m).flat_map(|p| lp.inverse_row(p)).collect();
+        assert!(before
+            .iter()
+            .zip(&rebuilt)
+            .all(|(a, b)| (a - b).abs() < 1e-9));
+    }
 }
