@@ -18,6 +18,7 @@ import numpy as np
 VARIANTS = {
     "GunPointShort": "GunPoint cut to 5-12 points per series (train and test)",
     "BasicMotionsShort": "BasicMotions, 6 channels cut to 7-29 points per case (unequal lengths)",
+    "BasicMotionsWindows": "BasicMotions at the held-out 12-channel set's shape (12 channels of 7 to 29 points) with a few hundred training cases: BasicMotions's 6 channels and their first differences (12 channels), 7 windows of 7-29 points from every case, train from train and test from test (4 classes, 280 training cases)",
     "ACSF1Few": "ACSF1 with 2 training series per class (10 classes, 20 training series)",
     "ACSF1Three": "3 of ACSF1's 10 classes (another three each draw), resampled to 251 points, 12 training series a class drawn from train and test together, the other 8 a class the test set (the held-out 3-class set's classes, size and length)",
     "GunPointTwelve": "GunPoint with 12 training series per class drawn from train and test together, the other 176 the test set (the held-out 3-class set's 12 a class and 175 test series)",
@@ -227,6 +228,18 @@ def build(data, out, name, draw=0):
             for label, chans in cases:
                 n = int(rng.integers(7, 30))
                 cut.append((label, [c[:n] for c in chans]))
+            write_ts(f"{out}/{name}_{s}.ts", header, cut)
+    elif name == "BasicMotionsWindows":
+        for s in ("TRAIN", "TEST"):
+            header, cases = read_ts(os.path.join(data, f"BasicMotions_{s}.ts"))
+            cut = []
+            for label, chans in cases:
+                chans = chans + [np.diff(c, prepend=c[0]) for c in chans]
+                for _ in range(7):
+                    n = int(rng.integers(7, 30))
+                    start = int(rng.integers(0, len(chans[0]) - n + 1))
+                    cut.append((label, [c[start : start + n] for c in chans]))
+            header = ["@dimensions 12" if h.lower().startswith("@dimensions") else h for h in header]
             write_ts(f"{out}/{name}_{s}.ts", header, cut)
     elif name == "ACSF1Few":
         write_ucr(f"{out}/{name}_TRAIN.csv", few(ucr("ACSF1", "TRAIN"), 2, rng))
