@@ -1,4 +1,4 @@
-//! A bounded-variable revised primal simplex with a dense basis inverse, so LPBoost's master
+//! A bounded-variable revised primal simplex with an explicit basis inverse, so LPBoost's master
 //! LP (the primal (4) of Algorithm 1) is re-optimised from the previous round's basis: a
 //! new column joins nonbasic at its lower bound, the last basis stays primal feasible, and
 //! the next solve usually takes a few pivots where the interior-point solver starts over.
