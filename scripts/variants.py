@@ -19,6 +19,7 @@ VARIANTS = {
     "GunPointShort": "GunPoint cut to 5-12 points per series (train and test)",
     "BasicMotionsShort": "BasicMotions, 6 channels cut to 7-29 points per case (unequal lengths)",
     "BasicMotionsWindows": "BasicMotions at the held-out 12-channel set's shape (12 channels of 7 to 29 points) with a few hundred training cases: BasicMotions's 6 channels and their first differences (12 channels), 7 windows of 7-29 points from every case, train from train and test from test (4 classes, 280 training cases)",
+    "ACSF1Frames": "ACSF1 at the held-out 12-channel set's shape with independent cases (a JapaneseVowels-like spectral sequence): from every series 3 windows of 7 to 29 frames of 24 points (hop 16), each frame's 12 channels the log magnitudes of its first 12 Fourier coefficients (level first), train from train and test from test (10 classes, 300 training cases)",
     "ACSF1Few": "ACSF1 with 2 training series per class (10 classes, 20 training series)",
     "ACSF1Three": "3 of ACSF1's 10 classes (another three each draw), resampled to 251 points, 12 training series a class drawn from train and test together, the other 8 a class the test set (the held-out 3-class set's classes, size and length)",
     "GunPointTwelve": "GunPoint with 12 training series per class drawn from train and test together, the other 176 the test set (the held-out 3-class set's 12 a class and 175 test series)",
@@ -241,6 +242,22 @@ def build(data, out, name, draw=0):
                     cut.append((label, [c[start : start + n] for c in chans]))
             header = ["@dimensions 12" if h.lower().startswith("@dimensions") else h for h in header]
             write_ts(f"{out}/{name}_{s}.ts", header, cut)
+    elif name == "ACSF1Frames":
+        header = ["@problemName ACSF1Frames", "@timeStamps false", "@missing false", "@univariate false",
+                  "@dimensions 12", "@equalLength false",
+                  "@classLabel true " + " ".join(sorted({l for l, _ in ucr("ACSF1", "TRAIN")}, key=int)), "@data"]
+        for s in ("TRAIN", "TEST"):
+            cases = []
+            for l, x in ucr("ACSF1", s):
+                # Three windows in three thirds of the series: other times of one recording.
+                third = len(x) // 3
+                for k in range(3):
+                    n = int(rng.integers(7, 30))
+                    start = k * third + int(rng.integers(0, third - (16 * (n - 1) + 24) + 1))
+                    frames = np.stack([x[start + 16 * f : start + 16 * f + 24] for f in range(n)])
+                    spectra = np.log1p(np.abs(np.fft.rfft(frames, axis=1))[:, :12])
+                    cases.append((l, [spectra[:, c] for c in range(12)]))
+            write_ts(f"{out}/{name}_{s}.ts", header, cases)
     elif name == "ACSF1Few":
         write_ucr(f"{out}/{name}_TRAIN.csv", few(ucr("ACSF1", "TRAIN"), 2, rng))
         write_ucr(f"{out}/{name}_TEST.csv", ucr("ACSF1", "TEST"))

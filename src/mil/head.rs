@@ -7,7 +7,8 @@
 //! hypotheses LPBoost chose and replaces only the last step: g_c(B) = b_c + sum_j w_cj
 //! h_j(B) over the hypotheses of all classes, fitted by ridge regression on +-1 class
 //! indicators, as RDST's and ROCKET's ridge classifier is over their features. The ridge
-//! penalty is chosen by exact leave-one-out error from one eigendecomposition.
+//! penalty is chosen by exact leave-one-out error from one eigendecomposition, guarded
+//! against the interpolating end of the curve (see [`choose_penalty`]).
 
 use nalgebra::{DMatrix, SymmetricEigen};
 use serde::{Deserialize, Serialize};
@@ -95,9 +96,10 @@ struct Ridge {
 }
 
 /// Ridge regression of the centred targets `y` on the centred features `x`, with the penalty
-/// of least leave-one-out squared error among [`ALPHAS`]. One eigendecomposition of the
-/// smaller Gram matrix (n x n when n <= p, else p x p) gives every penalty's fit and its
-/// hat matrix's diagonal, hence the exact leave-one-out residuals e_i / (1 - H_ii).
+/// [`choose_penalty`] takes from the leave-one-out squared errors over [`ALPHAS`]. One
+/// eigendecomposition of the smaller Gram matrix (n x n when n <= p, else p x p) gives every
+/// penalty's fit and its hat matrix's diagonal, hence the exact leave-one-out residuals
+/// e_i / (1 - H_ii).
 fn ridge_loo(x: &DMatrix<f64>, y: &DMatrix<f64>) -> Ridge {
     let (n, p) = x.shape();
     // Z Z' = X X' with the eigenvalues lam of the smaller Gram matrix: H = Z diag(1/(lam+a)) Z'.
@@ -114,13 +116,7 @@ fn ridge_loo(x: &DMatrix<f64>, y: &DMatrix<f64>) -> Ridge {
     } else {
         x * basis
     };
-    let mut best: Option<(f64, f64)> = None;
-    for (&alpha, err) in ALPHAS.iter().zip(loo_errors(dual, &lam, basis, &z, y)) {
-        if best.is_none_or(|(e, _)| err < e) {
-            best = Some((err, alpha));
-        }
-    }
-    let alpha = best.map_or(1.0, |(_, a)| a);
+    let alpha = ALPHAS[choose_penalty(&loo_errors(dual, &lam, basis, &z, y))];
     // diag(1/(lam+a)) times `m`.
     let shrink = |mut m: DMatrix<f64>| {
         for (k, l) in lam.iter().enumerate() {
@@ -136,6 +132,28 @@ fn ridge_loo(x: &DMatrix<f64>, y: &DMatrix<f64>) -> Ridge {
         basis * shrink(z.transpose() * y)
     };
     Ridge { w, alpha }
+}
+
+/// The index of the penalty to fit with, from the leave-one-out errors over [`ALPHAS`]: the
+/// least error, unless that is at the smallest penalty while the errors have an interior
+/// local minimum, which is then taken (the lowest such). Errors falling again towards zero
+/// penalty after a peak (double descent) are the ridge interpolating its training cases;
+/// there leave-one-out predicts a case from its near copies (windows cut from one
+/// recording) through hypotheses boosting chose on that very case, and trusting it picked
+/// 1e-3 where test accuracy rose with the penalty up to 1000 (BasicMotionsWindows draw 1:
+/// 0.807 against 0.986; docs/VARIANTS.md). A curve rising from its smallest penalty keeps it.
+fn choose_penalty(errors: &[f64]) -> usize {
+    let least =
+        |ks: &mut dyn Iterator<Item = usize>| ks.min_by(|&a, &b| errors[a].total_cmp(&errors[b]));
+    let overall = least(&mut (0..errors.len())).unwrap_or(0);
+    if overall != 0 {
+        return overall;
+    }
+    let interior = least(
+        &mut (1..errors.len().saturating_sub(1))
+            .filter(|&k| errors[k] < errors[k - 1] && errors[k] <= errors[k + 1]),
+    );
+    interior.unwrap_or(0)
 }
 
 /// Leave-one-out squared error summed over bags and targets, per penalty in [`ALPHAS`].
@@ -239,14 +257,32 @@ mod tests {
                     "n {n} p {p} alpha {alpha}: {err} against {brute}"
                 );
             }
-            let best = ALPHAS[errs
-                .iter()
-                .enumerate()
-                .min_by(|a, b| a.1.total_cmp(b.1))
-                .unwrap()
-                .0];
-            assert_eq!(r.alpha, best);
+            assert_eq!(r.alpha, ALPHAS[choose_penalty(&errs)]);
         }
+    }
+
+    /// The least error is taken, but a double descent's edge at the smallest penalty yields
+    /// to the interior minimum (BasicMotionsWindows draw 1's curve, 13 penalties).
+    #[test]
+    fn the_penalty_is_the_least_error_outside_an_interpolating_descent() {
+        let draw1 = [
+            7.6, 20.4, 41.2, 55.9, 54.5, 46.9, 38.8, 30.8, 24.7, 21.5, 21.0, 24.7, 38.9,
+        ];
+        assert_eq!(choose_penalty(&draw1), 10);
+        // Rising from the smallest penalty (ManyFew's kind): the smallest.
+        let rising = [
+            0.0, 0.0, 0.1, 0.9, 5.7, 20.9, 44.2, 66.8, 96.9, 150.8, 160.0, 170.0, 180.0,
+        ];
+        assert_eq!(choose_penalty(&rising), 0);
+        // A least error inside the grid, or at its largest penalty, is taken as it is.
+        let inside = [
+            9.0, 8.0, 7.0, 3.0, 5.0, 2.0, 4.0, 6.0, 8.0, 9.0, 9.5, 9.8, 9.9,
+        ];
+        assert_eq!(choose_penalty(&inside), 5);
+        let falling: Vec<f64> = (0..13).map(|k| 20.0 - k as f64).collect();
+        assert_eq!(choose_penalty(&falling), 12);
+        // Equal errors at the edge and beyond: no strict interior minimum, the smallest.
+        assert_eq!(choose_penalty(&[1.0; 13]), 0);
     }
 
     /// The head separates three classes that differ in which feature is high, keeps a
