@@ -352,7 +352,15 @@ fn shapelet_text(m: &ShapeletModel, s: &mut String) {
         "boosting    nu {}, weak learner {:?}, k {}, {} problem(s) ({:?})",
         m.params.nu,
         m.params.weak,
-        m.params.k.map_or("all".to_string(), |k| k.to_string()),
+        match m.params.k {
+            None => "all".to_string(),
+            Some(k)
+                if m.params.k_shared_by_channels && m.spaces.iter().any(|sp| sp.channel > 0) =>
+            {
+                format!("{k} shared by the channels")
+            }
+            Some(k) => k.to_string(),
+        },
         m.ensembles.len(),
         m.params.binary
     );

@@ -405,6 +405,8 @@ impl FitOptions {
             balanced: base.balanced && !self.no_balance,
             stride: self.stride,
             k,
+            // A k the user gives is every space's.
+            k_shared_by_channels: base.k_shared_by_channels && self.k.is_none(),
             nu: self.nu.unwrap_or(base.nu),
             epsilon: self.epsilon,
             max_rounds: self.max_rounds,

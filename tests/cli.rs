@@ -39,6 +39,45 @@ fn assert_clean_failure(o: &Output, want: &str) {
     assert!(!err.contains("panicked"), "{err}");
 }
 
+/// A multichannel fit shares the default k among its channels (the card says so); a k the
+/// user gives is every space's.
+#[test]
+fn the_default_k_is_shared_by_a_multichannel_fit() {
+    let dir = scratch("cli-shared-k");
+    let train = data_path("BasicMotions_TRAIN.ts");
+    for (args, shared) in [(&[][..], true), (&["--k", "40"][..], false)] {
+        let model = dir.join("basicmotions.json");
+        let mut a = vec![
+            "train",
+            "--data",
+            train.to_str().unwrap(),
+            "--out",
+            model.to_str().unwrap(),
+            "--quiet",
+        ];
+        a.extend_from_slice(args);
+        let o = milstream(&a);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let artifact: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
+        let params = &artifact["model"]["params"];
+        assert_eq!(params["k_shared_by_channels"], shared, "{args:?}");
+        // Each space keeps the representatives its hypotheses use, at most its share.
+        let most = if shared { 25 } else { 40 };
+        for sp in artifact["model"]["spaces"].as_array().unwrap() {
+            assert!(sp["count"].as_u64().unwrap() <= most, "{args:?}: {sp}");
+        }
+        let o = milstream(&["inspect", model.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let card = stdout(&o);
+        assert_eq!(
+            card.contains("k 100 shared by the channels"),
+            shared,
+            "{args:?}: {card}"
+        );
+    }
+}
+
 #[test]
 fn train_predict_explain_round_trip() {
     let dir = scratch("cli-train");

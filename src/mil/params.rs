@@ -157,6 +157,11 @@ pub struct FitParams {
     pub stride: usize,
     /// Representatives per space (k-means++); None = every instance.
     pub k: Option<usize>,
+    /// `k` is shared among a multichannel series' channels: each channel's spaces get k
+    /// divided by the channel count, at most by 4 (see `prepare::representatives`). False
+    /// when the user sets k, in the paper's form and in older artifacts.
+    #[serde(default)]
+    pub k_shared_by_channels: bool,
     /// Soft-margin parameter nu in (0, 1].
     pub nu: f64,
     /// LPBoost and DC stopping tolerance.
@@ -453,6 +458,7 @@ impl Default for FitParams {
             lengths: vec![ShapeletLength::Absolute(9)],
             stride: 1,
             k: Some(100),
+            k_shared_by_channels: true,
             nu: 0.1,
             epsilon: 1e-4,
             max_rounds: 100,
@@ -586,6 +592,7 @@ impl FitParams {
             threshold_hypotheses: false,
             position_thresholds: false,
             pooled_head: false,
+            k_shared_by_channels: false,
             threshold_share: 1.0,
             max_weight: None,
             balanced: false,
