@@ -123,6 +123,8 @@ pub fn prepare(ds: &Dataset, params: &FitParams) -> Result<Prepared> {
         }
     };
     let is_series = input.is_series();
+    // Every space's share of k, from the channels the spaces read.
+    let k = representatives(params, &extractions);
     let spaces = extractions
         .par_iter()
         .enumerate()
@@ -137,7 +139,6 @@ pub fn prepare(ds: &Dataset, params: &FitParams) -> Result<Prepared> {
                 .spaces
                 .max_instances
                 .map_or(1, |cap| set.n_instances().div_ceil(cap).max(1));
-            let k = representatives(params, &extractions);
             // The paper's single space per length keeps its seed; the others get their own.
             let nth = extractions[..i]
                 .iter()
