@@ -282,27 +282,30 @@ pub fn card_text(model: &Model) -> String {
 fn shapelet_text(m: &ShapeletModel, s: &mut String) {
     let (nnz, total) = alpha_counts(m);
     let mut lengths: Vec<String> = Vec::new();
-    for sp in &m.spaces {
+    for sp in m.spaces.iter().filter(|sp| !sp.extraction().is_level()) {
         let l = sp.length.to_string();
         if !lengths.contains(&l) {
             lengths.push(l);
         }
     }
+    let mut lengths = lengths.join(", ");
+    if m.spaces.iter().any(|sp| sp.extraction().is_level()) {
+        lengths.push_str(if m.input.channels() > 1 {
+            ", and a level space per channel"
+        } else {
+            ", and a level space"
+        });
+    }
     let _ = match m.input {
-        InputKind::Series => writeln!(
-            s,
-            "input       time series; shapelet lengths {}",
-            lengths.join(", ")
-        ),
+        InputKind::Series => writeln!(s, "input       time series; shapelet lengths {lengths}"),
         InputKind::Multi { channels } => writeln!(
             s,
-            "input       {channels}-channel time series ({}); shapelet lengths {}",
+            "input       {channels}-channel time series ({}); shapelet lengths {lengths}",
             if m.channel_names.is_empty() {
                 "unnamed".to_string()
             } else {
                 m.channel_names.join(", ")
             },
-            lengths.join(", ")
         ),
         InputKind::Bag { dim } => writeln!(
             s,

@@ -84,6 +84,10 @@ pub struct FitOptions {
     /// (one space whose instances are the block of all channels).
     #[arg(long, value_enum)]
     pub channels: Option<ChannelArg>,
+    /// No level space (single raw points under a wide kernel, whose hypotheses read the
+    /// distribution of a channel's values: "at least this share of the points lie near z").
+    #[arg(long)]
+    pub no_levels: bool,
     /// Most dilations (1, 2, 4, ...) per length and view; 1 = contiguous only.
     #[arg(long)]
     pub dilations: Option<usize>,
@@ -360,6 +364,9 @@ impl FitOptions {
         }
         if let Some(d) = self.dilations {
             spaces.dilations = d;
+        }
+        if self.no_levels {
+            spaces.levels = false;
         }
         if let Some(n) = self.dc_spaces {
             spaces.dc_spaces = n;

@@ -10,8 +10,12 @@ use crate::mil::space::{Extraction, View};
 /// (first channel, channels, first position, last position): what a finding covers.
 pub(super) type FindingKey = (usize, usize, usize, usize);
 
-/// `raw d1 z`: a space's view, dilation and normalisation, as findings name them.
+/// `raw d1 z`: a space's view, dilation and normalisation, as findings name them; `level`
+/// for a level space (single raw points).
 pub(super) fn space_name(c: &Contribution) -> String {
+    if extraction(c).is_level() {
+        return "level".into();
+    }
     let view = match c.view {
         View::Raw => "raw",
         View::Diff => "diff",
@@ -81,36 +85,43 @@ fn similarity_text(v: f64) -> String {
 /// positions and the space, thresholds and positions their verdict.
 fn asserts_text(c: &Contribution, key: &FindingKey, n: usize) -> String {
     let (ch, chs, start, end) = *key;
+    let span = if start == end {
+        format!("{start}")
+    } else {
+        format!("{start}-{end}")
+    };
     let on = match (n, chs) {
         (0, _) => format!("instance {start}"),
-        (_, 1) if ch > 0 => format!("{start}-{end} on channel {ch}"),
-        (_, 1) => format!("{start}-{end}"),
-        _ => format!("{start}-{end} on {chs} channels"),
+        (_, 1) if ch > 0 => format!("{span} on channel {ch}"),
+        (_, 1) => span,
+        _ => format!("{span} on {chs} channels"),
     };
     let space = space_name(c);
     let yes = |v: Option<bool>| if v == Some(true) { "yes" } else { "no" };
+    // A level space's instances are single values and its patterns levels.
+    let (one, many, pattern) = if extraction(c).is_level() {
+        ("a value", "values on average", "a level")
+    } else {
+        ("a subsequence", "subsequences on average", "a pattern")
+    };
     match c.asserts {
         Asserts::Match if n == 0 => format!("instance {start} matches a pattern"),
-        Asserts::Match => format!("matches a pattern at {on} ({space})"),
-        Asserts::Mean => format!("a pattern occurs often, best at {on} ({space})"),
+        Asserts::Match => format!("matches {pattern} at {on} ({space})"),
+        Asserts::Mean => format!("{pattern} occurs often, best at {on} ({space})"),
         Asserts::Threshold { at, mean, .. } => format!(
-            "{} at least {} similar to a pattern ({space}): {}, {} at {on}",
-            if mean {
-                "subsequences on average"
-            } else {
-                "a subsequence"
-            },
+            "{} at least {} similar to {pattern} ({space}): {}, {} at {on}",
+            if mean { many } else { one },
             similarity_text(at),
             yes(verdict(c)),
             if mean { "best" } else { "closest" }
         ),
         Asserts::Position { at, above } => match band(c, n) {
             Some((lo, hi)) => format!(
-                "best match of a pattern in {lo}-{hi} ({space}): {}, at {on}",
+                "best match of {pattern} in {lo}-{hi} ({space}): {}, at {on}",
                 yes(verdict(c))
             ),
             None => format!(
-                "best match of a pattern in the {} {:.0} % of instances: {}, at {on}",
+                "best match of {pattern} in the {} {:.0} % of instances: {}, at {on}",
                 if above { "last" } else { "first" },
                 if above {
                     100.0 * (1.0 - at)
@@ -267,5 +278,24 @@ mod tests {
             "a subsequence at least 0.620 similar to a pattern (raw d1): no, closest at 80-89"
         );
         assert_eq!(verdict(&contribution(Asserts::Mean, 0.3)), None);
+    }
+
+    /// A level space's hypotheses speak of values and levels, at one point.
+    #[test]
+    fn a_level_finding_names_values_and_a_level() {
+        let mut c = contribution(
+            Asserts::Threshold {
+                at: 0.3,
+                above: true,
+                mean: true,
+            },
+            1.0,
+        );
+        c.length = 1;
+        assert_eq!(space_name(&c), "level");
+        assert_eq!(
+            asserts_text(&c, &(2, 1, 80, 80), 100),
+            "values on average at least 0.300 similar to a level (level): yes, best at 80 on channel 2"
+        );
     }
 }

@@ -1038,7 +1038,11 @@ mod tests {
                 let Model::LpboostShapelet(m) = &model else {
                     unreachable!()
                 };
-                assert!(m.spaces.iter().all(|s| s.view == view && s.znorm == znorm));
+                // The view's spaces, and the level space (scored exactly too).
+                let (levels, others): (Vec<_>, Vec<_>) =
+                    m.spaces.iter().partition(|s| s.extraction().is_level());
+                assert!(others.iter().all(|s| s.view == view && s.znorm == znorm));
+                assert_eq!(levels.len(), 1);
                 assert!(m.spaces.iter().any(|s| s.dilation == 4), "{:?}", m.spaces);
                 for h in m.ensembles.iter().flat_map(|e| &e.hypotheses) {
                     if h.threshold.is_some_and(|t| t.position) {

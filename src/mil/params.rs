@@ -352,7 +352,21 @@ pub struct SpaceParams {
     /// Absent (and not written) for the default, so univariate artifacts are unchanged.
     #[serde(default, skip_serializing_if = "ChannelMode::is_default")]
     pub channels: ChannelMode,
+    /// A level space per channel: single points of the raw series, unnormalised, under a
+    /// wide kernel ([`LEVEL_SCALE`]), so the mean and threshold hypotheses read the
+    /// distribution of a channel's values ("at least this share of the points lie near
+    /// z"), which every z-normalised space discards and a subsequence space reads only
+    /// through its shapes (issue 26: ACSF1Frames, 12 spectral channels, 0.511 -> 0.571
+    /// over six draws; docs/VARIANTS.md). False in older artifacts and the paper's form.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub levels: bool,
 }
+
+/// The median-heuristic multiple of a level space's Gaussian width (with the default
+/// median-heuristic kernel): a soft histogram of one channel's values wants bins wider
+/// than the typical gap between two values, where a subsequence space wants a kernel 4 x
+/// narrower than it (`FitParams::default`).
+pub const LEVEL_SCALE: f64 = 0.25;
 
 impl SpaceParams {
     /// The paper's: raw contiguous subsequences, every space's DC learner in every round.
@@ -365,6 +379,7 @@ impl SpaceParams {
             max_instances: None,
             seeds_only: None,
             channels: ChannelMode::default(),
+            levels: false,
         }
     }
 
@@ -417,6 +432,10 @@ impl SpaceParams {
                 }
             }
         }
+        let level = Extraction::level();
+        if self.levels && !out.contains(&level) {
+            out.push(level);
+        }
         out
     }
 }
@@ -431,6 +450,7 @@ impl Default for SpaceParams {
             max_instances: Some(40_000),
             seeds_only: Some(4_000),
             channels: ChannelMode::default(),
+            levels: true,
         }
     }
 }
@@ -707,6 +727,7 @@ mod tests {
         let mut k: Vec<(View, bool)> = p
             .extractions(&[9], 150, 1)
             .iter()
+            .filter(|e| !e.is_level())
             .map(|e| (e.view, e.znorm))
             .collect();
         k.sort_by_key(|&(v, z)| (v.name(), z));
@@ -745,5 +766,41 @@ mod tests {
             ..d
         };
         assert_eq!(kinds(&diff), vec![(View::Diff, false), (View::Diff, true)]);
+    }
+
+    /// A level space reads each channel once: after the subsequence spaces, once even
+    /// when a length of 1 is asked for, over the block of all channels in a dependent
+    /// model; none in the paper's form or with levels off.
+    #[test]
+    fn a_level_space_reads_each_channel_once() {
+        let d = SpaceParams::default();
+        let levels = |p: &SpaceParams, lengths: &[usize], channels: usize| -> Vec<Extraction> {
+            p.extractions(lengths, 150, channels)
+                .into_iter()
+                .filter(Extraction::is_level)
+                .collect()
+        };
+        assert_eq!(levels(&d, &[9], 1), vec![Extraction::level()]);
+        assert_eq!(
+            d.extractions(&[9], 150, 1).last(),
+            Some(&Extraction::level())
+        );
+        assert_eq!(levels(&d, &[9, 1], 1), vec![Extraction::level()]);
+        let channels: Vec<usize> = levels(&d, &[9], 3).iter().map(|e| e.channel).collect();
+        assert_eq!(channels, vec![0, 1, 2]);
+        let dependent = SpaceParams {
+            channels: ChannelMode::Dependent,
+            ..d.clone()
+        };
+        assert_eq!(
+            levels(&dependent, &[9], 3),
+            vec![Extraction {
+                block: 3,
+                ..Extraction::level()
+            }]
+        );
+        assert!(levels(&SpaceParams::paper(), &[9], 3).is_empty());
+        let off = SpaceParams { levels: false, ..d };
+        assert!(levels(&off, &[9], 3).is_empty());
     }
 }

@@ -17,7 +17,7 @@ use super::error::{MilError, Result};
 use super::head::PooledHead;
 use super::kernel::Kernel;
 use super::lpboost::{lpboost, BoostParams, Boosted};
-use super::params::{BinaryMode, FitParams, KernelSpec, WidthChoice};
+use super::params::{BinaryMode, FitParams, KernelSpec, WidthChoice, LEVEL_SCALE};
 pub use super::prepare::{
     median_heuristic_sigma, prepare, resolve_kernel, resolve_lengths, Prepared, PreparedSpace,
 };
@@ -183,7 +183,20 @@ impl ShapeletModel {
             .collect();
         let kernels: Vec<Kernel> = layout
             .iter()
-            .map(|(s, spec)| resolve_kernel(spec, &prepared.spaces[*s].instances, params.seed))
+            .map(|(s, spec)| {
+                let space = &prepared.spaces[*s];
+                let spec = match *spec {
+                    // A level space's soft histogram wants its own, wider width.
+                    KernelSpec::Gaussian { sigma: None, .. } if space.extraction.is_level() => {
+                        KernelSpec::Gaussian {
+                            sigma: None,
+                            scale: LEVEL_SCALE,
+                        }
+                    }
+                    other => other,
+                };
+                resolve_kernel(&spec, &space.instances, params.seed)
+            })
             .collect::<Result<_>>()?;
         let tables: Vec<KernelTable> = layout
             .iter()
@@ -1004,6 +1017,59 @@ mod tests {
                 a.rho,
                 b.rho
             );
+        }
+    }
+
+    /// Each channel's level space takes the median heuristic at `LEVEL_SCALE`, every
+    /// subsequence space at the kernel's own scale, and the classes that differ only in
+    /// where their values lie are told apart.
+    #[test]
+    fn a_level_space_has_its_own_width() {
+        let mut ds = Dataset::default();
+        for c in 0..2 {
+            for i in 0..8 {
+                // Both channels the same shapes in both classes; the second channel's
+                // level differs by class.
+                let wave = |phase: f64| -> Vec<f64> {
+                    (0..24)
+                        .map(|t| {
+                            (t as f64 * 0.7 + phase).sin() + ((t * 7 + i * 3) % 5) as f64 * 0.1
+                        })
+                        .collect()
+                };
+                let level = 3.0 * c as f64 + 0.2 * i as f64;
+                let second = wave(i as f64).iter().map(|v| v + level).collect();
+                ds.ids.push(format!("s{c}-{i}"));
+                ds.labels.push(format!("class-{c}"));
+                ds.samples
+                    .push(Sample::Multi(vec![wave(0.5 * i as f64), second]));
+            }
+        }
+        let params = FitParams::default();
+        let prepared = prepare(&ds, &params).unwrap();
+        let m = ShapeletModel::fit(&ds, &params).unwrap();
+        assert_eq!(m.spaces.len(), prepared.spaces.len());
+        let mut levels = 0;
+        for (space, p) in m.spaces.iter().zip(&prepared.spaces) {
+            assert_eq!(space.extraction(), p.extraction);
+            let scale = if p.extraction.is_level() {
+                levels += 1;
+                LEVEL_SCALE
+            } else {
+                4.0
+            };
+            let want = scale * median_heuristic_sigma(&p.instances, params.seed);
+            let Kernel::Gaussian { sigma } = space.kernel else {
+                panic!("{:?}", space.kernel)
+            };
+            assert!(
+                (sigma - want).abs() <= 1e-12 * want,
+                "{sigma} against {want}"
+            );
+        }
+        assert_eq!(levels, 2);
+        for (s, label) in ds.samples.iter().zip(&ds.labels) {
+            assert_eq!(&m.predict(s).unwrap().label, label);
         }
     }
 }

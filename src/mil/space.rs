@@ -102,6 +102,13 @@ pub(crate) fn is_zero(v: &usize) -> bool {
 
 impl fmt::Display for Extraction {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_level() {
+            write!(f, "level")?;
+            if self.block > 0 {
+                write!(f, " of all {} channels", self.block)?;
+            }
+            return Ok(());
+        }
         write!(f, "{} l={}", self.view.name(), self.length)?;
         if self.dilation > 1 {
             write!(f, " d={}", self.dilation)?;
@@ -214,6 +221,21 @@ impl Extraction {
             channel: 0,
             block: 0,
         }
+    }
+
+    /// The level space of one channel: single raw points (see `SpaceParams::levels`).
+    pub fn level() -> Self {
+        Self::raw(1)
+    }
+
+    /// Whether this is a level space (of one channel, or in a dependent model of the
+    /// block of all channels at one step).
+    pub fn is_level(&self) -> bool {
+        Self {
+            channel: 0,
+            block: 0,
+            ..*self
+        } == Self::level()
     }
 
     /// Values of one instance: `length`, times the channels of a dependent space.
