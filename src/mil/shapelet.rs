@@ -187,7 +187,10 @@ impl ShapeletModel {
                 let space = &prepared.spaces[*s];
                 let spec = match *spec {
                     // A level space's soft histogram wants its own, wider width.
-                    KernelSpec::Gaussian { sigma: None, .. } if space.extraction.is_level() => {
+                    // (Series only: a bag of 1-feature instances is no level space.)
+                    KernelSpec::Gaussian { sigma: None, .. }
+                        if prepared.input.is_series() && space.extraction.is_level() =>
+                    {
                         KernelSpec::Gaussian {
                             sigma: None,
                             scale: LEVEL_SCALE,
