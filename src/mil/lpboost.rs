@@ -443,7 +443,7 @@ pub const WARM_MASTER_MAX_BAGS: usize = 1_000;
 pub fn lpboost<H>(
     y: &[f64],
     params: BoostParams,
-    mut weak: impl FnMut(&[f64], f64, &[(H, Vec<f64>)]) -> Result<Vec<(H, Vec<f64>, bool)>>,
+    mut weak: impl FnMut(&[f64], f64, &[H]) -> Result<Vec<(H, Vec<f64>, bool)>>,
 ) -> Result<Boosted<H>> {
     let m = y.len();
     // The simplex keeps a basis over every bag (the primal (4)); past about a thousand bags
@@ -460,7 +460,9 @@ pub fn lpboost<H>(
     let mut gamma = 0.0;
     let mut eta = 0.0;
     let mut grouped: Vec<bool> = Vec::new();
-    let mut hyps: Vec<(H, Vec<f64>)> = Vec::new();
+    // The master's columns and, beside them, their outputs on the training bags.
+    let mut hyps: Vec<H> = Vec::new();
+    let mut outs: Vec<Vec<f64>> = Vec::new();
     let mut master: Option<MasterSolution> = None;
     let mut stop_reason = format!("reached the round limit ({})", params.max_rounds);
     let mut rounds = 0;
@@ -498,21 +500,21 @@ pub fn lpboost<H>(
                 }
                 continue;
             }
-            hyps.push((h, out));
+            hyps.push(h);
+            outs.push(out);
             grouped.push(in_group);
         }
         if hyps.len() == before {
             break;
         }
         rounds += 1;
-        let mut outs: Vec<Vec<f64>> = hyps.iter().map(|(_, o)| o.clone()).collect();
         let group = params.group_share.map(|s| (grouped.as_slice(), s));
         // The simplex re-optimises from the last round's basis; should it fail (singular,
         // stalled), Clarabel solves this round and the next builds a fresh simplex.
         let warm_solution = match warm.as_mut() {
             _ if !warm_master => Err(SimplexError::Singular),
             Some(wm) => {
-                for ((_, out), &g) in hyps[before..].iter().zip(&grouped[before..]) {
+                for (out, &g) in outs[before..].iter().zip(&grouped[before..]) {
                     wm.add_column(y, out, g);
                 }
                 wm.solve()
@@ -584,6 +586,7 @@ pub fn lpboost<H>(
             }
             Err(e) if master.is_some() => {
                 hyps.truncate(before);
+                outs.truncate(before);
                 grouped.truncate(before);
                 stop_reason = format!("master LP failed in round {}: {e}", round + 1);
                 break;
@@ -600,7 +603,6 @@ pub fn lpboost<H>(
     // The simplex ends at a vertex: of the optimal weights (ties are common) it picks one
     // on few hypotheses. The interior-point solution spreads the vote over every optimal
     // column, as the fits did before the simplex; one solve at the end keeps that vote.
-    let outs: Vec<Vec<f64>> = hyps.iter().map(|(_, o)| o.clone()).collect();
     let group = params.group_share.map(|s| (grouped.as_slice(), s));
     let master = match warm_master {
         true => match solve_master_capped(y, &outs, &caps, params.max_weight, group) {
@@ -610,7 +612,7 @@ pub fn lpboost<H>(
         false => master,
     };
     Ok(Boosted {
-        hypotheses: hyps,
+        hypotheses: hyps.into_iter().zip(outs).collect(),
         weights: master.w,
         gamma: master.gamma,
         rho: master.rho,
@@ -696,7 +698,7 @@ mod tests {
                     warm_master,
                     cancel: Cancel::now(),
                 };
-                let boosted = lpboost(&y, params, |d, eta, cols: &[(usize, Vec<f64>)]| {
+                let boosted = lpboost(&y, params, |d, eta, cols: &[usize]| {
                     let gain = |j: usize| {
                         let e: f64 = (0..m).map(|i| y[i] * d[i] * pool[j][i]).sum();
                         e - if group.is_some() && grouped[j] {
@@ -706,9 +708,8 @@ mod tests {
                         }
                     };
                     // A capped column is never offered twice (its copy would double its cap).
-                    let mut order: Vec<usize> = (0..pool.len())
-                        .filter(|j| !cols.iter().any(|(c, _)| c == j))
-                        .collect();
+                    let mut order: Vec<usize> =
+                        (0..pool.len()).filter(|j| !cols.contains(j)).collect();
                     order.sort_by(|&a, &b| gain(b).total_cmp(&gain(a)));
                     Ok(order
                         .iter()

@@ -23,7 +23,9 @@ pub use super::prepare::{
 };
 pub use super::stump::Threshold;
 use super::stump::{best_threshold, column_key, ColumnKey, ThresholdTable};
-use super::weak::{best_mean, dc_candidates, weak_learn, KernelTable, WeakParams, WorkingSet};
+use super::weak::{
+    active_bags, best_mean, dc_candidates, weak_learn, KernelTable, WeakParams, WorkingSet,
+};
 
 pub use super::space::{BlockedReps, ShapeletSpace};
 
@@ -269,12 +271,14 @@ impl ShapeletModel {
                 let mut last_failure: Option<String> = None;
                 let mut warm: Vec<WorkingSet> = vec![WorkingSet::default(); tables.len()];
                 type Column = (usize, bool, Option<Threshold>, Vec<(usize, f64)>);
-                let boosted = match lpboost(&y, boost, |d, eta, cols: &[(Column, Vec<f64>)]| {
+                let boosted = match lpboost(&y, boost, |d, eta, cols: &[Column]| {
                     // The hypothesis class is the union over spaces: take the largest edge.
                     // Every space is priced by its one-hot start; the DC loop runs in the
                     // `dc_spaces` best (all of them in the paper's form).
                     let chosen =
                         dc_candidates(&tables, &y, d, params.spaces.dc_spaces, params.weak);
+                    // The bags of positive weight, which every space's pricing sums over.
+                    let active = active_bags(y.len(), d);
                     let cands: Vec<(usize, Result<_>)> = tables
                         .par_iter()
                         .zip(warm.par_iter_mut())
@@ -288,7 +292,7 @@ impl ShapeletModel {
                     // again: its copy would carry a cap of its own.
                     let taken: HashSet<ColumnKey> = if params.max_weight.is_some() {
                         cols.iter()
-                            .map(|((s, mean, t, alpha), _)| column_key(*s, *mean, *t, alpha))
+                            .map(|(s, mean, t, alpha)| column_key(*s, *mean, *t, alpha))
                             .collect()
                     } else {
                         HashSet::new()
@@ -306,7 +310,9 @@ impl ShapeletModel {
                             .par_iter()
                             .enumerate()
                             .map(|(s, t)| {
-                                best_mean(t, &y, d, |z, sign| is_taken(s, true, None, &[(z, sign)]))
+                                best_mean(t, &y, d, &active, |z, sign| {
+                                    is_taken(s, true, None, &[(z, sign)])
+                                })
                             })
                             .collect();
                         for (s, h) in means.into_iter().enumerate() {
@@ -327,7 +333,7 @@ impl ShapeletModel {
                             .par_iter()
                             .enumerate()
                             .map(|(s, t)| {
-                                best_threshold(t, &y, d, |z, mean, th| {
+                                best_threshold(t, &y, d, &active, |z, mean, th| {
                                     is_taken(s, mean, Some(th), &[(z, 1.0)])
                                 })
                             })
@@ -382,8 +388,16 @@ impl ShapeletModel {
                             Err(e) => last_err = Some(e),
                         }
                     }
-                    let column =
-                        |(s, mean, t, h): Best| ((s, mean, t, h.alpha), h.outputs, t.is_some());
+                    // Mean and threshold candidates come without outputs (most are never
+                    // kept): computed here for the columns that are.
+                    let column = |(s, mean, t, h): Best| {
+                        let outputs = match (t, &stumps) {
+                            (Some(th), Some(stumps)) => stumps[s].outputs(h.alpha[0].0, mean, th),
+                            _ if mean => tables[s].mean_outputs(h.alpha[0].0, h.alpha[0].1),
+                            _ => h.outputs,
+                        };
+                        ((s, mean, t, h.alpha), outputs, t.is_some())
+                    };
                     let mut found: Vec<Best> = best.into_iter().chain(best_stump).collect();
                     found.sort_by(|a, b| gain(b).total_cmp(&gain(a)));
                     if found.is_empty() {

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::weak::{active_bags, KernelTable, WeakHypothesis};
+use super::weak::{KernelTable, WeakHypothesis};
 
 /// Thresholds tried per feature at most (cut points between quantiles of the bags' values).
 const MAX_CUTS: usize = 32;
@@ -132,6 +132,39 @@ impl ThresholdTable {
     fn bin(&self, bag: usize, feature: usize) -> usize {
         self.bins[bag * self.n_features() + feature] as usize
     }
+
+    /// The outputs on every training bag of the threshold `t` on representative `z`'s max
+    /// (or `mean`) feature, as [`best_threshold`] found it: from the bins, so exactly what
+    /// the edge counted.
+    pub fn outputs(&self, z: usize, mean: bool, t: Threshold) -> Vec<f64> {
+        let kind = if t.position {
+            Feature::Position
+        } else if mean {
+            Feature::Mean
+        } else {
+            Feature::Max
+        };
+        let f = self
+            .kinds
+            .iter()
+            .position(|&k| k == kind)
+            .expect("a threshold of a feature the table has");
+        let j = z * self.kinds.len() + f;
+        let c = self.cuts[j]
+            .iter()
+            .position(|&at| at.to_bits() == t.at.to_bits())
+            .expect("a threshold at one of the feature's cuts");
+        let m = self.bins.len() / self.n_features().max(1);
+        (0..m)
+            .map(|i| {
+                if (self.bin(i, j) > c) == t.above {
+                    1.0
+                } else {
+                    0.0
+                }
+            })
+            .collect()
+    }
 }
 
 /// Cut points halfway between consecutive distinct values at the quantiles 1/B, 2/B, ...,
@@ -161,22 +194,25 @@ fn binned(values: &[f64]) -> Binned {
 const LANES: usize = 8;
 
 /// The threshold hypothesis of largest edge sum_i d_i y_i h(B_i) in a space, as (hypothesis
-/// with one-hot alpha, mean aggregate?, threshold), or None when no feature has a cut.
+/// with one-hot alpha, mean aggregate?, threshold), or None when no feature has a cut;
+/// `active` are the bags of positive weight ([`super::weak::active_bags`]). Its
+/// `outputs` are left empty: every space offers its best each round and few become
+/// columns, so the caller asks [`ThresholdTable::outputs`] for those it keeps.
 pub fn best_threshold(
     table: &ThresholdTable,
     y: &[f64],
     d: &[f64],
+    active: &[usize],
     skip: impl Fn(usize, bool, Threshold) -> bool,
 ) -> Option<(WeakHypothesis, bool, Threshold)> {
     let nf = table.n_features();
     let width = table.n_cuts.len();
-    let active = active_bags(y.len(), d);
     let total: f64 = active.iter().map(|&i| y[i] * d[i]).sum();
     // Every feature's histogram of y_i d_i over its bins, from one sweep of the active bags;
     // slot-major (slot s of feature j at s * width + j), so [`LANES`] features' slots lie
     // side by side for the bounds below. Each slot sums its bags in bag order.
     let mut hist = vec![0.0f64; table.slots * width];
-    for i in active {
+    for &i in active {
         let yd = y[i] * d[i];
         let row = &table.bins[i * nf..(i + 1) * nf];
         for (j, &bin) in row.iter().enumerate() {
@@ -227,20 +263,11 @@ pub fn best_threshold(
         above: up,
         position: f == Feature::Position,
     };
-    let outputs = (0..y.len())
-        .map(|i| {
-            if (table.bin(i, j) > c) == up {
-                1.0
-            } else {
-                0.0
-            }
-        })
-        .collect();
     Some((
         WeakHypothesis {
             alpha: vec![(j / table.kinds.len(), 1.0)],
             edge,
-            outputs,
+            outputs: Vec::new(),
             dc_iterations: 0,
             lp_solves: 0,
             rows_generated: 0,
@@ -340,6 +367,7 @@ pub(crate) fn column_key(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mil::weak::active_bags;
 
     #[test]
     fn no_training_value_sits_on_a_cut_and_bins_count_the_cuts_below() {
@@ -383,14 +411,16 @@ mod tests {
         let b = binned(&values);
         let table = ThresholdTable::from_parts(vec![Feature::Max], vec![b.cuts], b.bins);
         let d = vec![1.0 / m as f64; m];
-        let (h, mean, t) = best_threshold(&table, &y, &d, |_, _, _| false).unwrap();
+        let (h, mean, t) =
+            best_threshold(&table, &y, &d, &active_bags(m, &d), |_, _, _| false).unwrap();
         assert!(!mean);
         assert!(!t.above, "positives are the small values");
         assert!(t.at > 0.2 && t.at < 0.3, "{t:?}");
         assert!((h.edge - 3.0 / 8.0).abs() < 1e-12, "{}", h.edge);
         let applied: Vec<f64> = values.iter().map(|&v| t.output(v, 0.0)).collect();
-        assert_eq!(h.outputs, applied);
-        let edge: f64 = (0..m).map(|i| y[i] * d[i] * h.outputs[i]).sum();
+        let outputs = table.outputs(h.alpha[0].0, mean, t);
+        assert_eq!(outputs, applied);
+        let edge: f64 = (0..m).map(|i| y[i] * d[i] * outputs[i]).sum();
         assert!((edge - h.edge).abs() < 1e-12);
     }
 
@@ -426,16 +456,24 @@ mod tests {
             ThresholdTable::from_parts(kinds, binned.into_iter().map(|b| b.cuts).collect(), bins)
         };
         let both = table(vec![Feature::Max, Feature::Position]);
-        let (h, mean, t) = best_threshold(&both, &y, &d, |_, _, _| false).unwrap();
+        let (h, mean, t) =
+            best_threshold(&both, &y, &d, &active_bags(m, &d), |_, _, _| false).unwrap();
         assert!(t.position && !t.above && !mean, "{t:?}");
         assert!((h.edge - 0.4).abs() < 1e-12, "{}", h.edge);
         let applied: Vec<f64> = (0..m).map(|i| t.output(value[i], position[i])).collect();
-        assert_eq!(h.outputs, applied);
-        let (alone, ..) =
-            best_threshold(&table(vec![Feature::Max]), &y, &d, |_, _, _| false).unwrap();
+        assert_eq!(both.outputs(h.alpha[0].0, mean, t), applied);
+        let (alone, ..) = best_threshold(
+            &table(vec![Feature::Max]),
+            &y,
+            &d,
+            &active_bags(m, &d),
+            |_, _, _| false,
+        )
+        .unwrap();
         assert!(alone.edge < h.edge - 1e-9, "{} {}", alone.edge, h.edge);
         // The same cut refused: another one is taken.
-        let (_, _, next) = best_threshold(&both, &y, &d, |_, _, th| th == t).unwrap();
+        let (_, _, next) =
+            best_threshold(&both, &y, &d, &active_bags(m, &d), |_, _, th| th == t).unwrap();
         assert_ne!(next, t);
     }
 
@@ -592,7 +630,7 @@ mod tests {
                     && (t.at.to_bits() ^ z as u64 ^ u64::from(mean) ^ u64::from(t.above)) % 4
                         < refused
             };
-            let now = best_threshold(&table, &y, &d, skip);
+            let now = best_threshold(&table, &y, &d, &active_bags(m, &d), skip);
             let before = best_threshold_before(&table, &y, &d, skip);
             match (now, before) {
                 (None, None) => {}
@@ -600,7 +638,11 @@ mod tests {
                     found += 1;
                     assert_eq!(h.edge.to_bits(), h0.edge.to_bits(), "case {case}");
                     assert_eq!(h.alpha, h0.alpha, "case {case}");
-                    assert_eq!(h.outputs, h0.outputs, "case {case}");
+                    assert_eq!(
+                        table.outputs(h.alpha[0].0, mean, t),
+                        h0.outputs,
+                        "case {case}"
+                    );
                     assert_eq!(mean, mean0, "case {case}");
                     assert_eq!(
                         (t.at.to_bits(), t.above, t.position),

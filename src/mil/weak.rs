@@ -213,6 +213,13 @@ impl<'a> KernelTable<'a> {
             .collect()
     }
 
+    /// The outputs sign * mean_{x in B_i} K(z, x) of a mean hypothesis on every training bag.
+    pub fn mean_outputs(&self, z: usize, sign: f64) -> Vec<f64> {
+        (0..self.n_bags())
+            .map(|i| sign * self.bag_mean[i * self.k + z])
+            .collect()
+    }
+
     /// Kernel rows kept (memory: 8 k bytes each).
     pub fn n_rows(&self) -> usize {
         self.rows.len() / self.k.max(1)
@@ -378,9 +385,15 @@ fn one_hot_edges(
 
 /// The price of a space in a round: its best one-hot edge, a lower bound on what the DC
 /// loop reaches from it. Ranks spaces so that only the most promising run the DC loop.
-pub fn one_hot_price(table: &KernelTable, y: &[f64], d: &[f64], kind: WeakKind) -> f64 {
-    let active = active_bags(table.n_bags(), d);
-    one_hot_edges(table, y, d, &active, kind)
+/// `active`: the bags of positive weight ([`active_bags`]).
+pub fn one_hot_price(
+    table: &KernelTable,
+    y: &[f64],
+    d: &[f64],
+    active: &[usize],
+    kind: WeakKind,
+) -> f64 {
+    one_hot_edges(table, y, d, active, kind)
         .iter()
         .map(|s| s.0)
         .fold(f64::NEG_INFINITY, f64::max)
@@ -389,17 +402,20 @@ pub fn one_hot_price(table: &KernelTable, y: &[f64], d: &[f64], kind: WeakKind) 
 /// The best mean hypothesis h(B) = sum_z alpha_z mean_{x in B} K(z, x) (beyond the paper:
 /// the collective assumption, a soft count of a pattern's occurrences). Linear in alpha, so
 /// over the l1 ball its best is a signed one-hot vector: exact, with no DC loop. `skip(z,
-/// sign)` leaves out the columns already in a capped master LP.
+/// sign)` leaves out the columns already in a capped master LP; `active` are the bags of
+/// positive weight ([`active_bags`], found once a round for every space). Its `outputs` are left
+/// empty: every space offers its best each round and few become columns, so the caller
+/// asks [`KernelTable::mean_outputs`] for those it keeps.
 pub fn best_mean(
     table: &KernelTable,
     y: &[f64],
     d: &[f64],
+    active: &[usize],
     skip: impl Fn(usize, f64) -> bool,
 ) -> WeakHypothesis {
     let k = table.k;
-    let active = active_bags(table.n_bags(), d);
     let mut edges = vec![0.0; k];
-    for &i in &active {
+    for &i in active {
         let yd = y[i] * d[i];
         for (e, &v) in edges.iter_mut().zip(&table.bag_mean[i * k..(i + 1) * k]) {
             *e += yd * v;
@@ -416,9 +432,7 @@ pub fn best_mean(
     WeakHypothesis {
         alpha: vec![(z, sign)],
         edge,
-        outputs: (0..table.n_bags())
-            .map(|i| sign * table.bag_mean[i * k + z])
-            .collect(),
+        outputs: Vec::new(),
         dc_iterations: 0,
         lp_solves: 0,
         rows_generated: 0,
@@ -768,9 +782,10 @@ pub(crate) fn dc_candidates(
     if n == 0 || n >= tables.len() {
         return (0..tables.len()).collect();
     }
+    let active = active_bags(y.len(), d);
     let prices: Vec<f64> = tables
         .par_iter()
-        .map(|t| one_hot_price(t, y, d, kind))
+        .map(|t| one_hot_price(t, y, d, &active, kind))
         .collect();
     let mut order: Vec<usize> = (0..tables.len()).collect();
     order.sort_by(|&a, &b| prices[b].total_cmp(&prices[a]));
