@@ -390,13 +390,17 @@ fn weight_in_score(
 }
 
 /// What a hypothesis's maximising subsequence covers on a series of `n` points (0: a bag,
-/// whose instance it names).
+/// whose instance it names). A level hypothesis speaks of its channel's values wherever
+/// they lie (its best point is where one value happens to be nearest): the whole channel.
 fn covers(c: &Contribution, n: usize) -> FindingKey {
     let drawn = drawn_channels(c.channel, c.block);
     if n == 0 {
         return (drawn.start, drawn.len(), c.offset, c.offset);
     }
     let e = extraction(c);
+    if e.is_level() {
+        return (drawn.start, drawn.len(), 0, n - 1);
+    }
     let p = e.positions(c.offset, n);
     let last = *p.last().expect("a subsequence has a value");
     (drawn.start, drawn.len(), p[0], last)

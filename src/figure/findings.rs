@@ -90,43 +90,57 @@ fn asserts_text(c: &Contribution, key: &FindingKey, n: usize) -> String {
     } else {
         format!("{start}-{end}")
     };
+    let level = extraction(c).is_level();
     let on = match (n, chs) {
         (0, _) => format!("instance {start}"),
+        // A level finding covers its whole channel (`covers`): named, not spanned.
+        (_, 1) if level && ch > 0 => format!("channel {ch}"),
+        (_, 1) if level => "the series".to_string(),
+        _ if level => format!("{chs} channels"),
         (_, 1) if ch > 0 => format!("{span} on channel {ch}"),
         (_, 1) => span,
         _ => format!("{span} on {chs} channels"),
     };
+    // Where a level finding's values lie: the whole of `on`.
+    let at = if level && n > 0 { "on" } else { "at" };
     let space = space_name(c);
     let yes = |v: Option<bool>| if v == Some(true) { "yes" } else { "no" };
     // A level space's instances are single values and its patterns levels.
-    let (one, many, pattern) = if extraction(c).is_level() {
+    let (one, many, pattern) = if level {
         ("a value", "values on average", "a level")
     } else {
         ("a subsequence", "subsequences on average", "a pattern")
     };
     match c.asserts {
         Asserts::Match if n == 0 => format!("instance {start} matches a pattern"),
-        Asserts::Match => format!("matches {pattern} at {on} ({space})"),
+        Asserts::Match => format!("matches {pattern} {at} {on} ({space})"),
+        Asserts::Mean if level && n > 0 => format!("{pattern} occurs often on {on} ({space})"),
         Asserts::Mean => format!("{pattern} occurs often, best at {on} ({space})"),
-        Asserts::Threshold { at, mean, .. } => format!(
+        Asserts::Threshold { at: cut, mean, .. } if level && n > 0 => format!(
+            "{} at least {} similar to {pattern} ({space}): {}, on {on}",
+            if mean { many } else { one },
+            similarity_text(cut),
+            yes(verdict(c)),
+        ),
+        Asserts::Threshold { at: cut, mean, .. } => format!(
             "{} at least {} similar to {pattern} ({space}): {}, {} at {on}",
             if mean { many } else { one },
-            similarity_text(at),
+            similarity_text(cut),
             yes(verdict(c)),
             if mean { "best" } else { "closest" }
         ),
-        Asserts::Position { at, above } => match band(c, n) {
+        Asserts::Position { at: cut, above } => match band(c, n) {
             Some((lo, hi)) => format!(
-                "best match of {pattern} in {lo}-{hi} ({space}): {}, at {on}",
+                "best match of {pattern} in {lo}-{hi} ({space}): {}, {at} {on}",
                 yes(verdict(c))
             ),
             None => format!(
                 "best match of {pattern} in the {} {:.0} % of instances: {}, at {on}",
                 if above { "last" } else { "first" },
                 if above {
-                    100.0 * (1.0 - at)
+                    100.0 * (1.0 - cut)
                 } else {
-                    100.0 * at
+                    100.0 * cut
                 },
                 yes(verdict(c))
             ),
@@ -136,6 +150,45 @@ fn asserts_text(c: &Contribution, key: &FindingKey, n: usize) -> String {
 
 /// One hypothesis of a finding: its value in the score and its contribution.
 type Member<'a> = (f64, &'a Contribution);
+
+/// Hypotheses whose best matches cover one place of a series say one thing about it, and
+/// at shifts of a point or two they split into as many findings. Strongest first, a group
+/// joins the first stronger one on the same channels whose first span and its own overlap
+/// on at least half of their union (spans of about one size and place: a finding grows to
+/// at most three times its strongest's span, never along a chain of overlaps); the finding
+/// covers the union. Level findings (a channel's values, not a place) stay apart from
+/// pattern findings. Bags (`n` = 0) name instances, which do not overlap.
+fn merge_overlapping<'a>(
+    groups: Vec<(FindingKey, f64, Vec<Member<'a>>)>,
+    n: usize,
+) -> Vec<(FindingKey, f64, Vec<Member<'a>>)> {
+    if n == 0 {
+        return groups;
+    }
+    let is_level = |members: &[Member]| members.iter().any(|(_, c)| extraction(c).is_level());
+    // (the seed's span, whether of levels, the merged group)
+    type Merged<'a> = (FindingKey, bool, (FindingKey, f64, Vec<Member<'a>>));
+    let mut merged: Vec<Merged<'a>> = Vec::new();
+    for (key, value, members) in groups {
+        let (ch, chs, start, end) = key;
+        let level = is_level(&members);
+        let joins = merged.iter().position(|(seed, seed_level, _)| {
+            let overlap = end.min(seed.3) as isize - start.max(seed.2) as isize + 1;
+            let union = end.max(seed.3) - start.min(seed.2) + 1;
+            seed.0 == ch && seed.1 == chs && *seed_level == level && 2 * overlap >= union as isize
+        });
+        match joins {
+            Some(i) => {
+                let g = &mut merged[i].2;
+                g.0 = (ch, chs, g.0 .2.min(start), g.0 .3.max(end));
+                g.1 += value;
+                g.2.extend(members);
+            }
+            None => merged.push((key, level, (key, value, members))),
+        }
+    }
+    merged.into_iter().map(|(.., g)| g).collect()
+}
 
 /// Groups the hypotheses by what their maximising subsequence covers, orders the groups by
 /// |summed value| and keeps the `top` largest; the rest become one `Other`. Also the share
@@ -157,6 +210,8 @@ pub(super) fn findings_of(
         groups[g].2.push((value, c));
     }
     // Stable: equal sums keep the order of their strongest hypotheses.
+    groups.sort_by(|a, b| b.1.abs().total_cmp(&a.1.abs()));
+    let mut groups = merge_overlapping(groups, n);
     groups.sort_by(|a, b| b.1.abs().total_cmp(&a.1.abs()));
     // A finding a thousand times smaller than the largest says nothing a reader can see
     // (its entry would print as zero): it joins the rest.
@@ -280,7 +335,7 @@ mod tests {
         assert_eq!(verdict(&contribution(Asserts::Mean, 0.3)), None);
     }
 
-    /// A level space's hypotheses speak of values and levels, at one point.
+    /// A level space's hypotheses speak of values and levels, on their whole channel.
     #[test]
     fn a_level_finding_names_values_and_a_level() {
         let mut c = contribution(
@@ -294,8 +349,46 @@ mod tests {
         c.length = 1;
         assert_eq!(space_name(&c), "level");
         assert_eq!(
-            asserts_text(&c, &(2, 1, 80, 80), 100),
-            "values on average at least 0.300 similar to a level (level): yes, best at 80 on channel 2"
+            asserts_text(&c, &(2, 1, 0, 99), 100),
+            "values on average at least 0.300 similar to a level (level): yes, on channel 2"
         );
+        c.asserts = Asserts::Mean;
+        assert_eq!(
+            asserts_text(&c, &(0, 1, 0, 99), 100),
+            "a level occurs often on the series (level)"
+        );
+    }
+
+    /// Findings a point or two apart on the same channels are one finding covering both,
+    /// with their summed value; a span that only touches the strongest's, another
+    /// channel's, and a level finding over the same points stay apart.
+    #[test]
+    fn shifted_spans_merge_around_the_strongest() {
+        let pattern = contribution(Asserts::Mean, 1.0);
+        let mut level = contribution(Asserts::Mean, 1.0);
+        level.length = 1;
+        let groups = vec![
+            ((0, 1, 10, 19), 3.0, vec![(3.0, &pattern)]),
+            ((0, 1, 12, 21), 2.0, vec![(2.0, &pattern)]),
+            ((0, 1, 19, 28), 1.5, vec![(1.5, &pattern)]),
+            ((1, 1, 10, 19), 1.0, vec![(1.0, &pattern)]),
+            ((0, 1, 0, 99), 0.9, vec![(0.9, &level)]),
+            ((0, 1, 9, 18), -0.5, vec![(-0.5, &pattern)]),
+        ];
+        let merged = merge_overlapping(groups, 100);
+        let summary: Vec<(FindingKey, f64, usize)> =
+            merged.iter().map(|g| (g.0, g.1, g.2.len())).collect();
+        assert_eq!(
+            summary,
+            vec![
+                ((0, 1, 9, 21), 4.5, 3),
+                ((0, 1, 19, 28), 1.5, 1),
+                ((1, 1, 10, 19), 1.0, 1),
+                ((0, 1, 0, 99), 0.9, 1),
+            ]
+        );
+        // A bag's instances are left as they are.
+        let bag = vec![((0, 1, 3, 3), 1.0, vec![(1.0, &pattern)])];
+        assert_eq!(merge_overlapping(bag, 0).len(), 1);
     }
 }
