@@ -128,7 +128,7 @@ pub struct WindowConfig {
     /// Most live series per partition; beyond it the least recently seen is evicted.
     pub max_series_per_partition: usize,
     /// Top contributing hypotheses kept per prediction (`top`), and top findings
-    /// (`findings`: hypotheses grouped by the positions their best match covers).
+    /// (`findings`: hypotheses grouped by the place their best match covers).
     pub top_contributions: usize,
 }
 

@@ -138,7 +138,7 @@ pub struct Figure {
     pub shown_share: f64,
 }
 
-/// Hypotheses whose maximising subsequences cover the same positions: one thing the figure
+/// Hypotheses whose maximising subsequences cover about the same positions: one thing the figure
 /// says about the sample.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {

@@ -15,7 +15,7 @@ pub struct PredictArgs {
     json: bool,
     /// JSON lines with each bag's top hypotheses (`top`: hypothesis, class, offset,
     /// contribution w_j h_j(B)), its top findings (`findings`: hypotheses grouped by the
-    /// positions their best match covers, what each asserts) and the share of the decision
+    /// place their best match covers, what each asserts) and the share of the decision
     /// margin they carry (`shown_share`): the data the daemon writes into prediction rows.
     #[arg(long)]
     explain: bool,

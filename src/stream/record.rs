@@ -727,7 +727,7 @@ pub struct PredictionRecord {
     pub model_name: String,
     pub model_version: String,
     pub top: Vec<TopContribution>,
-    /// The top findings: hypotheses grouped by the positions their best match covers, as
+    /// The top findings: hypotheses grouped by the place their best match covers, as
     /// `explain --out` draws them (issue 27); none for models without shapelets.
     /// Null for models without shapelets (and in rows written before it existed).
     #[serde(default)]

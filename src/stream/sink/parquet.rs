@@ -53,7 +53,7 @@ pub static PREDICTION_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
         Field::new("source_offset", DataType::Int64, false),
         Field::new("first_offset", DataType::Int64, false),
         Field::new("emitted_at", ts_type(), false),
-        // The top findings (hypotheses grouped by the positions their best match covers)
+        // The top findings (hypotheses grouped by the place their best match covers)
         // and the share of the decision margin they carry; empty lists and null for models
         // without shapelets. Last, so readers that index columns by position keep working.
         Field::new("finding_text", list_of(DataType::Utf8), false),
