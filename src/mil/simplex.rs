@@ -449,8 +449,38 @@ impl Simplex {
 
     /// Column q enters at position p (product-form update of B^-1): each column of B^-1
     /// with an entry at p takes alpha's multiple; a one-entry column has one only if its
-    /// slack is the column leaving, so the update costs m per dense column.
+    /// slack is the column leaving, so the update costs m per dense column. Like
+    /// [`Self::refactor`], compiled for AVX-512 or AVX2 where the CPU has them: element-wise
+    /// updates, the same operations (no fused multiply-add, no reassociation), the same bits.
     fn pivot(&mut self, p: usize, q: usize, alpha: &[f64]) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                // SAFETY: the CPU has AVX-512F, checked on the line above.
+                return unsafe { self.pivot_avx512(p, q, alpha) };
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2, checked on the line above.
+                return unsafe { self.pivot_avx2(p, q, alpha) };
+            }
+        }
+        self.pivot_portable(p, q, alpha)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn pivot_avx512(&mut self, p: usize, q: usize, alpha: &[f64]) {
+        self.pivot_portable(p, q, alpha)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn pivot_avx2(&mut self, p: usize, q: usize, alpha: &[f64]) {
+        self.pivot_portable(p, q, alpha)
+    }
+
+    #[inline(always)]
+    fn pivot_portable(&mut self, p: usize, q: usize, alpha: &[f64]) {
         let piv = alpha[p];
         let update = |c: &mut [f64]| {
             let t = c[p] / piv;
@@ -479,6 +509,34 @@ impl Simplex {
     /// others (D) are solved on the rows left (R): x_D = D_R^-1 a_R, then each covered row
     /// k gives its column's value (a_k - D_k x_D) / v_k.
     fn refactor(&mut self) -> Result<(), SimplexError> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                // SAFETY: the CPU has AVX-512F, checked on the line above.
+                return unsafe { self.refactor_avx512() };
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2, checked on the line above.
+                return unsafe { self.refactor_avx2() };
+            }
+        }
+        self.refactor_portable()
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn refactor_avx512(&mut self) -> Result<(), SimplexError> {
+        self.refactor_portable()
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn refactor_avx2(&mut self) -> Result<(), SimplexError> {
+        self.refactor_portable()
+    }
+
+    #[inline(always)]
+    fn refactor_portable(&mut self) -> Result<(), SimplexError> {
         let m = self.rows;
         let mut cover = vec![usize::MAX; m]; // row -> basis position of its one-entry column
         let mut dense: Vec<usize> = Vec::new(); // basis positions of the other columns
@@ -774,6 +832,19 @@ mod tests {
             identity(&lp);
         }
         assert!(turned_dense > 0, "no slack left the basis");
+        // The dispatched refactorisation (AVX-512 or AVX2 where the CPU has them) and the
+        // portable one give the same bits.
+        let bits = |lp: &Simplex| -> Vec<u64> {
+            (0..=m)
+                .flat_map(|p| lp.inverse_row(p))
+                .chain(lp.x.iter().copied())
+                .map(f64::to_bits)
+                .collect()
+        };
+        let (mut dispatched, mut portable) = (lp.clone(), lp.clone());
+        dispatched.refactor().unwrap();
+        portable.refactor_portable().unwrap();
+        assert_eq!(bits(&dispatched), bits(&portable));
         let before: Vec<f64> = (0..=m).flat_map(|p| lp.inverse_row(p)).collect();
         lp.refactor().unwrap();
         identity(&lp);
