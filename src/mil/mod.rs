@@ -25,6 +25,7 @@ pub mod model;
 pub mod params;
 pub mod prediction;
 pub mod prepare;
+mod rowsum;
 pub mod score;
 pub mod select;
 pub mod series;
