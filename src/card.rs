@@ -171,6 +171,7 @@ fn shapelet_card(m: &ShapeletModel, v: &mut Value) {
         "columns_per_round": m.params.columns_per_round,
         "columns_for_size": m.params.columns_for_size,
         "warm_master": m.params.warm_master,
+        "partial_pricing": m.params.partial_pricing,
         "threshold_share": m.params.threshold_share,
         "max_weight": m.params.max_weight,
         "pooled_head": m.params.pooled_head,

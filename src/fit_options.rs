@@ -134,6 +134,12 @@ pub struct FitOptions {
     /// optimum).
     #[arg(long)]
     pub no_warm_master: bool,
+    /// Price every hypothesis space in every boosting round, rather than mostly the
+    /// spaces that led the last full pricing (every 4th round prices all, and any round
+    /// whose leaders offer no column above gamma; the same stopping rule, a fit 20 %
+    /// faster on 12 channels).
+    #[arg(long)]
+    pub full_pricing: bool,
     /// With more than two classes, keep each one-vs-rest ensemble's own score rather than
     /// refitting the class scores over every class's hypotheses (the pooled ridge head).
     #[arg(long)]
@@ -400,6 +406,7 @@ impl FitOptions {
             columns_per_round: self.columns_per_round.unwrap_or(base.columns_per_round),
             columns_for_size: base.columns_for_size && !self.fixed_columns,
             warm_master: base.warm_master && !self.no_warm_master,
+            partial_pricing: base.partial_pricing.filter(|_| !self.full_pricing),
             pooled_head: base.pooled_head && !self.no_head,
             threshold_share: self.threshold_share.unwrap_or(base.threshold_share),
             max_weight: match self.max_weight.as_deref() {

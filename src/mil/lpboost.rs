@@ -433,7 +433,7 @@ fn retain_flagged<T>(v: &mut Vec<T>, keep: &[bool]) {
 /// The most bags the warm-started master LP takes; more go to the interior point.
 pub const WARM_MASTER_MAX_BAGS: usize = 1_000;
 
-/// Algorithm 1. `weak(d, eta)` returns hypotheses, best first, each with its outputs on the
+/// Algorithm 1. `weak(d, gamma, eta)` returns hypotheses, best first, each with its outputs on the
 /// training bags and whether it belongs to the capped group (whose edges count less eta, the
 /// group's price; 0 without a group cap). Those with an edge above gamma join in one round.
 /// `weak` also sees the master's columns: with `max_weight` it must not offer one of them
@@ -443,7 +443,7 @@ pub const WARM_MASTER_MAX_BAGS: usize = 1_000;
 pub fn lpboost<H>(
     y: &[f64],
     params: BoostParams,
-    mut weak: impl FnMut(&[f64], f64, &[H]) -> Result<Vec<(H, Vec<f64>, bool)>>,
+    mut weak: impl FnMut(&[f64], f64, f64, &[H]) -> Result<Vec<(H, Vec<f64>, bool)>>,
 ) -> Result<Boosted<H>> {
     let m = y.len();
     // The simplex keeps a basis over every bag (the primal (4)); past about a thousand bags
@@ -474,7 +474,7 @@ pub fn lpboost<H>(
     let mut interior_rounds = 0;
     for round in 0..params.max_rounds {
         params.cancel.check()?;
-        let found = match weak(&d, eta, &hyps) {
+        let found = match weak(&d, gamma, eta, &hyps) {
             Ok(x) => x,
             Err(e) if round > 0 => {
                 stop_reason = format!("weak learner failed in round {}: {e}", round + 1);
@@ -698,7 +698,7 @@ mod tests {
                     warm_master,
                     cancel: Cancel::now(),
                 };
-                let boosted = lpboost(&y, params, |d, eta, cols: &[usize]| {
+                let boosted = lpboost(&y, params, |d, _gamma, eta, cols: &[usize]| {
                     let gain = |j: usize| {
                         let e: f64 = (0..m).map(|i| y[i] * d[i] * pool[j][i]).sum();
                         e - if group.is_some() && grouped[j] {
@@ -966,7 +966,7 @@ mod tests {
                 warm_master: false,
                 cancel: Cancel::now(),
             },
-            |_d, _, _| Ok(vec![((), vec![0.0, 0.0, 0.0], false)]),
+            |_d, _, _, _| Ok(vec![((), vec![0.0, 0.0, 0.0], false)]),
         );
         assert!(matches!(r, Err(MilError::Training(_))));
     }

@@ -25,6 +25,7 @@ pub mod model;
 pub mod params;
 pub mod prediction;
 pub mod prepare;
+pub mod pricing;
 mod rowsum;
 pub mod score;
 pub mod select;

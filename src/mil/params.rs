@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 pub use super::boxsvm::BoxKernelParams;
 use super::error::{MilError, Result};
 pub use super::miordm::MiordmParams;
+pub use super::pricing::PartialPricing;
 pub use super::space::{ChannelMode, Extraction, View};
 pub use super::svm::SvmParams;
 pub use super::weak::WeakKind;
@@ -253,6 +254,11 @@ pub struct FitParams {
     /// were fitted without it, and a retrain from their parameters keeps that).
     #[serde(default)]
     pub warm_master: bool,
+    /// Partial pricing (see `pricing::PartialPricing`): most boosting rounds price the
+    /// spaces that led the last full pricing. None (older artifacts, the paper's form):
+    /// every round prices every space.
+    #[serde(default)]
+    pub partial_pricing: Option<PartialPricing>,
     /// With more than two classes, the class scores are refit over every class's
     /// hypotheses by ridge regression (see `head::PooledHead`) rather than taken from each
     /// one-vs-rest ensemble alone. False in older artifacts and the paper's form.
@@ -503,6 +509,7 @@ impl Default for FitParams {
             columns_per_round: 2,
             columns_for_size: true,
             warm_master: true,
+            partial_pricing: Some(PartialPricing::default()),
             pooled_head: true,
             threshold_share: 0.5,
             max_weight: Some(0.05),
@@ -618,6 +625,7 @@ impl FitParams {
             balanced: false,
             columns_per_round: 2,
             columns_for_size: false,
+            partial_pricing: None,
             ..Self::default()
         }
     }
@@ -647,6 +655,14 @@ impl FitParams {
         }
         if self.stride == 0 {
             return bad("stride must be >= 1".into());
+        }
+        if let Some(p) = self.partial_pricing {
+            if p.every == 0 || !(p.share > 0.0 && p.share <= 1.0) {
+                return bad(format!(
+                    "partial pricing needs a full pricing every >= 1 rounds and a share in (0, 1], got {} and {}",
+                    p.every, p.share
+                ));
+            }
         }
         let sp = &self.spaces;
         if sp.views.is_empty() || sp.znorm.is_empty() || sp.dilations == 0 {

@@ -21,6 +21,7 @@ use super::params::{BinaryMode, FitParams, KernelSpec, WidthChoice, LEVEL_SCALE}
 pub use super::prepare::{
     median_heuristic_sigma, prepare, resolve_kernel, resolve_lengths, Prepared, PreparedSpace,
 };
+use super::pricing::Focus;
 pub use super::stump::Threshold;
 use super::stump::{best_threshold, column_key, ColumnKey, ThresholdTable};
 use super::weak::{
@@ -270,8 +271,9 @@ impl ShapeletModel {
                 let mut failures = 0usize;
                 let mut last_failure: Option<String> = None;
                 let mut warm: Vec<WorkingSet> = vec![WorkingSet::default(); tables.len()];
+                let mut focus = Focus::new(params.partial_pricing);
                 type Column = (usize, bool, Option<Threshold>, Vec<(usize, f64)>);
-                let boosted = match lpboost(&y, boost, |d, eta, cols: &[Column]| {
+                let boosted = match lpboost(&y, boost, |d, gamma, eta, cols: &[Column]| {
                     // The hypothesis class is the union over spaces: take the largest edge.
                     // Every space is priced by its one-hot start; the DC loop runs in the
                     // `dc_spaces` best (all of them in the paper's form).
@@ -279,15 +281,7 @@ impl ShapeletModel {
                         dc_candidates(&tables, &y, d, params.spaces.dc_spaces, params.weak);
                     // The bags of positive weight, which every space's pricing sums over.
                     let active = active_bags(y.len(), d);
-                    let cands: Vec<(usize, Result<_>)> = tables
-                        .par_iter()
-                        .zip(warm.par_iter_mut())
-                        .enumerate()
-                        .filter(|(s, _)| chosen.contains(s))
-                        .map(|(s, (t, w))| (s, weak_learn(t, &y, d, &weak, w)))
-                        .collect();
                     type Best = (usize, bool, Option<Threshold>, super::weak::WeakHypothesis);
-                    let mut best: Option<Best> = None;
                     // Under a weight cap a column already in the master is not offered
                     // again: its copy would carry a cap of its own.
                     let taken: HashSet<ColumnKey> = if params.max_weight.is_some() {
@@ -301,51 +295,92 @@ impl ShapeletModel {
                         |s: usize, mean: bool, t: Option<Threshold>, alpha: &[(usize, f64)]| {
                             !taken.is_empty() && taken.contains(&column_key(s, mean, t, alpha))
                         };
+                    let n_spaces = tables.len();
+                    type Hyp = super::weak::WeakHypothesis;
+                    let mut one_hots: Vec<Option<Result<Hyp>>> =
+                        (0..n_spaces).map(|_| None).collect();
+                    let mut means: Vec<Option<Hyp>> = vec![None; n_spaces];
+                    let mut thresholds: Vec<Option<(Hyp, bool, Threshold)>> = vec![None; n_spaces];
+                    // The spaces flagged in `want` offer their best of each kind; each
+                    // returns its best gain over what it may offer (not a taken column).
+                    focus.price(n_spaces, gamma + params.epsilon, |want| {
+                        let found: Vec<(usize, Result<_>)> = tables
+                            .par_iter()
+                            .zip(warm.par_iter_mut())
+                            .enumerate()
+                            .filter(|(s, _)| want[*s] && chosen.contains(s))
+                            .map(|(s, (t, w))| (s, weak_learn(t, &y, d, &weak, w)))
+                            .collect();
+                        for (s, h) in found {
+                            one_hots[s] = Some(h);
+                        }
+                        if params.mean_hypotheses {
+                            let found: Vec<_> = tables
+                                .par_iter()
+                                .enumerate()
+                                .filter(|(s, _)| want[*s])
+                                .map(|(s, t)| {
+                                    let skip = |z, sign| is_taken(s, true, None, &[(z, sign)]);
+                                    (s, best_mean(t, &y, d, &active, skip))
+                                })
+                                .collect();
+                            for (s, h) in found {
+                                means[s] = Some(h);
+                            }
+                        }
+                        if let Some(stumps) = &stumps {
+                            let found: Vec<_> = stumps
+                                .par_iter()
+                                .enumerate()
+                                .filter(|(s, _)| want[*s])
+                                .map(|(s, t)| {
+                                    let skip =
+                                        |z, mean, th| is_taken(s, mean, Some(th), &[(z, 1.0)]);
+                                    (s, best_threshold(t, &y, d, &active, skip))
+                                })
+                                .collect();
+                            for (s, f) in found {
+                                thresholds[s] = f;
+                            }
+                        }
+                        let edge = |h: Option<&Hyp>| h.map_or(f64::NEG_INFINITY, |h| h.edge);
+                        (0..n_spaces)
+                            .filter(|&s| want[s])
+                            .map(|s| {
+                                let one_hot = match &one_hots[s] {
+                                    Some(Ok(h)) if !is_taken(s, false, None, &h.alpha) => h.edge,
+                                    _ => f64::NEG_INFINITY,
+                                };
+                                let stump = edge(thresholds[s].as_ref().map(|t| &t.0)) - eta;
+                                (s, one_hot.max(edge(means[s].as_ref())).max(stump))
+                            })
+                            .collect()
+                    });
+                    let mut best: Option<Best> = None;
                     // A threshold hypothesis's edge counts less the price of their share cap.
                     let gain = |b: &Best| b.3.edge - if b.2.is_some() { eta } else { 0.0 };
                     // Every space's best of each kind (when a round adds more than two).
                     let mut others: Vec<Best> = Vec::new();
-                    if params.mean_hypotheses {
-                        let means: Vec<_> = tables
-                            .par_iter()
-                            .enumerate()
-                            .map(|(s, t)| {
-                                best_mean(t, &y, d, &active, |z, sign| {
-                                    is_taken(s, true, None, &[(z, sign)])
-                                })
-                            })
-                            .collect();
-                        for (s, h) in means.into_iter().enumerate() {
-                            if extra {
-                                others.push((s, true, None, h.clone()));
-                            }
-                            if best.as_ref().is_none_or(|b| h.edge > gain(b)) {
-                                best = Some((s, true, None, h));
-                            }
+                    for (s, h) in means.into_iter().enumerate() {
+                        let Some(h) = h else { continue };
+                        if extra {
+                            others.push((s, true, None, h.clone()));
+                        }
+                        if best.as_ref().is_none_or(|b| h.edge > gain(b)) {
+                            best = Some((s, true, None, h));
                         }
                     }
                     // The best threshold is kept apart: when a kernel hypothesis wins the
                     // round, the threshold joins it if its edge is above gamma too (two
                     // columns per master solve; fewer solves, the same optimum).
                     let mut best_stump: Option<Best> = None;
-                    if let Some(stumps) = &stumps {
-                        let found: Vec<_> = stumps
-                            .par_iter()
-                            .enumerate()
-                            .map(|(s, t)| {
-                                best_threshold(t, &y, d, &active, |z, mean, th| {
-                                    is_taken(s, mean, Some(th), &[(z, 1.0)])
-                                })
-                            })
-                            .collect();
-                        for (s, f) in found.into_iter().enumerate() {
-                            if let Some((h, mean, t)) = f {
-                                if extra {
-                                    others.push((s, mean, Some(t), h.clone()));
-                                }
-                                if best_stump.as_ref().is_none_or(|b| h.edge - eta > gain(b)) {
-                                    best_stump = Some((s, mean, Some(t), h));
-                                }
+                    for (s, f) in thresholds.into_iter().enumerate() {
+                        if let Some((h, mean, t)) = f {
+                            if extra {
+                                others.push((s, mean, Some(t), h.clone()));
+                            }
+                            if best_stump.as_ref().is_none_or(|b| h.edge - eta > gain(b)) {
+                                best_stump = Some((s, mean, Some(t), h));
                             }
                         }
                     }
@@ -367,7 +402,8 @@ impl ShapeletModel {
                         }
                     }
                     let mut last_err = None;
-                    for (s, c) in cands {
+                    for (s, c) in one_hots.into_iter().enumerate() {
+                        let Some(c) = c else { continue };
                         match c {
                             Ok(h) => {
                                 solves += h.lp_solves;
