@@ -265,6 +265,7 @@ impl Simplex {
     /// kept nonbasic column, a pivot of step zero.
     pub fn retain_columns(&mut self, keep: &[bool]) -> Result<(), SimplexError> {
         assert_eq!(keep.len(), self.cols.len(), "one flag per column");
+        let pivots_before = self.since_refactor; // `pivot` counts itself
         for p in 0..self.rows {
             if keep[self.head[p]] {
                 continue;
@@ -312,7 +313,11 @@ impl Simplex {
         let mut k = keep.iter();
         self.x.retain(|_| *k.next().expect("one flag per column"));
         self.head.iter_mut().for_each(|j| *j = new_index[*j]);
-        self.refactor()?;
+        // Deleting nonbasic columns leaves the basis, B^-1 and x_B as they were (only
+        // `head`'s indices move): refactorise only after pivoting a basic column out.
+        if self.since_refactor != pivots_before {
+            self.refactor()?;
+        }
         self.check_feasible()
     }
 
@@ -853,5 +858,18 @@ mod tests {
             .iter()
             .zip(&rebuilt)
             .all(|(a, b)| (a - b).abs() < 1e-9));
+        // Deleting nonbasic columns keeps B^-1 as it is (no refactorisation), and it is
+        // still the basis's inverse.
+        let nonbasic: Vec<usize> = (2 * m + 2..lp.n_cols())
+            .filter(|&j| lp.state[j] != State::Basic)
+            .collect();
+        assert!(nonbasic.len() >= 2, "hypotheses left out of the basis");
+        let keep: Vec<bool> = (0..lp.n_cols())
+            .map(|j| !nonbasic[..2].contains(&j))
+            .collect();
+        let inverse = bits(&lp);
+        lp.retain_columns(&keep).unwrap();
+        assert_eq!(bits(&lp)[..(m + 1) * (m + 1)], inverse[..(m + 1) * (m + 1)]);
+        identity(&lp);
     }
 }
