@@ -168,6 +168,7 @@ fn shapelet_card(m: &ShapeletModel, v: &mut Value) {
         "position_thresholds": m.params.position_thresholds,
         "position_min_examples": m.params.position_min_examples,
         "few_examples": m.params.few_examples,
+        "cap_examples": m.params.cap_examples,
         "columns_per_round": m.params.columns_per_round,
         "columns_for_size": m.params.columns_for_size,
         "warm_master": m.params.warm_master,

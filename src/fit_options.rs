@@ -120,6 +120,10 @@ pub struct FitOptions {
     /// library's, 3.
     #[arg(long, value_name = "N")]
     pub few_examples: Option<usize>,
+    /// A class with fewer training examples than this gets its weight cap times its count
+    /// over this, at least 0.3 of the cap (0: never). Default: the library's, 30.
+    #[arg(long, value_name = "N")]
+    pub cap_examples: Option<usize>,
     /// Most columns a boosting round adds to the master LP (each with an edge above
     /// gamma): fewer master solves. Default: the library's, 2.
     #[arg(long, value_name = "N")]
@@ -403,6 +407,7 @@ impl FitOptions {
                 .position_min_examples
                 .unwrap_or(base.position_min_examples),
             few_examples: self.few_examples.unwrap_or(base.few_examples),
+            cap_examples: self.cap_examples.unwrap_or(base.cap_examples),
             columns_per_round: self.columns_per_round.unwrap_or(base.columns_per_round),
             columns_for_size: base.columns_for_size && !self.fixed_columns,
             warm_master: base.warm_master && !self.no_warm_master,

@@ -231,6 +231,15 @@ pub struct FitParams {
     /// class at `max_weight`.
     #[serde(default)]
     pub few_examples: usize,
+    /// A class with fewer training examples m_c than this has its weight cap scaled by
+    /// m_c / cap_examples, to no less than [`CAP_FLOOR`] of `max_weight`: the fewer its
+    /// examples, the more hypotheses its vote rests on. A sparse vote over a dozen series a
+    /// class fits their chance detail (GunPoint at 12 a class: 0.89 to 1.00 by the seed
+    /// that picks the representatives), and a spread one costs rounds, which a class of
+    /// many examples need not pay (issue 26; docs/VARIANTS.md, "The weight cap by class
+    /// size"). 0 (older artifacts) leaves every class at `max_weight`.
+    #[serde(default)]
+    pub cap_examples: usize,
     /// Each boosting round adds up to this many columns with an edge above gamma: the
     /// round's best kernel and threshold hypotheses, then every space's best of each kind
     /// by gain (column generation for the dual (5) of Algorithm 1 may add every violated
@@ -461,6 +470,9 @@ impl Default for SpaceParams {
     }
 }
 
+/// The least share of `max_weight` that [`FitParams::cap_examples`] leaves a class.
+pub const CAP_FLOOR: f64 = 0.3;
+
 fn default_one() -> usize {
     1
 }
@@ -506,6 +518,7 @@ impl Default for FitParams {
             position_thresholds: true,
             position_min_examples: 12,
             few_examples: 3,
+            cap_examples: 30,
             columns_per_round: 2,
             columns_for_size: true,
             warm_master: true,
@@ -569,6 +582,8 @@ impl FitParams {
     /// - A class of few examples: many hypotheses separate its handful from the rest by some
     ///   chance detail, so its vote is spread over more of them (a cap m_c / few_examples of
     ///   max_weight's) and a round adds more of the spaces' best.
+    /// - A class of fewer than `cap_examples`: a cap m_c / cap_examples of max_weight's, at
+    ///   least [`CAP_FLOOR`] of it.
     /// - With `columns_for_size`, at least ceil(n / max_rounds): the round limit can then place
     ///   as many columns as the LP's optimum may use (up to n).
     pub(crate) fn round_plan(&self, n: usize, m_c: usize) -> (usize, Option<f64>) {
@@ -577,8 +592,13 @@ impl FitParams {
         if self.columns_for_size {
             batch = batch.max(n.div_ceil(self.max_rounds.max(1)));
         }
+        if self.cap_examples > 0 && m_c < self.cap_examples {
+            let share = (m_c as f64 / self.cap_examples as f64).max(CAP_FLOOR);
+            cap = cap.map(|c| c * share);
+        }
         if self.few_examples > 0 && m_c < self.few_examples && cap.is_some() {
-            cap = cap.map(|c| c * m_c as f64 / self.few_examples as f64);
+            let share = m_c as f64 / self.few_examples as f64;
+            cap = cap.zip(self.max_weight).map(|(c, w)| c.min(w * share));
             batch = batch.max(4 * self.few_examples.div_ceil(m_c));
         }
         (batch, cap)
@@ -713,11 +733,14 @@ mod tests {
     fn a_round_adds_enough_columns_for_the_round_limit_to_reach_n() {
         let series = FitParams::default();
         assert_eq!((series.columns_per_round, series.max_rounds), (2, 100));
-        // Up to 2 x max_rounds training series: two a round, the model of before.
-        assert_eq!(series.round_plan(28, 14), (2, Some(0.05)));
-        assert_eq!(series.round_plan(200, 20), (2, Some(0.05)));
+        // Up to 2 x max_rounds training series: two a round, the model of before. A class
+        // of fewer than 30 examples has its cap by its count (14 of 30: 0.05 x 14 / 30).
+        let (batch, cap) = series.round_plan(28, 14);
+        assert_eq!(batch, 2);
+        assert!((cap.unwrap() - 0.05 * 14.0 / 30.0).abs() < 1e-15);
+        assert_eq!(series.round_plan(200, 30), (2, Some(0.05)));
         // 500 series: five a round, so 100 rounds can place 500 columns.
-        assert_eq!(series.round_plan(201, 20).0, 3);
+        assert_eq!(series.round_plan(201, 40).0, 3);
         assert_eq!(series.round_plan(500, 50), (5, Some(0.05)));
         let limit = FitParams {
             max_rounds: 50,
@@ -732,10 +755,16 @@ mod tests {
         assert_eq!(fixed.round_plan(500, 50).0, 2);
         assert_eq!(FitParams::for_bags().round_plan(2000, 100), (2, None));
         assert_eq!(FitParams::paper().round_plan(2000, 100), (2, None));
-        // A class of two examples among 500: the few-examples cap and batch, the larger
-        // batch of the two rules.
+        // A class of two examples among 500: the few-examples batch, the larger of the two
+        // rules; the cap at the floor, below the few-examples rule's 2 / 3.
         let (batch, cap) = series.round_plan(500, 2);
         assert_eq!(batch, 8);
+        assert!((cap.unwrap() - 0.05 * CAP_FLOOR).abs() < 1e-15);
+        let few_only = FitParams {
+            cap_examples: 0,
+            ..series.clone()
+        };
+        let (_, cap) = few_only.round_plan(500, 2);
         assert!((cap.unwrap() - 0.05 * 2.0 / 3.0).abs() < 1e-15);
     }
 

@@ -1004,6 +1004,7 @@ mod tests {
             let params = FitParams {
                 k: Some(10),
                 few_examples: few,
+                cap_examples: 0,
                 ..FitParams::default()
             };
             ShapeletModel::fit(&ds, &params).unwrap()
