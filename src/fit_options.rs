@@ -115,8 +115,8 @@ pub struct FitOptions {
     /// (0: always). Default: the library's, 12.
     #[arg(long, value_name = "N")]
     pub position_min_examples: Option<usize>,
-    /// A class with fewer training examples than this gets a tighter weight cap (the cap
-    /// times its count over this) and more hypotheses a round (0: never). Default: the
+    /// A class with fewer training examples than this gets a weight cap of at most the cap
+    /// times its count over this, and more hypotheses a round (0: never). Default: the
     /// library's, 3.
     #[arg(long, value_name = "N")]
     pub few_examples: Option<usize>,

@@ -220,8 +220,8 @@ pub struct FitParams {
     /// artifacts) sets no minimum.
     #[serde(default)]
     pub position_min_examples: usize,
-    /// A class with fewer training examples m_c than this has its weight cap scaled by
-    /// m_c / few_examples, so its margin rests on more hypotheses and the pooled head has
+    /// A class with fewer training examples m_c than this has its weight cap at most
+    /// m_c / few_examples of `max_weight` (with `cap_examples`, whichever is lower), so its margin rests on more hypotheses and the pooled head has
     /// more to pool; each of its rounds then adds up to 4 ceil(few_examples / m_c) of the
     /// spaces' best columns with an edge above gamma rather than the best two, which keeps
     /// its rounds few. With two series per class many hypotheses separate the pair by some
