@@ -10,6 +10,7 @@ mod blockmax;
 pub mod boxcount;
 pub mod boxsvm;
 pub mod cancel;
+mod dense_rows;
 pub mod derived;
 pub mod ensemble;
 pub mod error;

@@ -10,6 +10,8 @@
 //! B^-1 is kept by column: a slack's row gives a column of one entry, which stays so until
 //! its slack leaves the basis, so products with B^-1 cost m per dense column, not m^2.
 
+use super::dense_rows::DenseRows;
+
 /// Why a solve gave up; the caller falls back to the interior-point solver for that round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SimplexError {
@@ -75,13 +77,16 @@ pub struct Simplex {
     /// B^-1 by column.
     inv: Vec<InverseColumn>,
     since_refactor: usize,
+    /// The dense columns again, by row, for pricing.
+    dense: DenseRows,
 }
 
 impl Simplex {
     /// An LP with right-hand side `b` and no columns yet.
     pub fn new(b: Vec<f64>) -> Self {
+        let rows = b.len();
         Self {
-            rows: b.len(),
+            rows,
             b,
             cols: Vec::new(),
             state: Vec::new(),
@@ -89,6 +94,7 @@ impl Simplex {
             head: Vec::new(),
             inv: Vec::new(),
             since_refactor: 0,
+            dense: DenseRows::new(rows),
         }
     }
 
@@ -107,6 +113,9 @@ impl Simplex {
         } else {
             (State::Free, 0.0)
         };
+        if self.dense.wants(entries.len()) {
+            self.dense.push(self.cols.len(), &entries);
+        }
         self.cols.push(Column {
             entries,
             cost,
@@ -317,6 +326,7 @@ impl Simplex {
         let mut k = keep.iter();
         self.x.retain(|_| *k.next().expect("one flag per column"));
         self.head.iter_mut().for_each(|j| *j = new_index[*j]);
+        self.dense.retain(&new_index);
         // Deleting nonbasic columns leaves the basis, B^-1 and x_B as they were (only
         // `head`'s indices move): refactorise only after pivoting a basic column out.
         if self.since_refactor != pivots_before {
@@ -339,13 +349,24 @@ impl Simplex {
             // Pricing: Dantzig's largest reduced cost, Bland's first eligible column when
             // pivots stall (degeneracy is heavy in LPBoost's masters).
             let pi = self.duals();
+            // The dense columns' pi'a_j at once (Bland's rule stops at the first eligible
+            // column: it prices column by column).
+            let mut dense_product = vec![None; self.cols.len()];
+            if !bland {
+                let products = self.dense.products(&pi);
+                for (&j, p) in self.dense.columns().iter().zip(products) {
+                    dense_product[j] = Some(p);
+                }
+            }
             let mut entering: Option<(usize, f64)> = None;
             for (j, c) in self.cols.iter().enumerate() {
                 let st = self.state[j];
                 if st == State::Basic {
                     continue;
                 }
-                let d = c.cost - c.entries.iter().map(|&(r, v)| pi[r] * v).sum::<f64>();
+                let product = dense_product[j]
+                    .unwrap_or_else(|| c.entries.iter().map(|&(r, v)| pi[r] * v).sum::<f64>());
+                let d = c.cost - product;
                 let eligible = match st {
                     State::Lower => d < -OPT_TOL && c.hi > c.lo,
                     State::Upper => d > OPT_TOL && c.hi > c.lo,
