@@ -4,6 +4,8 @@
 //! and its explanation. The daemon's scorer (`incremental.rs`) computes the same outputs
 //! window by window and shares the class scores and the decision.
 
+use std::collections::HashMap;
+
 use super::bag::{InputKind, Sample};
 use super::error::{MilError, Result};
 use super::prediction::{Contribution, Prediction};
@@ -83,6 +85,10 @@ impl ShapeletModel {
             for (j, r) in krow.chunks_exact_mut(space.count).enumerate() {
                 space.kernel_row(set.instance(j), r);
             }
+            // Hypotheses of one alpha (bit for bit) share their values on every
+            // subsequence: the max, its first maximiser and the fixed-point sum are taken
+            // once per alpha (one-vs-rest's classes often reuse a representative).
+            let mut groups: HashMap<Vec<(u32, u64)>, (f64, usize, i128)> = HashMap::new();
             for (e, ens) in self.ensembles.iter().enumerate() {
                 for (j, h) in ens
                     .hypotheses
@@ -90,20 +96,22 @@ impl ShapeletModel {
                     .enumerate()
                     .filter(|(_, h)| h.space == s)
                 {
-                    let mut best = (f64::NEG_INFINITY, 0);
-                    let mut sum: i128 = 0;
-                    for (x, r) in krow.chunks_exact(space.count).enumerate() {
-                        let v: f64 = h.alpha.iter().map(|&(z, a)| a * r[z as usize]).sum();
-                        sum += i128::from(to_fixed(v));
-                        if v > best.0 {
-                            best = (v, x);
+                    let key: Vec<(u32, u64)> =
+                        h.alpha.iter().map(|&(z, a)| (z, a.to_bits())).collect();
+                    let &mut (max, at, sum) = groups.entry(key).or_insert_with(|| {
+                        let mut best = (f64::NEG_INFINITY, 0);
+                        let mut sum: i128 = 0;
+                        for (x, r) in krow.chunks_exact(space.count).enumerate() {
+                            let v: f64 = h.alpha.iter().map(|&(z, a)| a * r[z as usize]).sum();
+                            sum += i128::from(to_fixed(v));
+                            if v > best.0 {
+                                best = (v, x);
+                            }
                         }
-                    }
-                    if h.mean {
-                        best.0 = fixed_mean(sum, n);
-                    }
-                    best.0 = h.output(best.0, position(best.1, n));
-                    out[e][j] = best;
+                        (best.0, best.1, sum)
+                    });
+                    let value = if h.mean { fixed_mean(sum, n) } else { max };
+                    out[e][j] = (h.output(value, position(at, n)), at);
                 }
             }
         }
