@@ -28,6 +28,7 @@ VARIANTS = {
     "PeriodicFew": "50 classes, 2 training and 4 test series each, 2,000 points, unnormalised, quasi-periodic (a Pig-like set: each class one animal's pressure waveform): each class repeats a cycle taken from a development series (GunPoint, Coffee, an ACSF1 segment or a BasicMotions channel; 13 source classes, about four classes each) at a cycle length (50-250 points), level and amplitude of its own; each series varies its level, amplitude and rate by a few %, starts at a random phase, and carries beat-to-beat rate variation, noise and a slow drift",
     "PeriodicBreath": "PeriodicFew at breathing rates with one cycle morphology (PigAirwayPressure's kind): each class's cycle a GunPoint series of its own (raise, hold, lower: a ventilator's pressure cycle), 300-1,000 points long (2 to 7 cycles a series), so classes differ in the cycle's detail, length, level and amplitude only",
     "PeriodicBreathShift": "PeriodicBreath with each series shifted by a level of its own, N(0, 1.5) against class levels spread over +-3 (a class's baseline moves between recordings, as a pig's pressures move with the experiment): the one Pig-like form that shows the held-out gap",
+    "ManyTen": "60 classes, 10 training and 10 test series each, 512 points, quasi-periodic as PeriodicFew (cycles of 30-150 points): many classes with more than a few series each, where one-vs-rest fits 60 problems of 600 bags (the fit's scaling in classes beside RDST's single transform)",
     "GunPointScaled": "GunPoint, each series times a log-uniform 0.01-100 and offset by +-100 (unnormalised)",
     "CoffeeScaled": "Coffee, each series scaled and offset as GunPointScaled",
     "ACSF1Unequal": "ACSF1, each series resampled to 40-100 % of its length (unequal lengths)",
@@ -290,6 +291,10 @@ def build(data, out, name, draw=0):
             write_ucr(f"{out}/{name}_{s}.csv", rows[s])
     elif name == "PeriodicFew":
         rows = periodic_few(data, ucr, rng)
+        for s in ("TRAIN", "TEST"):
+            write_ucr(f"{out}/{name}_{s}.csv", rows[s])
+    elif name == "ManyTen":
+        rows = periodic_few(data, ucr, rng, classes=60, train=10, test=10, length=512, periods=(30, 150))
         for s in ("TRAIN", "TEST"):
             write_ucr(f"{out}/{name}_{s}.csv", rows[s])
     elif name in ("PeriodicBreath", "PeriodicBreathShift"):
