@@ -12,6 +12,9 @@ pub(super) struct DenseRows {
     rows: usize,
     /// The LP column of each dense column, in block order.
     cols: Vec<usize>,
+    /// Per LP column its place in block order (`usize::MAX`: not dense; columns past the
+    /// end are not dense either).
+    slot: Vec<usize>,
     /// rows x capacity, row-major; a row's first `cols.len()` slots are in use.
     data: Vec<f64>,
     capacity: usize,
@@ -22,6 +25,7 @@ impl DenseRows {
         Self {
             rows,
             cols: Vec::new(),
+            slot: Vec::new(),
             data: Vec::new(),
             capacity: 0,
         }
@@ -51,6 +55,10 @@ impl DenseRows {
             self.data[r * self.capacity + w] = v;
         }
         self.cols.push(j);
+        if self.slot.len() <= j {
+            self.slot.resize(j + 1, usize::MAX);
+        }
+        self.slot[j] = w;
     }
 
     /// Keeps the columns whose `new_index` is not `usize::MAX`, renumbered to it.
@@ -65,10 +73,21 @@ impl DenseRows {
             }
         }
         self.cols = keep.iter().map(|&k| new_index[self.cols[k]]).collect();
+        let n = self.cols.iter().map(|&j| j + 1).max().unwrap_or(0);
+        self.slot = vec![usize::MAX; n];
+        for (k, &j) in self.cols.iter().enumerate() {
+            self.slot[j] = k;
+        }
+    }
+
+    /// LP column `j`'s place in block order (in [`Self::products`]), if it is dense.
+    pub fn slot(&self, j: usize) -> Option<usize> {
+        self.slot.get(j).copied().filter(|&k| k != usize::MAX)
     }
 
     /// The LP column of each dense column, in the order of [`Self::products`].
-    pub fn columns(&self) -> &[usize] {
+    #[cfg(test)]
+    fn columns(&self) -> &[usize] {
         &self.cols
     }
 
@@ -174,6 +193,7 @@ mod tests {
         assert_eq!(block.columns().len(), columns.len());
         for (k, (j, e)) in columns.iter().enumerate() {
             assert_eq!(block.columns()[k], *j);
+            assert_eq!(block.slot(*j), Some(k));
             let want: f64 = e.iter().map(|&(r, v)| pi[r] * v).sum();
             assert_eq!(got[k].to_bits(), want.to_bits(), "column {j}");
             assert_eq!(portable[k].to_bits(), want.to_bits(), "column {j}");

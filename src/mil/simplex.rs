@@ -351,21 +351,21 @@ impl Simplex {
             let pi = self.duals();
             // The dense columns' pi'a_j at once (Bland's rule stops at the first eligible
             // column: it prices column by column).
-            let mut dense_product = vec![None; self.cols.len()];
-            if !bland {
-                let products = self.dense.products(&pi);
-                for (&j, p) in self.dense.columns().iter().zip(products) {
-                    dense_product[j] = Some(p);
-                }
-            }
+            let products = if bland {
+                Vec::new()
+            } else {
+                self.dense.products(&pi)
+            };
             let mut entering: Option<(usize, f64)> = None;
             for (j, c) in self.cols.iter().enumerate() {
                 let st = self.state[j];
                 if st == State::Basic {
                     continue;
                 }
-                let product = dense_product[j]
-                    .unwrap_or_else(|| c.entries.iter().map(|&(r, v)| pi[r] * v).sum::<f64>());
+                let product = match self.dense.slot(j) {
+                    Some(k) if !bland => products[k],
+                    _ => c.entries.iter().map(|&(r, v)| pi[r] * v).sum::<f64>(),
+                };
                 let d = c.cost - product;
                 let eligible = match st {
                     State::Lower => d < -OPT_TOL && c.hi > c.lo,
