@@ -37,9 +37,9 @@ pub struct Plan {
     max_dim: usize,
     /// The most hypothesis groups one space has (the lanes' value scratch).
     max_groups: usize,
-    /// Per hypothesis (flat, ensemble by ensemble): its group.
-    group_of: Vec<usize>,
-    n_groups: usize,
+    /// Per hypothesis (flat, ensemble by ensemble): its group (the offline scorer's too).
+    pub(super) group_of: Vec<usize>,
+    pub(super) n_groups: usize,
     /// The block maxima's layout by window length, shared by the scorers of every series.
     layouts: Layouts,
 }

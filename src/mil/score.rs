@@ -4,8 +4,6 @@
 //! and its explanation. The daemon's scorer (`incremental.rs`) computes the same outputs
 //! window by window and shares the class scores and the decision.
 
-use std::collections::HashMap;
-
 use super::bag::{InputKind, Sample};
 use super::error::{MilError, Result};
 use super::prediction::{Contribution, Prediction};
@@ -68,6 +66,8 @@ impl ShapeletModel {
             .map(|e| vec![(0.0, 0); e.hypotheses.len()])
             .collect();
         let is_series = self.input.is_series();
+        let plan = super::incremental::plan(self);
+        let mut groups: Vec<Option<(f64, usize, i128)>> = vec![None; plan.n_groups];
         for (s, space) in self.spaces.iter().enumerate() {
             if space.count == 0 {
                 continue;
@@ -85,20 +85,19 @@ impl ShapeletModel {
             for (j, r) in krow.chunks_exact_mut(space.count).enumerate() {
                 space.kernel_row(set.instance(j), r);
             }
-            // Hypotheses of one alpha (bit for bit) share their values on every
+            // Hypotheses of one space and alpha (bit for bit) share their values on every
             // subsequence: the max, its first maximiser and the fixed-point sum are taken
-            // once per alpha (one-vs-rest's classes often reuse a representative).
-            let mut groups: HashMap<Vec<(u32, u64)>, (f64, usize, i128)> = HashMap::new();
+            // once per group (the incremental scorer's groups; one-vs-rest's classes often
+            // reuse a representative).
+            let mut flat = 0;
             for (e, ens) in self.ensembles.iter().enumerate() {
-                for (j, h) in ens
-                    .hypotheses
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, h)| h.space == s)
-                {
-                    let key: Vec<(u32, u64)> =
-                        h.alpha.iter().map(|&(z, a)| (z, a.to_bits())).collect();
-                    let &mut (max, at, sum) = groups.entry(key).or_insert_with(|| {
+                for (j, h) in ens.hypotheses.iter().enumerate() {
+                    let g = plan.group_of[flat];
+                    flat += 1;
+                    if h.space != s {
+                        continue;
+                    }
+                    let (max, at, sum) = *groups[g].get_or_insert_with(|| {
                         let mut best = (f64::NEG_INFINITY, 0);
                         let mut sum: i128 = 0;
                         for (x, r) in krow.chunks_exact(space.count).enumerate() {
