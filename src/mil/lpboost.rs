@@ -2,8 +2,9 @@
 
 use super::cancel::Cancel;
 use super::error::{MilError, Result};
-use super::simplex::{Simplex, SimplexError};
+use super::simplex::SimplexError;
 use super::solver::ConicProgram;
+use super::warm_master::WarmMaster;
 
 /// Stopping and soft-margin parameters of Algorithm 1.
 #[derive(Debug, Clone, Copy)]
@@ -177,7 +178,7 @@ pub struct Boosted<H> {
 }
 
 /// Bag i's margin y_i sum_j w_j h_j(B_i) under the master's weights.
-fn margin(y: &[f64], w: &[f64], outputs: &[Vec<f64>], i: usize) -> f64 {
+pub(super) fn margin(y: &[f64], w: &[f64], outputs: &[Vec<f64>], i: usize) -> f64 {
     y[i] * w.iter().zip(outputs).map(|(w, h)| w * h[i]).sum::<f64>()
 }
 
@@ -233,179 +234,6 @@ pub fn solve_master_on_bags(
     }
 }
 
-/// The primal (4) of Algorithm 1 kept in a simplex between rounds (the fit's master LP;
-/// [`solve_master_capped`] stays as the fallback and the reference):
-/// max rho - sum_i cap_i xi_i  s.t.  y_i sum_j w_j h_j(B_i) + xi_i - s_i = rho (each bag),
-/// sum_j w_j + u = 1, sum_{j in G} w_j + v = share, 0 <= w_j <= max_weight, xi, s, u, v >= 0
-/// (u fixed at 0 without caps: the paper's sum w = 1). Every bag is a row from the start:
-/// each brings its own one-entry columns s_i and xi_i, one of which is basic, so a row costs
-/// little and no working set is needed. The duals are the dual (5)'s solution: d_i of the bag
-/// rows, gamma = -pi of the sum row, eta = -pi of the group row.
-#[derive(Debug, Clone)]
-pub struct WarmMaster {
-    lp: Simplex,
-    m: usize,
-    caps: Vec<f64>,
-    capped: bool,
-    max_weight: Option<f64>,
-    group_share: Option<f64>,
-    /// The master's hypothesis columns (after the logical ones), in the caller's order.
-    columns: usize,
-}
-
-impl WarmMaster {
-    /// Columns of the logical variables: s_i, xi_i, rho, u (and v with a group cap).
-    fn logical(&self) -> usize {
-        2 * self.m + 2 + usize::from(self.group_share.is_some())
-    }
-
-    /// A master over `outputs` (at least one column), started from a crash basis: every
-    /// bag row's s_i basic with w = 0 when sum w <= 1 (u basic at 1), else the first column
-    /// at weight 1 with each bag row's s_i or xi_i basic by the sign of its margin.
-    pub fn new(
-        y: &[f64],
-        outputs: &[Vec<f64>],
-        caps: &[f64],
-        max_weight: Option<f64>,
-        group: Option<(&[bool], f64)>,
-    ) -> std::result::Result<Self, SimplexError> {
-        let m = y.len();
-        let capped = max_weight.is_some() || group.is_some();
-        let mut b = vec![0.0; m + 1];
-        b[m] = 1.0;
-        if let Some((_, share)) = group {
-            b.push(share);
-        }
-        let mut lp = Simplex::new(b);
-        for i in 0..m {
-            lp.add_column(vec![(i, -1.0)], 0.0, 0.0, f64::INFINITY);
-        }
-        for (i, &cap) in caps.iter().enumerate() {
-            lp.add_column(vec![(i, 1.0)], cap, 0.0, f64::INFINITY);
-        }
-        let rho = lp.add_column(
-            (0..m).map(|i| (i, -1.0)).collect(),
-            -1.0,
-            f64::NEG_INFINITY,
-            f64::INFINITY,
-        );
-        let u = lp.add_column(
-            vec![(m, 1.0)],
-            0.0,
-            0.0,
-            if capped { f64::INFINITY } else { 0.0 },
-        );
-        let v = group.map(|_| lp.add_column(vec![(m + 1, 1.0)], 0.0, 0.0, f64::INFINITY));
-        debug_assert_eq!(rho, 2 * m);
-        let mut master = Self {
-            lp,
-            m,
-            caps: caps.to_vec(),
-            capped,
-            max_weight,
-            group_share: group.map(|g| g.1),
-            columns: 0,
-        };
-        for (j, h) in outputs.iter().enumerate() {
-            master.add_column(y, h, group.is_some_and(|(g, _)| g[j]));
-        }
-        let head: Vec<usize> = if capped {
-            (0..m).chain([u]).chain(v).collect()
-        } else {
-            let first = master.logical();
-            (0..m)
-                .map(|i| {
-                    if y[i] * outputs[0][i] >= 0.0 {
-                        i
-                    } else {
-                        m + i
-                    }
-                })
-                .chain([first])
-                .collect()
-        };
-        master.lp.set_basis(head)?;
-        Ok(master)
-    }
-
-    /// Adds hypothesis h_j's column (weight 0, so the last basis stays feasible).
-    pub fn add_column(&mut self, y: &[f64], h: &[f64], in_group: bool) {
-        let m = self.m;
-        let mut entries: Vec<(usize, f64)> = (0..m)
-            .map(|i| (i, y[i] * h[i]))
-            .filter(|e| e.1 != 0.0)
-            .collect();
-        entries.push((m, 1.0));
-        if in_group && self.group_share.is_some() {
-            entries.push((m + 1, 1.0));
-        }
-        let hi = self.max_weight.unwrap_or(f64::INFINITY);
-        self.lp.add_column(entries, 0.0, 0.0, hi);
-        self.columns += 1;
-    }
-
-    /// Whether the last solution's d, gamma and eta are the only optimal ones.
-    pub fn duals_unique(&self) -> bool {
-        self.lp.duals_unique()
-    }
-
-    /// Per hypothesis column: whether its edge reaches gamma (+ eta) at the last solution,
-    /// so some optimal weights may use it (the interior point weighs every such column).
-    pub fn tight_columns(&self) -> Vec<bool> {
-        self.lp.reduced_costs()[self.logical()..]
-            .iter()
-            .map(|r| r.abs() <= 1e-9)
-            .collect()
-    }
-
-    /// Keeps the hypothesis columns flagged in `keep` (column deletion).
-    pub fn retain_columns(&mut self, keep: &[bool]) -> std::result::Result<(), SimplexError> {
-        assert_eq!(keep.len(), self.columns, "one flag per hypothesis column");
-        let mut all = vec![true; self.logical()];
-        all.extend_from_slice(keep);
-        self.lp.retain_columns(&all)?;
-        self.columns = keep.iter().filter(|k| **k).count();
-        Ok(())
-    }
-
-    /// Re-optimises from the last basis.
-    pub fn solve(&mut self) -> std::result::Result<MasterSolution, SimplexError> {
-        let m = self.m;
-        let cap = 50 * (self.lp.n_cols() + m) + 1000;
-        self.lp.solve(cap)?;
-        let pi = self.lp.duals();
-        let x = self.lp.x();
-        let d: Vec<f64> = pi[..m]
-            .iter()
-            .zip(&self.caps)
-            .map(|(v, &cap)| v.clamp(0.0, cap))
-            .collect();
-        let dsum: f64 = d.iter().sum();
-        if dsum.is_nan() || dsum <= 0.0 {
-            return Err(SimplexError::Infeasible);
-        }
-        let d = d.iter().map(|v| v / dsum).collect();
-        let first = self.logical();
-        let mut w: Vec<f64> = x[first..].iter().map(|v| v.max(0.0)).collect();
-        let wsum: f64 = w.iter().sum();
-        if wsum > 0.0 && !self.capped {
-            w.iter_mut().for_each(|v| *v /= wsum);
-        }
-        Ok(MasterSolution {
-            d,
-            gamma: -pi[m],
-            w,
-            rho: x[2 * m],
-            eta: if self.group_share.is_some() {
-                -pi[m + 1]
-            } else {
-                0.0
-            },
-            objective: -self.lp.objective(),
-        })
-    }
-}
-
 /// The next round's working set: the bags with weight and the quarter of the bags of
 /// smallest margin (the new columns move margins; those near rho are the likely to bind).
 fn next_working_set(y: &[f64], outputs: &[Vec<f64>], ms: &MasterSolution) -> Vec<bool> {
@@ -430,8 +258,43 @@ fn retain_flagged<T>(v: &mut Vec<T>, keep: &[bool]) {
     v.retain(|_| *k.next().expect("one flag per entry"));
 }
 
-/// The most bags the warm-started master LP takes; more go to the interior point.
+/// Past this many bags the warm-started master keeps rows for a working set of bags only
+/// (`warm_master`): the simplex's pivots cost rows x dense basic columns, and over every
+/// bag of a 4,000-bag set a fit took minutes.
 pub const WARM_MASTER_MAX_BAGS: usize = 1_000;
+
+/// Rows kept for bags of no weight between rounds, as a share of the bags: those of
+/// smallest margin, the likely to bind once the round's columns join.
+const SPARE_ROWS_SHARE: f64 = 0.1;
+
+/// Rows for bags of no weight kept between rounds, and bags joining at once.
+fn spare_rows(m: usize) -> usize {
+    (SPARE_ROWS_SHARE * m as f64) as usize
+}
+
+/// The first round's working set over many bags: the `spare` of smallest margin under equal
+/// weights on the round's columns, and more in that order until the caps on d sum to 1
+/// (sum d = 1 must be feasible). Bags below rho join as the master is solved.
+fn first_rows(y: &[f64], outputs: &[Vec<f64>], caps: &[f64], spare: usize) -> Vec<usize> {
+    let m = y.len();
+    let margins: Vec<f64> = (0..m)
+        .map(|i| y[i] * outputs.iter().map(|h| h[i]).sum::<f64>())
+        .collect();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| margins[a].total_cmp(&margins[b]).then(a.cmp(&b)));
+    let mut room = 0.0;
+    let mut take = 0;
+    for &i in &order {
+        if take >= spare && room >= 1.0 + 1e-9 {
+            break;
+        }
+        room += caps[i];
+        take += 1;
+    }
+    let mut bags = order[..take].to_vec();
+    bags.sort_unstable();
+    bags
+}
 
 /// Algorithm 1. `weak(d, gamma, eta)` returns hypotheses, best first, each with its outputs on the
 /// training bags and whether it belongs to the capped group (whose edges count less eta, the
@@ -446,10 +309,8 @@ pub fn lpboost<H>(
     mut weak: impl FnMut(&[f64], f64, f64, &[H]) -> Result<Vec<(H, Vec<f64>, bool)>>,
 ) -> Result<Boosted<H>> {
     let m = y.len();
-    // The simplex keeps a basis over every bag (the primal (4)); past about a thousand bags
-    // it gains nothing on the interior point over its working set of bags (`bench --cbf
-    // 3200 --fit-only`, one thread: 25.1 s with it against 23.9 s; 253 s when B^-1 was dense).
-    let warm_master = params.warm_master && m <= WARM_MASTER_MAX_BAGS;
+    let warm_master = params.warm_master;
+    let row_sets = m > WARM_MASTER_MAX_BAGS;
     if !(params.nu > 0.0 && params.nu <= 1.0) {
         return Err(MilError::InvalidParameter(format!(
             "nu must be in (0, 1], got {}",
@@ -517,14 +378,21 @@ pub fn lpboost<H>(
                 for (out, &g) in outs[before..].iter().zip(&grouped[before..]) {
                     wm.add_column(y, out, g);
                 }
-                wm.solve()
+                wm.solve_rows(y, &outs, &grouped, spare_rows(m))
             }
             None => {
-                WarmMaster::new(y, &outs, &caps, params.max_weight, group).and_then(|mut wm| {
-                    let s = wm.solve();
-                    warm = Some(wm);
-                    s
-                })
+                let bags = match (row_sets, rounds) {
+                    (false, _) => (0..m).collect(),
+                    (true, 1) => first_rows(y, &outs, &caps, spare_rows(m)),
+                    (true, _) => (0..m).filter(|&i| work[i]).collect(),
+                };
+                WarmMaster::new_on(bags, y, &outs, &caps, params.max_weight, group).and_then(
+                    |mut wm| {
+                        let s = wm.solve_rows(y, &outs, &grouped, spare_rows(m));
+                        warm = Some(wm);
+                        s
+                    },
+                )
             }
         };
         // Where the optimal d is not unique (degenerate rounds, a zero optimum), the
@@ -582,6 +450,11 @@ pub fn lpboost<H>(
                     retain_flagged(&mut outs, &keep);
                 }
                 work = next_working_set(y, &outs, &ms);
+                if let Some(wm) = warm.as_mut().filter(|_| row_sets) {
+                    if wm.shrink(spare_rows(m), y, &outs, &grouped, &ms).is_err() {
+                        warm = None;
+                    }
+                }
                 master = Some(ms);
             }
             Err(e) if master.is_some() => {
@@ -807,7 +680,8 @@ mod tests {
 
     /// The warm-started simplex reaches Clarabel's optimum round after round while columns
     /// join two at a time and idle ones leave, uncapped, capped, grouped and both, on the
-    /// random masters of the tests above (and the working-set master's optimum).
+    /// random masters of the tests above (and the working-set master's optimum), and so
+    /// does the simplex over a working set of bags that grows and shrinks.
     #[test]
     fn the_warm_master_matches_clarabel_round_after_round() {
         use rand::{Rng, SeedableRng};
@@ -840,6 +714,17 @@ mod tests {
                         share.map(|s| (g.as_slice(), s)),
                     )
                     .unwrap();
+                    // The same master over a working set of bags: three join at a time, rows
+                    // of bags of no weight beyond two leave after each solve.
+                    let mut rows = WarmMaster::new_on(
+                        first_rows(&y, &outs(&taken), &caps, 2),
+                        &y,
+                        &outs(&taken),
+                        &caps,
+                        max_weight,
+                        share.map(|s| (g.as_slice(), s)),
+                    )
+                    .unwrap();
                     let mut next = 2;
                     loop {
                         let ws = wm.solve().unwrap();
@@ -857,6 +742,14 @@ mod tests {
                             ws.objective,
                             full.objective
                         );
+                        let on_rows = rows.solve_rows(&y, &outs(&taken), &g, 3).unwrap();
+                        assert!(
+                            same_optimum(on_rows.objective, full.objective),
+                            "{at}: rows of a working set {} against Clarabel {}",
+                            on_rows.objective,
+                            full.objective
+                        );
+                        rows.shrink(2, &y, &outs(&taken), &g, &on_rows).unwrap();
                         let (bags, _) = solve_master_on_bags(
                             &y,
                             &outs(&taken),
@@ -896,11 +789,13 @@ mod tests {
                         if keep.iter().any(|k| !k) {
                             deleted += keep.iter().filter(|k| !**k).count();
                             wm.retain_columns(&keep).unwrap();
+                            rows.retain_columns(&keep).unwrap();
                             retain_flagged(&mut taken, &keep);
                             retain_flagged(&mut idle, &keep);
                         }
                         for j in next..(next + 2).min(pool.len()) {
                             wm.add_column(&y, &pool[j], grouped[j]);
+                            rows.add_column(&y, &pool[j], grouped[j]);
                             taken.push(j);
                             idle.push(0);
                         }

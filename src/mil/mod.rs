@@ -37,6 +37,7 @@ pub mod solver;
 pub mod space;
 pub mod stump;
 pub mod svm;
+mod warm_master;
 pub mod weak;
 mod width;
 
