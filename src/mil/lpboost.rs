@@ -4,7 +4,8 @@ use super::cancel::Cancel;
 use super::error::{MilError, Result};
 use super::simplex::SimplexError;
 use super::solver::ConicProgram;
-use super::warm_master::WarmMaster;
+pub use super::warm_master::MasterSolution;
+use super::warm_master::{margin, WarmMaster};
 
 /// Stopping and soft-margin parameters of Algorithm 1.
 #[derive(Debug, Clone, Copy)]
@@ -54,22 +55,6 @@ fn caps_and_start(y: &[f64], nu: f64, balanced: bool) -> (Vec<f64>, Vec<f64>) {
         y.iter().map(|&v| 1.0 / (2.0 * nu * size(v))).collect(),
         y.iter().map(|&v| 1.0 / (2.0 * size(v))).collect(),
     )
-}
-
-/// The solution of the restricted dual (5): sample weights d, edge bound gamma, and from its
-/// multipliers the hypothesis weights w and the primal margin rho of problem (4).
-#[derive(Debug, Clone)]
-pub struct MasterSolution {
-    pub d: Vec<f64>,
-    pub gamma: f64,
-    pub w: Vec<f64>,
-    pub rho: f64,
-    /// The dual price eta of the group cap (0 without one): a grouped hypothesis enters
-    /// only with an edge above gamma + eta.
-    pub eta: f64,
-    /// The LP's optimal value: gamma, plus the caps' penalties when capped (unique where
-    /// gamma, trading against the slacks, need not be).
-    pub objective: f64,
 }
 
 /// Solves the master LP of Algorithm 1:
@@ -175,11 +160,6 @@ pub struct Boosted<H> {
     pub master_fallbacks: usize,
     /// Rounds of the warm master whose optimal d was not unique (Clarabel solved them).
     pub interior_rounds: usize,
-}
-
-/// Bag i's margin y_i sum_j w_j h_j(B_i) under the master's weights.
-pub(super) fn margin(y: &[f64], w: &[f64], outputs: &[Vec<f64>], i: usize) -> f64 {
-    y[i] * w.iter().zip(outputs).map(|(w, h)| w * h[i]).sum::<f64>()
 }
 
 /// The master LP over a working set of bags (constraint generation in the primal, whose

@@ -7,8 +7,28 @@
 //! the bags that bind or are near to give the same optimum (the primal's rows generated as
 //! the dual's columns are), at the cost of rebuilding the LP when the set changes.
 
-use super::lpboost::{margin, MasterSolution};
 use super::simplex::{Simplex, SimplexError};
+
+/// The solution of the restricted dual (5): sample weights d, edge bound gamma, and from its
+/// multipliers the hypothesis weights w and the primal margin rho of problem (4).
+#[derive(Debug, Clone)]
+pub struct MasterSolution {
+    pub d: Vec<f64>,
+    pub gamma: f64,
+    pub w: Vec<f64>,
+    pub rho: f64,
+    /// The dual price eta of the group cap (0 without one): a grouped hypothesis enters
+    /// only with an edge above gamma + eta.
+    pub eta: f64,
+    /// The LP's optimal value: gamma, plus the caps' penalties when capped (unique where
+    /// gamma, trading against the slacks, need not be).
+    pub objective: f64,
+}
+
+/// Bag i's margin y_i sum_j w_j h_j(B_i) under the master's weights.
+pub(super) fn margin(y: &[f64], w: &[f64], outputs: &[Vec<f64>], i: usize) -> f64 {
+    y[i] * w.iter().zip(outputs).map(|(w, h)| w * h[i]).sum::<f64>()
+}
 
 /// The primal (4) of Algorithm 1 kept in a simplex between rounds (the fit's master LP;
 /// `lpboost::solve_master_capped` stays as the fallback and the reference):
