@@ -382,9 +382,9 @@ impl Simplex {
             let bland = degenerate >= DEGENERATE_RUN;
             // Pricing: Dantzig's largest reduced cost, Bland's first eligible column when
             // pivots stall (degeneracy is heavy in LPBoost's masters).
-            let pi = match kept_pi.take() {
-                Some(pi) => pi,
-                None => self.duals(),
+            let (pi, fresh) = match kept_pi.take() {
+                Some(pi) => (pi, false),
+                None => (self.duals(), true),
             };
             // The dense columns' pi'a_j at once (Bland's rule stops at the first eligible
             // column: it prices column by column).
@@ -421,6 +421,9 @@ impl Simplex {
                 }
             }
             let Some((q, dq)) = entering else {
+                if !fresh {
+                    continue; // optimal by updated duals: confirmed by recomputed ones
+                }
                 return Ok(iter);
             };
             // x_q moves by dir * t, x_B by -dir * t * alpha.
