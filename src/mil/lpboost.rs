@@ -686,7 +686,8 @@ mod tests {
                     let flags =
                         |t: &[usize]| -> Vec<bool> { t.iter().map(|&j| grouped[j]).collect() };
                     let g = flags(&taken);
-                    let mut wm = WarmMaster::new(
+                    let mut wm = WarmMaster::new_on(
+                        (0..m).collect(),
                         &y,
                         &outs(&taken),
                         &caps,
@@ -802,8 +803,15 @@ mod tests {
         for (max_weight, share) in [(None, None), (Some(0.25), Some(0.5))] {
             let mut outs: Vec<Vec<f64>> = vec![flat.clone(), flat.clone()];
             let g = [true; 12];
-            let mut wm =
-                WarmMaster::new(&y, &outs, &caps, max_weight, share.map(|s| (&g[..2], s))).unwrap();
+            let mut wm = WarmMaster::new_on(
+                (0..m).collect(),
+                &y,
+                &outs,
+                &caps,
+                max_weight,
+                share.map(|s| (&g[..2], s)),
+            )
+            .unwrap();
             for extra in [
                 &flat, &split, &split, &labels, &labels, &flat, &labels, &split, &labels, &labels,
             ] {

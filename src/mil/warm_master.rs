@@ -64,22 +64,10 @@ impl WarmMaster {
         2 * self.m() + 2 + usize::from(self.group_share.is_some())
     }
 
-    /// A master over every bag and `outputs` (at least one column), started from a crash
-    /// basis: every bag row's s_i basic with w = 0 when sum w <= 1 (u basic at 1), else the
-    /// first column at weight 1 with each bag row's s_i or xi_i basic by the sign of its
-    /// margin.
-    #[cfg(test)]
-    pub fn new(
-        y: &[f64],
-        outputs: &[Vec<f64>],
-        caps: &[f64],
-        max_weight: Option<f64>,
-        group: Option<(&[bool], f64)>,
-    ) -> Result<Self, SimplexError> {
-        Self::new_on((0..y.len()).collect(), y, outputs, caps, max_weight, group)
-    }
-
-    /// [`Self::new`] with rows for `bags` (ascending) only.
+    /// A master over the rows of `bags` (ascending; every bag, or a working set) and
+    /// `outputs` (at least one column), started from a crash basis: every bag row's s_i
+    /// basic with w = 0 when sum w <= 1 (u basic at 1), else the first column at weight 1
+    /// with each bag row's s_i or xi_i basic by the sign of its margin.
     pub fn new_on(
         bags: Vec<usize>,
         y: &[f64],
