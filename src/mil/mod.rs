@@ -6,6 +6,7 @@
 //! Boosting Infinitely Many Shapelet-based Classifiers"; cited below as "the paper").
 
 pub mod bag;
+mod basis_inverse;
 mod blockmax;
 pub mod boxcount;
 pub mod boxsvm;

@@ -3,13 +3,17 @@
 //! new column joins nonbasic at its lower bound, the last basis stays primal feasible, and
 //! the next solve usually takes a few pivots where the interior-point solver starts over.
 //!
-//! min c'x  s.t.  A x = b,  lo <= x <= hi;  duals pi = c_B' B^-1.
-//! Columns with one entry (slacks) make most of a basis; the inverse is rebuilt from the
-//! few other columns alone (a Schur complement), so a refactorisation costs about as many
-//! pivots as there are such columns.
-//! B^-1 is kept by column: a slack's row gives a column of one entry, which stays so until
-//! its slack leaves the basis, so products with B^-1 cost m per dense column, not m^2.
+//! min c'x  s.t.  A x = b,  lo <= x <= hi;  duals pi = c_B' B^-1 (`basis_inverse`).
+//!
+//! LPBoost's masters are heavily degenerate (hypotheses of outputs +-1 tie many bags'
+//! margins): a run of pivots of step zero shifts the bounds of the basic columns outward
+//! by random amounts of about 1e-9, which breaks the ties, and the true bounds return at
+//! the optimum (the basis stays optimal: reduced costs do not depend on bounds).
 
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::basis_inverse::BasisInverse;
 use super::dense_rows::DenseRows;
 
 /// Why a solve gave up; the caller falls back to the interior-point solver for that round.
@@ -34,20 +38,14 @@ enum State {
     Free,
 }
 
-/// A column of B^-1: a slack's row gives one entry (1 / its coefficient, at the slack's
-/// basis position) until that slack leaves the basis.
-#[derive(Debug, Clone)]
-enum InverseColumn {
-    Unit { pos: usize, val: f64 },
-    Dense(Vec<f64>),
-}
-
 #[derive(Debug, Clone)]
 struct Column {
     entries: Vec<(usize, f64)>,
     cost: f64,
     lo: f64,
     hi: f64,
+    /// The true bounds while (lo, hi) are shifted against degeneracy (within a solve).
+    unshifted: Option<(f64, f64)>,
 }
 
 /// Reduced costs below this are optimal.
@@ -61,8 +59,14 @@ const FEAS_TOL: f64 = 1e-8;
 /// every 50 pivots it was 11 % of that fit; every 100, 22 series sets fit in 24 % less time
 /// over three seeds at the same accuracy (0.8685 against 0.8674; docs/VARIANTS.md).
 const REFACTOR_EVERY: usize = 100;
-/// Degenerate pivots in a row before Bland's rule takes over (it cannot cycle).
+/// Degenerate pivots in a row before the basic columns' bounds are shifted (and, once
+/// every basic column's are, before Bland's rule takes over: it cannot cycle).
 const DEGENERATE_RUN: usize = 20;
+/// The bound shifts against degeneracy: (1 + |bound|) times this, times 1 to 2 at random.
+/// Far above rounding, far below the solution's scale and FEAS_TOL once unshifted. On a
+/// 4,000-bag master whose solves stalled under Bland's rule (150,000 pivots, then the
+/// interior point), a solve takes a few thousand pivots (docs/VARIANTS.md).
+const BOUND_SHIFT: f64 = 1e-9;
 
 /// An LP in equality form whose basis survives between solves.
 #[derive(Debug, Clone)]
@@ -74,13 +78,14 @@ pub struct Simplex {
     x: Vec<f64>,
     /// `head[p]`: the column basic at position p.
     head: Vec<usize>,
-    /// B^-1 by column.
-    inv: Vec<InverseColumn>,
+    inv: BasisInverse,
     since_refactor: usize,
     /// Update the duals pivot by pivot instead of recomputing them (see [`Self::solve`]).
     incremental_duals: bool,
     /// The dense columns again, by row, for pricing.
     dense: DenseRows,
+    /// Draws the bound shifts: the same on every run.
+    shifts: ChaCha8Rng,
 }
 
 impl Simplex {
@@ -94,10 +99,11 @@ impl Simplex {
             state: Vec::new(),
             x: Vec::new(),
             head: Vec::new(),
-            inv: Vec::new(),
+            inv: BasisInverse::default(),
             since_refactor: 0,
             incremental_duals: false,
             dense: DenseRows::new(rows),
+            shifts: ChaCha8Rng::seed_from_u64(0),
         }
     }
 
@@ -153,6 +159,7 @@ impl Simplex {
             cost,
             lo,
             hi,
+            unshifted: None,
         });
         self.state.push(state);
         self.x.push(value);
@@ -201,52 +208,13 @@ impl Simplex {
 
     /// The row duals pi = c_B' B^-1.
     pub fn duals(&self) -> Vec<f64> {
-        // Most basic columns cost nothing (slacks, hypotheses); pi sums over the others
-        // only, four dense columns at a time (independent sums, in the same order).
-        let costs: Vec<(usize, f64)> = self
-            .head
-            .iter()
-            .enumerate()
-            .map(|(p, &j)| (p, self.cols[j].cost))
-            .filter(|(_, c)| *c != 0.0)
-            .collect();
-        let mut pi = vec![0.0; self.rows];
-        let mut dense: Vec<(usize, &[f64])> = Vec::new();
-        for (r, col) in self.inv.iter().enumerate() {
-            match col {
-                InverseColumn::Unit { pos, val } => {
-                    let c = self.cols[self.head[*pos]].cost;
-                    if c != 0.0 {
-                        pi[r] = c * val;
-                    }
-                }
-                InverseColumn::Dense(c) => dense.push((r, c)),
-            }
-        }
-        for four in dense.chunks(4) {
-            let mut acc = [0.0; 4];
-            for &(p, c) in &costs {
-                for (a, (_, col)) in acc.iter_mut().zip(four) {
-                    *a += c * col[p];
-                }
-            }
-            for (a, (r, _)) in acc.iter().zip(four) {
-                pi[*r] = *a;
-            }
-        }
-        pi
+        let cost_at: Vec<f64> = self.head.iter().map(|&j| self.cols[j].cost).collect();
+        self.inv.left_times(&cost_at)
     }
 
-    /// Row p of B^-1.
-    fn inverse_row(&self, p: usize) -> Vec<f64> {
-        self.inv
-            .iter()
-            .map(|col| match col {
-                InverseColumn::Unit { pos, val } if *pos == p => *val,
-                InverseColumn::Unit { .. } => 0.0,
-                InverseColumn::Dense(c) => c[p],
-            })
-            .collect()
+    /// Columns of B^-1 with more than one entry (the cost of a pivot is m times these).
+    pub fn dense_inverse_columns(&self) -> usize {
+        self.inv.dense_columns()
     }
 
     /// c_j - pi'a_j of every column (0 for the basic ones).
@@ -277,7 +245,7 @@ impl Simplex {
             } else {
                 continue;
             };
-            let row = self.inverse_row(p);
+            let row = self.inv.row(p);
             // d_k(theta) = d_k + theta alpha_pk of each nonbasic k must keep its sign.
             let mut t = f64::INFINITY;
             for (k, ck) in self.cols.iter().enumerate() {
@@ -315,7 +283,7 @@ impl Simplex {
             if keep[self.head[p]] {
                 continue;
             }
-            let row = self.inverse_row(p);
+            let row = self.inv.row(p);
             let mut best: Option<(usize, f64)> = None;
             for (j, c) in self.cols.iter().enumerate() {
                 if self.state[j] == State::Basic || !keep[j] {
@@ -370,6 +338,55 @@ impl Simplex {
     /// Primal simplex from the current (primal feasible) basis to an optimum; returns the
     /// number of pivots and bound flips.
     pub fn solve(&mut self, max_iter: usize) -> Result<usize, SimplexError> {
+        let solved = self.iterate(max_iter);
+        if !self.unshift_bounds() {
+            return solved;
+        }
+        // The true bounds move the nonbasic columns at a shifted bound by about 1e-9:
+        // the basic values follow, within FEAS_TOL of their bounds.
+        let pivots = solved?;
+        self.refactor()?;
+        self.check_feasible()?;
+        Ok(pivots)
+    }
+
+    /// Shifts the finite bounds of the basic columns whose bounds are true outward by
+    /// BOUND_SHIFT (relative) times 1 to 2 at random; whether any was.
+    fn shift_basic_bounds(&mut self) -> bool {
+        let mut any = false;
+        for &j in &self.head {
+            let c = &mut self.cols[j];
+            if c.unshifted.is_some() || !(c.lo.is_finite() || c.hi.is_finite()) {
+                continue;
+            }
+            c.unshifted = Some((c.lo, c.hi));
+            c.lo -= BOUND_SHIFT * (1.0 + c.lo.abs()) * (1.0 + self.shifts.random::<f64>());
+            c.hi += BOUND_SHIFT * (1.0 + c.hi.abs()) * (1.0 + self.shifts.random::<f64>());
+            any = true;
+        }
+        any
+    }
+
+    /// The true bounds back, a nonbasic column at a shifted bound at its true one; whether
+    /// any was shifted (the basic values are then stale: refactorise).
+    fn unshift_bounds(&mut self) -> bool {
+        let mut any = false;
+        for (j, c) in self.cols.iter_mut().enumerate() {
+            let Some((lo, hi)) = c.unshifted.take() else {
+                continue;
+            };
+            (c.lo, c.hi) = (lo, hi);
+            match self.state[j] {
+                State::Lower => self.x[j] = lo,
+                State::Upper => self.x[j] = hi,
+                State::Basic | State::Free => {}
+            }
+            any = true;
+        }
+        any
+    }
+
+    fn iterate(&mut self, max_iter: usize) -> Result<usize, SimplexError> {
         let m = self.rows;
         let mut degenerate = 0usize;
         let mut kept_pi: Option<Vec<f64>> = None;
@@ -379,9 +396,12 @@ impl Simplex {
                 self.check_feasible()?;
                 kept_pi = None;
             }
+            if degenerate >= DEGENERATE_RUN && self.shift_basic_bounds() {
+                degenerate = 0;
+            }
             let bland = degenerate >= DEGENERATE_RUN;
             // Pricing: Dantzig's largest reduced cost, Bland's first eligible column when
-            // pivots stall (degeneracy is heavy in LPBoost's masters).
+            // pivots stall even with shifted bounds.
             let (pi, fresh) = match kept_pi.take() {
                 Some(pi) => (pi, false),
                 None => (self.duals(), true),
@@ -475,7 +495,7 @@ impl Simplex {
                 let mut pi = pi;
                 if let Some((p, _)) = leave {
                     let t = dq / alpha[p];
-                    let row = self.inverse_row(p);
+                    let row = self.inv.row(p);
                     pi.iter_mut().zip(&row).for_each(|(v, r)| *v += t * r);
                 }
                 kept_pi = Some(pi);
@@ -512,251 +532,26 @@ impl Simplex {
 
     /// alpha = B^-1 a_q.
     fn ftran(&self, q: usize) -> Vec<f64> {
-        self.times_inverse(self.cols[q].entries.iter().copied())
+        self.inv.times(self.cols[q].entries.iter().copied())
     }
 
-    /// B^-1 a for a given by its entries (row, value).
-    fn times_inverse(&self, entries: impl Iterator<Item = (usize, f64)>) -> Vec<f64> {
-        let mut alpha = vec![0.0; self.rows];
-        for (r, v) in entries {
-            match &self.inv[r] {
-                InverseColumn::Unit { pos, val } => alpha[*pos] += val * v,
-                InverseColumn::Dense(c) => alpha.iter_mut().zip(c).for_each(|(a, b)| *a += b * v),
-            }
-        }
-        alpha
-    }
-
-    /// Column q enters at position p (product-form update of B^-1): each column of B^-1
-    /// with an entry at p takes alpha's multiple; a one-entry column has one only if its
-    /// slack is the column leaving, so the update costs m per dense column. Like
-    /// [`Self::refactor`], compiled for AVX-512 or AVX2 where the CPU has them: element-wise
-    /// updates, the same operations (no fused multiply-add, no reassociation), the same bits.
+    /// Column q enters the basis at position p, whose B^-1 a_q is `alpha`.
     fn pivot(&mut self, p: usize, q: usize, alpha: &[f64]) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                // SAFETY: the CPU has AVX-512F, checked on the line above.
-                return unsafe { self.pivot_avx512(p, q, alpha) };
-            }
-            if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU has AVX2, checked on the line above.
-                return unsafe { self.pivot_avx2(p, q, alpha) };
-            }
-        }
-        self.pivot_portable(p, q, alpha)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn pivot_avx512(&mut self, p: usize, q: usize, alpha: &[f64]) {
-        self.pivot_portable(p, q, alpha)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn pivot_avx2(&mut self, p: usize, q: usize, alpha: &[f64]) {
-        self.pivot_portable(p, q, alpha)
-    }
-
-    #[inline(always)]
-    fn pivot_portable(&mut self, p: usize, q: usize, alpha: &[f64]) {
-        let piv = alpha[p];
-        let update = |c: &mut [f64]| {
-            let t = c[p] / piv;
-            c.iter_mut().zip(alpha).for_each(|(v, a)| *v -= a * t);
-            c[p] = t;
-        };
-        for col in &mut self.inv {
-            match col {
-                InverseColumn::Unit { pos, val } if *pos == p => {
-                    let mut c = vec![0.0; alpha.len()];
-                    c[p] = *val;
-                    update(&mut c);
-                    *col = InverseColumn::Dense(c);
-                }
-                InverseColumn::Unit { .. } => {}
-                InverseColumn::Dense(c) if c[p] != 0.0 => update(c),
-                InverseColumn::Dense(_) => {}
-            }
-        }
+        self.inv.update(p, alpha);
         self.state[q] = State::Basic;
         self.head[p] = q;
         self.since_refactor += 1;
     }
 
-    /// Rebuilds B^-1 and the basic values. Columns of one entry cover their rows; the
-    /// others (D) are solved on the rows left (R): x_D = D_R^-1 a_R, then each covered row
-    /// k gives its column's value (a_k - D_k x_D) / v_k.
+    /// Rebuilds B^-1 and the basic values, x_B = B^-1 (b - N x_N).
     fn refactor(&mut self) -> Result<(), SimplexError> {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                // SAFETY: the CPU has AVX-512F, checked on the line above.
-                return unsafe { self.refactor_avx512() };
-            }
-            if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU has AVX2, checked on the line above.
-                return unsafe { self.refactor_avx2() };
-            }
-        }
-        self.refactor_portable()
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn refactor_avx512(&mut self) -> Result<(), SimplexError> {
-        self.refactor_portable()
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn refactor_avx2(&mut self) -> Result<(), SimplexError> {
-        self.refactor_portable()
-    }
-
-    #[inline(always)]
-    fn refactor_portable(&mut self) -> Result<(), SimplexError> {
-        let m = self.rows;
-        let mut cover = vec![usize::MAX; m]; // row -> basis position of its one-entry column
-        let mut dense: Vec<usize> = Vec::new(); // basis positions of the other columns
-        for (p, &j) in self.head.iter().enumerate() {
-            match self.cols[j].entries.as_slice() {
-                [(r, v)] if *v != 0.0 => {
-                    if cover[*r] != usize::MAX {
-                        return Err(SimplexError::Singular);
-                    }
-                    cover[*r] = p;
-                }
-                _ => dense.push(p),
-            }
-        }
-        let rest: Vec<usize> = (0..m).filter(|&r| cover[r] == usize::MAX).collect();
-        let k = dense.len();
-        if rest.len() != k {
-            return Err(SimplexError::Singular);
-        }
-        let mut at = vec![usize::MAX; m];
-        rest.iter().enumerate().for_each(|(i, &r)| at[r] = i);
-        // D_R (k x k) beside the identity, inverted by Gauss-Jordan with partial pivoting.
-        let mut dr = vec![0.0; k * k];
-        let mut dinv = vec![0.0; k * k];
-        for (j, &p) in dense.iter().enumerate() {
-            for &(r, v) in &self.cols[self.head[p]].entries {
-                if at[r] != usize::MAX {
-                    dr[at[r] * k + j] += v;
-                }
-            }
-        }
-        for i in 0..k {
-            dinv[i * k + i] = 1.0;
-        }
-        for c in 0..k {
-            let piv = (c..k)
-                .max_by(|&a, &b| dr[a * k + c].abs().total_cmp(&dr[b * k + c].abs()))
-                .expect("c < k");
-            let scale = (0..k).map(|j| dr[piv * k + j].abs()).fold(0.0, f64::max);
-            if dr[piv * k + c].abs() <= 1e-11 * scale.max(1.0) {
-                return Err(SimplexError::Singular);
-            }
-            for j in 0..k {
-                dr.swap(c * k + j, piv * k + j);
-                dinv.swap(c * k + j, piv * k + j);
-            }
-            let d = dr[c * k + c];
-            for j in 0..k {
-                dr[c * k + j] /= d;
-                dinv[c * k + j] /= d;
-            }
-            // Row c's copies let the updates run over disjoint rows; dr's columns before
-            // c are zero in row c (eliminated), so its update starts at c.
-            let dr_c = dr[c * k + c..(c + 1) * k].to_vec();
-            let dinv_c = dinv[c * k..(c + 1) * k].to_vec();
-            for (i, (dr_i, dinv_i)) in dr
-                .chunks_exact_mut(k)
-                .zip(dinv.chunks_exact_mut(k))
-                .enumerate()
-            {
-                let f = dr_i[c];
-                if i != c && f != 0.0 {
-                    dr_i[c..]
-                        .iter_mut()
-                        .zip(&dr_c)
-                        .for_each(|(v, r)| *v -= f * r);
-                    dinv_i
-                        .iter_mut()
-                        .zip(&dinv_c)
-                        .for_each(|(v, r)| *v -= f * r);
-                }
-            }
-        }
-        // Rows of D_R^-1 belong to the dense columns in order; column i to row rest[i],
-        // whose column of B^-1 is dense. A covered row's column is its slack's alone.
-        let mut rest_cols: Vec<Vec<f64>> = (0..k)
-            .map(|i| {
-                let mut c = vec![0.0; m];
-                for (j, &p) in dense.iter().enumerate() {
-                    c[p] = dinv[j * k + i];
-                }
-                c
-            })
-            .collect();
-        // D's entries at the covered rows, by row (CSR, in column order), gathered in one
-        // pass: scanning every dense column for each row made this m^2 k.
-        let mut start = vec![0usize; m + 1];
-        for &pd in &dense {
-            for &(r, _) in &self.cols[self.head[pd]].entries {
-                if cover[r] != usize::MAX {
-                    start[r + 1] += 1;
-                }
-            }
-        }
-        for r in 0..m {
-            start[r + 1] += start[r];
-        }
-        let mut fill = start.clone();
-        let mut at_row = vec![(0usize, 0.0f64); start[m]];
-        for (j, &pd) in dense.iter().enumerate() {
-            for &(r, a) in &self.cols[self.head[pd]].entries {
-                if cover[r] != usize::MAX {
-                    at_row[fill[r]] = (j, a);
-                    fill[r] += 1;
-                }
-            }
-        }
-        let mut s = vec![0.0; k]; // (D_k D_R^-1) for a covered row k
-        for (r, &p) in cover.iter().enumerate() {
-            if p == usize::MAX {
-                continue;
-            }
-            let v = self.cols[self.head[p]].entries[0].1;
-            let entries = &at_row[start[r]..start[r + 1]];
-            if entries.is_empty() {
-                continue;
-            }
-            s.iter_mut().for_each(|x| *x = 0.0);
-            for &(j, a) in entries {
-                s.iter_mut()
-                    .zip(&dinv[j * k..(j + 1) * k])
-                    .for_each(|(x, d)| *x += a * d);
-            }
-            for (&si, c) in s.iter().zip(&mut rest_cols) {
-                c[p] = -si / v;
-            }
-        }
-        let mut rest_cols = rest_cols.into_iter();
-        self.inv = cover
+        let basic: Vec<&[(usize, f64)]> = self
+            .head
             .iter()
-            .map(|&p| match p {
-                usize::MAX => InverseColumn::Dense(rest_cols.next().expect("one per rest row")),
-                p => InverseColumn::Unit {
-                    pos: p,
-                    val: 1.0 / self.cols[self.head[p]].entries[0].1,
-                },
-            })
+            .map(|&j| self.cols[j].entries.as_slice())
             .collect();
+        self.inv = BasisInverse::factor(&basic).ok_or(SimplexError::Singular)?;
         self.since_refactor = 0;
-        // x_B = B^-1 (b - N x_N).
         let mut rhs = self.b.clone();
         for (j, c) in self.cols.iter().enumerate() {
             if self.state[j] != State::Basic && self.x[j] != 0.0 {
@@ -765,7 +560,7 @@ impl Simplex {
                 }
             }
         }
-        let xb = self.times_inverse(rhs.into_iter().enumerate());
+        let xb = self.inv.times(rhs.into_iter().enumerate());
         for (&j, v) in self.head.iter().zip(xb) {
             self.x[j] = v;
         }
@@ -885,7 +680,7 @@ mod tests {
         lp.set_basis((0..m).chain([u]).collect()).unwrap();
         let identity = |lp: &Simplex| {
             for p in 0..=m {
-                let e = lp.times_inverse(lp.cols[lp.head[p]].entries.iter().copied());
+                let e = lp.inv.times(lp.cols[lp.head[p]].entries.iter().copied());
                 for (i, v) in e.iter().enumerate() {
                     let want = if i == p { 1.0 } else { 0.0 };
                     assert!((v - want).abs() < 1e-9, "(B^-1 B)[{i}][{p}] = {v}");
@@ -897,38 +692,23 @@ mod tests {
             for _ in 0..3 {
                 hypothesis(&mut lp);
             }
-            let units = lp
-                .inv
-                .iter()
-                .filter(|c| matches!(c, InverseColumn::Unit { .. }))
-                .count();
+            let dense = lp.dense_inverse_columns();
             lp.solve(1000).unwrap();
-            let after = lp
-                .inv
-                .iter()
-                .filter(|c| matches!(c, InverseColumn::Unit { .. }))
-                .count();
-            turned_dense += units.saturating_sub(after);
+            turned_dense += lp.dense_inverse_columns().saturating_sub(dense);
             identity(&lp);
         }
         assert!(turned_dense > 0, "no slack left the basis");
-        // The dispatched refactorisation (AVX-512 or AVX2 where the CPU has them) and the
-        // portable one give the same bits.
         let bits = |lp: &Simplex| -> Vec<u64> {
             (0..=m)
-                .flat_map(|p| lp.inverse_row(p))
+                .flat_map(|p| lp.inv.row(p))
                 .chain(lp.x.iter().copied())
                 .map(f64::to_bits)
                 .collect()
         };
-        let (mut dispatched, mut portable) = (lp.clone(), lp.clone());
-        dispatched.refactor().unwrap();
-        portable.refactor_portable().unwrap();
-        assert_eq!(bits(&dispatched), bits(&portable));
-        let before: Vec<f64> = (0..=m).flat_map(|p| lp.inverse_row(p)).collect();
+        let before: Vec<f64> = (0..=m).flat_map(|p| lp.inv.row(p)).collect();
         lp.refactor().unwrap();
         identity(&lp);
-        let rebuilt: Vec<f64> = (0..=m).flat_map(|p| lp.inverse_row(p)).collect();
+        let rebuilt: Vec<f64> = (0..=m).flat_map(|p| lp.inv.row(p)).collect();
         assert!(before
             .iter()
             .zip(&rebuilt)
@@ -946,5 +726,75 @@ mod tests {
         lp.retain_columns(&keep).unwrap();
         assert_eq!(bits(&lp)[..(m + 1) * (m + 1)], inverse[..(m + 1) * (m + 1)]);
         identity(&lp);
+    }
+
+    /// A master of LPBoost's shape whose hypotheses output +-1 (bags' margins tie in
+    /// blocks: degenerate vertices everywhere) is solved with shifted bounds, and each
+    /// solve ends at an optimum of the true LP: every bound true again, every nonbasic
+    /// column at a bound, the basic values within theirs, no reduced cost of the wrong sign.
+    #[test]
+    fn a_degenerate_master_solves_with_shifted_bounds_and_ends_on_the_true_ones() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let m = 200;
+        let mut b = vec![0.0; m + 1];
+        b[m] = 1.0;
+        let mut lp = Simplex::new(b);
+        for i in 0..m {
+            lp.add_column(vec![(i, -1.0)], 0.0, 0.0, f64::INFINITY);
+        }
+        for i in 0..m {
+            lp.add_column(vec![(i, 1.0)], 0.02, 0.0, f64::INFINITY);
+        }
+        lp.add_column(
+            (0..m).map(|i| (i, -1.0)).collect(),
+            -1.0,
+            f64::NEG_INFINITY,
+            f64::INFINITY,
+        );
+        lp.add_column(vec![(m, 1.0)], 0.0, 0.0, 0.0);
+        // Bags in blocks of ten share every output: a hypothesis is a sign per block.
+        let mut hypothesis = |lp: &mut Simplex| {
+            let signs: Vec<f64> = (0..m / 10)
+                .map(|_| if rng.random_bool(0.6) { 1.0 } else { -1.0 })
+                .collect();
+            let mut e: Vec<(usize, f64)> = (0..m).map(|i| (i, signs[i / 10])).collect();
+            e.push((m, 1.0));
+            lp.add_column(e, 0.0, 0.0, f64::INFINITY)
+        };
+        let first = hypothesis(&mut lp);
+        let head = (0..m)
+            .map(|i| {
+                if lp.cols[first].entries[i].1 > 0.0 {
+                    i
+                } else {
+                    m + i
+                }
+            })
+            .chain([first])
+            .collect();
+        lp.set_basis(head).unwrap();
+        let mut shifted = false;
+        for _ in 0..15 {
+            for _ in 0..4 {
+                hypothesis(&mut lp);
+            }
+            let mut probe = lp.clone();
+            let _ = probe.iterate(100_000);
+            shifted |= probe.cols.iter().any(|c| c.unshifted.is_some());
+            lp.solve(100_000).unwrap();
+            let reduced = lp.reduced_costs();
+            for (j, c) in lp.cols.iter().enumerate() {
+                assert!(c.unshifted.is_none(), "column {j} still shifted");
+                let x = lp.x[j];
+                match lp.state[j] {
+                    State::Basic => assert!(x >= c.lo - FEAS_TOL && x <= c.hi + FEAS_TOL),
+                    State::Lower => assert!(x == c.lo && reduced[j] >= -OPT_TOL),
+                    State::Upper => assert!(x == c.hi && reduced[j] <= OPT_TOL),
+                    State::Free => assert!(x == 0.0 && reduced[j].abs() <= OPT_TOL),
+                }
+            }
+        }
+        assert!(shifted, "no solve met a degenerate run");
     }
 }
