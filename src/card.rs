@@ -8,6 +8,7 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
+use crate::mil::ensemble::Ensemble;
 use crate::mil::kernel::Kernel;
 use crate::mil::prediction::Explanation;
 use crate::mil::prediction::ShownShares;
@@ -210,6 +211,8 @@ fn shapelet_card(m: &ShapeletModel, v: &mut Value) {
             "rho": e.rho,
             "gamma": e.gamma,
             "stop_reason": e.stop_reason,
+            "master_interior_rounds": e.master_interior_rounds,
+            "master_fallbacks": e.master_fallbacks,
         }))
         .collect::<Vec<_>>());
     v["rounds"] = json!(m.summary.rounds);
@@ -232,6 +235,8 @@ fn shapelet_card(m: &ShapeletModel, v: &mut Value) {
         "instances_per_space": m.summary.instances_per_space,
         "weak_failures": m.summary.weak_failures,
         "last_weak_failure": m.summary.last_weak_failure,
+        "master_interior_rounds": m.ensembles.iter().map(|e| e.master_interior_rounds).sum::<usize>(),
+        "master_fallbacks": m.ensembles.iter().map(|e| e.master_fallbacks).sum::<usize>(),
     });
     // How readable its explanations are: the share of the decision margin the top
     // findings carry on the training set (null when not measured, e.g. older artifacts).
@@ -439,6 +444,15 @@ fn shapelet_text(m: &ShapeletModel, s: &mut String) {
             .as_ref()
             .map(|f| format!(" (last: {f})"))
             .unwrap_or_default()
+    );
+    let sum = |f: fn(&Ensemble) -> usize| m.ensembles.iter().map(f).sum::<usize>();
+    let _ = writeln!(
+        s,
+        "master LP   {} of {} rounds by the interior point ({} after a simplex failure), the \
+         rest by the warm simplex",
+        sum(|e| e.master_interior_rounds),
+        sum(|e| e.rounds),
+        sum(|e| e.master_fallbacks)
     );
     if let Some(e) = &m.summary.shown_shares {
         let _ = writeln!(

@@ -51,6 +51,12 @@ pub struct Ensemble {
     /// Final gamma of the dual (5), equal to the LP's optimum.
     pub gamma: f64,
     pub stop_reason: String,
+    /// Rounds whose master LP the interior point solved: the simplex's optimal d was not
+    /// unique, or the simplex failed (`master_fallbacks` of them). 0 in older artifacts.
+    #[serde(default)]
+    pub master_interior_rounds: usize,
+    #[serde(default)]
+    pub master_fallbacks: usize,
 }
 
 /// A final soft margin rho at or below this is no margin (the solvers leave ~1e-10 at a
@@ -123,6 +129,8 @@ mod tests {
             rho,
             gamma: 0.0,
             stop_reason: "reached the round limit (100)".into(),
+            master_interior_rounds: 0,
+            master_fallbacks: 0,
         }
     }
 

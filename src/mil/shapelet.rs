@@ -507,6 +507,8 @@ impl ShapeletModel {
                         rho: boosted.rho,
                         gamma: boosted.gamma,
                         stop_reason: boosted.stop_reason,
+                        master_interior_rounds: boosted.interior_rounds + boosted.master_fallbacks,
+                        master_fallbacks: boosted.master_fallbacks,
                     },
                     (solves, max_rows, failures, last_failure),
                     outputs,
@@ -854,6 +856,8 @@ mod tests {
             rho: 0.0,
             gamma: 0.0,
             stop_reason: String::new(),
+            master_interior_rounds: 0,
+            master_fallbacks: 0,
         };
         ShapeletModel {
             input: InputKind::Bag { dim: 1 },
