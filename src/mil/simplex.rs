@@ -339,6 +339,7 @@ impl Simplex {
     /// number of pivots and bound flips.
     pub fn solve(&mut self, max_iter: usize) -> Result<usize, SimplexError> {
         let solved = self.iterate(max_iter);
+        // (After an error the basic values may be stale; callers drop the simplex then.)
         if !self.unshift_bounds() {
             return solved;
         }
@@ -386,6 +387,7 @@ impl Simplex {
         any
     }
 
+    /// The pivots of [`Self::solve`], on the bounds as they stand (shifted or true).
     fn iterate(&mut self, max_iter: usize) -> Result<usize, SimplexError> {
         let m = self.rows;
         let mut degenerate = 0usize;
