@@ -54,10 +54,11 @@ const OPT_TOL: f64 = 1e-9;
 const PIVOT_TOL: f64 = 1e-9;
 /// Bound violations up to this are rounding.
 const FEAS_TOL: f64 = 1e-8;
-/// Pivots between two refactorisations of the basis inverse. A refactorisation costs
-/// about k pivots for k dense basic columns (53 on average on a 300-bag, 10-class fit), so
-/// every 50 pivots it was 11 % of that fit; every 100, 22 series sets fit in 24 % less time
-/// over three seeds at the same accuracy (0.8685 against 0.8674; docs/VARIANTS.md).
+/// Pivots between two refactorisations of the basis inverse, at least; more where B^-1 has
+/// more dense columns (see `refactor_every`). A refactorisation costs about k pivots for k
+/// dense basic columns (53 on average on a 300-bag, 10-class fit), so every 50 pivots it
+/// was 11 % of that fit; every 100, 22 series sets fit in 24 % less time over three seeds at
+/// the same accuracy (0.8685 against 0.8674; docs/VARIANTS.md).
 const REFACTOR_EVERY: usize = 100;
 /// Degenerate pivots in a row before the basic columns' bounds are shifted (and, once
 /// every basic column's are, before Bland's rule takes over: it cannot cycle).
@@ -80,6 +81,12 @@ pub struct Simplex {
     head: Vec<usize>,
     inv: BasisInverse,
     since_refactor: usize,
+    /// Pivots until the next refactorisation: REFACTOR_EVERY, or the dense columns of B^-1
+    /// right after the last one where more. A refactorisation costs about as many pivots as
+    /// B^-1 has dense columns, so it stays about as much work as the pivots between (a
+    /// 4,000-bag master's B^-1 has a few hundred: every 100 pivots, refactorisations were
+    /// 31 % of the fit; with this the fit takes 18 % less time; docs/VARIANTS.md).
+    refactor_every: usize,
     /// Update the duals pivot by pivot instead of recomputing them (see [`Self::solve`]).
     incremental_duals: bool,
     /// The dense columns again, by row, for pricing.
@@ -101,6 +108,7 @@ impl Simplex {
             head: Vec::new(),
             inv: BasisInverse::default(),
             since_refactor: 0,
+            refactor_every: REFACTOR_EVERY,
             incremental_duals: false,
             dense: DenseRows::new(rows),
             shifts: ChaCha8Rng::seed_from_u64(0),
@@ -393,7 +401,7 @@ impl Simplex {
         let mut degenerate = 0usize;
         let mut kept_pi: Option<Vec<f64>> = None;
         for iter in 0..max_iter {
-            if self.since_refactor >= REFACTOR_EVERY {
+            if self.since_refactor >= self.refactor_every {
                 self.refactor()?;
                 self.check_feasible()?;
                 kept_pi = None;
@@ -554,6 +562,7 @@ impl Simplex {
             .collect();
         self.inv = BasisInverse::factor(&basic).ok_or(SimplexError::Singular)?;
         self.since_refactor = 0;
+        self.refactor_every = REFACTOR_EVERY.max(self.inv.dense_columns());
         let mut rhs = self.b.clone();
         for (j, c) in self.cols.iter().enumerate() {
             if self.state[j] != State::Basic && self.x[j] != 0.0 {
