@@ -658,13 +658,9 @@ mod tests {
         assert_eq!(lp.solve(100), Err(SimplexError::Unbounded));
     }
 
-    /// B^-1 B = I after pivots that turn one-entry columns of B^-1 dense (a slack leaving)
-    /// and after the refactorisation that rebuilds them, on a master LP of LPBoost's shape.
-    #[test]
-    fn the_inverse_by_column_stays_the_basis_inverse() {
-        use rand::{Rng, SeedableRng};
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
-        let m = 30;
+    /// The primal (4)'s shape over m bags without hypotheses: s_i, xi_i at cost `cap`, rho,
+    /// and u in [0, u_hi] (0: the paper's sum w = 1); returns the LP and u's column.
+    fn master_shape(m: usize, cap: f64, u_hi: f64) -> (Simplex, usize) {
         let mut b = vec![0.0; m + 1];
         b[m] = 1.0;
         let mut lp = Simplex::new(b);
@@ -672,7 +668,7 @@ mod tests {
             lp.add_column(vec![(i, -1.0)], 0.0, 0.0, f64::INFINITY);
         }
         for i in 0..m {
-            lp.add_column(vec![(i, 1.0)], 0.2, 0.0, f64::INFINITY);
+            lp.add_column(vec![(i, 1.0)], cap, 0.0, f64::INFINITY);
         }
         lp.add_column(
             (0..m).map(|i| (i, -1.0)).collect(),
@@ -680,7 +676,18 @@ mod tests {
             f64::NEG_INFINITY,
             f64::INFINITY,
         );
-        let u = lp.add_column(vec![(m, 1.0)], 0.0, 0.0, f64::INFINITY);
+        let u = lp.add_column(vec![(m, 1.0)], 0.0, 0.0, u_hi);
+        (lp, u)
+    }
+
+    /// B^-1 B = I after pivots that turn one-entry columns of B^-1 dense (a slack leaving)
+    /// and after the refactorisation that rebuilds them, on a master LP of LPBoost's shape.
+    #[test]
+    fn the_inverse_by_column_stays_the_basis_inverse() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let m = 30;
+        let (mut lp, u) = master_shape(m, 0.2, f64::INFINITY);
         let mut hypothesis = |lp: &mut Simplex| {
             let mut e: Vec<(usize, f64)> =
                 (0..m).map(|i| (i, rng.random_range(-1.0..1.0))).collect();
@@ -748,22 +755,7 @@ mod tests {
         use rand::{Rng, SeedableRng};
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
         let m = 200;
-        let mut b = vec![0.0; m + 1];
-        b[m] = 1.0;
-        let mut lp = Simplex::new(b);
-        for i in 0..m {
-            lp.add_column(vec![(i, -1.0)], 0.0, 0.0, f64::INFINITY);
-        }
-        for i in 0..m {
-            lp.add_column(vec![(i, 1.0)], 0.02, 0.0, f64::INFINITY);
-        }
-        lp.add_column(
-            (0..m).map(|i| (i, -1.0)).collect(),
-            -1.0,
-            f64::NEG_INFINITY,
-            f64::INFINITY,
-        );
-        lp.add_column(vec![(m, 1.0)], 0.0, 0.0, 0.0);
+        let (mut lp, _) = master_shape(m, 0.02, 0.0);
         // Bags in blocks of ten share every output: a hypothesis is a sign per block.
         let mut hypothesis = |lp: &mut Simplex| {
             let signs: Vec<f64> = (0..m / 10)
