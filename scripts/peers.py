@@ -52,6 +52,8 @@ def main():
     ap.add_argument("--milstream", help="the milstream binary: also run its eval, single-threaded")
     ap.add_argument("--option", action="append", default=[], help="a milstream eval option, repeatable")
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--peer-seed", type=int, default=0,
+                    help="the peers' random_state (RDST draws its shapelets, MiniRocket its biases' samples)")
     a = ap.parse_args()
     from aeon.classification.convolution_based import MiniRocketClassifier
     from aeon.classification.shapelet_based import RDSTClassifier
@@ -73,8 +75,8 @@ def main():
         xtr, ytr = load(train)
         xte, yte = load(test)
         for label, make in [
-            ("RDST", lambda: RDSTClassifier(n_jobs=1, random_state=0)),
-            ("MiniRocket", lambda: MiniRocketClassifier(n_jobs=1, random_state=0)),
+            ("RDST", lambda: RDSTClassifier(n_jobs=1, random_state=a.peer_seed)),
+            ("MiniRocket", lambda: MiniRocketClassifier(n_jobs=1, random_state=a.peer_seed)),
         ]:
             if not (equal_length(xtr) and equal_length(xte)) and not make().get_tag("capability:unequal_length"):
                 print(json.dumps({"data": name, "peer": label, "skipped": "unequal lengths"}), flush=True)

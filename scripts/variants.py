@@ -38,6 +38,7 @@ VARIANTS = {
     "ACSF1Windows": "ACSF1 at the held-out appliance set's size: 5 windows of 100 to 1,344 points (cut, not resampled) from every series, train from train and test from test (10 classes, 500 training series of unequal lengths)",
     "ACSF1WindowsShort": "ACSF1Windows at the held-out appliance set's lengths: 5 windows from every series of 100 e^X points, X exponential of mean 0.6, at most 1,344 (mean about 220, median 150), so RDST fits in about the time it took on the held-out set (at 9b86ed7 milstream 0.824 in 29.6 s against RDST 0.862 in 13.9 s, as on the held-out set 0.896 in 23.0 s against 0.946 in 12.1 s)",
     "GunPointUnequal": "GunPoint, each series cut to a random 60-100 % window of itself (unequal lengths)",
+    "ACSF1Gaps": "ACSF1 with sensor dropouts: 40 % of the series (train and test) lose 1 to 3 stretches of 1 to 50 readings, written NaN as the UCR archive marks missing readings (the archive's DodgerLoop and MelbournePedestrian kind; the aeon peers take no missing values)",
     "ACSF1Cut": "ACSF1, each series cut (not resampled) to a random window of 100 points to its full 1,460 (unequal lengths at the original sampling rate, as the held-out appliance set's 100-1,344)",
     "MUSK1Imbalanced": "MUSK1 with 3 of its 47 positive bags kept (3 of 48 bags positive, 6 %)",
     "MUSK1Narrow": "MUSK1 on 9 of its 166 features (fixed random choice)",
@@ -361,6 +362,18 @@ def build(data, out, name, draw=0):
                 n = int(len(x) * rng.uniform(0.6, 1.0))
                 start = int(rng.integers(0, len(x) - n + 1))
                 rows.append((l, x[start : start + n]))
+            write_ucr(f"{out}/{name}_{s}.csv", rows)
+    elif name == "ACSF1Gaps":
+        for s in ("TRAIN", "TEST"):
+            rows = []
+            for l, x in ucr("ACSF1", s):
+                x = x.copy()
+                if rng.uniform() < 0.4:
+                    for _ in range(int(rng.integers(1, 4))):
+                        n = int(rng.integers(1, 51))
+                        start = int(rng.integers(0, len(x) - n + 1))
+                        x[start : start + n] = np.nan
+                rows.append((l, x))
             write_ucr(f"{out}/{name}_{s}.csv", rows)
     elif name in ("MUSK1Imbalanced", "MUSK1Narrow", "MUSK1Wide"):
         lines = [l.rstrip("\n") for l in open(os.path.join(data, "musk1.csv")) if l.strip()]

@@ -128,10 +128,53 @@ fn parse_value(file: &str, line: usize, column: usize, field: &str) -> Result<f6
     Ok(v)
 }
 
+/// Whether a field is a missing reading: `NaN` (the UCR archive's mark) or `?` (the UEA
+/// `.ts` format's).
+fn is_missing(field: &str) -> bool {
+    let f = field.trim();
+    f == "?" || f.eq_ignore_ascii_case("nan")
+}
+
+/// One series or channel with its missing readings (None) filled: a gap between two
+/// readings by the straight line between them, a gap at either end by the nearest reading,
+/// so every value keeps its place in time (a position threshold reads where a match lies).
+/// None when there is no reading at all.
+fn fill_missing(values: &[Option<f64>]) -> Option<Vec<f64>> {
+    let known: Vec<(usize, f64)> = values
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| v.map(|v| (i, v)))
+        .collect();
+    let (&(_, first), &(last_at, last)) = (known.first()?, known.last()?);
+    let mut out = vec![first; values.len()];
+    for pair in known.windows(2) {
+        let ((a, va), (b, vb)) = (pair[0], pair[1]);
+        for (i, o) in out.iter_mut().enumerate().take(b).skip(a) {
+            *o = va + (vb - va) * (i - a) as f64 / (b - a) as f64;
+        }
+    }
+    out[last_at..].fill(last);
+    Some(out)
+}
+
+/// Says how many missing readings a file had filled (a warning: the data were changed).
+fn report_filled(file: &str, values: usize, series: usize) {
+    if values > 0 {
+        tracing::warn!(
+            file,
+            values,
+            series,
+            "missing readings filled: linear between neighbours, the nearest at either end"
+        );
+    }
+}
+
 /// UCR layout. Trailing `NaN` fields are the UCR 2018 archive's padding of shorter series
-/// and are dropped; a NaN before the last real value is an error.
+/// and are dropped; a `NaN` before the last real value is a missing reading, filled by
+/// [`fill_missing`] (a series of none is an error).
 pub fn parse_ucr(file: &str, text: &str) -> Result<Dataset, DataError> {
     let mut ds = Dataset::default();
+    let (mut filled, mut filled_series) = (0, 0);
     for (n, line) in text.lines().enumerate() {
         let line_no = n + 1;
         if line.trim().is_empty() {
@@ -151,10 +194,18 @@ pub fn parse_ucr(file: &str, text: &str) -> Result<Dataset, DataError> {
         while end > 1 && fields[end - 1].trim().eq_ignore_ascii_case("nan") {
             end -= 1;
         }
-        let mut values = Vec::with_capacity(end - 1);
+        let mut read = Vec::with_capacity(end - 1);
         for (c, f) in fields[1..end].iter().enumerate() {
-            values.push(parse_value(file, line_no, c + 2, f)?);
+            read.push(if is_missing(f) {
+                None
+            } else {
+                Some(parse_value(file, line_no, c + 2, f)?)
+            });
         }
+        let missing = read.iter().filter(|v| v.is_none()).count();
+        filled += missing;
+        filled_series += usize::from(missing > 0);
+        let values = fill_missing(&read).unwrap_or_default();
         if values.is_empty() {
             return Err(DataError::At {
                 file: file.into(),
@@ -173,6 +224,7 @@ pub fn parse_ucr(file: &str, text: &str) -> Result<Dataset, DataError> {
             message: "no series in the file".into(),
         });
     }
+    report_filled(file, filled, filled_series);
     Ok(ds)
 }
 
@@ -339,8 +391,26 @@ mod tests {
         assert_eq!(e, "a.tsv:2:3: 'abc' is not a number");
         let e = parse_ucr("a.tsv", "1,0.5,inf\n").unwrap_err().to_string();
         assert_eq!(e, "a.tsv:1:3: value 'inf' is not finite");
-        let e = parse_ucr("a.tsv", "1,NaN,3\n").unwrap_err().to_string();
-        assert!(e.starts_with("a.tsv:1:2:"), "{e}");
+        let e = parse_ucr("a.tsv", "1,NaN,NaN\n").unwrap_err().to_string();
+        assert_eq!(e, "a.tsv:1:2: a series needs at least one value");
+    }
+
+    /// The archives' missing readings (DodgerLoopDay's, MelbournePedestrian's `NaN` inside a
+    /// series) are filled where they stand: linear between neighbours, the nearest reading
+    /// at the start; trailing `NaN` stays padding.
+    #[test]
+    fn ucr_missing_readings_are_filled_in_place() {
+        let ds = parse_ucr("m.tsv", "a\tNaN\t2\tNaN\tNaN\t8\t9\tNaN\nb,1,?,3\n").unwrap();
+        assert_eq!(
+            ds.samples[0],
+            Sample::Series(vec![2.0, 2.0, 4.0, 6.0, 8.0, 9.0])
+        );
+        assert_eq!(ds.samples[1], Sample::Series(vec![1.0, 2.0, 3.0]));
+        assert_eq!(fill_missing(&[None, None]), None);
+        assert_eq!(
+            fill_missing(&[Some(1.0), None, None, None, Some(-1.0), None]),
+            Some(vec![1.0, 0.5, 0.0, -0.5, -1.0, -1.0])
+        );
     }
 
     #[test]

@@ -220,8 +220,18 @@ fn bad_input_fails_with_file_line_and_column() {
     let text = write("text.csv", "1,0.1,0.2,0.3\n2,0.1,zero,0.3\n");
     assert_clean_failure(&train(&text), "text.csv:2:3: 'zero' is not a number");
 
-    let nan = write("nan.csv", "1,0.1,NaN,0.3\n2,0.1,0.2,0.3\n");
-    assert_clean_failure(&train(&nan), "nan.csv:1:3:");
+    let inf = write("inf.csv", "1,0.1,inf,0.3\n2,0.1,0.2,0.3\n");
+    assert_clean_failure(&train(&inf), "inf.csv:1:3: value 'inf' is not finite");
+
+    // A missing reading inside a series (the UCR archive's NaN) is filled, with a warning.
+    let gaps = write("gaps.csv", "1,0.1,NaN,0.3\n2,0.1,0.2,0.3\n");
+    let o = train(&gaps);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("missing readings filled") && stderr(&o).contains("values=1"),
+        "{}",
+        stderr(&o)
+    );
 
     let one_class = write("one.csv", "1,0.1,0.2,0.3,0.4\n1,0.5,0.2,0.3,0.1\n");
     assert_clean_failure(&train(&one_class), "at least two classes");

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::{parse_value, split_fields, DataError};
+use super::{fill_missing, is_missing, parse_value, report_filled, split_fields, DataError};
 use crate::mil::{Dataset, Sample};
 
 fn at(file: &str, line: usize, column: usize, message: impl Into<String>) -> DataError {
@@ -140,8 +140,10 @@ pub fn parse_ts(file: &str, text: &str) -> Result<Dataset, DataError> {
     }
     let mut ds = Dataset::default();
     let mut width: Option<usize> = dims;
+    let (mut filled, mut filled_series) = (0, 0);
     for (n, raw) in lines {
         let line_no = n + 1;
+        let mut series_filled = false;
         let line = raw.trim_end_matches('\r');
         if line.trim().is_empty() || line.trim_start().starts_with('#') {
             continue;
@@ -184,17 +186,14 @@ pub fn parse_ts(file: &str, text: &str) -> Result<Dataset, DataError> {
         }
         let mut channels: Vec<Vec<f64>> = Vec::with_capacity(d);
         for (c, (offset, part)) in parts.iter().enumerate() {
-            let mut values = Vec::new();
+            let mut read = Vec::new();
             let mut col = *offset;
             for field in part.split(',') {
                 let f = field.trim();
-                if f == "?" || f.eq_ignore_ascii_case("nan") {
-                    return Err(at(
-                        file,
-                        line_no,
-                        col + 1,
-                        format!("channel {}: missing value '{f}'", c + 1),
-                    ));
+                if is_missing(f) {
+                    read.push(None);
+                    col += field.len() + 1;
+                    continue;
                 }
                 if f.is_empty() {
                     return Err(at(
@@ -212,9 +211,20 @@ pub fn parse_ts(file: &str, text: &str) -> Result<Dataset, DataError> {
                         format!("channel {}: {}", c + 1, inner(&e)),
                     )
                 })?;
-                values.push(v);
+                read.push(Some(v));
                 col += field.len() + 1;
             }
+            let missing = read.iter().filter(|v| v.is_none()).count();
+            filled += missing;
+            series_filled |= missing > 0;
+            let Some(values) = fill_missing(&read) else {
+                return Err(at(
+                    file,
+                    line_no,
+                    offset + 1,
+                    format!("channel {}: every value is missing", c + 1),
+                ));
+            };
             if let Some(first) = channels.first() {
                 if values.len() != first.len() {
                     return Err(at(
@@ -252,6 +262,7 @@ pub fn parse_ts(file: &str, text: &str) -> Result<Dataset, DataError> {
         ds.ids.push(format!("{file}:{line_no}"));
         ds.labels.push(label.to_string());
         ds.samples.push(sample(channels));
+        filled_series += usize::from(series_filled);
     }
     if ds.is_empty() {
         return Err(DataError::File {
@@ -259,6 +270,7 @@ pub fn parse_ts(file: &str, text: &str) -> Result<Dataset, DataError> {
             message: "no series after @data".into(),
         });
     }
+    report_filled(file, filled, filled_series);
     Ok(ds)
 }
 
@@ -383,14 +395,26 @@ mod tests {
         assert_eq!(ds.samples[1], Sample::Multi(vec![vec![1.0], vec![2.0]]));
     }
 
+    /// A `.ts` file's missing readings (`?`, `NaN`) are filled channel by channel, in place.
+    #[test]
+    fn ts_missing_readings_are_filled_in_place() {
+        let text =
+            "@dimensions 2\n@equalLength true\n@classLabel true a\n@data\n1,?,3,?:?,5,NaN,9:a\n";
+        let ds = parse_ts("m.ts", text).unwrap();
+        assert_eq!(
+            ds.samples[0],
+            Sample::Multi(vec![vec![1.0, 2.0, 3.0, 3.0], vec![5.0, 5.0, 7.0, 9.0]])
+        );
+    }
+
     #[test]
     fn ts_malformed() {
         let err = |text: &str| parse_ts("e.ts", text).unwrap_err().to_string();
         let head =
             "@dimensions 2\n@equalLength true\n@seriesLength 2\n@classLabel true a b\n@data\n";
         assert_eq!(
-            err(&format!("{head}1,?:3,4:a\n")),
-            "e.ts:6:3: channel 1: missing value '?'"
+            err(&format!("{head}?,?:3,4:a\n")),
+            "e.ts:6:1: channel 1: every value is missing"
         );
         assert_eq!(
             err(&format!("{head}1,2:3,x:a\n")),
