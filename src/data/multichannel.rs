@@ -302,7 +302,7 @@ pub fn parse_long(file: &str, text: &str) -> Result<Dataset, DataError> {
     }
     let d = width - 2;
     let mut index: HashMap<String, usize> = HashMap::new();
-    let mut series: Vec<Vec<Vec<f64>>> = Vec::new();
+    let mut series: Vec<Vec<Vec<Option<f64>>>> = Vec::new();
     let mut first_line: Vec<usize> = Vec::new();
     let mut ds = Dataset::default();
     for (n, line) in lines {
@@ -340,6 +340,10 @@ pub fn parse_long(file: &str, text: &str) -> Result<Dataset, DataError> {
             ));
         }
         for (c, f) in fields[2..].iter().enumerate() {
+            if is_missing(f) {
+                series[s][c].push(None);
+                continue;
+            }
             let v = parse_value(file, line_no, c + 3, f).map_err(|e| {
                 at(
                     file,
@@ -348,7 +352,7 @@ pub fn parse_long(file: &str, text: &str) -> Result<Dataset, DataError> {
                     format!("channel '{}': {}", names[c + 2], inner(&e)),
                 )
             })?;
-            series[s][c].push(v);
+            series[s][c].push(Some(v));
         }
     }
     if ds.ids.is_empty() {
@@ -357,7 +361,31 @@ pub fn parse_long(file: &str, text: &str) -> Result<Dataset, DataError> {
             message: "no series in the file".into(),
         });
     }
-    ds.samples = series.into_iter().map(sample).collect();
+    let (mut filled, mut filled_series) = (0, 0);
+    let mut samples = Vec::with_capacity(series.len());
+    for (s, channels) in series.into_iter().enumerate() {
+        let missing: usize = channels.iter().flatten().filter(|v| v.is_none()).count();
+        filled += missing;
+        filled_series += usize::from(missing > 0);
+        let mut values = Vec::with_capacity(d);
+        for (c, read) in channels.iter().enumerate() {
+            values.push(fill_missing(read).ok_or_else(|| {
+                at(
+                    file,
+                    first_line[s],
+                    c + 3,
+                    format!(
+                        "series '{}': channel '{}': every value is missing",
+                        ds.ids[s],
+                        names[c + 2]
+                    ),
+                )
+            })?);
+        }
+        samples.push(sample(values));
+    }
+    report_filled(file, filled, filled_series);
+    ds.samples = samples;
     if d > 1 {
         ds.channels = names[2..].to_vec();
     }
@@ -513,9 +541,15 @@ mod tests {
             "l.csv:3:2: series 's' has label '2' here but '1' on line 2"
         );
         assert_eq!(
-            err("series_id,label,a,b\ns,1,2,?\n"),
-            "l.csv:2:4: channel 'b': '?' is not a number"
+            err("series_id,label,a,b\ns,1,2,x\n"),
+            "l.csv:2:4: channel 'b': 'x' is not a number"
         );
+        assert_eq!(
+            err("series_id,label,a,b\ns,1,2,?\ns,1,3,NaN\n"),
+            "l.csv:2:4: series 's': channel 'b': every value is missing"
+        );
+        let ds = parse_long("l.csv", "series_id,label,a\ns,1,2\ns,1,?\ns,1,4\n").unwrap();
+        assert_eq!(ds.samples[0], Sample::Series(vec![2.0, 3.0, 4.0]));
         assert_eq!(
             err("series_id,label,a\ns,,2\n"),
             "l.csv:2:2: empty class label"
