@@ -32,6 +32,7 @@ VARIANTS = {
     "ACSF1Many": "ACSF1 as two classes (its classes 0-4 against 5-9) with many training series: 2,000 training and 1,000 test windows of 500 points at random places (train from train, test from test), a little noise: a training set past the 1,000 bags where the master LP changes form",
     "ACSF1ManyShort": "ACSF1Many with 4,000 training and 2,000 test windows of 100 points (many short series, as the large UCR sets have)",
     "ACSF1TenShort": "ACSF1's ten classes with 3,000 training and 1,500 test windows of 96 points at random places (many short series of many classes, as ElectricDevices: one-vs-rest fits ten problems past 1,000 bags)",
+    "ACSF1SevenLarge": "7 of ACSF1's classes (0-6) with 9,000 training and 1,500 test windows of 96 points at random places (ElectricDevices' size and shape, 8,926 training series of 96 points in 7 classes: how the fit scales in series beside RDST's)",
     "GunPointScaled": "GunPoint, each series times a log-uniform 0.01-100 and offset by +-100 (unnormalised)",
     "CoffeeScaled": "Coffee, each series scaled and offset as GunPointScaled",
     "ACSF1Unequal": "ACSF1, each series resampled to 40-100 % of its length (unequal lengths)",
@@ -297,16 +298,19 @@ def build(data, out, name, draw=0):
         rows = periodic_few(data, ucr, rng)
         for s in ("TRAIN", "TEST"):
             write_ucr(f"{out}/{name}_{s}.csv", rows[s])
-    elif name in ("ACSF1Many", "ACSF1ManyShort", "ACSF1TenShort"):
-        n, length = {"ACSF1Many": (2000, 500), "ACSF1ManyShort": (4000, 100), "ACSF1TenShort": (3000, 96)}[name]
-        for s, count in (("TRAIN", n), ("TEST", n // 2)):
+    elif name in ("ACSF1Many", "ACSF1ManyShort", "ACSF1TenShort", "ACSF1SevenLarge"):
+        n, length = {"ACSF1Many": (2000, 500), "ACSF1ManyShort": (4000, 100), "ACSF1TenShort": (3000, 96),
+                     "ACSF1SevenLarge": (9000, 96)}[name]
+        for s, count in (("TRAIN", n), ("TEST", 1500 if name == "ACSF1SevenLarge" else n // 2)):
             rows = ucr("ACSF1", s)
+            if name == "ACSF1SevenLarge":
+                rows = [(l, x) for l, x in rows if int(l) < 7]
             out_rows = []
             for _ in range(count):
                 label, x = rows[rng.integers(len(rows))]
                 at = rng.integers(0, len(x) - length)
                 two = "1" if int(label) < 5 else "2"
-                kept = label if name == "ACSF1TenShort" else two
+                kept = label if name in ("ACSF1TenShort", "ACSF1SevenLarge") else two
                 out_rows.append((kept, x[at : at + length] + rng.normal(scale=0.01, size=length)))
             write_ucr(f"{out}/{name}_{s}.csv", out_rows)
     elif name == "ManyTen":
