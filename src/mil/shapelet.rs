@@ -209,7 +209,15 @@ impl ShapeletModel {
             .zip(&kernels)
             .map(|((s, _), k)| {
                 let s = &prepared.spaces[*s];
-                KernelTable::new(&s.instances, &s.reps, k, params.weak, s.row_stride)
+                // The kernel rows serve Algorithm 2's DC subproblems only: without a DC step
+                // one row a bag is kept (a tenth of ACSF1's fit memory was rows, more on
+                // many channels); the bag statistics every hypothesis reads stay exact.
+                let row_stride = if params.dc_max_iters == 0 {
+                    usize::MAX
+                } else {
+                    s.row_stride
+                };
+                KernelTable::new(&s.instances, &s.reps, k, params.weak, row_stride)
             })
             .collect::<Result<_>>()?;
         let fewest = classes

@@ -54,7 +54,8 @@ const COLUMNS_PER_ROUND: usize = 10;
 ///
 /// With `row_stride` s > 1 (long series, many windows) the rows are kept for every s-th
 /// instance of a bag only, which bounds memory; the bag statistics and the outputs h(B_i) of
-/// a hypothesis stay exact over every instance, so training sees what prediction sees.
+/// a hypothesis stay exact over every instance, so training sees what prediction sees;
+/// `usize::MAX` keeps one row a bag (for fits that run no DC step).
 pub struct KernelTable<'a> {
     pub k: usize,
     /// Row-major (kept instances) x k.
