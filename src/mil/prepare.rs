@@ -10,20 +10,28 @@ use super::bag::{Dataset, InputKind, InstanceSet, Sample, Standardizer};
 use super::error::{MilError, Result};
 use super::kernel::{sq_dist, Kernel};
 use super::kmeans::{kmeans_pp, kmeans_pp_with};
-use super::params::{FitParams, KernelSpec, ShapeletLength};
+use super::params::{FitParams, KernelSpec, ShapeletLength, WidthChoice, LEVEL_SCALE};
 use super::series::instance_set;
 use super::space::Extraction;
+use super::weak::KernelTable;
 
 /// Training instances of one space and their k-means representatives: the label-free part
 /// of a fit, which cross-validation shares across kernel widths and nu.
 pub struct PreparedSpace {
     /// For bags, a raw "subsequence" of the bag dimension.
     pub extraction: Extraction,
-    pub instances: InstanceSet,
+    /// The training instances; None after [`prepare_lean`], which keeps `tables` instead.
+    pub instances: Option<InstanceSet>,
+    /// Values per instance, and training instances in all.
+    pub dim: usize,
+    pub n_instances: usize,
     /// Kernel rows are kept for every `row_stride`-th instance of a bag (see
     /// [`KernelTable`]); 1 keeps them all.
     pub row_stride: usize,
     pub reps: Vec<f64>,
+    /// After [`prepare_lean`]: per width of the fit ([`space_kernels`]), the space's kernel
+    /// and its statistics table; empty otherwise.
+    pub tables: Vec<(Kernel, KernelTable<'static>)>,
 }
 
 /// The label-free preparation of a training set.
@@ -46,11 +54,21 @@ impl Prepared {
             spaces: self
                 .spaces
                 .iter()
-                .map(|s| PreparedSpace {
-                    extraction: s.extraction,
-                    instances: s.instances.subset(examples),
-                    row_stride: s.row_stride,
-                    reps: s.reps.clone(),
+                .map(|s| {
+                    let instances = s
+                        .instances
+                        .as_ref()
+                        .expect("a lean preparation (no instances) is not subset")
+                        .subset(examples);
+                    PreparedSpace {
+                        extraction: s.extraction,
+                        dim: instances.dim,
+                        n_instances: instances.n_instances(),
+                        instances: Some(instances),
+                        row_stride: s.row_stride,
+                        reps: s.reps.clone(),
+                        tables: Vec::new(),
+                    }
                 })
                 .collect(),
         }
@@ -93,6 +111,44 @@ pub fn resolve_lengths(
 /// Resolves lengths and spaces, standardises bag features, builds every space's instances
 /// and runs k-means++ (appendix A.3). Seeded by `params.seed`.
 pub fn prepare(ds: &Dataset, params: &FitParams) -> Result<Prepared> {
+    prepare_with(ds, params, false)
+}
+
+/// [`prepare`] for one fit at `params` with no DC step: each space's kernels and statistics
+/// tables are built as soon as its representatives are drawn, and its instances dropped.
+/// The instances (n x subsequences x length values a space, for every space of every
+/// channel) were most of a fit's memory; the tables are n x k a space. The same tables, so
+/// the same model, as [`prepare`] and a fit.
+pub fn prepare_lean(ds: &Dataset, params: &FitParams) -> Result<Prepared> {
+    prepare_with(ds, params, true)
+}
+
+/// The kernels a space is fitted at: `params.kernel`, or each width of
+/// [`WidthChoice::Spaces`](super::params::WidthChoice) (each a hypothesis space of its
+/// own); a series' level space's Gaussian takes its own, wider median-heuristic scale.
+pub fn space_kernels(params: &FitParams, input: InputKind, e: &Extraction) -> Vec<KernelSpec> {
+    let specs = match &params.widths {
+        Some(w) if w.choice == WidthChoice::Spaces => w.kernels(&params.kernel),
+        _ => None,
+    }
+    .unwrap_or_else(|| vec![params.kernel]);
+    specs
+        .into_iter()
+        .map(|spec| match spec {
+            // A level space's soft histogram wants its own, wider width.
+            // (Series only: a bag of 1-feature instances is no level space.)
+            KernelSpec::Gaussian { sigma: None, .. } if input.is_series() && e.is_level() => {
+                KernelSpec::Gaussian {
+                    sigma: None,
+                    scale: LEVEL_SCALE,
+                }
+            }
+            other => other,
+        })
+        .collect()
+}
+
+fn prepare_with(ds: &Dataset, params: &FitParams, lean: bool) -> Result<Prepared> {
     let input = ds.check_trainable()?;
     let samples: Vec<&Sample> = ds.samples.iter().collect();
     let (standardizer, extractions) = match input {
@@ -153,11 +209,34 @@ pub fn prepare(ds: &Dataset, params: &FitParams) -> Result<Prepared> {
                 Some(points) => kmeans_pp_with(&set.data, set.dim, k, seed, points, 0),
                 None => kmeans_pp(&set.data, set.dim, k, seed),
             };
+            let (dim, n_instances) = (set.dim, set.n_instances());
+            if !lean {
+                return Ok(PreparedSpace {
+                    extraction: *e,
+                    instances: Some(set),
+                    dim,
+                    n_instances,
+                    row_stride,
+                    reps,
+                    tables: Vec::new(),
+                });
+            }
+            let tables = space_kernels(params, input, e)
+                .iter()
+                .map(|spec| {
+                    let kernel = resolve_kernel(spec, &set, params.seed)?;
+                    let table = KernelTable::statistics(&set, &reps, &kernel, params.weak)?;
+                    Ok((kernel, table))
+                })
+                .collect::<Result<Vec<_>>>()?;
             Ok(PreparedSpace {
                 extraction: *e,
-                instances: set,
+                instances: None,
+                dim,
+                n_instances,
                 row_stride,
                 reps,
+                tables,
             })
         })
         .collect::<Result<Vec<_>>>()?;

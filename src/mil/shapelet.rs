@@ -17,10 +17,11 @@ use super::error::{MilError, Result};
 use super::head::PooledHead;
 use super::kernel::Kernel;
 use super::lpboost::{lpboost, BoostParams, Boosted};
-use super::params::{BinaryMode, FitParams, KernelSpec, WidthChoice, LEVEL_SCALE};
+use super::params::{BinaryMode, FitParams, KernelSpec, WidthChoice};
 pub use super::prepare::{
     median_heuristic_sigma, prepare, resolve_kernel, resolve_lengths, Prepared, PreparedSpace,
 };
+use super::prepare::{prepare_lean, space_kernels};
 use super::pricing::Focus;
 pub use super::stump::Threshold;
 use super::stump::{best_threshold, column_key, ColumnKey, ThresholdTable};
@@ -120,7 +121,14 @@ impl ShapeletModel {
     pub fn fit(ds: &Dataset, params: &FitParams) -> Result<Self> {
         let start = Instant::now();
         let cancel = Cancel::now();
-        let prepared = prepare(ds, params)?;
+        // With no DC step and no inner cross-validation of the width, the instances serve
+        // only to build the tables: each space drops its own once they stand.
+        let inner_cv = matches!(&params.widths, Some(w) if w.choice != WidthChoice::Spaces);
+        let prepared = if params.dc_max_iters == 0 && !inner_cv {
+            prepare_lean(ds, params)?
+        } else {
+            prepare(ds, params)?
+        };
         let mut m = Self::fit_prepared(&prepared, ds, params, cancel)?;
         m.summary.train_seconds = start.elapsed().as_secs_f64();
         Ok(m)
@@ -175,51 +183,49 @@ impl ShapeletModel {
         }
         // The hypothesis spaces: each prepared space at each width of `WidthChoice::Spaces`
         // (their union is the class, as over lengths: Algorithm 1 takes the largest edge),
-        // else at the kernel's own. `layout[t]` is table t's prepared space and kernel.
-        let specs = match &params.widths {
-            Some(w) if w.choice == WidthChoice::Spaces => w.kernels(&params.kernel),
-            _ => None,
+        // else at the kernel's own; a lean preparation built their tables already.
+        // `layout[t]` is table t's prepared space.
+        let built: Vec<Vec<(Kernel, KernelTable)>> = prepared
+            .spaces
+            .iter()
+            .map(|space| {
+                let Some(set) = space.instances.as_ref().filter(|_| space.tables.is_empty()) else {
+                    return Ok(Vec::new());
+                };
+                space_kernels(params, prepared.input, &space.extraction)
+                    .iter()
+                    .map(|spec| {
+                        let kernel = resolve_kernel(spec, set, params.seed)?;
+                        // The kernel rows serve Algorithm 2's DC subproblems only: without
+                        // a DC step one row a bag is kept; the bag statistics every
+                        // hypothesis reads stay exact.
+                        let row_stride = if params.dc_max_iters == 0 {
+                            usize::MAX
+                        } else {
+                            space.row_stride
+                        };
+                        let table =
+                            KernelTable::new(set, &space.reps, &kernel, params.weak, row_stride)?;
+                        Ok((kernel, table))
+                    })
+                    .collect()
+            })
+            .collect::<Result<_>>()?;
+        let mut layout: Vec<usize> = Vec::new();
+        let mut kernels: Vec<Kernel> = Vec::new();
+        let mut tables: Vec<&KernelTable> = Vec::new();
+        for (p, (space, own)) in prepared.spaces.iter().zip(&built).enumerate() {
+            let pairs: &[(Kernel, KernelTable)] = if space.tables.is_empty() {
+                own
+            } else {
+                &space.tables
+            };
+            for (kernel, table) in pairs {
+                layout.push(p);
+                kernels.push(*kernel);
+                tables.push(table);
+            }
         }
-        .unwrap_or_else(|| vec![params.kernel]);
-        let layout: Vec<(usize, KernelSpec)> = (0..prepared.spaces.len())
-            .flat_map(|s| specs.iter().map(move |k| (s, *k)))
-            .collect();
-        let kernels: Vec<Kernel> = layout
-            .iter()
-            .map(|(s, spec)| {
-                let space = &prepared.spaces[*s];
-                let spec = match *spec {
-                    // A level space's soft histogram wants its own, wider width.
-                    // (Series only: a bag of 1-feature instances is no level space.)
-                    KernelSpec::Gaussian { sigma: None, .. }
-                        if prepared.input.is_series() && space.extraction.is_level() =>
-                    {
-                        KernelSpec::Gaussian {
-                            sigma: None,
-                            scale: LEVEL_SCALE,
-                        }
-                    }
-                    other => other,
-                };
-                resolve_kernel(&spec, &space.instances, params.seed)
-            })
-            .collect::<Result<_>>()?;
-        let tables: Vec<KernelTable> = layout
-            .iter()
-            .zip(&kernels)
-            .map(|((s, _), k)| {
-                let s = &prepared.spaces[*s];
-                // The kernel rows serve Algorithm 2's DC subproblems only: without a DC step
-                // one row a bag is kept (a tenth of ACSF1's fit memory was rows, more on
-                // many channels); the bag statistics every hypothesis reads stay exact.
-                let row_stride = if params.dc_max_iters == 0 {
-                    usize::MAX
-                } else {
-                    s.row_stride
-                };
-                KernelTable::new(&s.instances, &s.reps, k, params.weak, row_stride)
-            })
-            .collect::<Result<_>>()?;
         let fewest = classes
             .iter()
             .map(|c| labels.iter().filter(|l| *l == c).count())
@@ -546,7 +552,7 @@ impl ShapeletModel {
         // Keep only representatives some kept hypothesis uses: prediction cost and artifact
         // size then scale with the support, not with k.
         let mut spaces = Vec::with_capacity(tables.len());
-        for (s, &(p, _)) in layout.iter().enumerate() {
+        for (s, &p) in layout.iter().enumerate() {
             let space = &prepared.spaces[p];
             let mut used: Vec<u32> = ensembles
                 .iter()
@@ -556,7 +562,7 @@ impl ShapeletModel {
                 .collect();
             used.sort_unstable();
             used.dedup();
-            let dim = space.instances.dim;
+            let dim = space.dim;
             let reps: Vec<f64> = used
                 .iter()
                 .flat_map(|&z| {
@@ -609,7 +615,7 @@ impl ShapeletModel {
             max_generated_rows: stats.iter().map(|s| s.1).max().unwrap_or(0),
             instances_per_space: layout
                 .iter()
-                .map(|(p, _)| prepared.spaces[*p].instances.n_instances())
+                .map(|&p| prepared.spaces[p].n_instances)
                 .collect(),
             weak_failures: stats.iter().map(|s| s.2).sum(),
             last_weak_failure: stats.iter().rev().find_map(|s| s.3.clone()),
@@ -797,6 +803,7 @@ impl ShapeletModel {
 mod tests {
     use super::*;
     use crate::mil::bag::{Bag, Sample};
+    use crate::mil::params::LEVEL_SCALE;
     use crate::mil::space::View;
 
     /// The inline rounding is `round() as i64` bit for bit: halves, just below halves,
@@ -1124,7 +1131,8 @@ mod tests {
             } else {
                 4.0
             };
-            let want = scale * median_heuristic_sigma(&p.instances, params.seed);
+            let set = p.instances.as_ref().expect("a full preparation keeps them");
+            let want = scale * median_heuristic_sigma(set, params.seed);
             let Kernel::Gaussian { sigma } = space.kernel else {
                 panic!("{:?}", space.kernel)
             };
@@ -1136,6 +1144,71 @@ mod tests {
         assert_eq!(levels, 2);
         for (s, label) in ds.samples.iter().zip(&ds.labels) {
             assert_eq!(&m.predict(s).unwrap().label, label);
+        }
+    }
+
+    /// A lean preparation (a space's instances dropped once its tables stand, as `fit`
+    /// prepares with no DC step) fits the model a full preparation fits, bit for bit: three
+    /// classes of series with two widths as spaces (the pooled head, the level spaces) and
+    /// two classes of bags.
+    #[test]
+    fn a_lean_preparation_fits_the_same_model() {
+        let mut series = Dataset::default();
+        for c in 0..3 {
+            for i in 0..10 {
+                let v: Vec<f64> = (0..40)
+                    .map(|t| {
+                        let t = t as f64;
+                        (t * 0.25 * (c + 1) as f64 + i as f64).sin()
+                            + 0.1 * c as f64
+                            + ((t as usize * 7 + i * 3) % 5) as f64 * 0.2
+                    })
+                    .collect();
+                series.ids.push(format!("s{c}-{i}"));
+                series.labels.push(format!("class-{c}"));
+                series.samples.push(Sample::Series(v));
+            }
+        }
+        let mut bags = Dataset::default();
+        for i in 0..24 {
+            let positive = i % 3 == 0;
+            let data: Vec<f64> = (0..5 * 3)
+                .map(|j| ((i * 13 + j * 7) % 11) as f64 * 0.1)
+                .chain(if positive {
+                    vec![2.0, 2.0, 2.0]
+                } else {
+                    vec![]
+                })
+                .collect();
+            bags.ids.push(format!("b{i}"));
+            bags.labels
+                .push(if positive { "pos" } else { "neg" }.into());
+            bags.samples.push(Sample::Bag(Bag::new(3, data).unwrap()));
+        }
+        let two_widths = FitParams {
+            k: Some(12),
+            widths: Some(crate::mil::params::Widths {
+                scales: vec![4.0, 1.0],
+                choice: WidthChoice::Spaces,
+            }),
+            ..FitParams::default()
+        };
+        for (ds, params) in [(&series, two_widths), (&bags, FitParams::default())] {
+            let lean = prepare_lean(ds, &params).unwrap();
+            assert!(lean
+                .spaces
+                .iter()
+                .all(|s| s.instances.is_none() && !s.tables.is_empty()));
+            let full = prepare(ds, &params).unwrap();
+            assert!(full.spaces.iter().all(|s| s.tables.is_empty()));
+            let fit = |p: &Prepared| {
+                let mut m = ShapeletModel::fit_prepared(p, ds, &params, Cancel::now()).unwrap();
+                m.summary.train_seconds = 0.0;
+                m
+            };
+            let (a, b) = (fit(&lean), fit(&full));
+            assert!(!a.ensembles.iter().all(|e| e.hypotheses.is_empty()));
+            assert_eq!(a, b);
         }
     }
 }

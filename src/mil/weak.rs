@@ -78,6 +78,8 @@ pub struct KernelTable<'a> {
     /// Every instance, the representatives and the kernel, for exact outputs when rows
     /// are kept for some instances only (None when every row is kept).
     exact: Option<(&'a InstanceSet, &'a [f64], Kernel)>,
+    /// Built by [`KernelTable::statistics`]: no rows for a DC step.
+    statistics_only: bool,
 }
 
 /// One bag's part of a table: its statistics over all instances and its kept rows.
@@ -97,6 +99,34 @@ impl<'a> KernelTable<'a> {
         kind: WeakKind,
         row_stride: usize,
     ) -> Result<Self> {
+        let table: KernelTable<'a> = KernelTable::build(instances, reps, kernel, kind, row_stride)?;
+        let exact = (row_stride > 1).then_some((instances, reps, *kernel));
+        Ok(KernelTable { exact, ..table })
+    }
+
+    /// A table of the bag statistics alone, which borrows nothing: enough for every
+    /// hypothesis but the DC step's (non-one-hot alpha), so a fit with no DC step can drop
+    /// a space's instances once its table stands.
+    pub fn statistics(
+        instances: &InstanceSet,
+        reps: &[f64],
+        kernel: &Kernel,
+        kind: WeakKind,
+    ) -> Result<KernelTable<'static>> {
+        let table = KernelTable::build(instances, reps, kernel, kind, usize::MAX)?;
+        Ok(KernelTable {
+            statistics_only: true,
+            ..table
+        })
+    }
+
+    fn build(
+        instances: &InstanceSet,
+        reps: &[f64],
+        kernel: &Kernel,
+        kind: WeakKind,
+        row_stride: usize,
+    ) -> Result<KernelTable<'static>> {
         let dim = instances.dim;
         let k = reps.len() / dim;
         let m = instances.n_bags();
@@ -182,7 +212,7 @@ impl<'a> KernelTable<'a> {
                 Some(cholesky_with_jitter(&gram, k)?)
             }
         };
-        Ok(Self {
+        Ok(KernelTable {
             k,
             rows,
             offsets,
@@ -193,7 +223,8 @@ impl<'a> KernelTable<'a> {
             bag_len,
             diag,
             chol,
-            exact: (stride > 1).then_some((instances, reps, *kernel)),
+            exact: None,
+            statistics_only: false,
         })
     }
 
@@ -267,6 +298,11 @@ impl<'a> KernelTable<'a> {
                 .map(|i| 0.0 + a * stat[i * self.k + z])
                 .collect();
         }
+        assert!(
+            !self.statistics_only,
+            "a statistics-only table cannot score a DC hypothesis (alpha of {} entries)",
+            alpha.len()
+        );
         let Some((set, reps, kernel)) = &self.exact else {
             return (0..self.n_bags())
                 .map(|i| self.bag_score(i, alpha).0)
@@ -760,7 +796,7 @@ fn cholesky(a: &[f64], n: usize, jitter: f64) -> Option<Vec<f64>> {
 /// The spaces whose DC weak learner runs this round: the `n` best by their one-hot
 /// edge (every space when it is 0 or there are no more).
 pub(crate) fn dc_candidates(
-    tables: &[KernelTable],
+    tables: &[&KernelTable],
     y: &[f64],
     d: &[f64],
     n: usize,
