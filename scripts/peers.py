@@ -69,7 +69,8 @@ def main():
             r = json.loads(out.stdout)
             print(json.dumps({"data": name, "peer": "milstream", "accuracy": round(r["accuracy"], 3),
                               "fit_seconds": round(r["train_seconds"], 2),
-                              "wall_seconds": round(time.perf_counter() - t0, 2)}), flush=True)
+                              "wall_seconds": round(time.perf_counter() - t0, 2),
+                              "peak_mb": round((r.get("peak_rss_bytes") or 0) / 1e6)}), flush=True)
         if a.no_peers:
             continue
         xtr, ytr = load(train)

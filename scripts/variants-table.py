@@ -24,7 +24,7 @@ import variants  # noqa: E402
 SERIES_DEV = ["GunPoint", "Coffee", "ACSF1", "BasicMotions"]
 SERIES_VARIANTS = ["GunPointShort", "BasicMotionsShort", "BasicMotionsWindows", "ACSF1Frames", "ACSF1Few", "CombinedFew", "ManyFew", "PeriodicFew",
                    "PeriodicBreath", "PeriodicBreathShift", "GunPointScaled", "CoffeeScaled", "ACSF1Unequal",
-                   "ACSF1Cut", "ACSF1Windows", "ACSF1WindowsShort", "GunPointUnequal", "GunPointTwelve", "ManyTen", "ACSF1Gaps"]
+                   "ACSF1Cut", "ACSF1Windows", "ACSF1WindowsShort", "GunPointUnequal", "GunPointTwelve", "ManyTen", "ACSF1Gaps", "ACSF1Spectra"]
 BAGS = ["musk1", "musk2", "MUSK1Narrow", "MUSK1Imbalanced", "BasicMotionsBags", "MUSK1Wide"]
 
 
@@ -72,23 +72,26 @@ def main():
     print("# Development sets and variants beside the peers\n")
     print(f"Measured by `scripts/variants-table.py` at commit {commit}, "
           f"{datetime.date.today()}, on the 2-core development machine (load average {load} at the end). "
-          "Every milstream default; series `milstream eval` single-threaded beside aeon 1.6's RDST and "
+          "Every milstream default; series `milstream eval` single-threaded (peak MB: the whole "
+          "`eval` process's resident memory) beside aeon 1.6's RDST and "
           "MiniRocket (`n_jobs=1`, fit timed after a warm-up fit); bags `milstream cv --folds 10`, "
           "the mean of seeds 0, 1, 2, beside MILES (`scripts/miles.py`: Chen et al. 2006, "
           "the same protocol, single-threaded). The variants are derived by `scripts/variants.py` "
           "(`--list` says what each is); defaults were chosen on these rows only.\n")
-    print("| series set | milstream | fit s | RDST | fit s | MiniRocket | fit s |")
-    print("|---|---|---|---|---|---|---|")
+    print("| series set | milstream | fit s | peak MB | RDST | fit s | MiniRocket | fit s |")
+    print("|---|---|---|---|---|---|---|---|")
     for name in SERIES_DEV + SERIES_VARIANTS:
         r = rows.get(name, {})
 
         def cell(peer):
             x = r.get(peer)
+            blank = "| | | " if peer == "milstream" else "| | "
             if not x:
-                return "| | "
+                return blank
             if "skipped" in x:
-                return f"| ({x['skipped']}) | "
-            return f"| {x['accuracy']:.3f} | {x['fit_seconds']:.2f} "
+                return f"| ({x['skipped']}) " + blank[2:]
+            peak = f"| {x['peak_mb']} " if "peak_mb" in x else ""
+            return f"| {x['accuracy']:.3f} | {x['fit_seconds']:.2f} {peak}"
 
         print(f"| {name} {cell('milstream')}{cell('RDST')}{cell('MiniRocket')}|")
     print("\n| bag set | milstream (mean of 3 x 10-fold) | per seed | fit s, all 10 folds | MILES | per seed "

@@ -164,6 +164,7 @@ fn eval_and_cv_print_json_summaries() {
         "predict_seconds",
         "n_train",
         "n_test",
+        "peak_rss_bytes",
     ] {
         assert!(!s[key].is_null(), "{key} missing in {s}");
     }

@@ -11,7 +11,7 @@ use serde_json::json;
 use milstream::mil::select::{best_index, cross_validate_grid, default_grid};
 use milstream::mil::Model;
 
-use super::{load, progress, summary_json, FitOptions};
+use super::{load, peak_rss_bytes, progress, summary_json, FitOptions};
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -89,14 +89,6 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     println!("{out}");
     Ok(())
-}
-
-/// This process's peak resident memory (VmHWM), where /proc tells it.
-fn peak_rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
 }
 
 /// `bench --scaling`: one child process per n (so each peak memory is that fit's own),

@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
-use super::{fit, load, score, summary_json, FitOptions};
+use super::{fit, load, peak_rss_bytes, score, summary_json, FitOptions};
 
 #[derive(Args)]
 pub struct EvalArgs {
@@ -31,6 +31,8 @@ pub fn run(args: EvalArgs) -> Result<()> {
     s["predict_seconds"] = json!(pred_secs);
     s["n_train"] = json!(tr.len());
     s["n_test"] = json!(te.len());
+    // The whole process's: reading both files, the fit, and scoring the test set.
+    s["peak_rss_bytes"] = json!(peak_rss_bytes());
     if opts.json {
         println!("{s}");
     } else {

@@ -119,3 +119,12 @@ pub fn summary_json(model: &Model) -> serde_json::Value {
     }
     out
 }
+
+/// This process's peak resident memory (VmHWM), where /proc tells it. Not getrusage's
+/// maxrss, which counts a forking parent's image in a child that has not exec'd yet.
+pub(crate) fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
