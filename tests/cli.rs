@@ -140,6 +140,30 @@ fn train_predict_explain_round_trip() {
     );
 }
 
+/// A fit keeps each space's bag statistics, not its training subsequences (issue 26): ACSF1
+/// (100 series of 1,460 points) peaked at 1.19 GB while every space held every subsequence
+/// and the DC step's kernel rows, 40 MB since. A coarse bound, ten times today's peak of the
+/// whole `eval` and a third of the old one; memory, unlike time, does not move with the
+/// machine's load.
+#[test]
+fn a_fit_keeps_statistics_not_subsequences() {
+    let train = data_path("ACSF1_TRAIN.csv");
+    let test = data_path("ACSF1_TEST.csv");
+    let o = milstream(&[
+        "eval",
+        "--train",
+        train.to_str().unwrap(),
+        "--test",
+        test.to_str().unwrap(),
+        "--json",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = last_json(&o);
+    let peak = s["peak_rss_bytes"].as_u64().expect("Linux reports VmHWM");
+    assert!(peak < 400_000_000, "peak {peak} bytes");
+}
+
 #[test]
 fn eval_and_cv_print_json_summaries() {
     let train = data_path("Coffee_TRAIN.csv");
