@@ -30,6 +30,8 @@ VARIANTS = {
     "PeriodicBreath": "PeriodicFew at breathing rates with one cycle morphology (PigAirwayPressure's kind): each class's cycle a GunPoint series of its own (raise, hold, lower: a ventilator's pressure cycle), 300-1,000 points long (2 to 7 cycles a series), so classes differ in the cycle's detail, length, level and amplitude only",
     "PeriodicBreathShift": "PeriodicBreath with each series shifted by a level of its own, N(0, 1.5) against class levels spread over +-3 (a class's baseline moves between recordings, as a pig's pressures move with the experiment): the one Pig-like form that shows the held-out gap",
     "ManyTen": "60 classes, 10 training and 10 test series each, 512 points, quasi-periodic as PeriodicFew (cycles of 30-150 points): many classes with more than a few series each, where one-vs-rest fits 60 problems of 600 bags (the fit's scaling in classes beside RDST's single transform)",
+    "PeriodicManySeries": "42 classes of 43 training and 10 test series each, 750 points, quasi-periodic as ManyTen (cycles of 30-150 points): many classes with many series each (NonInvasiveFetalECG's shape: 1,806 training series, so one-vs-rest fits 42 problems of 1,806 bags)",
+    "PeriodicShortMany": "24 classes of 300 training and 50 test series each, 46 points, quasi-periodic (cycles of 20-80 points): many short series of many classes (Crop's shape: 7,200 training series of 46 points, where RDST's transform is cheap and one-vs-rest fits 24 problems of 7,200 bags)",
     "ACSF1Many": "ACSF1 as two classes (its classes 0-4 against 5-9) with many training series: 2,000 training and 1,000 test windows of 500 points at random places (train from train, test from test), a little noise: a training set past the 1,000 bags where the master LP changes form",
     "ACSF1ManyShort": "ACSF1Many with 4,000 training and 2,000 test windows of 100 points (many short series, as the large UCR sets have)",
     "ACSF1TenShort": "ACSF1's ten classes with 3,000 training and 1,500 test windows of 96 points at random places (many short series of many classes, as ElectricDevices: one-vs-rest fits ten problems past 1,000 bags)",
@@ -328,6 +330,12 @@ def build(data, out, name, draw=0):
             write_ucr(f"{out}/{name}_{s}.csv", out_rows)
     elif name == "ManyTen":
         rows = periodic_few(data, ucr, rng, classes=60, train=10, test=10, length=512, periods=(30, 150))
+        for s in ("TRAIN", "TEST"):
+            write_ucr(f"{out}/{name}_{s}.csv", rows[s])
+    elif name in ("PeriodicManySeries", "PeriodicShortMany"):
+        shape = {"PeriodicManySeries": dict(classes=42, train=43, test=10, length=750, periods=(30, 150)),
+                 "PeriodicShortMany": dict(classes=24, train=300, test=50, length=46, periods=(20, 80))}[name]
+        rows = periodic_few(data, ucr, rng, **shape)
         for s in ("TRAIN", "TEST"):
             write_ucr(f"{out}/{name}_{s}.csv", rows[s])
     elif name in ("PeriodicBreath", "PeriodicBreathShift"):
