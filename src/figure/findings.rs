@@ -51,7 +51,7 @@ fn verdict(c: &Contribution) -> Option<bool> {
 
 /// The series positions a position hypothesis asserts its best match lies in: the raw
 /// points spanned by the subsequences whose relative offset (offset / subsequence count,
-/// as `weak::position`) is on the asserted side of `at`. None for bags (`n` = 0).
+/// as `kernel_table::position`) is on the asserted side of `at`. None for bags (`n` = 0).
 fn band(c: &Contribution, n: usize) -> Option<(usize, usize)> {
     let Asserts::Position { at, above } = c.asserts else {
         return None;

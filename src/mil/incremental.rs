@@ -13,12 +13,12 @@
 use super::blockmax::{BlockMaxima, Layout, Layouts};
 use super::error::{MilError, Result};
 use super::kernel::{RepBlocks, LANES};
+use super::kernel_table::position;
 use super::lanes::{
     first_max, in_lanes, lane_values_dispatch, Channels, GroupPlan, LaneScratch, SpacePlan,
 };
 use super::model::{Explanation, Model};
 use super::shapelet::{fixed_mean, to_fixed, ShapeletModel};
-use super::weak::position;
 
 /// What a new point costs, worked out once per model: the spaces some hypothesis reads,
 /// each with only the representatives its hypotheses weigh (alpha_z != 0 somewhere), laid

@@ -19,6 +19,7 @@ pub mod folds;
 pub mod head;
 pub mod incremental;
 pub mod kernel;
+pub mod kernel_table;
 pub mod kmeans;
 mod lanes;
 pub mod lpboost;

@@ -9,11 +9,11 @@ use rayon::prelude::*;
 use super::bag::{Dataset, InputKind, InstanceSet, Sample, Standardizer};
 use super::error::{MilError, Result};
 use super::kernel::{sq_dist, Kernel};
+use super::kernel_table::KernelTable;
 use super::kmeans::{kmeans_pp, kmeans_pp_with};
-use super::params::{FitParams, KernelSpec, ShapeletLength, WidthChoice, LEVEL_SCALE};
+use super::params::{FitParams, KernelSpec, ShapeletLength, WeakKind, WidthChoice, LEVEL_SCALE};
 use super::series::instance_set;
 use super::space::Extraction;
-use super::weak::KernelTable;
 
 /// Training instances of one space and their k-means representatives: the label-free part
 /// of a fit, which cross-validation shares across kernel widths and nu.
@@ -32,6 +32,36 @@ pub struct PreparedSpace {
     /// After [`prepare_lean`]: per width of the fit ([`space_kernels`]), the space's kernel
     /// and its statistics table; empty otherwise.
     pub tables: Vec<(Kernel, KernelTable<'static>)>,
+}
+
+impl PreparedSpace {
+    /// Its kernel and table at each width of the fit ([`space_kernels`]), from its
+    /// instances; none after [`prepare_lean`], which built them already (`tables`).
+    pub fn tables_at(
+        &self,
+        params: &FitParams,
+        input: InputKind,
+    ) -> Result<Vec<(Kernel, KernelTable<'_>)>> {
+        let Some(set) = self.instances.as_ref().filter(|_| self.tables.is_empty()) else {
+            return Ok(Vec::new());
+        };
+        // The kernel rows serve Algorithm 2's DC subproblems only: without a DC step one row
+        // a bag is kept; the bag statistics every hypothesis reads stay exact.
+        let row_stride = if params.dc_max_iters == 0 {
+            usize::MAX
+        } else {
+            self.row_stride
+        };
+        let gram_factor = params.weak == WeakKind::Op1;
+        space_kernels(params, input, &self.extraction)
+            .iter()
+            .map(|spec| {
+                let kernel = resolve_kernel(spec, set, params.seed)?;
+                let table = KernelTable::new(set, &self.reps, &kernel, gram_factor, row_stride)?;
+                Ok((kernel, table))
+            })
+            .collect()
+    }
 }
 
 /// The label-free preparation of a training set.
@@ -225,7 +255,12 @@ fn prepare_with(ds: &Dataset, params: &FitParams, lean: bool) -> Result<Prepared
                 .iter()
                 .map(|spec| {
                     let kernel = resolve_kernel(spec, &set, params.seed)?;
-                    let table = KernelTable::statistics(&set, &reps, &kernel, params.weak)?;
+                    let table = KernelTable::statistics(
+                        &set,
+                        &reps,
+                        &kernel,
+                        params.weak == WeakKind::Op1,
+                    )?;
                     Ok((kernel, table))
                 })
                 .collect::<Result<Vec<_>>>()?;

@@ -6,10 +6,10 @@
 
 use super::bag::{InputKind, Sample};
 use super::error::{MilError, Result};
+use super::kernel_table::position;
 use super::prediction::{Contribution, Prediction};
 use super::series::instance_set;
 use super::shapelet::{fixed_mean, to_fixed, ShapeletModel};
-use super::weak::position;
 
 impl ShapeletModel {
     /// One channel: not empty, finite. A series shorter than a shapelet is read with its

@@ -16,18 +16,17 @@ pub use super::ensemble::{Ensemble, WeightedHypothesis};
 use super::error::{MilError, Result};
 use super::head::PooledHead;
 use super::kernel::Kernel;
+use super::kernel_table::KernelTable;
 use super::lpboost::{lpboost, BoostParams, Boosted};
 use super::params::{BinaryMode, FitParams, KernelSpec, WidthChoice};
+use super::prepare::prepare_lean;
 pub use super::prepare::{
     median_heuristic_sigma, prepare, resolve_kernel, resolve_lengths, Prepared, PreparedSpace,
 };
-use super::prepare::{prepare_lean, space_kernels};
 use super::pricing::Focus;
 pub use super::stump::Threshold;
 use super::stump::{best_threshold, column_key, ColumnKey, ThresholdTable};
-use super::weak::{
-    active_bags, best_mean, dc_candidates, weak_learn, KernelTable, WeakParams, WorkingSet,
-};
+use super::weak::{active_bags, best_mean, dc_candidates, weak_learn, WeakParams, WorkingSet};
 
 pub use super::space::{BlockedReps, ShapeletSpace};
 
@@ -188,28 +187,7 @@ impl ShapeletModel {
         let built: Vec<Vec<(Kernel, KernelTable)>> = prepared
             .spaces
             .iter()
-            .map(|space| {
-                let Some(set) = space.instances.as_ref().filter(|_| space.tables.is_empty()) else {
-                    return Ok(Vec::new());
-                };
-                space_kernels(params, prepared.input, &space.extraction)
-                    .iter()
-                    .map(|spec| {
-                        let kernel = resolve_kernel(spec, set, params.seed)?;
-                        // The kernel rows serve Algorithm 2's DC subproblems only: without
-                        // a DC step one row a bag is kept; the bag statistics every
-                        // hypothesis reads stay exact.
-                        let row_stride = if params.dc_max_iters == 0 {
-                            usize::MAX
-                        } else {
-                            space.row_stride
-                        };
-                        let table =
-                            KernelTable::new(set, &space.reps, &kernel, params.weak, row_stride)?;
-                        Ok((kernel, table))
-                    })
-                    .collect()
-            })
+            .map(|space| space.tables_at(params, prepared.input))
             .collect::<Result<_>>()?;
         let mut layout: Vec<usize> = Vec::new();
         let mut kernels: Vec<Kernel> = Vec::new();

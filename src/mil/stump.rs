@@ -10,7 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::weak::{KernelTable, WeakHypothesis};
+use super::kernel_table::KernelTable;
+use super::weak::WeakHypothesis;
 
 /// Thresholds tried per feature at most (cut points between quantiles of the bags' values).
 const MAX_CUTS: usize = 32;
