@@ -21,6 +21,7 @@ VARIANTS = {
     "BasicMotionsWindows": "BasicMotions at the held-out 12-channel set's shape (12 channels of 7 to 29 points) with a few hundred training cases: BasicMotions's 6 channels and their first differences (12 channels), 7 windows of 7-29 points from every case, train from train and test from test (4 classes, 280 training cases)",
     "ACSF1Frames": "ACSF1 at the held-out 12-channel set's shape with independent cases (a JapaneseVowels-like spectral sequence): from every series 3 windows of 7 to 29 frames of 24 points (hop 16), each frame's 12 channels the log magnitudes of its first 12 Fourier coefficients (level first), train from train and test from test (10 classes, 300 training cases)",
     "ACSF1Spectra": "ACSF1 as many channels (the UEA archive's wide sets: Heartbeat's 61, MotorImagery's 64, FaceDetection's 144, PEMS-SF's 963): each series a spectrogram, frames of 128 points at a hop of 16 (84 frames), each frame's 64 channels the log magnitudes of its first 64 Fourier coefficients (10 classes, 100 training cases of 64 channels x 84 points)",
+    "ACSF1Long": "ACSF1 resampled to 8,000 points a series (long series: the archive's longest run to 18,000 points, where every subsequence of every space once had to fit in memory)",
     "ACSF1Few": "ACSF1 with 2 training series per class (10 classes, 20 training series)",
     "ACSF1Three": "3 of ACSF1's 10 classes (another three each draw), resampled to 251 points, 12 training series a class drawn from train and test together, the other 8 a class the test set (the held-out 3-class set's classes, size and length)",
     "GunPointTwelve": "GunPoint with 12 training series per class drawn from train and test together, the other 176 the test set (the held-out 3-class set's 12 a class and 175 test series)",
@@ -279,6 +280,9 @@ def build(data, out, name, draw=0):
                 spectra = np.log1p(np.abs(np.fft.rfft(frames, axis=1))[:, :64])
                 cases.append((l, [spectra[:, c] for c in range(64)]))
             write_ts(f"{out}/{name}_{s}.ts", header, cases)
+    elif name == "ACSF1Long":
+        for s in ("TRAIN", "TEST"):
+            write_ucr(f"{out}/{name}_{s}.csv", [(l, resample(x, 8000)) for l, x in ucr("ACSF1", s)])
     elif name == "ACSF1Few":
         write_ucr(f"{out}/{name}_TRAIN.csv", few(ucr("ACSF1", "TRAIN"), 2, rng))
         write_ucr(f"{out}/{name}_TEST.csv", ucr("ACSF1", "TEST"))
