@@ -140,6 +140,26 @@ fn train_predict_explain_round_trip() {
     );
 }
 
+/// `milstream eval --json --quiet` on the development set `name`'s train and test files,
+/// with `extra` options: its JSON summary (the run must succeed).
+fn eval_json(name: &str, extra: &[&str]) -> serde_json::Value {
+    let train = data_path(&format!("{name}_TRAIN.csv"));
+    let test = data_path(&format!("{name}_TEST.csv"));
+    let mut args = vec![
+        "eval",
+        "--train",
+        train.to_str().unwrap(),
+        "--test",
+        test.to_str().unwrap(),
+        "--json",
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    let o = milstream(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    last_json(&o)
+}
+
 /// A fit keeps each space's bag statistics, not its training subsequences (issue 26): ACSF1
 /// (100 series of 1,460 points) peaked at 1.19 GB while every space held every subsequence
 /// and the DC step's kernel rows, 40 MB since. A coarse bound, ten times today's peak of the
@@ -147,19 +167,7 @@ fn train_predict_explain_round_trip() {
 /// machine's load.
 #[test]
 fn a_fit_keeps_statistics_not_subsequences() {
-    let train = data_path("ACSF1_TRAIN.csv");
-    let test = data_path("ACSF1_TEST.csv");
-    let o = milstream(&[
-        "eval",
-        "--train",
-        train.to_str().unwrap(),
-        "--test",
-        test.to_str().unwrap(),
-        "--json",
-        "--quiet",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let s = last_json(&o);
+    let s = eval_json("ACSF1", &[]);
     let peak = s["peak_rss_bytes"].as_u64().expect("Linux reports VmHWM");
     assert!(peak < 400_000_000, "peak {peak} bytes");
 }
@@ -167,20 +175,7 @@ fn a_fit_keeps_statistics_not_subsequences() {
 #[test]
 fn eval_and_cv_print_json_summaries() {
     let train = data_path("Coffee_TRAIN.csv");
-    let test = data_path("Coffee_TEST.csv");
-    let o = milstream(&[
-        "eval",
-        "--train",
-        train.to_str().unwrap(),
-        "--test",
-        test.to_str().unwrap(),
-        "--k",
-        "30",
-        "--json",
-        "--quiet",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let s = last_json(&o);
+    let s = eval_json("Coffee", &["--k", "30"]);
     for key in [
         "accuracy",
         "auc",

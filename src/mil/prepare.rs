@@ -45,23 +45,34 @@ impl PreparedSpace {
         let Some(set) = self.instances.as_ref().filter(|_| self.tables.is_empty()) else {
             return Ok(Vec::new());
         };
-        // The kernel rows serve Algorithm 2's DC subproblems only: without a DC step one row
-        // a bag is kept; the bag statistics every hypothesis reads stay exact.
-        let row_stride = if params.dc_max_iters == 0 {
-            usize::MAX
-        } else {
-            self.row_stride
-        };
+        // The kernel rows serve Algorithm 2's DC subproblems only: without a DC step the
+        // table holds the bag statistics alone (which every hypothesis reads, exact).
         let gram_factor = params.weak == WeakKind::Op1;
-        space_kernels(params, input, &self.extraction)
-            .iter()
-            .map(|spec| {
-                let kernel = resolve_kernel(spec, set, params.seed)?;
-                let table = KernelTable::new(set, &self.reps, &kernel, gram_factor, row_stride)?;
+        resolved_kernels(set, params, input, &self.extraction)?
+            .into_iter()
+            .map(|kernel| {
+                let table = if params.dc_max_iters == 0 {
+                    KernelTable::statistics(set, &self.reps, &kernel, gram_factor)?
+                } else {
+                    KernelTable::new(set, &self.reps, &kernel, gram_factor, self.row_stride)?
+                };
                 Ok((kernel, table))
             })
             .collect()
     }
+}
+
+/// A space's kernel at each width of the fit ([`space_kernels`]), resolved on its instances.
+fn resolved_kernels(
+    set: &InstanceSet,
+    params: &FitParams,
+    input: InputKind,
+    e: &Extraction,
+) -> Result<Vec<Kernel>> {
+    space_kernels(params, input, e)
+        .iter()
+        .map(|spec| resolve_kernel(spec, set, params.seed))
+        .collect()
 }
 
 /// The label-free preparation of a training set.
@@ -251,16 +262,11 @@ fn prepare_with(ds: &Dataset, params: &FitParams, lean: bool) -> Result<Prepared
                     tables: Vec::new(),
                 });
             }
-            let tables = space_kernels(params, input, e)
-                .iter()
-                .map(|spec| {
-                    let kernel = resolve_kernel(spec, &set, params.seed)?;
-                    let table = KernelTable::statistics(
-                        &set,
-                        &reps,
-                        &kernel,
-                        params.weak == WeakKind::Op1,
-                    )?;
+            let gram_factor = params.weak == WeakKind::Op1;
+            let tables = resolved_kernels(&set, params, input, e)?
+                .into_iter()
+                .map(|kernel| {
+                    let table = KernelTable::statistics(&set, &reps, &kernel, gram_factor)?;
                     Ok((kernel, table))
                 })
                 .collect::<Result<Vec<_>>>()?;
