@@ -39,6 +39,17 @@ impl BasisInverse {
         out
     }
 
+    /// Negates row p of B^-1: the inverse once B's column at position p is negated.
+    pub fn negate_row(&mut self, p: usize) {
+        for col in &mut self.cols {
+            match col {
+                InverseColumn::Unit { pos, val } if *pos == p => *val = -*val,
+                InverseColumn::Unit { .. } => {}
+                InverseColumn::Dense(c) => c[p] = -c[p],
+            }
+        }
+    }
+
     /// Row p of B^-1.
     pub fn row(&self, p: usize) -> Vec<f64> {
         self.cols
@@ -86,6 +97,20 @@ impl BasisInverse {
             }
         }
         pi
+    }
+
+    /// c' B^-1 for c given by its nonzero entries (position, value): the rows of B^-1 at
+    /// those positions, weighed and summed, in one pass over the columns.
+    pub fn left_times_sparse(&self, costs: &[(usize, f64)]) -> Vec<f64> {
+        let mut at = vec![0.0; self.cols.len()];
+        costs.iter().for_each(|&(p, c)| at[p] += c);
+        self.cols
+            .iter()
+            .map(|col| match col {
+                InverseColumn::Unit { pos, val } => at[*pos] * val,
+                InverseColumn::Dense(c) => costs.iter().map(|&(p, w)| w * c[p]).sum(),
+            })
+            .collect()
     }
 
     /// The column whose B^-1 a is `alpha` enters at position p (product-form update): each

@@ -123,7 +123,8 @@ impl WarmMaster {
             lp.add_column(vec![(r, -1.0)], 0.0, 0.0, f64::INFINITY);
         }
         for (r, &i) in bags.iter().enumerate() {
-            lp.add_column(vec![(r, 1.0)], caps[i], 0.0, f64::INFINITY);
+            let xi = lp.add_column(vec![(r, 1.0)], caps[i], 0.0, f64::INFINITY);
+            lp.mirror(r, xi); // s_i - xi_i: a bag's margin less rho, of cost cap_i below 0
         }
         let rho = lp.add_column(
             (0..m).map(|r| (r, -1.0)).collect(),
