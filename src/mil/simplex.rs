@@ -501,9 +501,11 @@ impl Simplex {
             let cq = &self.cols[q];
             let mut step = cq.hi - cq.lo; // a bound flip
             let mut leave: Option<(usize, bool)> = None; // (position, leaves at upper)
-                                                         // A mirrored basic column falling to its lower bound is a break of the
-                                                         // objective's slope, not a stop (see `mirror`): (ratio, position, slope lost).
-            let mut breaks: Vec<(f64, usize, f64)> = Vec::new();
+
+            // A mirrored basic column falling to its lower bound is a break of the
+            // objective's slope, not a stop (see `mirror`): (ratio, position, its mirror,
+            // the pair's cost c + c').
+            let mut breaks: Vec<(f64, usize, usize, f64)> = Vec::new();
             for p in 0..m {
                 let delta = dir * alpha[p];
                 if delta.abs() <= PIVOT_TOL {
@@ -517,7 +519,7 @@ impl Simplex {
                     }
                     let ratio = (xb - c.lo).max(0.0) / delta;
                     if let Some(mj) = c.mirror.filter(|_| !bland) {
-                        breaks.push((ratio, p, (c.cost + self.cols[mj].cost) * delta));
+                        breaks.push((ratio, p, mj, c.cost + self.cols[mj].cost));
                         continue;
                     }
                     (ratio, false)
@@ -545,7 +547,7 @@ impl Simplex {
             }
             // Pass the breaks in order while the slope left still improves; the first
             // that would not is the column leaving (Fourer's piecewise-linear simplex).
-            let mut passed: Vec<usize> = Vec::new();
+            let mut passed: Vec<(usize, usize, f64)> = Vec::new(); // (position, mirror, c + c')
             breaks.retain(|b| b.0 < step);
             if !breaks.is_empty() {
                 breaks.sort_unstable_by(|a, b| {
@@ -554,10 +556,11 @@ impl Simplex {
                         .then(a.1.cmp(&b.1))
                 });
                 let mut slope = dq.abs();
-                for &(ratio, p, lost) in &breaks {
+                for &(ratio, p, mj, both) in &breaks {
+                    let lost = both * alpha[p].abs();
                     if slope - lost > OPT_TOL {
                         slope -= lost;
-                        passed.push(p);
+                        passed.push((p, mj, both));
                     } else {
                         step = ratio;
                         leave = Some((p, false));
@@ -580,21 +583,13 @@ impl Simplex {
             let mut pi = pi;
             let mut dq = dq;
             self.breaks_passed += passed.len();
-            let costs: Vec<(usize, f64)> = passed
-                .iter()
-                .map(|&p| {
-                    let c = &self.cols[self.head[p]];
-                    let mirror = c.mirror.expect("a break is a mirrored column");
-                    (p, c.cost + self.cols[mirror].cost)
-                })
-                .collect();
-            if self.incremental_duals && !costs.is_empty() {
+            if self.incremental_duals && !passed.is_empty() {
+                let costs: Vec<(usize, f64)> = passed.iter().map(|&(p, _, c)| (p, c)).collect();
                 let shift = self.inv.left_times_sparse(&costs);
                 pi.iter_mut().zip(&shift).for_each(|(v, r)| *v -= r);
             }
-            for &(p, both) in &costs {
+            for &(p, mj, both) in &passed {
                 let j = self.head[p];
-                let mj = self.cols[j].mirror.expect("a break is a mirrored column");
                 dq += both * alpha[p];
                 self.x[mj] += self.cols[j].lo - self.x[j];
                 self.x[j] = self.cols[j].lo;
