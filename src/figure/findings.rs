@@ -34,6 +34,7 @@ pub(super) fn extraction(c: &Contribution) -> Extraction {
         znorm: c.znorm,
         channel: 0,
         block: 0,
+        unit_exp: c.unit_exp,
     }
 }
 

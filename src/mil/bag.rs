@@ -299,8 +299,11 @@ impl Standardizer {
         let mut scale = vec![1.0; dim];
         for f in 0..dim {
             mean[f] /= n;
-            let var = (sq[f] / n - mean[f] * mean[f]).max(0.0);
-            if var > 1e-12 {
+            let square = sq[f] / n;
+            let var = (square - mean[f] * mean[f]).max(0.0);
+            // Constant when the deviation is within a millionth of the values' magnitude
+            // (rounding in the one-pass variance), in any unit.
+            if var > 1e-12 * square {
                 scale[f] = var.sqrt();
             }
         }

@@ -196,6 +196,7 @@ macro_rules! instance_machine {
                     znorm: false,
                     channel: 0,
                     block: 0,
+                    unit_exp: 0,
                     similarity: f,
                     weight: 1.0,
                     contribution: f,
@@ -246,6 +247,7 @@ impl BinaryMachine for BoxSvmModel {
                 znorm: false,
                 channel: 0,
                 block: 0,
+                unit_exp: 0,
                 similarity: if self.weights[j] != 0.0 {
                     t / self.weights[j]
                 } else {

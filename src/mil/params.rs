@@ -442,6 +442,7 @@ impl SpaceParams {
                             znorm,
                             channel: 0,
                             block: 0,
+                            unit_exp: 0,
                         });
                     }
                 }

@@ -45,6 +45,9 @@ pub struct Contribution {
     /// A dependent space's channel count (0: one channel).
     #[serde(default, skip_serializing_if = "super::space::is_zero")]
     pub block: usize,
+    /// A z space's unit exponent (see `Extraction::unit_exp`), to read the subsequence again.
+    #[serde(default, skip_serializing_if = "super::space::is_zero_exp")]
+    pub unit_exp: i32,
     /// h_j(B) = max_x sum_z alpha_z K(z, x).
     pub similarity: f64,
     pub weight: f64,

@@ -197,12 +197,14 @@ fn prepare_with(ds: &Dataset, params: &FitParams, lean: bool) -> Result<Prepared
             let min_len = ds.min_series_len().unwrap_or(0);
             let max_len = ds.max_series_len().unwrap_or(0);
             let lengths = resolve_lengths(&params.lengths, min_len, max_len)?;
-            (
-                None,
-                params
-                    .spaces
-                    .extractions(&lengths, median_series_len(ds), input.channels()),
-            )
+            let units = channel_units(ds);
+            let extractions = params
+                .spaces
+                .extractions(&lengths, median_series_len(ds), input.channels())
+                .into_iter()
+                .map(|e| with_unit(e, &units))
+                .collect();
+            (None, extractions)
         }
         InputKind::Bag { dim } => {
             let bags: Vec<_> = ds
@@ -323,6 +325,54 @@ fn median_series_len(ds: &Dataset) -> usize {
     }
     let mid = lens.len() / 2;
     *lens.select_nth_unstable(mid).1
+}
+
+/// Each channel's mean |x| over the training series (readings that are not finite left out),
+/// as the nearest power of two's exponent: the unit a z space's flat floor is relative to.
+/// A power of two, so data scaled by one gives exactly the same model; 0 for a channel of
+/// zeros, as for data near unit scale (z-normalised series), whose models it leaves as they were.
+fn channel_units(ds: &Dataset) -> Vec<i32> {
+    let mut sums: Vec<(f64, usize)> = Vec::new();
+    for s in &ds.samples {
+        for (c, values) in s.channels().into_iter().flatten().enumerate() {
+            if sums.len() <= c {
+                sums.resize(c + 1, (0.0, 0));
+            }
+            for v in values.iter().filter(|v| v.is_finite()) {
+                sums[c].0 += v.abs();
+                sums[c].1 += 1;
+            }
+        }
+    }
+    sums.into_iter()
+        .map(|(sum, n)| nearest_power_of_two(sum / n.max(1) as f64))
+        .collect()
+}
+
+/// The exponent of the power of two nearest `x` (in ratio), read from its bits so that
+/// x 2^k gives exactly the exponent + k; 0 for zero or a value that is not finite.
+fn nearest_power_of_two(x: f64) -> i32 {
+    if !(x.is_finite() && x >= f64::MIN_POSITIVE) {
+        return 0;
+    }
+    let bits = x.to_bits();
+    let exp = ((bits >> 52) & 0x7ff) as i32 - 1023;
+    let mantissa = f64::from_bits((bits & ((1u64 << 52) - 1)) | (1023u64 << 52));
+    exp + i32::from(mantissa >= std::f64::consts::SQRT_2)
+}
+
+/// A z space with its channel's unit (the largest of a dependent space's channels); other
+/// spaces have no flat floor and keep 0.
+fn with_unit(e: Extraction, units: &[i32]) -> Extraction {
+    if !e.znorm {
+        return e;
+    }
+    let unit_exp = if e.block > 0 {
+        units.iter().copied().max().unwrap_or(0)
+    } else {
+        units.get(e.channel).copied().unwrap_or(0)
+    };
+    Extraction { unit_exp, ..e }
 }
 
 /// sigma = 1 / median |x - x'|^2 over seeded random pairs of instances: the median heuristic,

@@ -186,6 +186,7 @@ impl ShapeletModel {
                     znorm: sp.znorm,
                     channel: sp.channel,
                     block: sp.block,
+                    unit_exp: sp.unit_exp,
                     similarity: v,
                     weight,
                     contribution: weight * v,

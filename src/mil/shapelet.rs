@@ -571,6 +571,7 @@ impl ShapeletModel {
                 znorm: e.znorm,
                 channel: e.channel,
                 block: e.block,
+                unit_exp: e.unit_exp,
                 blocked: BlockedReps::default(),
             });
         }

@@ -94,9 +94,18 @@ pub struct Extraction {
     /// all channels over the same steps, channel by channel (0: one channel).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub block: usize,
+    /// A z space's unit: its channel's mean |x| over the training series as a power of two
+    /// (the nearest), which the flat floor is relative to, so the same data in other units
+    /// gives the same model (0, unit 1: other spaces, and z spaces of artifacts from before).
+    #[serde(default, skip_serializing_if = "is_zero_exp")]
+    pub unit_exp: i32,
 }
 
 pub(crate) fn is_zero(v: &usize) -> bool {
+    *v == 0
+}
+
+pub(crate) fn is_zero_exp(v: &i32) -> bool {
     *v == 0
 }
 
@@ -123,20 +132,27 @@ impl fmt::Display for Extraction {
     }
 }
 
-/// Deviation below which a subsequence counts as flat and z-normalises to zeros (relative to
-/// its level, so a flat stretch at any offset is flat).
+/// Deviation below which a subsequence counts as flat and z-normalises to zeros, relative to
+/// its level plus its channel's unit (see [`Extraction::unit_exp`]): a flat stretch at any
+/// offset is flat, and rounding noise is flat in any unit.
 const FLAT: f64 = 1e-8;
 
-/// z-normalises `x` in place: (x - mean) / std, or zeros for a flat subsequence.
-/// The one implementation both the offline and the incremental scorer call, so their values
-/// agree bit for bit.
+/// The magnitude 2^`unit_exp` a z space's flat floor is relative to (exact: a power of two).
 #[inline]
-pub fn znormalize(x: &mut [f64]) {
+pub fn unit(unit_exp: i32) -> f64 {
+    2f64.powi(unit_exp)
+}
+
+/// z-normalises `x` in place: (x - mean) / std, or zeros for a flat subsequence (deviation
+/// at most `FLAT` x (`unit` + |mean|)). The one implementation both the offline and the
+/// incremental scorer call, so their values agree bit for bit.
+#[inline]
+pub fn znormalize(x: &mut [f64], unit: f64) {
     let n = x.len() as f64;
     let mean = x.iter().sum::<f64>() / n;
     let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
     let std = var.sqrt();
-    if std <= FLAT * (1.0 + mean.abs()) {
+    if std <= FLAT * (unit + mean.abs()) {
         x.iter_mut().for_each(|v| *v = 0.0);
     } else {
         let inv = 1.0 / std;
@@ -176,7 +192,7 @@ fn centre_lanes(x: &mut [f64], len: usize) {
 /// at `i * LANES + j`): each lane the same operations in the same order (the sums fold
 /// from -0.0 as `Iterator::sum` does), so the bits of `znormalize` on its own subsequence.
 #[inline(always)]
-fn znormalize_lanes(x: &mut [f64], len: usize) {
+fn znormalize_lanes(x: &mut [f64], len: usize, unit: f64) {
     let n = len as f64;
     let x = &mut x[..len * LANES];
     let mut mean = [-0.0f64; LANES];
@@ -196,7 +212,7 @@ fn znormalize_lanes(x: &mut [f64], len: usize) {
     let mut flat = [false; LANES];
     for j in 0..LANES {
         let std = (var[j] / n).sqrt();
-        flat[j] = std <= FLAT * (1.0 + mean[j].abs());
+        flat[j] = std <= FLAT * (unit + mean[j].abs());
         inv[j] = 1.0 / std;
     }
     for c in x.chunks_exact_mut(LANES) {
@@ -220,6 +236,7 @@ impl Extraction {
             znorm: false,
             channel: 0,
             block: 0,
+            unit_exp: 0,
         }
     }
 
@@ -314,7 +331,7 @@ impl Extraction {
             }
         }
         if self.znorm {
-            znormalize_lanes(out, self.length);
+            znormalize_lanes(out, self.length, unit(self.unit_exp));
         } else if self.view == View::Centred {
             centre_lanes(out, self.length);
         }
@@ -377,7 +394,7 @@ impl Extraction {
             }
         }
         if self.znorm {
-            znormalize(out);
+            znormalize(out, unit(self.unit_exp));
         } else if self.view == View::Centred {
             centre(out);
         }
@@ -443,6 +460,9 @@ pub struct ShapeletSpace {
     /// channel).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub block: usize,
+    /// A z space's unit (see [`Extraction::unit_exp`]).
+    #[serde(default, skip_serializing_if = "is_zero_exp")]
+    pub unit_exp: i32,
     /// The representatives laid out for [`Kernel::row_blocked`], made on first use (the
     /// representatives do not change after a fit).
     #[serde(skip)]
@@ -486,6 +506,7 @@ impl ShapeletSpace {
             znorm: self.znorm,
             channel: self.channel,
             block: self.block,
+            unit_exp: self.unit_exp,
         }
     }
 }
@@ -614,7 +635,7 @@ mod tests {
     fn a_constant_subsequence_normalises_to_zeros() {
         for level in [0.0, 1.0, -7.5, 1e6] {
             let mut x = vec![level; 9];
-            znormalize(&mut x);
+            znormalize(&mut x, 1.0);
             assert!(x.iter().all(|&v| v == 0.0), "{level}: {x:?}");
         }
     }
@@ -640,8 +661,8 @@ mod tests {
             prop_assume!(spread > 1e-3);
             let mut u = x.clone();
             let mut v: Vec<f64> = x.iter().map(|t| a * t + b).collect();
-            znormalize(&mut u);
-            znormalize(&mut v);
+            znormalize(&mut u, 1.0);
+            znormalize(&mut v, 1.0);
             for (p, q) in u.iter().zip(&v) {
                 prop_assert!((p - q).abs() < 1e-6, "{u:?} vs {v:?}");
             }
