@@ -284,6 +284,7 @@ mod tests {
             znorm: false,
             channel: 0,
             block: 0,
+            unit_exp: 0,
             similarity,
             weight: 1.0,
             contribution: similarity,

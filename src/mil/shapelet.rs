@@ -867,6 +867,7 @@ mod tests {
                 znorm: false,
                 channel: 0,
                 block: 0,
+                unit_exp: 0,
                 blocked: BlockedReps::default(),
             }],
             ensembles: vec![ens(0, 1.0), ens(1, -1.0), ens(2, 0.5)],

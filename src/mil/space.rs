@@ -525,6 +525,7 @@ mod tests {
             znorm: false,
             channel: 0,
             block: 0,
+            unit_exp: 0,
         };
         assert_eq!(e.footprint(), 5);
         let s: Vec<f64> = (0..8).map(f64::from).collect();
@@ -606,6 +607,8 @@ mod tests {
                         znorm,
                         channel,
                         block,
+                        // A unit off 1 in the z spaces: the lanes share the scalar's floor.
+                        unit_exp: if znorm { 3 } else { 0 },
                     };
                     let dim = e.dim();
                     let mut lanes = vec![f64::NAN; dim * LANES];
@@ -678,7 +681,7 @@ mod tests {
             a in 0.01f64..100.0,
             b in -1000.0f64..1000.0,
         ) {
-            let e = Extraction { view: View::Centred, length: 5, dilation: 2, znorm: false, channel: 0, block: 0 };
+            let e = Extraction { view: View::Centred, length: 5, dilation: 2, znorm: false, channel: 0, block: 0, unit_exp: 0 };
             let y: Vec<f64> = x.iter().map(|t| a * t + b).collect();
             let (mut u, mut v) = (vec![0.0; 5], vec![0.0; 5]);
             e.extract(&x, 1, &mut u);
