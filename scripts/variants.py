@@ -39,6 +39,7 @@ VARIANTS = {
     "ACSF1SevenLarge": "7 of ACSF1's classes (0-6) with 9,000 training and 1,500 test windows of 96 points at random places (ElectricDevices' size and shape, 8,926 training series of 96 points in 7 classes: how the fit scales in series beside RDST's)",
     "GunPointScaled": "GunPoint, each series times a log-uniform 0.01-100 and offset by +-100 (unnormalised)",
     "CoffeeScaled": "Coffee, each series scaled and offset as GunPointScaled",
+    "GunPointNano": "GunPointScaled written in a unit 10^9 times larger (values near 10^-9 to 10^-7, as a displacement in metres read in nanometres): the same data, another unit",
     "ACSF1Unequal": "ACSF1, each series resampled to 40-100 % of its length (unequal lengths)",
     "ACSF1Windows": "ACSF1 at the held-out appliance set's size: 5 windows of 100 to 1,344 points (cut, not resampled) from every series, train from train and test from test (10 classes, 500 training series of unequal lengths)",
     "ACSF1WindowsShort": "ACSF1Windows at the held-out appliance set's lengths: 5 windows from every series of 100 e^X points, X exponential of mean 0.6, at most 1,344 (mean about 220, median 150), so RDST fits in about the time it took on the held-out set (at 9b86ed7 milstream 0.824 in 29.6 s against RDST 0.862 in 13.9 s, as on the held-out set 0.896 in 23.0 s against 0.946 in 12.1 s)",
@@ -354,6 +355,11 @@ def build(data, out, name, draw=0):
         src = name[: -len("Scaled")]
         for s in ("TRAIN", "TEST"):
             write_ucr(f"{out}/{name}_{s}.csv", scale_offset(ucr(src, s), rng))
+    elif name == "GunPointNano":  # GunPointScaled's draw, in another unit
+        scaled = np.random.default_rng(zlib.crc32(b"GunPointScaled") + draw)
+        for s in ("TRAIN", "TEST"):
+            write_ucr(f"{out}/{name}_{s}.csv",
+                      [(l, x * 1e-9) for l, x in scale_offset(ucr("GunPoint", s), scaled)])
     elif name == "ACSF1Unequal":
         for s in ("TRAIN", "TEST"):
             write_ucr(f"{out}/{name}_{s}.csv",
