@@ -137,10 +137,11 @@ impl fmt::Display for Extraction {
 /// offset is flat, and rounding noise is flat in any unit.
 const FLAT: f64 = 1e-8;
 
-/// The magnitude 2^`unit_exp` a z space's flat floor is relative to (exact: a power of two).
+/// The magnitude 2^`unit_exp` a z space's flat floor is relative to: a power of two, built
+/// from its exponent bits (the extraction's hot path; normal range, clamped).
 #[inline]
 pub fn unit(unit_exp: i32) -> f64 {
-    2f64.powi(unit_exp)
+    f64::from_bits(((unit_exp.clamp(-1022, 1023) + 1023) as u64) << 52)
 }
 
 /// z-normalises `x` in place: (x - mean) / std, or zeros for a flat subsequence (deviation
@@ -515,6 +516,13 @@ impl ShapeletSpace {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_unit_is_its_power_of_two() {
+        for e in [-1022, -40, -1, 0, 1, 30, 1023] {
+            assert_eq!(unit(e), 2f64.powi(e));
+        }
+    }
 
     #[test]
     fn footprints_and_offsets() {
