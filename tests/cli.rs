@@ -437,3 +437,44 @@ fn cv_compares_model_kinds() {
         stderr(&o)
     );
 }
+
+/// A test file whose labels are written otherwise than the training file's (`1.0` against
+/// `1`) fails before the fit, naming both; a class the training set lacks is a warning.
+#[test]
+fn eval_checks_test_labels_against_the_training_classes() {
+    let dir = scratch("cli-labels");
+    let write = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let mut rows = String::new();
+    for i in 0..6 {
+        let (label, level) = if i % 2 == 0 {
+            ("1.0", 0.0)
+        } else {
+            ("2.0", 5.0)
+        };
+        let values: Vec<String> = (0..12)
+            .map(|t| format!("{}", level + f64::from(t % 3 + i)))
+            .collect();
+        rows += &format!("{label},{}\n", values.join(","));
+    }
+    let train = write("train.csv", &rows);
+    let integers = write(
+        "integers.csv",
+        &rows.replace("1.0,", "1,").replace("2.0,", "2,"),
+    );
+    let eval = |test: &str| milstream(&["eval", "--train", &train, "--test", test, "--json"]);
+    assert_clean_failure(&eval(&integers), "no label of");
+    assert!(stderr(&eval(&integers)).contains("(\"1\", \"2\" against \"1.0\", \"2.0\")"));
+    let third = write("third.csv", &format!("{rows}3.0,{}\n", ["0"; 12].join(",")));
+    let o = eval(&third);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning: test labels \"3.0\" are not classes of"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(last_json(&o)["accuracy"].as_f64().unwrap() <= 6.0 / 7.0);
+}

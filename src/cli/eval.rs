@@ -22,6 +22,7 @@ pub fn run(args: EvalArgs) -> Result<()> {
     let EvalArgs { train, test, opts } = args;
     let tr = load(&train, opts.format)?;
     let te = load(&test, opts.format)?;
+    check_labels(&tr.classes(), &te.labels, &train, &test)?;
     let (model, _, train_secs) = fit(&tr, &te.samples, &opts)?;
     let (acc, roc, pred_secs) = score(&model, &te, opts.quiet)?;
     let mut s = summary_json(&model);
@@ -44,4 +45,47 @@ pub fn run(args: EvalArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Test labels are compared with the training classes as text: none in common is two files
+/// that write their labels differently (`1.0` and `1`), an error before the fit; a few
+/// classes the training set lacks are counted wrong, with a warning naming them.
+fn check_labels(
+    classes: &[String],
+    labels: &[String],
+    train: &std::path::Path,
+    test: &std::path::Path,
+) -> Result<()> {
+    let mut unknown: Vec<&String> = labels.iter().filter(|l| !classes.contains(l)).collect();
+    unknown.sort();
+    unknown.dedup();
+    anyhow::ensure!(
+        unknown.len()
+            < labels
+                .iter()
+                .collect::<std::collections::BTreeSet<_>>()
+                .len(),
+        "no label of {} is a class of {} ({} against {}): labels are compared as text",
+        test.display(),
+        train.display(),
+        shown(&unknown),
+        shown(&classes.iter().collect::<Vec<_>>())
+    );
+    if !unknown.is_empty() {
+        eprintln!(
+            "warning: test labels {} are not classes of {}; their series count as wrong",
+            shown(&unknown),
+            train.display()
+        );
+    }
+    Ok(())
+}
+
+/// At most five labels, quoted.
+fn shown(labels: &[&String]) -> String {
+    let mut s: Vec<String> = labels.iter().take(5).map(|l| format!("{l:?}")).collect();
+    if labels.len() > 5 {
+        s.push(format!("... ({} in all)", labels.len()));
+    }
+    s.join(", ")
 }
