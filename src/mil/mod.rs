@@ -11,6 +11,7 @@ mod blockmax;
 pub mod boxcount;
 pub mod boxsvm;
 pub mod cancel;
+mod decision;
 mod dense_rows;
 pub mod derived;
 pub mod ensemble;

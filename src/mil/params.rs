@@ -268,6 +268,11 @@ pub struct FitParams {
     /// every round prices every space.
     #[serde(default)]
     pub partial_pricing: Option<PartialPricing>,
+    /// Two classes of unequal size (series, one-vs-rest on both): the decision moves to the
+    /// midpoint of the classes' median held-out score difference over this many stratified
+    /// folds (see `decision.rs`); 0: never (older artifacts, the paper's form).
+    #[serde(default)]
+    pub decision_folds: usize,
     /// With more than two classes, the class scores are refit over every class's
     /// hypotheses by ridge regression (see `head::PooledHead`) rather than taken from each
     /// one-vs-rest ensemble alone. False in older artifacts and the paper's form.
@@ -525,6 +530,7 @@ impl Default for FitParams {
             warm_master: true,
             partial_pricing: Some(PartialPricing::default()),
             pooled_head: true,
+            decision_folds: 3,
             threshold_share: 0.5,
             max_weight: Some(0.05),
             balanced: true,
@@ -640,6 +646,7 @@ impl FitParams {
             threshold_hypotheses: false,
             position_thresholds: false,
             pooled_head: false,
+            decision_folds: 0,
             k_shared_by_channels: false,
             threshold_share: 1.0,
             max_weight: None,

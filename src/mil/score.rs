@@ -118,6 +118,15 @@ impl ShapeletModel {
     }
 
     pub(crate) fn decide(&self, g: &[f64]) -> Prediction {
+        // The two-class decision's place (decision.rs), split between the two scores.
+        let moved;
+        let g = if self.decision_offset != 0.0 && g.len() == 2 {
+            let half = 0.5 * self.decision_offset;
+            moved = [g[0] - half, g[1] + half];
+            &moved[..]
+        } else {
+            g
+        };
         let (scores, idx) = if self.ensembles.len() == 1 {
             (vec![-g[0], g[0]], usize::from(g[0] > 0.0))
         } else {

@@ -79,10 +79,18 @@ pub struct ShapeletModel {
     /// `FitParams::pooled_head`); None: each ensemble's own g. Absent in older artifacts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub head: Option<PooledHead>,
+    /// Two classes: the first is decided when s_0 - s_1 exceeds this (see `decision.rs`;
+    /// 0 in older artifacts and on classes of about equal size).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub decision_offset: f64,
     /// What the incremental scorer derives from the model (each used space's kept
     /// representatives, its hypotheses), made on first use and shared by every series.
     #[serde(skip)]
     pub incremental: super::derived::Derived,
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
 }
 
 /// Hypothesis weights at or below this (relative to their sum of 1) are dropped after
@@ -129,6 +137,9 @@ impl ShapeletModel {
             prepare(ds, params)?
         };
         let mut m = Self::fit_prepared(&prepared, ds, params, cancel)?;
+        if let Some(t) = super::decision::two_class_offset(ds, params)? {
+            m.decision_offset = t;
+        }
         m.summary.train_seconds = start.elapsed().as_secs_f64();
         Ok(m)
     }
@@ -634,6 +645,7 @@ impl ShapeletModel {
             summary,
             channel_names: prepared.channel_names.clone(),
             head,
+            decision_offset: 0.0,
             incremental: Default::default(),
         })
     }
