@@ -24,6 +24,7 @@ VARIANTS = {
     "ACSF1Long": "ACSF1 resampled to 8,000 points a series (long series: the archive's longest run to 18,000 points, where every subsequence of every space once had to fit in memory)",
     "ACSF1Few": "ACSF1 with 2 training series per class (10 classes, 20 training series)",
     "ACSF1Three": "3 of ACSF1's 10 classes (another three each draw), resampled to 251 points, 12 training series a class drawn from train and test together, the other 8 a class the test set (the held-out 3-class set's classes, size and length)",
+    "GunPointMinority": "GunPoint's train and test together (200 series), 10 of class 1 and 60 of class 2 the training set, the other 130 (90 and 40) the test set: two classes of unequal size (Wafer's, Earthquakes' and the two-class ECG sets' kind), where the smaller class's decision is at stake",
     "GunPointTwelve": "GunPoint with 12 training series per class drawn from train and test together, the other 176 the test set (the held-out 3-class set's 12 a class and 175 test series)",
     "CombinedFew": "GunPoint + Coffee + ACSF1 as 14 classes, resampled to 300 points, 2 training series per class, each series scaled and offset",
     "ManyFew": "40 classes, 2 training and 4 test series each, 1,000 points, unnormalised: each class one of GunPoint's, Coffee's or ACSF1's 16 classes (resampled) at a level and amplitude of its own (series jitter 5 %), so classes of one source differ only in level and amplitude",
@@ -293,6 +294,16 @@ def build(data, out, name, draw=0):
         chosen = {id(r) for r in train}
         write_ucr(f"{out}/{name}_TRAIN.csv", train)
         write_ucr(f"{out}/{name}_TEST.csv", [r for r in rows if id(r) not in chosen])
+    elif name == "GunPointMinority":
+        rows = ucr("GunPoint", "TRAIN") + ucr("GunPoint", "TEST")
+        take = {"1": 10, "2": 60}
+        train = []
+        for c, k in take.items():
+            idx = [i for i, (l, _) in enumerate(rows) if l == c]
+            train += sorted(rng.choice(idx, k, replace=False).tolist())
+        chosen = set(train)
+        write_ucr(f"{out}/{name}_TRAIN.csv", [rows[i] for i in sorted(chosen)])
+        write_ucr(f"{out}/{name}_TEST.csv", [r for i, r in enumerate(rows) if i not in chosen])
     elif name == "ACSF1Three":
         rows = ucr("ACSF1", "TRAIN") + ucr("ACSF1", "TEST")
         keep = set(rng.choice(sorted({l for l, _ in rows}), 3, replace=False))

@@ -148,10 +148,11 @@ pub struct FitOptions {
     /// refitting the class scores over every class's hypotheses (the pooled ridge head).
     #[arg(long)]
     pub no_head: bool,
-    /// Two classes of unequal size: keep the decision where the ensembles' scores meet,
-    /// rather than moving it by the held-out scores of three inner fits.
-    #[arg(long)]
-    pub no_decision_offset: bool,
+    /// Two classes of unequal size (the larger at least 1.5 times the smaller): the inner
+    /// fits on stratified folds whose held-out scores place the decision (0: the decision
+    /// where the two ensembles' scores meet). Default: the library's, 3.
+    #[arg(long, value_name = "N")]
+    pub decision_folds: Option<usize>,
     /// Cap on each hypothesis weight (the margin then rests on at least 1 / cap
     /// hypotheses), or `none` for the paper's LP. Default: the library's.
     #[arg(long)]
@@ -417,11 +418,7 @@ impl FitOptions {
             warm_master: base.warm_master && !self.no_warm_master,
             partial_pricing: base.partial_pricing.filter(|_| !self.full_pricing),
             pooled_head: base.pooled_head && !self.no_head,
-            decision_folds: if self.no_decision_offset {
-                0
-            } else {
-                base.decision_folds
-            },
+            decision_folds: self.decision_folds.unwrap_or(base.decision_folds),
             threshold_share: self.threshold_share.unwrap_or(base.threshold_share),
             max_weight: match self.max_weight.as_deref() {
                 None => base.max_weight,

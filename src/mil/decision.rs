@@ -10,6 +10,8 @@
 use rayon::prelude::*;
 
 use super::bag::Dataset;
+use super::cancel::Cancel;
+use super::prepare::Prepared;
 use super::error::Result;
 use super::folds::stratified_folds;
 use super::params::{BinaryMode, FitParams};
@@ -25,7 +27,12 @@ const UNEQUAL: f64 = 1.5;
 /// fitted as this one is on the other `FitParams::decision_folds` stratified folds. None
 /// when the option is off, the classes are not two of unequal size, the input is not
 /// series, or the smaller class has fewer examples than folds.
-pub(super) fn two_class_offset(train: &Dataset, params: &FitParams) -> Result<Option<f64>> {
+pub(super) fn two_class_offset(
+    prepared: &Prepared,
+    train: &Dataset,
+    params: &FitParams,
+    cancel: Cancel,
+) -> Result<Option<f64>> {
     let folds = params.decision_folds;
     let classes = train.classes();
     if folds < 2
@@ -50,7 +57,12 @@ pub(super) fn two_class_offset(train: &Dataset, params: &FitParams) -> Result<Op
         .into_par_iter()
         .map(|test| {
             let keep: Vec<usize> = (0..n).filter(|i| test.binary_search(i).is_err()).collect();
-            let model = ShapeletModel::fit(&train.subset(&keep), &inner)?;
+            let model = ShapeletModel::fit_prepared(
+                &prepared.subset(&keep),
+                &train.subset(&keep),
+                &inner,
+                cancel,
+            )?;
             test.iter()
                 .map(|&i| {
                     let s = model.predict(&train.samples[i])?.scores;

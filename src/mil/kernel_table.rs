@@ -193,6 +193,48 @@ impl<'a> KernelTable<'a> {
         })
     }
 
+    /// The table of the bags `bags` only (their statistics and kept rows; the same
+    /// representatives and kernel): an inner fold's table from the outer fit's. Not for a
+    /// table that reads instances again for exact outputs.
+    pub fn bag_subset(&self, bags: &[usize]) -> KernelTable<'static> {
+        assert!(self.exact.is_none(), "a table with exact outputs is not subset");
+        let k = self.k;
+        let pick = |v: &[f64]| -> Vec<f64> {
+            bags.iter()
+                .flat_map(|&b| v[b * k..(b + 1) * k].iter().copied())
+                .collect()
+        };
+        let mut offsets = Vec::with_capacity(bags.len() + 1);
+        offsets.push(0);
+        let mut rows = Vec::new();
+        for &b in bags {
+            rows.extend_from_slice(&self.rows[self.offsets[b] * k..self.offsets[b + 1] * k]);
+            offsets.push(rows.len() / k.max(1));
+        }
+        KernelTable {
+            k,
+            rows,
+            offsets,
+            bag_max: pick(&self.bag_max),
+            bag_min: pick(&self.bag_min),
+            bag_mean: pick(&self.bag_mean),
+            bag_argmax: bags
+                .iter()
+                .flat_map(|&b| self.bag_argmax[b * k..(b + 1) * k].iter().copied())
+                .collect(),
+            bag_len: bags.iter().map(|&b| self.bag_len[b]).collect(),
+            diag: self.diag.clone(),
+            chol: self.chol.clone(),
+            exact: None,
+            statistics_only: self.statistics_only,
+        }
+    }
+
+    /// Instances over all bags.
+    pub fn n_instances(&self) -> usize {
+        self.bag_len.iter().sum()
+    }
+
     pub fn n_bags(&self) -> usize {
         self.offsets.len() - 1
     }

@@ -84,9 +84,10 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// The preparation restricted to the training examples `examples` (their instances),
-    /// with the same representatives and standardizer: the inner folds of a width choice
-    /// share the label-free part of the outer fit.
+    /// The preparation restricted to the training examples `examples` (their instances,
+    /// or a lean preparation's tables), with the same representatives and standardizer:
+    /// the inner folds of a width choice or a decision's place share the label-free part
+    /// of the outer fit.
     pub fn subset(&self, examples: &[usize]) -> Prepared {
         Prepared {
             input: self.input,
@@ -96,11 +97,24 @@ impl Prepared {
                 .spaces
                 .iter()
                 .map(|s| {
-                    let instances = s
-                        .instances
-                        .as_ref()
-                        .expect("a lean preparation (no instances) is not subset")
-                        .subset(examples);
+                    let Some(instances) = s.instances.as_ref() else {
+                        let tables: Vec<(Kernel, KernelTable<'static>)> = s
+                            .tables
+                            .iter()
+                            .map(|(kernel, t)| (*kernel, t.bag_subset(examples)))
+                            .collect();
+                        let n_instances = tables.first().map_or(0, |(_, t)| t.n_instances());
+                        return PreparedSpace {
+                            extraction: s.extraction,
+                            instances: None,
+                            dim: s.dim,
+                            n_instances,
+                            row_stride: s.row_stride,
+                            reps: s.reps.clone(),
+                            tables,
+                        };
+                    };
+                    let instances = instances.subset(examples);
                     PreparedSpace {
                         extraction: s.extraction,
                         dim: instances.dim,
