@@ -11,10 +11,10 @@ use rayon::prelude::*;
 
 use super::bag::Dataset;
 use super::cancel::Cancel;
-use super::prepare::Prepared;
 use super::error::Result;
 use super::folds::stratified_folds;
 use super::params::{BinaryMode, FitParams};
+use super::prepare::Prepared;
 use super::shapelet::ShapeletModel;
 
 /// The larger class must hold at least this many times the smaller's examples: on classes

@@ -197,7 +197,10 @@ impl<'a> KernelTable<'a> {
     /// representatives and kernel): an inner fold's table from the outer fit's. Not for a
     /// table that reads instances again for exact outputs.
     pub fn bag_subset(&self, bags: &[usize]) -> KernelTable<'static> {
-        assert!(self.exact.is_none(), "a table with exact outputs is not subset");
+        assert!(
+            self.exact.is_none(),
+            "a table with exact outputs is not subset"
+        );
         let k = self.k;
         let pick = |v: &[f64]| -> Vec<f64> {
             bags.iter()
@@ -380,6 +383,34 @@ fn cholesky(a: &[f64], n: usize, jitter: f64) -> Option<Vec<f64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_subset_of_bags_is_the_table_of_their_instances() {
+        // Five bags of 1 to 4 two-value instances, three representatives.
+        let lens = [3, 1, 4, 2, 3];
+        let mut offsets = vec![0];
+        for l in lens {
+            offsets.push(offsets.last().unwrap() + l);
+        }
+        let n = *offsets.last().unwrap();
+        let data: Vec<f64> = (0..2 * n).map(|i| ((i * 7) % 11) as f64 / 5.0).collect();
+        let set = InstanceSet {
+            dim: 2,
+            data,
+            offsets,
+        };
+        let reps = [0.1, 0.2, 1.5, 0.3, 2.0, 1.9];
+        let kernel = Kernel::Gaussian { sigma: 0.7 };
+        let bags = [0, 2, 4];
+        let whole = KernelTable::statistics(&set, &reps, &kernel, false).unwrap();
+        let subset = whole.bag_subset(&bags);
+        let direct = KernelTable::statistics(&set.subset(&bags), &reps, &kernel, false).unwrap();
+        assert_eq!(subset.bag_stats(), direct.bag_stats());
+        assert_eq!(subset.bag_positions(), direct.bag_positions());
+        assert_eq!((subset.n_bags(), subset.n_instances()), (3, 10));
+        assert_eq!(subset.outputs(&[(1, -0.5)]), direct.outputs(&[(1, -0.5)]));
+        assert_eq!(subset.mean_outputs(2, 1.0), direct.mean_outputs(2, 1.0));
+    }
 
     #[test]
     fn the_cholesky_factor_is_lower_and_reproduces_the_gram_matrix() {

@@ -900,6 +900,7 @@ mod tests {
             },
             channel_names: Vec::new(),
             head: None,
+            decision_offset: 0.0,
             incremental: Default::default(),
         }
     }
