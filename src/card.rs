@@ -177,7 +177,9 @@ fn shapelet_card(m: &ShapeletModel, v: &mut Value) {
         "threshold_share": m.params.threshold_share,
         "max_weight": m.params.max_weight,
         "pooled_head": m.params.pooled_head,
+        "decision_folds": m.params.decision_folds,
     });
+    v["decision_offset"] = json!(m.decision_offset);
     // The class scores' last step: the pooled ridge head, or each ensemble's own sum.
     v["head"] = match &m.head {
         Some(h) => json!({
@@ -390,6 +392,13 @@ fn shapelet_text(m: &ShapeletModel, s: &mut String) {
             s,
             "scores      pooled ridge head over all {hyps} hypotheses (alpha {}), not each class's ensemble alone",
             h.alpha
+        );
+    }
+    if m.decision_offset != 0.0 {
+        let _ = writeln!(
+            s,
+            "decision    {} when s_{} - s_{} > {:.4}, not 0: classes of unequal size, placed by the held-out scores of {} inner fits",
+            m.classes[0], m.classes[0], m.classes[1], m.decision_offset, m.params.decision_folds
         );
     }
     if m.params.threshold_hypotheses {

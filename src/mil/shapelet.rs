@@ -137,7 +137,7 @@ impl ShapeletModel {
             prepare(ds, params)?
         };
         let mut m = Self::fit_prepared(&prepared, ds, params, cancel)?;
-        if let Some(t) = super::decision::two_class_offset(&prepared, ds, params, cancel)? {
+        if let Some(t) = Self::two_class_offset(&prepared, ds, params, cancel)? {
             m.decision_offset = t;
         }
         m.summary.train_seconds = start.elapsed().as_secs_f64();
