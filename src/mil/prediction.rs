@@ -46,7 +46,7 @@ pub struct Contribution {
     #[serde(default, skip_serializing_if = "super::space::is_zero")]
     pub block: usize,
     /// A z space's unit exponent (see `Extraction::unit_exp`), to read the subsequence again.
-    #[serde(default, skip_serializing_if = "super::space::is_zero_exp")]
+    #[serde(default, skip_serializing_if = "super::space::is_default")]
     pub unit_exp: i32,
     /// h_j(B) = max_x sum_z alpha_z K(z, x).
     pub similarity: f64,

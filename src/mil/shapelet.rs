@@ -81,16 +81,12 @@ pub struct ShapeletModel {
     pub head: Option<PooledHead>,
     /// Two classes: the first is decided when s_0 - s_1 exceeds this (see `decision.rs`;
     /// 0 in older artifacts and on classes of about equal size).
-    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    #[serde(default, skip_serializing_if = "super::space::is_default")]
     pub decision_offset: f64,
     /// What the incremental scorer derives from the model (each used space's kept
     /// representatives, its hypotheses), made on first use and shared by every series.
     #[serde(skip)]
     pub incremental: super::derived::Derived,
-}
-
-fn is_zero_f64(v: &f64) -> bool {
-    *v == 0.0
 }
 
 /// Hypothesis weights at or below this (relative to their sum of 1) are dropped after

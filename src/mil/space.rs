@@ -97,7 +97,7 @@ pub struct Extraction {
     /// A z space's unit: its channel's mean |x| over the training series as a power of two
     /// (the nearest), which the flat floor is relative to, so the same data in other units
     /// gives the same model (0, unit 1: other spaces, and z spaces of artifacts from before).
-    #[serde(default, skip_serializing_if = "is_zero_exp")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub unit_exp: i32,
 }
 
@@ -105,8 +105,9 @@ pub(crate) fn is_zero(v: &usize) -> bool {
     *v == 0
 }
 
-pub(crate) fn is_zero_exp(v: &i32) -> bool {
-    *v == 0
+/// Whether a field holds its type's default (serde leaves such fields out of artifacts).
+pub(crate) fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 impl fmt::Display for Extraction {
@@ -462,7 +463,7 @@ pub struct ShapeletSpace {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub block: usize,
     /// A z space's unit (see [`Extraction::unit_exp`]).
-    #[serde(default, skip_serializing_if = "is_zero_exp")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub unit_exp: i32,
     /// The representatives laid out for [`Kernel::row_blocked`], made on first use (the
     /// representatives do not change after a fit).
