@@ -180,6 +180,7 @@ fn shapelet_card(m: &ShapeletModel, v: &mut Value) {
         "decision_folds": m.params.decision_folds,
     });
     v["decision_offset"] = json!(m.decision_offset);
+    v["class_offsets"] = json!(m.class_offsets);
     // The class scores' last step: the pooled ridge head, or each ensemble's own sum.
     v["head"] = match &m.head {
         Some(h) => json!({
@@ -399,6 +400,20 @@ fn shapelet_text(m: &ShapeletModel, s: &mut String) {
             s,
             "decision    {} when s_{} - s_{} > {:.4}, not 0: classes of unequal size, placed by the held-out scores of {} inner fits",
             m.classes[0], m.classes[0], m.classes[1], m.decision_offset, m.params.decision_folds
+        );
+    }
+    if !m.class_offsets.is_empty() {
+        let offsets: Vec<String> = m
+            .classes
+            .iter()
+            .zip(&m.class_offsets)
+            .map(|(c, o)| format!("{c} {o:+.3}"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "decision    the largest score plus its class's offset ({}): classes of unequal size, placed by the held-out scores of {} inner fits",
+            offsets.join(", "),
+            m.params.decision_folds
         );
     }
     if m.params.threshold_hypotheses {

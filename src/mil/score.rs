@@ -118,11 +118,19 @@ impl ShapeletModel {
     }
 
     pub(crate) fn decide(&self, g: &[f64]) -> Prediction {
-        // The two-class decision's place (decision.rs), split between the two scores.
-        let moved;
+        // The decision's place (decision.rs): two classes' offset split between the two
+        // scores, or one offset a class.
+        let moved: Vec<f64>;
         let g = if self.decision_offset != 0.0 && g.len() == 2 {
             let half = 0.5 * self.decision_offset;
-            moved = [g[0] - half, g[1] + half];
+            moved = vec![g[0] - half, g[1] + half];
+            &moved[..]
+        } else if self.class_offsets.len() == g.len() {
+            moved = g
+                .iter()
+                .zip(&self.class_offsets)
+                .map(|(s, o)| s + o)
+                .collect();
             &moved[..]
         } else {
             g

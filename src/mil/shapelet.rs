@@ -83,6 +83,10 @@ pub struct ShapeletModel {
     /// 0 in older artifacts and on classes of about equal size).
     #[serde(default, skip_serializing_if = "super::space::is_default")]
     pub decision_offset: f64,
+    /// More than two classes: added to the class scores before the largest is taken (see
+    /// `decision.rs`; empty in older artifacts and on classes of about equal size).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub class_offsets: Vec<f64>,
     /// What the incremental scorer derives from the model (each used space's kept
     /// representatives, its hypotheses), made on first use and shared by every series.
     #[serde(skip)]
@@ -133,9 +137,7 @@ impl ShapeletModel {
             prepare(ds, params)?
         };
         let mut m = Self::fit_prepared(&prepared, ds, params, cancel)?;
-        if let Some(t) = Self::two_class_offset(&prepared, ds, params, cancel)? {
-            m.decision_offset = t;
-        }
+        m.place_decision(&prepared, ds, params, cancel)?;
         m.summary.train_seconds = start.elapsed().as_secs_f64();
         Ok(m)
     }
@@ -642,6 +644,7 @@ impl ShapeletModel {
             channel_names: prepared.channel_names.clone(),
             head,
             decision_offset: 0.0,
+            class_offsets: Vec::new(),
             incremental: Default::default(),
         })
     }
@@ -897,6 +900,7 @@ mod tests {
             channel_names: Vec::new(),
             head: None,
             decision_offset: 0.0,
+            class_offsets: Vec::new(),
             incremental: Default::default(),
         }
     }
