@@ -25,6 +25,8 @@ VARIANTS = {
     "ACSF1Few": "ACSF1 with 2 training series per class (10 classes, 20 training series)",
     "ACSF1Three": "3 of ACSF1's 10 classes (another three each draw), resampled to 251 points, 12 training series a class drawn from train and test together, the other 8 a class the test set (the held-out 3-class set's classes, size and length)",
     "GunPointMinority": "GunPoint's train and test together (200 series), 10 of class 1 and 60 of class 2 the training set, the other 130 (90 and 40) the test set: two classes of unequal size (Wafer's, Earthquakes' and the two-class ECG sets' kind), where the smaller class's decision is at stake",
+    "ACSF1Small": "ACSF1 with three of its ten classes cut to 3 training series (classes 0-2 and their first 3 series at draw 0, another three classes and series each draw; the others keep 10), the published test set (10 a class): small classes among many",
+    "ACSF1WindowsImbalanced": "ACSF1WindowsShort with classes of unequal size (PLAID's kind: appliances recorded unequally often): each class keeps 12 % to 100 % of its windows (a geometric spread, the classes in another order each draw), train and test alike (216 training windows, 6 to 50 a class)",
     "GunPointTwelve": "GunPoint with 12 training series per class drawn from train and test together, the other 176 the test set (the held-out 3-class set's 12 a class and 175 test series)",
     "CombinedFew": "GunPoint + Coffee + ACSF1 as 14 classes, resampled to 300 points, 2 training series per class, each series scaled and offset",
     "ManyFew": "40 classes, 2 training and 4 test series each, 1,000 points, unnormalised: each class one of GunPoint's, Coffee's or ACSF1's 16 classes (resampled) at a level and amplitude of its own (series jitter 5 %), so classes of one source differ only in level and amplitude",
@@ -392,7 +394,23 @@ def build(data, out, name, draw=0):
                     start = int(rng.integers(0, len(x) - n + 1))
                     rows.append((l, x[start : start + n]))
             write_ucr(f"{out}/{name}_{s}.csv", rows)
-    elif name == "ACSF1WindowsShort":
+    elif name == "ACSF1Small":
+        rows = ucr("ACSF1", "TRAIN")
+        classes = sorted({l for l, _ in rows}, key=float)
+        small = classes[:3] if draw == 0 else sorted(rng.choice(classes, 3, replace=False).tolist())
+        train = []
+        for c in classes:
+            idx = [i for i, (l, _) in enumerate(rows) if l == c]
+            if c in small:
+                idx = idx[:3] if draw == 0 else sorted(rng.choice(idx, 3, replace=False).tolist())
+            train += idx
+        write_ucr(f"{out}/{name}_TRAIN.csv", [rows[i] for i in sorted(train)])
+        write_ucr(f"{out}/{name}_TEST.csv", ucr("ACSF1", "TEST"))
+    elif name in ("ACSF1WindowsShort", "ACSF1WindowsImbalanced"):
+        share = None
+        if name == "ACSF1WindowsImbalanced":
+            classes = sorted({l for l, _ in ucr("ACSF1", "TRAIN")}, key=float)
+            share = dict(zip(rng.permutation(classes), np.geomspace(0.12, 1.0, len(classes))))
         for s in ("TRAIN", "TEST"):
             rows = []
             for l, x in ucr("ACSF1", s):
@@ -400,6 +418,13 @@ def build(data, out, name, draw=0):
                     n = int(min(1344, 100 * np.exp(rng.exponential(0.6))))
                     start = int(rng.integers(0, len(x) - n + 1))
                     rows.append((l, x[start : start + n]))
+            if share is not None:
+                kept = []
+                for c, f in share.items():
+                    idx = [i for i, (l, _) in enumerate(rows) if l == c]
+                    k = max(2, int(round(len(idx) * f)))
+                    kept += rng.choice(idx, k, replace=False).tolist()
+                rows = [rows[i] for i in sorted(kept)]
             write_ucr(f"{out}/{name}_{s}.csv", rows)
     elif name == "GunPointUnequal":
         for s in ("TRAIN", "TEST"):
