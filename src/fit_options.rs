@@ -148,9 +148,9 @@ pub struct FitOptions {
     /// refitting the class scores over every class's hypotheses (the pooled ridge head).
     #[arg(long)]
     pub no_head: bool,
-    /// Two classes of unequal size (the larger at least 1.5 times the smaller): the inner
-    /// fits on stratified folds whose held-out scores place the decision (0: the decision
-    /// where the two ensembles' scores meet). Default: the library's, 3.
+    /// Classes of unequal size (the largest at least 1.5 times the smallest, the smallest
+    /// under 30 examples): the inner fits on stratified folds whose held-out scores place the
+    /// decision (0: the largest class score as fitted). Default: the library's, 3.
     #[arg(long, value_name = "N")]
     pub decision_folds: Option<usize>,
     /// Cap on each hypothesis weight (the margin then rests on at least 1 / cap

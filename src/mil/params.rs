@@ -268,9 +268,10 @@ pub struct FitParams {
     /// every round prices every space.
     #[serde(default)]
     pub partial_pricing: Option<PartialPricing>,
-    /// Two classes of unequal size (series, one-vs-rest on both): the decision moves to the
-    /// midpoint of the classes' median held-out score difference over this many stratified
-    /// folds (see `decision.rs`); 0: never (older artifacts, the paper's form).
+    /// Classes of unequal size (series; two classes one-vs-rest on both): the decision moves
+    /// by the held-out scores of this many stratified folds (two classes to the midpoint of
+    /// their median score difference, more by one offset a class; see `decision.rs`); 0:
+    /// never (older artifacts, the paper's form).
     #[serde(default)]
     pub decision_folds: usize,
     /// With more than two classes, the class scores are refit over every class's
