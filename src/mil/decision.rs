@@ -71,9 +71,9 @@ impl ShapeletModel {
     /// class sizes). Each held-out series is scored by a model fitted as this one is on the
     /// other `FitParams::decision_folds` stratified folds' part of this fit's preparation
     /// (the same representatives and widths, which no label chose; fresh ones per fold
-    /// measured the same offsets at twice the cost). Unchanged when the option is off, the
-    /// classes are of about equal size, the input is not series, or the smallest class has
-    /// fewer examples than folds or FEW or more.
+    /// cost twice as much for 0.004 on two classes and 0.020 on ten, docs/VARIANTS.md).
+    /// Unchanged when the option is off, the classes are of about equal size, the input is
+    /// not series, or the smallest class has fewer examples than folds or FEW or more.
     fn placement(
         prepared: &Prepared,
         train: &Dataset,
