@@ -27,6 +27,7 @@ VARIANTS = {
     "GunPointMinority": "GunPoint's train and test together (200 series), 10 of class 1 and 60 of class 2 the training set, the other 130 (90 and 40) the test set: two classes of unequal size (Wafer's, Earthquakes' and the two-class ECG sets' kind), where the smaller class's decision is at stake",
     "ACSF1Small": "ACSF1 with three of its ten classes cut to 3 training series (classes 0-2 and their first 3 series at draw 0, another three classes and series each draw; the others keep 10), the published test set (10 a class): small classes among many",
     "ACSF1WindowsImbalanced": "ACSF1WindowsShort with classes of unequal size (PLAID's kind: appliances recorded unequally often): each class keeps 12 % to 100 % of its windows (a geometric spread, the classes in another order each draw), train and test alike (216 training windows, 6 to 50 a class)",
+    "ACSF1WindowsPlaid": "ACSF1WindowsShort at the held-out appliance set's size and class sizes: 10 windows from every series, then 13, 18, 19, 33, 57, 58, 70, 78, 86 and 88 windows a class (PLAID's, less its eleventh class; the classes in another order each draw), train and test alike (520 each)",
     "GunPointTwelve": "GunPoint with 12 training series per class drawn from train and test together, the other 176 the test set (the held-out 3-class set's 12 a class and 175 test series)",
     "CombinedFew": "GunPoint + Coffee + ACSF1 as 14 classes, resampled to 300 points, 2 training series per class, each series scaled and offset",
     "ManyFew": "40 classes, 2 training and 4 test series each, 1,000 points, unnormalised: each class one of GunPoint's, Coffee's or ACSF1's 16 classes (resampled) at a level and amplitude of its own (series jitter 5 %), so classes of one source differ only in level and amplitude",
@@ -406,23 +407,25 @@ def build(data, out, name, draw=0):
             train += idx
         write_ucr(f"{out}/{name}_TRAIN.csv", [rows[i] for i in sorted(train)])
         write_ucr(f"{out}/{name}_TEST.csv", ucr("ACSF1", "TEST"))
-    elif name in ("ACSF1WindowsShort", "ACSF1WindowsImbalanced"):
-        share = None
+    elif name in ("ACSF1WindowsShort", "ACSF1WindowsImbalanced", "ACSF1WindowsPlaid"):
+        share, size = None, None
+        classes = sorted({l for l, _ in ucr("ACSF1", "TRAIN")}, key=float)
         if name == "ACSF1WindowsImbalanced":
-            classes = sorted({l for l, _ in ucr("ACSF1", "TRAIN")}, key=float)
             share = dict(zip(rng.permutation(classes), np.geomspace(0.12, 1.0, len(classes))))
+        if name == "ACSF1WindowsPlaid":
+            size = dict(zip(rng.permutation(classes), [13, 18, 19, 33, 57, 58, 70, 78, 86, 88]))
         for s in ("TRAIN", "TEST"):
             rows = []
             for l, x in ucr("ACSF1", s):
-                for _ in range(5):
+                for _ in range(10 if size else 5):
                     n = int(min(1344, 100 * np.exp(rng.exponential(0.6))))
                     start = int(rng.integers(0, len(x) - n + 1))
                     rows.append((l, x[start : start + n]))
-            if share is not None:
+            if share is not None or size is not None:
                 kept = []
-                for c, f in share.items():
+                for c in size or share:
                     idx = [i for i, (l, _) in enumerate(rows) if l == c]
-                    k = max(2, int(round(len(idx) * f)))
+                    k = size[c] if size else max(2, int(round(len(idx) * share[c])))
                     kept += rng.choice(idx, k, replace=False).tolist()
                 rows = [rows[i] for i in sorted(kept)]
             write_ucr(f"{out}/{name}_{s}.csv", rows)

@@ -148,8 +148,8 @@ pub struct FitOptions {
     /// refitting the class scores over every class's hypotheses (the pooled ridge head).
     #[arg(long)]
     pub no_head: bool,
-    /// Classes of unequal size (the largest at least 1.5 times the smallest, the smallest
-    /// under 30 examples): the inner fits on stratified folds whose held-out scores place the
+    /// Classes of unequal size (the largest at least 1.5 times the smallest, in a set of
+    /// fewer than 300 examples): the inner fits on stratified folds whose held-out scores place the
     /// decision (0: the largest class score as fitted). Default: the library's, 3.
     #[arg(long, value_name = "N")]
     pub decision_folds: Option<usize>,
