@@ -120,18 +120,19 @@ impl ShapeletModel {
     pub(crate) fn decide(&self, g: &[f64]) -> Prediction {
         // The decision's place (decision.rs): two classes' offset split between the two
         // scores, or one offset a class.
-        let moved: Vec<f64>;
+        let two: [f64; 2];
+        let many: Vec<f64>;
         let g = if self.decision_offset != 0.0 && g.len() == 2 {
             let half = 0.5 * self.decision_offset;
-            moved = vec![g[0] - half, g[1] + half];
-            &moved[..]
+            two = [g[0] - half, g[1] + half];
+            &two[..]
         } else if self.class_offsets.len() == g.len() {
-            moved = g
+            many = g
                 .iter()
                 .zip(&self.class_offsets)
                 .map(|(s, o)| s + o)
                 .collect();
-            &moved[..]
+            &many[..]
         } else {
             g
         };
