@@ -8,6 +8,7 @@ mod common;
 use std::process::Command;
 
 use common::{data_path, load, test_accuracy};
+use milstream::mil::folds::stratified_folds;
 use milstream::mil::select::cross_validate_grid;
 use milstream::mil::shapelet::LEAN_WEIGHT;
 use milstream::mil::{FitParams, Model, Sample, View};
@@ -194,6 +195,46 @@ fn small_classes_among_ten_with_the_defaults() {
         acc >= 0.83,
         "ACSF1 with three small classes, default accuracy {acc}"
     );
+}
+
+/// `cv` estimates the model `fit` gives: on classes of unequal size, where the fit places
+/// its decision by held-out scores, each fold's accuracy is that of `Model::fit` on the
+/// fold's training part (before stop 57 `cv` skipped the placement).
+#[test]
+fn cross_validation_folds_are_the_fits_of_their_training_parts() {
+    let train = load("GunPoint_TRAIN.csv");
+    let of = |c: &str, k: usize| -> Vec<usize> {
+        (0..train.len())
+            .filter(|&i| train.labels[i] == c)
+            .take(k)
+            .collect()
+    };
+    let mut chosen = [of("1", 8), of("2", 24)].concat();
+    chosen.sort_unstable();
+    let ds = train.subset(&chosen);
+    let params = FitParams::default();
+    let (folds, seed) = (2, 0);
+    let est = cross_validate_grid(&ds, std::slice::from_ref(&params), folds, seed, &|| {}).unwrap();
+    let mut placed = 0;
+    for (f, test) in stratified_folds(&ds.labels, folds, seed)
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        let rest: Vec<usize> = (0..ds.len())
+            .filter(|i| test.binary_search(i).is_err())
+            .collect();
+        let model = Model::fit(&ds.subset(&rest), &params).unwrap();
+        if let Model::LpboostShapelet(m) = &model {
+            placed += usize::from(m.decision_offset != 0.0);
+        }
+        assert_eq!(
+            est[0].fold_accuracies[f],
+            test_accuracy(&model, &ds.subset(test)),
+            "fold {f}"
+        );
+    }
+    assert_eq!(placed, folds, "each fold's fit places its decision");
 }
 
 #[test]

@@ -269,7 +269,9 @@ pub fn cross_validate_grid_until(
                 .into_par_iter()
                 .map(|f| {
                     let prep = &prepared[&(f, key.clone())];
-                    let model = ShapeletModel::fit_prepared(prep, &trains[f], p, cancel)?;
+                    let mut model = ShapeletModel::fit_prepared(prep, &trains[f], p, cancel)?;
+                    // As `ShapeletModel::fit` does: the estimate is of the model a fit gives.
+                    model.place_decision(prep, &trains[f], p, cancel)?;
                     let mut hits = 0usize;
                     for &i in &test_folds[f] {
                         if model.predict(&ds.samples[i])?.label == ds.labels[i] {
