@@ -143,7 +143,8 @@ fn series_of_two_points_and_equal_values_fit() {
     fits_and_predicts("equal values, 2 points", &dataset(samples, labels), &test);
 }
 
-/// A legitimate training set: 2 to 4 classes (the first with a single example), series of 2
+/// A legitimate training set: 2 to 4 classes (the first with a single example, or with 3 so
+/// that the other classes' larger share moves the decision by held-out fits), series of 2
 /// to 12 points (unequal lengths) on 1 or 3 channels, or bags of 1 to 4 instances of 3
 /// features; values random or all equal.
 fn legitimate() -> impl Strategy<Value = (Dataset, Vec<Sample>)> {
@@ -151,9 +152,10 @@ fn legitimate() -> impl Strategy<Value = (Dataset, Vec<Sample>)> {
         2usize..=4,
         prop::sample::select(vec![0usize, 1, 3]),
         prop::bool::ANY,
-        prop::collection::vec((1usize..=4, 2usize..=12, any::<u64>()), 4..10),
+        prop::sample::select(vec![1usize, 3]),
+        prop::collection::vec((1usize..=4, 2usize..=12, any::<u64>()), 4..14),
     )
-        .prop_map(|(n_classes, channels, equal, cases)| {
+        .prop_map(|(n_classes, channels, equal, first, cases)| {
             let mut samples = Vec::new();
             let mut labels = Vec::new();
             let value = |seed: u64, j: usize| {
@@ -169,8 +171,12 @@ fn legitimate() -> impl Strategy<Value = (Dataset, Vec<Sample>)> {
                 }
             };
             for (i, &(instances, len, seed)) in cases.iter().enumerate() {
-                // The first class has exactly one example; the others share the rest.
-                let class = if i == 0 { 0 } else { 1 + i % (n_classes - 1) };
+                // The first class has `first` examples; the others share the rest.
+                let class = if i < first {
+                    0
+                } else {
+                    1 + i % (n_classes - 1)
+                };
                 let sample = if channels == 0 {
                     let data: Vec<f64> = (0..instances * 3).map(|j| value(seed, j)).collect();
                     Sample::Bag(Bag::new(3, data).unwrap())
@@ -195,6 +201,46 @@ fn legitimate() -> impl Strategy<Value = (Dataset, Vec<Sample>)> {
             };
             (dataset(samples, labels), test)
         })
+}
+
+/// Classes of unequal size (3, 5 and 9 examples), where the fit places its decision by
+/// held-out fits on stratified folds: each inner fit sees two of the smallest class's
+/// examples, at the edges (series of 2 points, equal values, 12 channels of 7 points).
+#[test]
+fn classes_of_unequal_size_at_the_edges_fit() {
+    let labels: Vec<String> = [3usize, 5, 9]
+        .iter()
+        .enumerate()
+        .flat_map(|(c, &k)| std::iter::repeat_n(format!("c{c}"), k))
+        .collect();
+    let make = |len: usize, channels: usize, equal: bool| -> Vec<Sample> {
+        (0..labels.len())
+            .map(|i| {
+                let v = |j: usize| {
+                    if equal {
+                        1.0
+                    } else {
+                        ((i * 7 + j * 3) % 11) as f64
+                    }
+                };
+                series((0..len * channels).map(v).collect(), channels)
+            })
+            .collect()
+    };
+    for (what, len, channels, equal) in [
+        ("2 points", 2, 1, false),
+        ("equal values", 9, 1, true),
+        ("12 channels of 7 points", 7, 12, false),
+    ] {
+        let train = dataset(make(len, channels, equal), labels.clone());
+        let test = make(len + 3, channels, false);
+        fits_and_predicts(what, &train, &test[..3]);
+        let Model::LpboostShapelet(m) = Model::fit(&train, &FitParams::default()).unwrap() else {
+            panic!("the default kind");
+        };
+        assert_eq!(m.class_offsets.len(), 3, "{what}: the decision placed");
+        assert!(m.class_offsets.iter().all(|o| o.is_finite()), "{what}");
+    }
 }
 
 proptest! {
