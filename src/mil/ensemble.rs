@@ -79,11 +79,10 @@ pub(super) fn majority_fallback(
     let no_margin = ensembles.iter().all(|e| e.rho <= NO_MARGIN);
     if no_margin {
         for (e, o) in ensembles.iter_mut().zip(outputs.iter_mut()) {
-            if !e.hypotheses.is_empty() {
-                // The tie's constant is as arbitrary as its hypotheses.
-                e.hypotheses.clear();
-                e.bias = 0.0;
-            }
+            // The tie's constant is as arbitrary as its hypotheses, also where it kept none
+            // (the interior point's zero is ~1e-10 of either sign: it decided the tie).
+            e.hypotheses.clear();
+            e.bias = 0.0;
             o.clear();
         }
     }
@@ -92,7 +91,7 @@ pub(super) fn majority_fallback(
     }
     let n = labels.len().max(1) as f64;
     for e in ensembles {
-        if e.bias == 0.0 {
+        if e.bias.abs() <= NO_MARGIN {
             let n_c = labels
                 .iter()
                 .filter(|l| **l == classes[e.positive_class])
@@ -173,5 +172,18 @@ mod tests {
         majority_fallback(&mut ensembles, &mut outputs, &labels, &classes);
         assert_eq!((ensembles[0].bias, ensembles[1].bias), (0.4, -0.9));
         assert!(ensembles[1].stop_reason.starts_with("warning"));
+
+        // No hypothesis and no margin, the interior point's zeros left as biases (a fit of
+        // 175 bags, 13 % positive, did this): the majority decides, not the zeros' signs.
+        let mut ensembles = vec![
+            ensemble(0, -5.9e-11, -4.4e-10, 0),
+            ensemble(1, 5.2e-12, -1.7e-10, 0),
+        ];
+        let mut outputs = vec![Vec::new(), Vec::new()];
+        majority_fallback(&mut ensembles, &mut outputs, &labels, &classes);
+        assert_eq!(
+            (ensembles[0].bias, ensembles[1].bias),
+            (2.0 * 19.0 / 20.0 - 1.0, -0.9)
+        );
     }
 }
