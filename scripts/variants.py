@@ -53,6 +53,8 @@ VARIANTS = {
     "MUSK1Imbalanced": "MUSK1 with 3 of its 47 positive bags kept (3 of 48 bags positive, 6 %)",
     "MUSK1Narrow": "MUSK1 on 9 of its 166 features (fixed random choice)",
     "MUSK1Wide": "MUSK1 with 64 standard normal noise features added to every instance (230 features)",
+    "ACSF1RegionBags": "ACSF1 as image-like bags (the held-out 230-feature set's kind, segments of a picture): each instance a 146-point window of an ACSF1 series described by 230 features of unlike scales (64 log Fourier magnitudes, 64 quantiles, 64 autocorrelations, 10 statistics, 28 band energies); a bag 3 to 13 windows of other classes' series (the background), a positive bag 1 to 3 of them from one series of the concept class instead (class 0 at draw 0, the next each draw); 200 bags, 50 % positive",
+    "ACSF1MotifBags": "ACSF1RegionBags at the held-out 9-feature set's shape (a protein-like set: large bags, few positives): 193 bags of 16 to 42 windows, 13 % positive, the 9 features of a random 60 that tell the concept's windows from the others best",
     "BasicMotionsBags": "BasicMotions cases (train and test) as bags of 25 six-feature instances (every 4th step), Badminton positive (25 %)",
 }
 
@@ -228,6 +230,56 @@ def periodic_few(data, ucr, rng, classes=50, train=2, test=4, length=2000, one_f
                 x = level + 0.25 * jitter * rng.standard_normal() + a * wave + drift + 0.05 * a * rng.standard_normal(length)
                 rows[split].append((f"c{c:02d}", x))
     return rows
+
+
+def window_features(w):
+    """230 features of unlike scales for one window (an image segment's kind of description)."""
+    f = np.abs(np.fft.rfft(w))
+    c = w - w.mean()
+    v = (c * c).sum() + 1e-12
+    d = np.diff(w)
+    sd = w.std() + 1e-12
+    stats = [w.mean(), w.std(), w.min(), w.max(), ((c / sd) ** 3).mean(), ((c / sd) ** 4).mean(),
+             np.abs(d).mean(), d.std(), float(((c[:-1] * c[1:]) < 0).sum()),
+             float((np.abs(d) > 2 * d.std() + 1e-12).sum())]
+    return np.concatenate([
+        np.log1p(f[:64]),
+        np.quantile(w, np.linspace(0, 1, 64)),
+        [(c[:-k] * c[k:]).sum() / v for k in range(1, 65)],
+        stats,
+        [float((f[a : a + 2] ** 2).sum()) for a in range(0, 56, 2)],
+    ])
+
+
+def concept_bags(data, out, name, rng, concept, bags, share, background, features):
+    """Bags of ACSF1 windows: a negative bag windows of non-concept series only; a positive
+    bag some of them replaced by 1 to 3 windows of one concept-class series."""
+    rows = read_ucr(os.path.join(data, "ACSF1_TRAIN.csv")) + read_ucr(os.path.join(data, "ACSF1_TEST.csv"))
+    windows = [(int(l) == concept, [window_features(x[s : s + 146]) for s in range(0, len(x) - 145, 146)])
+               for l, x in rows]
+    concept_series = [w for c, w in windows if c]
+    other_series = [w for c, w in windows if not c]
+    if features is None:
+        chosen = np.arange(230)
+    else:
+        # The features of a random 60 that tell the concept's windows from the others best.
+        pool = rng.choice(230, 60, replace=False)
+        f = np.array([x for _, w in windows for x in w])[:, pool]
+        is_c = np.array([c for c, w in windows for _ in w])
+        sep = np.abs(f[is_c].mean(0) - f[~is_c].mean(0)) / (f.std(0) + 1e-12)
+        chosen = np.sort(pool[np.argsort(-sep)[:features]])
+    pick = lambda series: series[int(rng.integers(len(series)))]
+    positives = int(round(bags * share))
+    with open(f"{out}/{name}.csv", "w") as f:
+        f.write("bag_id,label," + ",".join(f"f{i + 1}" for i in range(len(chosen))) + "\n")
+        for b in range(bags):
+            y = int(b < positives)
+            instances = [pick(pick(other_series)) for _ in range(int(rng.integers(*background)))]
+            concept_windows = pick(concept_series) if y else None
+            for _ in range(int(rng.integers(1, 4))):
+                instances.append(pick(concept_windows) if y else pick(pick(other_series)))
+            for k in rng.permutation(len(instances)):
+                f.write(f"{b + 1},{y}," + ",".join(f"{v:.6g}" for v in instances[k][chosen]) + "\n")
 
 
 def build(data, out, name, draw=0):
@@ -465,6 +517,10 @@ def build(data, out, name, draw=0):
             body = [r[:2] + [r[c] for c in cols] for r in body]
         with open(f"{out}/{name}.csv", "w") as f:
             f.write(header + "\n" + "".join(",".join(r) + "\n" for r in body))
+    elif name == "ACSF1RegionBags":
+        concept_bags(data, out, name, rng, draw % 10, 200, 0.5, (2, 11), None)
+    elif name == "ACSF1MotifBags":
+        concept_bags(data, out, name, rng, draw % 10, 193, 0.13, (15, 40), 9)
     elif name == "BasicMotionsBags":
         with open(f"{out}/{name}.csv", "w") as f:
             f.write("bag_id,label," + ",".join(f"f{i + 1}" for i in range(6)) + "\n")

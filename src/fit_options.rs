@@ -97,9 +97,13 @@ pub struct FitOptions {
     /// No bias (the constant hypotheses +-1) in the hypothesis class, as in the paper.
     #[arg(long)]
     pub no_bias: bool,
-    /// The paper's common soft-margin cap 1 / (nu m) instead of a class-balanced one.
-    #[arg(long)]
+    /// The paper's common soft-margin cap 1 / (nu m) instead of a class-balanced one (series;
+    /// bags have the common cap by default).
+    #[arg(long, conflicts_with = "balance")]
     pub no_balance: bool,
+    /// A class-balanced soft-margin cap 1 / (2 nu m_c) (the series default) for bags too.
+    #[arg(long)]
+    pub balance: bool,
     /// No mean hypotheses (sum_z alpha_z mean_x K(z, x)) in the class, as in the paper.
     #[arg(long)]
     pub no_mean: bool,
@@ -427,7 +431,7 @@ impl FitOptions {
                     format!("--max-weight '{c}' is neither `none` nor a number")
                 })?),
             },
-            balanced: base.balanced && !self.no_balance,
+            balanced: (base.balanced || self.balance) && !self.no_balance,
             stride: self.stride,
             k,
             // A k the user gives is every space's.
