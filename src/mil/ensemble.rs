@@ -64,7 +64,8 @@ pub struct Ensemble {
 const NO_MARGIN: f64 = 1e-6;
 
 /// The majority decision when the ensembles have nothing better: every class's LP kept no
-/// hypothesis, or none reached a soft margin above zero (no combination of its hypotheses
+/// hypothesis, or only hypotheses constant over the training examples, or none reached a
+/// soft margin above zero (no combination of its hypotheses
 /// beats a constant, which reaches rho = 0 under the balanced margin, whatever weights the
 /// LP's tie left on them). Each class's score is then its bias: the LP's where it kept
 /// hypotheses' weight off a positive margin, else the majority decision's 2 n_c / n - 1
@@ -76,7 +77,16 @@ pub(super) fn majority_fallback(
     labels: &[String],
     classes: &[String],
 ) {
-    let no_margin = ensembles.iter().all(|e| e.rho <= NO_MARGIN);
+    // Hypotheses constant over the training examples tell none apart: each class's score is
+    // then one number for every example, a constant decision whatever its margin (bags that
+    // do not differ reach rho = 1 under the common cap with a kernel column equal to 1).
+    let kept = outputs.iter().any(|o| !o.is_empty());
+    let constant = kept
+        && outputs
+            .iter()
+            .flatten()
+            .all(|h| h.iter().all(|v| (v - h[0]).abs() <= 1e-12));
+    let no_margin = constant || ensembles.iter().all(|e| e.rho <= NO_MARGIN);
     if no_margin {
         for (e, o) in ensembles.iter_mut().zip(outputs.iter_mut()) {
             // The tie's constant is as arbitrary as its hypotheses, also where it kept none
@@ -154,7 +164,8 @@ mod tests {
 
         // One class with a margin: the ensembles stand as the LP left them.
         let mut ensembles = vec![ensemble(0, -9e-11, -0.3, 3), ensemble(1, 2.9e-4, 0.0, 2)];
-        let mut outputs = vec![vec![vec![0.5; 20]; 3], vec![vec![0.5; 20]; 2]];
+        let varied: Vec<f64> = (0..20).map(|i| i as f64 / 20.0).collect();
+        let mut outputs = vec![vec![varied.clone(); 3], vec![varied.clone(); 2]];
         majority_fallback(&mut ensembles, &mut outputs, &labels, &classes);
         assert_eq!(
             ensembles
@@ -185,5 +196,19 @@ mod tests {
             (ensembles[0].bias, ensembles[1].bias),
             (2.0 * 19.0 / 20.0 - 1.0, -0.9)
         );
+
+        // A margin reached by hypotheses equal on every training example (bags that do not
+        // differ, the common cap): a constant decision, so the majority's.
+        let mut ensembles = vec![ensemble(0, 1.0, 0.0, 1), ensemble(1, 1.0, 0.0, 1)];
+        let mut outputs = vec![vec![vec![1.0; 20]], vec![vec![1.0; 20]]];
+        majority_fallback(&mut ensembles, &mut outputs, &labels, &classes);
+        assert!(ensembles.iter().all(|e| e.hypotheses.is_empty()));
+        assert_eq!(ensembles[1].bias, -0.9);
+        assert!(ensembles[0].stop_reason.starts_with("warning"));
+        // One of them varies: the LP's model stands.
+        let mut ensembles = vec![ensemble(0, 1.0, 0.0, 1), ensemble(1, 1.0, 0.0, 1)];
+        let mut outputs = vec![vec![vec![1.0; 20]], vec![varied]];
+        majority_fallback(&mut ensembles, &mut outputs, &labels, &classes);
+        assert_eq!(ensembles[1].hypotheses.len(), 1);
     }
 }
