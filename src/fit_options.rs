@@ -436,6 +436,7 @@ impl FitOptions {
             k,
             // A k the user gives is every space's.
             k_shared_by_channels: base.k_shared_by_channels && self.k.is_none(),
+            table_budget: base.table_budget.filter(|_| self.k.is_none()),
             nu: self.nu.unwrap_or(base.nu),
             epsilon: self.epsilon,
             max_rounds: self.max_rounds,

@@ -141,6 +141,14 @@ impl Kernel {
         }
     }
 
+    /// The Gaussian's sigma; None for the other kernels.
+    pub fn gaussian_sigma(&self) -> Option<f64> {
+        match *self {
+            Kernel::Gaussian { sigma } => Some(sigma),
+            _ => None,
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             Kernel::Gaussian { .. } => "gaussian",
@@ -181,6 +189,74 @@ impl RepBlocks {
             blocks,
             rows: reps[..k * dim].to_vec(),
         }
+    }
+}
+
+/// |x - z|^2 for every representative z of `reps` into `out`, with the bits
+/// [`Kernel::row_blocked`] computes them: one distance row serves several Gaussian widths
+/// ([`gaussian_from_sq_dists`]), where a row per width computed it once per width.
+pub fn sq_dists_row(x: &[f64], reps: &RepBlocks, out: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F, checked on the line above.
+            return unsafe { sq_dists_avx512(x, reps, out) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2, checked on the line above.
+            return unsafe { sq_dists_avx2(x, reps, out) };
+        }
+    }
+    for (o, z) in out.iter_mut().zip(reps.rows.chunks_exact(reps.dim)) {
+        *o = sq_dist(x, z);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn sq_dists_avx512(x: &[f64], reps: &RepBlocks, out: &mut [f64]) {
+    sq_dists_blocked(x, reps, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn sq_dists_avx2(x: &[f64], reps: &RepBlocks, out: &mut [f64]) {
+    sq_dists_blocked(x, reps, out)
+}
+
+/// exp(-sigma d) for every squared distance d of `d2` into `out`: a Gaussian row from
+/// [`sq_dists_row`], the same bits as [`Kernel::row_blocked`] at that sigma.
+pub fn gaussian_from_sq_dists(sigma: f64, d2: &[f64], out: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F, checked on the line above.
+            return unsafe { gaussian_from_sq_dists_avx512(sigma, d2, out) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2, checked on the line above.
+            return unsafe { gaussian_from_sq_dists_avx2(sigma, d2, out) };
+        }
+    }
+    gaussian_from_sq_dists_portable(sigma, d2, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn gaussian_from_sq_dists_avx512(sigma: f64, d2: &[f64], out: &mut [f64]) {
+    gaussian_from_sq_dists_portable(sigma, d2, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn gaussian_from_sq_dists_avx2(sigma: f64, d2: &[f64], out: &mut [f64]) {
+    gaussian_from_sq_dists_portable(sigma, d2, out)
+}
+
+#[inline(always)]
+fn gaussian_from_sq_dists_portable(sigma: f64, d2: &[f64], out: &mut [f64]) {
+    for (o, &d) in out.iter_mut().zip(d2) {
+        *o = exp_nonpositive(-sigma * d);
     }
 }
 

@@ -48,14 +48,16 @@ impl PreparedSpace {
         // The kernel rows serve Algorithm 2's DC subproblems only: without a DC step the
         // table holds the bag statistics alone (which every hypothesis reads, exact).
         let gram_factor = params.weak == WeakKind::Op1;
-        resolved_kernels(set, params, input, &self.extraction)?
+        let kernels = resolved_kernels(set, params, input, &self.extraction)?;
+        if params.dc_max_iters == 0 {
+            let tables = KernelTable::statistics_at(set, &self.reps, &kernels, gram_factor)?;
+            return Ok(kernels.into_iter().zip(tables).collect());
+        }
+        kernels
             .into_iter()
             .map(|kernel| {
-                let table = if params.dc_max_iters == 0 {
-                    KernelTable::statistics(set, &self.reps, &kernel, gram_factor)?
-                } else {
-                    KernelTable::new(set, &self.reps, &kernel, gram_factor, self.row_stride)?
-                };
+                let table =
+                    KernelTable::new(set, &self.reps, &kernel, gram_factor, self.row_stride)?;
                 Ok((kernel, table))
             })
             .collect()
@@ -237,7 +239,7 @@ fn prepare_with(ds: &Dataset, params: &FitParams, lean: bool) -> Result<Prepared
     };
     let is_series = input.is_series();
     // Every space's share of k, from the channels the spaces read.
-    let k = representatives(params, &extractions);
+    let k = representatives(params, &extractions, samples.len());
     let spaces = extractions
         .par_iter()
         .enumerate()
@@ -279,13 +281,9 @@ fn prepare_with(ds: &Dataset, params: &FitParams, lean: bool) -> Result<Prepared
                 });
             }
             let gram_factor = params.weak == WeakKind::Op1;
-            let tables = resolved_kernels(&set, params, input, e)?
-                .into_iter()
-                .map(|kernel| {
-                    let table = KernelTable::statistics(&set, &reps, &kernel, gram_factor)?;
-                    Ok((kernel, table))
-                })
-                .collect::<Result<Vec<_>>>()?;
+            let kernels = resolved_kernels(&set, params, input, e)?;
+            let tables = KernelTable::statistics_at(&set, &reps, &kernels, gram_factor)?;
+            let tables = kernels.into_iter().zip(tables).collect();
             Ok(PreparedSpace {
                 extraction: *e,
                 instances: None,
@@ -313,7 +311,18 @@ fn prepare_with(ds: &Dataset, params: &FitParams, lean: bool) -> Result<Prepared
 /// classes and 12 channels (BasicMotionsWindows, five draws) 100 a space fitted in 5.4-6.7 s
 /// against RDST's 3.8-4.1 s, 25 in 1.6-4.1 s at the same accuracy (0.976); ACSF1Frames
 /// (10 classes) 21-22.5 s against 8.4-9.3 s, 0.502 against 0.511 over six draws.
-fn representatives(params: &FitParams, extractions: &[Extraction]) -> usize {
+///
+/// With `table_budget`, at most the budget over the `bags` of the training set.
+fn representatives(params: &FitParams, extractions: &[Extraction], bags: usize) -> usize {
+    let k = shared_k(params, extractions);
+    match params.table_budget {
+        Some(budget) => k.min((budget / bags.max(1)).max(1)),
+        None => k,
+    }
+}
+
+/// `k` (every instance: `usize::MAX`), shared by channels as [`representatives`] says.
+fn shared_k(params: &FitParams, extractions: &[Extraction]) -> usize {
     let Some(k) = params.k else {
         return usize::MAX;
     };
@@ -443,25 +452,46 @@ mod tests {
         };
         let shared = FitParams::default();
         assert!(shared.k_shared_by_channels);
-        assert_eq!(representatives(&shared, &per_channel(1)), 100);
-        assert_eq!(representatives(&shared, &per_channel(2)), 50);
-        assert_eq!(representatives(&shared, &per_channel(3)), 33);
-        assert_eq!(representatives(&shared, &per_channel(12)), 25);
+        assert_eq!(representatives(&shared, &per_channel(1), 50), 100);
+        assert_eq!(representatives(&shared, &per_channel(2), 50), 50);
+        assert_eq!(representatives(&shared, &per_channel(3), 50), 33);
+        assert_eq!(representatives(&shared, &per_channel(12), 50), 25);
         let dependent = Extraction {
             block: 12,
             ..Extraction::raw(9)
         };
-        assert_eq!(representatives(&shared, &[dependent]), 100);
+        assert_eq!(representatives(&shared, &[dependent], 50), 100);
         let own = FitParams {
             k_shared_by_channels: false,
             ..FitParams::default()
         };
-        assert_eq!(representatives(&own, &per_channel(12)), 100);
-        assert_eq!(representatives(&FitParams::paper(), &per_channel(12)), 100);
+        assert_eq!(representatives(&own, &per_channel(12), 50), 100);
+        assert_eq!(
+            representatives(&FitParams::paper(), &per_channel(12), 50),
+            100
+        );
         let all = FitParams {
             k: None,
             ..FitParams::default()
         };
-        assert_eq!(representatives(&all, &per_channel(12)), usize::MAX);
+        assert_eq!(representatives(&all, &per_channel(12), 50), usize::MAX);
+    }
+
+    #[test]
+    fn the_bag_defaults_take_every_instance_up_to_the_table_budget() {
+        let bags = FitParams::for_bags();
+        let raw = [Extraction::raw(166)];
+        let budget = bags
+            .table_budget
+            .expect("the bag defaults bound their tables");
+        // MUSK2's 92 training bags: every one of its instances.
+        assert!(representatives(&bags, &raw, 92) >= 10_000);
+        assert_eq!(representatives(&bags, &raw, 2_000), budget / 2_000);
+        assert_eq!(representatives(&bags, &raw, 2 * budget), 1);
+        let user_k = FitParams {
+            k: Some(7),
+            ..FitParams::for_bags()
+        };
+        assert_eq!(representatives(&user_k, &raw, 92), 7);
     }
 }

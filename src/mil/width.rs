@@ -141,6 +141,7 @@ mod tests {
         FitParams {
             kernel: KernelSpec::Gaussian { sigma: None, scale },
             k: Some(12),
+            widths: None,
             ..FitParams::for_bags()
         }
     }
