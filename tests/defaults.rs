@@ -513,9 +513,11 @@ fn window_features(w: &[f64]) -> Vec<f64> {
 #[test]
 fn protein_like_bags_with_the_bag_defaults() {
     // Measured (10-fold CV, seed 0), the defaults' common cap against the class-balanced
-    // one: concept 0 0.902 / 0.823, concept 3 0.886 / 0.813 (concepts 1 and 2: 0.813 / 0.793,
-    // 0.840 / 0.799); the majority decision 0.870. The balanced cap lets the minority's
-    // bags cost as much as all the others and calls many negatives positive.
+    // one: concept 0 0.886 / 0.866, concept 3 0.891 / 0.850 (concepts 1 and 2: 0.845 / 0.840,
+    // 0.824 / 0.794); the majority decision 0.870. The balanced cap lets the minority's
+    // bags cost as much as all the others and calls more negatives positive. (With 100
+    // k-means++ seeds at one width, before every instance at three widths: 0.902 / 0.823,
+    // 0.886 / 0.813, 0.813 / 0.793, 0.840 / 0.799.)
     for concept in ["0", "3"] {
         let ds = motif_bags(concept);
         let balanced = FitParams {
@@ -529,7 +531,7 @@ fn protein_like_bags_with_the_bag_defaults() {
             "protein-like bags, concept {concept}: defaults {defaults:.3}, balanced {balanced:.3}"
         );
         assert!(
-            defaults >= 0.84 && defaults > balanced + 0.05,
+            defaults > 0.875 && defaults > balanced + 0.01,
             "concept {concept}: the bag defaults {defaults}, the balanced cap {balanced}"
         );
     }
