@@ -365,14 +365,16 @@ fn shapelet_text(m: &ShapeletModel, s: &mut String) {
         "boosting    nu {}, weak learner {:?}, k {}, {} problem(s) ({:?})",
         m.params.nu,
         m.params.weak,
-        match m.params.k {
-            None => "all".to_string(),
-            Some(k)
+        match (m.params.k, m.params.table_budget) {
+            (None, None) => "all".to_string(),
+            (None, Some(budget)) => format!("all up to {budget} / training bags"),
+            (Some(k), _)
                 if m.params.k_shared_by_channels && m.spaces.iter().any(|sp| sp.channel > 0) =>
             {
                 format!("{k} shared by the channels")
             }
-            Some(k) => k.to_string(),
+            (Some(k), Some(budget)) => format!("{k} (at most {budget} / training bags)"),
+            (Some(k), None) => k.to_string(),
         },
         m.ensembles.len(),
         m.params.binary
