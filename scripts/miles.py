@@ -68,7 +68,7 @@ def min_sq_dists(bags, concepts):
 
 def fit_predict(d_train, y_train, d_test, sigma2, c):
     """The 1-norm SVM on the embedding m_k(B) = exp(-min-dist / sigma^2) (eq. 7)."""
-    svm = LinearSVC(penalty="l1", dual=False, C=c, max_iter=5000)
+    svm = LinearSVC(penalty="l1", dual=False, C=c, max_iter=5000, random_state=0)
     svm.fit(np.exp(-d_train / sigma2), y_train)
     return svm.predict(np.exp(-d_test / sigma2))
 
