@@ -17,7 +17,7 @@ pub fn kmeans_pp(data: &[f64], dim: usize, k: usize, seed: u64) -> Vec<f64> {
     kmeans_pp_with(data, dim, k, seed, KMEANS_MAX_POINTS, LLOYD_MAX_ITERS)
 }
 
-/// [`kmeans_pp`] on a sample of at most `max_points` with at most `lloyd_iters` Lloyd
+/// [`kmeans_pp`] on a sample of at most `max_points` (at least 2k) with at most `lloyd_iters` Lloyd
 /// iterations (0: the k-means++ seeds themselves, real instances spread over the data).
 pub fn kmeans_pp_with(
     data: &[f64],
@@ -32,6 +32,8 @@ pub fn kmeans_pp_with(
         return data.to_vec();
     }
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    // k distinct seeds need more than k points to draw from.
+    let max_points = max_points.max(k.saturating_mul(2));
     let sample: Vec<f64>;
     let points: &[f64] = if n > max_points {
         let idx = rand::seq::index::sample(&mut rng, n, max_points);

@@ -312,14 +312,21 @@ fn prepare_with(ds: &Dataset, params: &FitParams, lean: bool) -> Result<Prepared
 /// against RDST's 3.8-4.1 s, 25 in 1.6-4.1 s at the same accuracy (0.976); ACSF1Frames
 /// (10 classes) 21-22.5 s against 8.4-9.3 s, 0.502 against 0.511 over six draws.
 ///
-/// With `table_budget`, at most the budget over the `bags` of the training set.
+/// With `table_budget`, at most the budget over the `bags` of the training set, and at
+/// most [`BUDGET_MAX_REPRESENTATIVES`].
 fn representatives(params: &FitParams, extractions: &[Extraction], bags: usize) -> usize {
     let k = shared_k(params, extractions);
     match params.table_budget {
-        Some(budget) => k.min((budget / bags.max(1)).max(1)),
+        Some(budget) => k.min((budget / bags.max(1)).clamp(1, BUDGET_MAX_REPRESENTATIVES)),
         None => k,
     }
 }
+
+/// The most representatives a table budget leaves a space: every instance's distance row
+/// costs instances x k x features, so a few large bags (20 bags of 5,000 instances, where
+/// the budget alone allows 50,000) would price for minutes; 8,000 keeps MUSK2's 5,900
+/// training instances all.
+const BUDGET_MAX_REPRESENTATIVES: usize = 8_000;
 
 /// `k` (every instance: `usize::MAX`), shared by channels as [`representatives`] says.
 fn shared_k(params: &FitParams, extractions: &[Extraction]) -> usize {
@@ -484,10 +491,11 @@ mod tests {
         let budget = bags
             .table_budget
             .expect("the bag defaults bound their tables");
-        // MUSK2's 92 training bags: every one of its instances.
-        assert!(representatives(&bags, &raw, 92) >= 10_000);
+        // MUSK2's 92 training bags: every one of its 5,900 instances.
+        assert!(representatives(&bags, &raw, 92) >= 5_900);
         assert_eq!(representatives(&bags, &raw, 2_000), budget / 2_000);
         assert_eq!(representatives(&bags, &raw, 2 * budget), 1);
+        assert_eq!(representatives(&bags, &raw, 20), BUDGET_MAX_REPRESENTATIVES);
         let user_k = FitParams {
             k: Some(7),
             ..FitParams::for_bags()
