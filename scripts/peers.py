@@ -5,7 +5,7 @@ single-threaded, fit timed after one warm-up fit (numba compiles on first use); 
 
     python3 -m venv /tmp/peers && /tmp/peers/bin/pip install aeon==1.6.0
     /tmp/peers/bin/python scripts/peers.py DATA_DIR GunPoint Coffee ACSF1 ... \\
-        [--milstream target/release/milstream] [--option=--paper]
+        [--milstream target/release/milstream] [--option=--paper] [--multirocket]
 
 Reads DATA_DIR/<name>_TRAIN.csv / _TEST.csv (label first, then the values; rows may differ
 in length) or, where a .ts file exists, the UEA .ts file. A peer that cannot take unequal
@@ -52,10 +52,12 @@ def main():
     ap.add_argument("--milstream", help="the milstream binary: also run its eval, single-threaded")
     ap.add_argument("--option", action="append", default=[], help="a milstream eval option, repeatable")
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--multirocket", action="store_true",
+                    help="also aeon's MultiRocket (equal lengths only; slower than MiniRocket)")
     ap.add_argument("--peer-seed", type=int, default=0,
                     help="the peers' random_state (RDST draws its shapelets, MiniRocket its biases' samples)")
     a = ap.parse_args()
-    from aeon.classification.convolution_based import MiniRocketClassifier
+    from aeon.classification.convolution_based import MiniRocketClassifier, MultiRocketClassifier
     from aeon.classification.shapelet_based import RDSTClassifier
 
     for name in a.names:
@@ -75,10 +77,13 @@ def main():
             continue
         xtr, ytr = load(train)
         xte, yte = load(test)
-        for label, make in [
+        peers = [
             ("RDST", lambda: RDSTClassifier(n_jobs=1, random_state=a.peer_seed)),
             ("MiniRocket", lambda: MiniRocketClassifier(n_jobs=1, random_state=a.peer_seed)),
-        ]:
+        ]
+        if a.multirocket:
+            peers.append(("MultiRocket", lambda: MultiRocketClassifier(n_jobs=1, random_state=a.peer_seed)))
+        for label, make in peers:
             if not (equal_length(xtr) and equal_length(xte)) and not make().get_tag("capability:unequal_length"):
                 print(json.dumps({"data": name, "peer": label, "skipped": "unequal lengths"}), flush=True)
                 continue
