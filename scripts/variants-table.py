@@ -6,8 +6,8 @@ run, as the markdown table docs/VARIANTS.md carries (with the commit it measured
     cargo build --release
     /tmp/peers/bin/python scripts/variants-table.py ../shared/data > docs/VARIANTS.md
 
-Series: `milstream eval` (every default, RAYON_NUM_THREADS=1) beside aeon's RDST and
-MiniRocket (n_jobs=1, fit timed after a warm-up fit: scripts/peers.py). Bags: `milstream cv
+Series: `milstream eval` (every default, RAYON_NUM_THREADS=1) beside aeon's RDST,
+MiniRocket and MultiRocket (n_jobs=1, fit timed after a warm-up fit: scripts/peers.py). Bags: `milstream cv
 --folds 10` at seeds 0, 1, 2 (the mean), every default; MILES (scripts/miles.py, the same
 protocol) and the majority decision beside it."""
 import datetime
@@ -42,7 +42,8 @@ def main():
     load = open("/proc/loadavg").read().split()[0]
     rows = {}
     for d, names in [(data, SERIES_DEV), (out, SERIES_VARIANTS)]:
-        p = subprocess.run([sys.executable, os.path.join(HERE, "peers.py"), d, *names, "--milstream", binary],
+        p = subprocess.run([sys.executable, os.path.join(HERE, "peers.py"), d, *names, "--milstream", binary,
+                            "--multirocket"],
                            capture_output=True, text=True, check=True)
         for line in p.stdout.splitlines():
             r = json.loads(line)
@@ -73,13 +74,14 @@ def main():
     print(f"Measured by `scripts/variants-table.py` at commit {commit}, "
           f"{datetime.date.today()}, on the 2-core development machine (load average {load} at the end). "
           "Every milstream default; series `milstream eval` single-threaded (peak MB: the whole "
-          "`eval` process's resident memory) beside aeon 1.6's RDST and "
-          "MiniRocket (`n_jobs=1`, fit timed after a warm-up fit); bags `milstream cv --folds 10`, "
+          "`eval` process's resident memory) beside aeon 1.6's RDST, "
+          "MiniRocket and MultiRocket (`n_jobs=1`, fit timed after a warm-up fit; the Rockets take equal "
+          "lengths only); bags `milstream cv --folds 10`, "
           "the mean of seeds 0, 1, 2, beside MILES (`scripts/miles.py`: Chen et al. 2006, "
           "the same protocol, single-threaded). The variants are derived by `scripts/variants.py` "
           "(`--list` says what each is); defaults were chosen on these rows only.\n")
-    print("| series set | milstream | fit s | peak MB | RDST | fit s | MiniRocket | fit s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| series set | milstream | fit s | peak MB | RDST | fit s | MiniRocket | fit s | MultiRocket | fit s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name in SERIES_DEV + SERIES_VARIANTS:
         r = rows.get(name, {})
 
@@ -93,7 +95,7 @@ def main():
             peak = f"| {x['peak_mb']} " if "peak_mb" in x else ""
             return f"| {x['accuracy']:.3f} | {x['fit_seconds']:.2f} {peak}"
 
-        print(f"| {name} {cell('milstream')}{cell('RDST')}{cell('MiniRocket')}|")
+        print(f"| {name} {cell('milstream')}{cell('RDST')}{cell('MiniRocket')}{cell('MultiRocket')}|")
     print("\n| bag set | milstream (mean of 3 x 10-fold) | per seed | fit s, all 10 folds | MILES | per seed "
           "| fit s | majority |")
     print("|---|---|---|---|---|---|---|---|")
