@@ -178,6 +178,7 @@ fn shapelet_card(m: &ShapeletModel, v: &mut Value) {
         "max_weight": m.params.max_weight,
         "pooled_head": m.params.pooled_head,
         "decision_folds": m.params.decision_folds,
+        "sub_fits": m.params.sub_fits,
     });
     v["decision_offset"] = json!(m.decision_offset);
     v["class_offsets"] = json!(m.class_offsets);

@@ -157,6 +157,11 @@ pub struct FitOptions {
     /// decision (0: the largest class score as fitted). Default: the library's, 3.
     #[arg(long, value_name = "N")]
     pub decision_folds: Option<usize>,
+    /// A univariate series set of fewer than 200 examples is fitted N times, each fit on
+    /// k / N representatives a space (at least 50) of a draw of its own, the class scores
+    /// averaged (1: one fit). Default: the library's, 2.
+    #[arg(long, value_name = "N")]
+    pub sub_fits: Option<usize>,
     /// Cap on each hypothesis weight (the margin then rests on at least 1 / cap
     /// hypotheses), or `none` for the paper's LP. Default: the library's.
     #[arg(long)]
@@ -423,6 +428,7 @@ impl FitOptions {
             partial_pricing: base.partial_pricing.filter(|_| !self.full_pricing),
             pooled_head: base.pooled_head && !self.no_head,
             decision_folds: self.decision_folds.unwrap_or(base.decision_folds),
+            sub_fits: self.sub_fits.unwrap_or(base.sub_fits),
             threshold_share: self.threshold_share.unwrap_or(base.threshold_share),
             max_weight: match self.max_weight.as_deref() {
                 None => base.max_weight,
@@ -458,6 +464,7 @@ impl FitOptions {
                 )?),
             },
             seed: self.seed,
+            draw: 0,
             standardize: !self.no_standardize,
             kind: self.kind,
             miordm: crate::mil::model::MiordmParams {

@@ -39,6 +39,7 @@ pub mod simplex;
 pub mod solver;
 pub mod space;
 pub mod stump;
+mod subfits;
 pub mod svm;
 mod warm_master;
 pub mod weak;

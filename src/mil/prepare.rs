@@ -261,7 +261,8 @@ fn prepare_with(ds: &Dataset, params: &FitParams, lean: bool) -> Result<Prepared
                 .count();
             let seed = params.seed
                 ^ (e.length as u64).wrapping_mul(0x9E37_79B9)
-                ^ (nth as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
+                ^ (nth as u64).wrapping_mul(0xD1B5_4A32_D192_ED03)
+                ^ params.draw.wrapping_mul(DRAW_STEP);
             let reps = match params.spaces.seeds_only {
                 // k-means++ seeds: real subsequences spread over the data, at a small
                 // fraction of Lloyd's cost, which dominated fits with many spaces.
@@ -345,6 +346,10 @@ fn shared_k(params: &FitParams, extractions: &[Extraction]) -> usize {
     channels.dedup();
     (k / channels.len().clamp(1, 4)).max(1)
 }
+
+/// A sub-fit's draw of representatives: its index times this odd constant (the golden
+/// ratio's 64-bit fraction) in the k-means++ seed.
+const DRAW_STEP: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// The median length of the training series: the dilations a space set offers fit it, so
 /// one short series does not take the long receptive fields from everyone.

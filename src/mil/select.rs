@@ -11,6 +11,7 @@ use super::error::Result;
 pub use super::folds::stratified_folds;
 use super::model::{FitParams, KernelSpec, Model, ModelKind, ShapeletLength};
 use super::shapelet::{prepare, Prepared, ShapeletModel};
+use super::subfits::sub_fit_count;
 
 pub fn accuracy(pred: &[String], truth: &[String]) -> f64 {
     let hits = pred.iter().zip(truth).filter(|(p, t)| p == t).count();
@@ -244,7 +245,10 @@ pub fn cross_validate_grid_until(
             out.push(None);
             continue;
         }
-        let acc: Vec<f64> = if p.kind != ModelKind::Lpboost {
+        // Sub-fits draw representatives of their own: no preparation to share.
+        let own_preparation =
+            p.kind != ModelKind::Lpboost || trains.iter().any(|t| sub_fit_count(t, p) > 1);
+        let acc: Vec<f64> = if own_preparation {
             (0..folds)
                 .into_par_iter()
                 .map(|f| {
