@@ -292,8 +292,8 @@ pub struct FitParams {
     pub pooled_head: bool,
     /// A univariate series set of fewer than 200 examples is fitted this many times, each
     /// fit on k / N representatives a space of a draw of its own (at least 50), and the
-    /// fits' class scores averaged in one model (see `subfits`). 1: one fit (older
-    /// artifacts, the paper's form, bags).
+    /// fits' class scores averaged in one model (see `subfits`). 1: one fit (the default,
+    /// older artifacts, the paper's form, bags).
     #[serde(default = "one_fit")]
     pub sub_fits: usize,
     /// The most of the vote (summed weight) threshold hypotheses may hold; the rest comes
@@ -558,7 +558,7 @@ impl Default for FitParams {
             warm_master: true,
             partial_pricing: Some(PartialPricing::default()),
             pooled_head: true,
-            sub_fits: 2,
+            sub_fits: 1,
             decision_folds: 3,
             threshold_share: 0.5,
             max_weight: Some(0.05),
