@@ -26,7 +26,6 @@ pub use super::prepare::{
 use super::pricing::Focus;
 pub use super::stump::Threshold;
 use super::stump::{best_threshold, column_key, ColumnKey, ThresholdTable};
-use super::subfits::{average, sub_fit_count, sub_fit_params};
 use super::weak::{active_bags, best_mean, dc_candidates, weak_learn, WeakParams, WorkingSet};
 
 pub use super::space::{BlockedReps, ShapeletSpace};
@@ -125,25 +124,8 @@ pub(crate) fn fixed_mean(sum: i128, n: usize) -> f64 {
 const CONSTANT: usize = usize::MAX;
 
 impl ShapeletModel {
-    /// Fits on `ds` with `params`.
-    pub fn fit(ds: &Dataset, params: &FitParams) -> Result<Self> {
-        let start = Instant::now();
-        let n = sub_fit_count(ds, params);
-        let mut m = if n > 1 {
-            let fits: Vec<Self> = (0..n)
-                .into_par_iter()
-                .map(|e| Self::fit_once(ds, &sub_fit_params(params, n, e)))
-                .collect::<Result<_>>()?;
-            average(fits, params)
-        } else {
-            Self::fit_once(ds, params)?
-        };
-        m.summary.train_seconds = start.elapsed().as_secs_f64();
-        Ok(m)
-    }
-
-    /// One fit on `ds` (sub-fits aside).
-    fn fit_once(ds: &Dataset, params: &FitParams) -> Result<Self> {
+    /// One fit on `ds` (`ShapeletModel::fit`, in `subfits`, may average several).
+    pub(super) fn fit_once(ds: &Dataset, params: &FitParams) -> Result<Self> {
         let start = Instant::now();
         let cancel = Cancel::now();
         // With no DC step and no inner cross-validation of the width, the instances serve

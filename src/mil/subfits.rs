@@ -17,8 +17,13 @@
 //! and the biases, heads and decision offsets averaged score every series as the mean of
 //! the two fits' scores.
 
+use std::time::Instant;
+
+use rayon::prelude::*;
+
 use super::bag::{Dataset, InputKind};
 use super::ensemble::Ensemble;
+use super::error::Result;
 use super::head::PooledHead;
 use super::params::FitParams;
 use super::shapelet::ShapeletModel;
@@ -31,6 +36,25 @@ pub(super) const MIN_SUB_FIT_K: usize = 50;
 /// Sets of this many examples and more are fitted once: their fits cost most and draw
 /// their representatives from the most subsequences, where the seed moves least.
 pub(super) const SUB_FIT_MAX_SET: usize = 200;
+
+impl ShapeletModel {
+    /// Fits on `ds` with `params`: once, or as the average of sub-fits.
+    pub fn fit(ds: &Dataset, params: &FitParams) -> Result<Self> {
+        let start = Instant::now();
+        let n = sub_fit_count(ds, params);
+        let mut m = if n > 1 {
+            let fits: Vec<Self> = (0..n)
+                .into_par_iter()
+                .map(|e| Self::fit_once(ds, &sub_fit_params(params, n, e)))
+                .collect::<Result<_>>()?;
+            average(fits, params)
+        } else {
+            Self::fit_once(ds, params)?
+        };
+        m.summary.train_seconds = start.elapsed().as_secs_f64();
+        Ok(m)
+    }
+}
 
 /// How many sub-fits `params` ask of `ds`: `params.sub_fits` for a univariate series set of
 /// fewer than [`SUB_FIT_MAX_SET`] examples, as many as keep [`MIN_SUB_FIT_K`]
@@ -50,7 +74,7 @@ pub(super) fn sub_fit_count(ds: &Dataset, params: &FitParams) -> usize {
 
 /// The parameters of sub-fit `e` of `n`: k / n representatives a space of a draw of its
 /// own; the seed, so the widths and spaces, the fit's.
-pub(super) fn sub_fit_params(params: &FitParams, n: usize, e: usize) -> FitParams {
+fn sub_fit_params(params: &FitParams, n: usize, e: usize) -> FitParams {
     FitParams {
         k: params.k.map(|k| (k / n).max(1)),
         draw: e as u64,
@@ -61,7 +85,7 @@ pub(super) fn sub_fit_params(params: &FitParams, n: usize, e: usize) -> FitParam
 
 /// One model whose every score is the mean of `fits`' scores (see the module's text).
 /// `fits` were fitted on one training set (the same classes, in the same order).
-pub(super) fn average(fits: Vec<ShapeletModel>, params: &FitParams) -> ShapeletModel {
+fn average(fits: Vec<ShapeletModel>, params: &FitParams) -> ShapeletModel {
     let n = fits.len();
     assert!(n > 0, "at least one sub-fit");
     let share = 1.0 / n as f64;
