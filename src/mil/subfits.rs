@@ -10,12 +10,12 @@
 //! (the tables are the same size in all; the rounds are twice as many, each half as dear).
 //! Not the default: over the development sets and variants the gain was a few thousandths,
 //! within what three seeds resolve, and the averaged model has about twice the hypotheses,
-//! which the daemon scores at every point (its throughput about 20 % lower on GunPoint).
+//! which the daemon scores at every point (its throughput 5-27 % lower on GunPoint).
 //!
 //! The average is one model, exactly: every score is linear in the hypotheses' outputs, so
-//! the spaces of both fits side by side, each ensemble's hypotheses at half their weight
-//! and the biases, heads and decision offsets averaged score every series as the mean of
-//! the two fits' scores.
+//! the second fit's representatives joining the first's spaces, each ensemble's hypotheses
+//! at half their weight and the biases, heads and decision offsets averaged score every
+//! series as the mean of the two fits' scores.
 
 use std::time::Instant;
 
@@ -31,11 +31,11 @@ use super::space::ShapeletSpace;
 
 /// The fewest representatives a space of a sub-fit draws: at 33 (three sub-fits of 100)
 /// and 12 (two of a 12-channel set's 25) the average lost to one fit (docs/VARIANTS.md).
-pub(super) const MIN_SUB_FIT_K: usize = 50;
+const MIN_SUB_FIT_K: usize = 50;
 
 /// Sets of this many examples and more are fitted once: their fits cost most and draw
 /// their representatives from the most subsequences, where the seed moves least.
-pub(super) const SUB_FIT_MAX_SET: usize = 200;
+const SUB_FIT_MAX_SET: usize = 200;
 
 impl ShapeletModel {
     /// Fits on `ds` with `params`: once, or as the average of sub-fits.
