@@ -77,6 +77,13 @@ pub struct FitOptions {
     /// and lag raw only.
     #[arg(long, value_delimiter = ',')]
     pub views: Vec<ViewArg>,
+    /// With the default views: take the z-normalised change over the dilation (lag) instead
+    /// of at lag 1 (diff) when the training series' differences are mostly noise, their
+    /// median lag-1 autocorrelation below R (white noise: -0.5; smooth: near 1); `off` keeps
+    /// the lag-1 difference. Views given by --views are taken as given. Default: the
+    /// library's, -0.3.
+    #[arg(long, value_name = "R")]
+    pub lag_for_noisy_diff: Option<String>,
     /// Subsequence normalisation: z (z-normalised), raw (as they are) or both.
     #[arg(long, value_enum)]
     pub znorm: Option<ZnormArg>,
@@ -363,7 +370,17 @@ impl FitOptions {
             ),
         };
         let mut spaces = base.spaces.clone();
+        if let Some(r) = self.lag_for_noisy_diff.as_deref() {
+            spaces.lag_for_noisy_diff = match r {
+                "off" => None,
+                r => Some(r.parse::<f64>().with_context(|| {
+                    format!("--lag-for-noisy-diff '{r}' is neither `off` nor a number")
+                })?),
+            };
+        }
         if !self.views.is_empty() {
+            // The user's views, as given.
+            spaces.lag_for_noisy_diff = None;
             spaces.views = self
                 .views
                 .iter()

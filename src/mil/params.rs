@@ -398,6 +398,12 @@ pub struct SpaceParams {
     /// over six draws; docs/VARIANTS.md). False in older artifacts and the paper's form.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub levels: bool,
+    /// With both change views, the z-normalised change is taken over the dilation (lag)
+    /// instead of at lag 1 when a univariate training set's lag-1 differences are mostly
+    /// noise: their median lag-1 autocorrelation below this (white noise -0.5, smooth near
+    /// 1; `prepare::views_for_differences`). None: the views as given (older artifacts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lag_for_noisy_diff: Option<f64>,
 }
 
 /// The median-heuristic multiple of a level space's Gaussian width (with the default
@@ -405,6 +411,10 @@ pub struct SpaceParams {
 /// than the typical gap between two values, where a subsequence space wants a kernel 4 x
 /// narrower than it (`FitParams::default`).
 pub const LEVEL_SCALE: f64 = 0.25;
+
+/// [`SpaceParams::lag_for_noisy_diff`]'s default: (S - N / 2) / (S + N), a difference of a
+/// smooth change S and white noise N, is -0.3 at S = 0.15 N (noise 87 % of the variance).
+pub const NOISY_DIFF_AUTOCORRELATION: f64 = -0.3;
 
 impl SpaceParams {
     /// The paper's: raw contiguous subsequences, every space's DC learner in every round.
@@ -418,6 +428,7 @@ impl SpaceParams {
             seeds_only: None,
             channels: ChannelMode::default(),
             levels: false,
+            lag_for_noisy_diff: None,
         }
     }
 
@@ -490,6 +501,7 @@ impl Default for SpaceParams {
             seeds_only: Some(4_000),
             channels: ChannelMode::default(),
             levels: true,
+            lag_for_noisy_diff: Some(NOISY_DIFF_AUTOCORRELATION),
         }
     }
 }
