@@ -478,3 +478,88 @@ fn eval_checks_test_labels_against_the_training_classes() {
     );
     assert!(last_json(&o)["accuracy"].as_f64().unwrap() <= 6.0 / 7.0);
 }
+
+/// On series whose differences are white noise over a slow cycle, the default fit takes the
+/// change over the dilation z-normalised in place of the lag-1 difference; `--views` given
+/// by the user and `--lag-for-noisy-diff off` keep the difference; a bad value is an error.
+#[test]
+fn noisy_differences_give_way_to_the_lag_unless_the_user_says_otherwise() {
+    let dir = scratch("cli-noisy-diff");
+    let data = dir.join("noisy.csv");
+    let mut state = 7u64;
+    let mut noise = || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+    };
+    let mut rows = String::new();
+    for (class, period) in [(1, 60.0), (2, 90.0)] {
+        for _ in 0..4 {
+            rows.push_str(&class.to_string());
+            for t in 0..120 {
+                let x = (std::f64::consts::TAU * t as f64 / period).sin() + noise();
+                rows.push_str(&format!(",{x:.5}"));
+            }
+            rows.push('\n');
+        }
+    }
+    std::fs::write(&data, rows).unwrap();
+    let model = dir.join("noisy.json");
+    let views = |args: &[&str]| -> Vec<(String, bool)> {
+        let mut a = vec![
+            "train",
+            "--data",
+            data.to_str().unwrap(),
+            "--out",
+            model.to_str().unwrap(),
+            "--quiet",
+        ];
+        a.extend_from_slice(args);
+        let o = milstream(&a);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let artifact: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
+        let mut v: Vec<(String, bool)> = artifact["model"]["spaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["length"] != 1)
+            .map(|s| (s["view"].as_str().unwrap().to_string(), s["znorm"] == true))
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let pair = |view: &str, z: bool| (view.to_string(), z);
+    let with_lag = vec![
+        pair("lag", false),
+        pair("lag", true),
+        pair("raw", false),
+        pair("raw", true),
+    ];
+    let with_diff = vec![
+        pair("diff", true),
+        pair("lag", false),
+        pair("raw", false),
+        pair("raw", true),
+    ];
+    assert_eq!(views(&[]), with_lag);
+    assert_eq!(views(&["--views", "raw,diff,lag"]), with_diff);
+    assert_eq!(views(&["--lag-for-noisy-diff", "off"]), with_diff);
+    let o = milstream(&[
+        "train",
+        "--data",
+        data.to_str().unwrap(),
+        "--out",
+        model.to_str().unwrap(),
+        "--lag-for-noisy-diff",
+        "often",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("--lag-for-noisy-diff 'often'"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -549,8 +549,8 @@ mod tests {
     }
 
     /// White noise over a slow cycle makes the lag-1 differences noise (autocorrelation
-    /// near -0.5): the lag view takes the lag-1 difference's z spaces. A smooth cycle, the
-    /// option off, or views the user gave keep the difference.
+    /// near -0.5): the lag view takes the lag-1 difference's z spaces. A smooth cycle or the
+    /// option off keep the difference (views the user gave: `tests/cli.rs`).
     #[test]
     fn noisy_differences_give_way_to_the_change_over_the_dilation() {
         let noisy = cycles(1.0, 3);
