@@ -368,13 +368,14 @@ fn median_series_len(ds: &Dataset) -> usize {
 /// noise ([`SpaceParams::lag_for_noisy_diff`]). Univariate only: on twelve spectral
 /// channels the lag in place of the difference lost (ACSF1Frames 0.623 -> 0.589, 3 seeds).
 fn views_for_differences(spaces: &SpaceParams, input: InputKind, ds: &Dataset) -> SpaceParams {
+    let both = spaces.views.contains(&View::Diff) && spaces.views.contains(&View::Lag);
     let noisy = match spaces.lag_for_noisy_diff {
-        Some(floor) if input.channels() <= 1 => {
+        Some(floor) if both && input.channels() <= 1 => {
             difference_autocorrelation(ds).is_some_and(|r| r < floor)
         }
         _ => false,
     };
-    if noisy && spaces.views.contains(&View::Diff) && spaces.views.contains(&View::Lag) {
+    if noisy {
         SpaceParams {
             views: spaces
                 .views
