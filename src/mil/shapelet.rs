@@ -273,13 +273,11 @@ impl ShapeletModel {
                 let mut last_failure: Option<String> = None;
                 let mut warm: Vec<WorkingSet> = vec![WorkingSet::default(); tables.len()];
                 let mut focus = Focus::new(params.partial_pricing);
+                // The spaces whose DC loop runs, ranked at each full pricing (below).
+                let mut dc_chosen: Vec<usize> = Vec::new();
                 type Column = (usize, bool, Option<Threshold>, Vec<(usize, f64)>);
                 let boosted = match lpboost(&y, boost, |d, gamma, eta, cols: &[Column]| {
                     // The hypothesis class is the union over spaces: take the largest edge.
-                    // Every space is priced by its one-hot start; the DC loop runs in the
-                    // `dc_spaces` best (all of them in the paper's form).
-                    let chosen =
-                        dc_candidates(&tables, &y, d, params.spaces.dc_spaces, params.weak);
                     // The bags of positive weight, which every space's pricing sums over.
                     let active = active_bags(y.len(), d);
                     type Best = (usize, bool, Option<Threshold>, super::weak::WeakHypothesis);
@@ -304,7 +302,14 @@ impl ShapeletModel {
                     let mut thresholds: Vec<Option<(Hyp, bool, Threshold)>> = vec![None; n_spaces];
                     // The spaces flagged in `want` offer their best of each kind; each
                     // returns its best gain over what it may offer (not a taken column).
-                    focus.price(n_spaces, gamma + params.epsilon, |want| {
+                    focus.price(n_spaces, gamma + params.epsilon, |want, full| {
+                        // The DC loop runs in the `dc_spaces` best spaces by one-hot edge (all
+                        // in the paper's form), ranked at full pricings only (`pricing`).
+                        if full {
+                            let n = params.spaces.dc_spaces;
+                            dc_chosen = dc_candidates(&tables, &y, d, n, params.weak);
+                        }
+                        let chosen = &dc_chosen;
                         let found: Vec<(usize, Result<_>)> = tables
                             .par_iter()
                             .zip(warm.par_iter_mut())
