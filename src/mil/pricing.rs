@@ -5,10 +5,12 @@
 //! the spaces that led the last full pricing; a full pricing comes every few rounds, and at
 //! once whenever the focus offers no column above gamma. So boosting still stops only where
 //! no space has a column above gamma (Algorithm 1's rule), and the master LP's optimum is
-//! the same; the path to it, and so the model, may differ. The spaces where the DC loop
-//! runs (`weak::dc_candidates`, the best by one-hot edge) are ranked at full pricings only,
-//! for the same reason: on 12 channels the fit is 0.8x, over 25 sets' seeds 0-2 the mean
-//! accuracy level (docs/VARIANTS.md, stop 64).
+//! the same; the path to it, and so the model, may differ. The max-aggregated kernel
+//! hypothesis (the one-hot start, and the DC loop when on) comes from the `dc_spaces` spaces
+//! of best one-hot edge (`weak::dc_candidates`). That ranking reads every space's table, so
+//! it too is made at full pricings only; a focus round offers, priced afresh, the column of
+//! the space that ranked first then. On 12 channels the fit is 0.8x, the accuracy over 26
+//! sets at seeds 0-2 level (docs/VARIANTS.md, stop 64); ranking over the focus alone lost.
 
 use serde::{Deserialize, Serialize};
 
@@ -175,7 +177,10 @@ mod tests {
             });
         }
         // Full (8), focus (2), full (8), then a focus with nothing above 0.9 and the other 6.
-        assert_eq!(told, [(8, true), (2, false), (8, true), (2, false), (6, true)]);
+        assert_eq!(
+            told,
+            [(8, true), (2, false), (8, true), (2, false), (6, true)]
+        );
     }
 
     #[test]

@@ -303,8 +303,8 @@ impl ShapeletModel {
                     // The spaces flagged in `want` offer their best of each kind; each
                     // returns its best gain over what it may offer (not a taken column).
                     focus.price(n_spaces, gamma + params.epsilon, |want, full| {
-                        // The DC loop runs in the `dc_spaces` best spaces by one-hot edge (all
-                        // in the paper's form), ranked at full pricings only (`pricing`).
+                        // The `dc_spaces` best spaces by one-hot edge (all in the paper's form)
+                        // offer the max hypothesis, ranked at full pricings only (`pricing`).
                         if full {
                             let n = params.spaces.dc_spaces;
                             dc_chosen = dc_candidates(&tables, &y, d, n, params.weak);

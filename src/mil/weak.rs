@@ -469,8 +469,8 @@ fn solve_dc_step(
     )))
 }
 
-/// The spaces whose DC weak learner runs this round: the `n` best by their one-hot
-/// edge (every space when it is 0 or there are no more).
+/// The spaces whose weak learner (its one-hot start, then the DC loop when on) runs: the
+/// `n` best by their one-hot edge (every space when it is 0 or there are no more).
 pub(crate) fn dc_candidates(
     tables: &[&KernelTable],
     y: &[f64],
