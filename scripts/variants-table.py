@@ -24,7 +24,7 @@ import variants  # noqa: E402
 SERIES_DEV = ["GunPoint", "Coffee", "ACSF1", "BasicMotions"]
 SERIES_VARIANTS = ["GunPointShort", "BasicMotionsShort", "BasicMotionsWindows", "ACSF1Frames", "ACSF1Few", "CombinedFew", "ManyFew", "PeriodicFew",
                    "PeriodicBreath", "PeriodicBreathShift", "GunPointScaled", "CoffeeScaled", "GunPointNano", "ACSF1Unequal",
-                   "ACSF1Cut", "ACSF1Windows", "ACSF1WindowsShort", "GunPointUnequal", "GunPointTwelve", "GunPointMinority", "ACSF1Small", "ACSF1WindowsImbalanced", "ACSF1WindowsPlaid", "ManyTen", "ACSF1Gaps", "ACSF1Spectra"]
+                   "ACSF1Cut", "ACSF1Windows", "ACSF1WindowsShort", "GunPointUnequal", "GunPointTwelve", "GunPointMinority", "ACSF1Small", "ACSF1WindowsImbalanced", "ACSF1WindowsPlaid", "PeriodicPlaid", "ManyTen", "ACSF1Gaps", "ACSF1Spectra"]
 BAGS = ["musk1", "musk2", "MUSK1Narrow", "MUSK1Imbalanced", "BasicMotionsBags", "MUSK1Wide", "ACSF1RegionBags", "ACSF1MotifBags"]
 
 

@@ -34,6 +34,7 @@ VARIANTS = {
     "PeriodicFew": "50 classes, 2 training and 4 test series each, 2,000 points, unnormalised, quasi-periodic (a Pig-like set: each class one animal's pressure waveform): each class repeats a cycle taken from a development series (GunPoint, Coffee, an ACSF1 segment or a BasicMotions channel; 13 source classes, about four classes each) at a cycle length (50-250 points), level and amplitude of its own; each series varies its level, amplitude and rate by a few %, starts at a random phase, and carries beat-to-beat rate variation, noise and a slow drift",
     "PeriodicBreath": "PeriodicFew at breathing rates with one cycle morphology (PigAirwayPressure's kind): each class's cycle a GunPoint series of its own (raise, hold, lower: a ventilator's pressure cycle), 300-1,000 points long (2 to 7 cycles a series), so classes differ in the cycle's detail, length, level and amplitude only",
     "PeriodicBreathShift": "PeriodicBreath with each series shifted by a level of its own, N(0, 1.5) against class levels spread over +-3 (a class's baseline moves between recordings, as a pig's pressures move with the experiment): the one Pig-like form that shows the held-out gap",
+    "PeriodicPlaid": "the held-out appliance set's shape on quasi-periodic waveforms (PLAID's kind: an appliance's current, cycle after cycle at the mains rate): 11 classes, each a GunPoint cycle of its own (PeriodicBreath's one morphology) at nearly one rate (cycles of 45-55 points), less variation between series (half PeriodicFew's); every series a random window of 100 e^X points (X exponential of mean 0.6, at most 1,344, as ACSF1WindowsShort) less its mean, with white noise of half its deviation (a noisy meter), times a load of its own (log-uniform 0.5-2), so the cycle's shape and rate tell the classes apart, not their level or amplitude; PLAID's class sizes (13 to 88, 537 series) in train and in test",
     "ManyTen": "60 classes, 10 training and 10 test series each, 512 points, quasi-periodic as PeriodicFew (cycles of 30-150 points): many classes with more than a few series each, where one-vs-rest fits 60 problems of 600 bags (the fit's scaling in classes beside RDST's single transform)",
     "PeriodicManySeries": "42 classes of 43 training and 10 test series each, 750 points, quasi-periodic as ManyTen (cycles of 30-150 points): many classes with many series each (NonInvasiveFetalECG's shape: 1,806 training series, so one-vs-rest fits 42 problems of 1,806 bags)",
     "PeriodicShortMany": "24 classes of 300 training and 50 test series each, 46 points, quasi-periodic (cycles of 20-80 points): many short series of many classes (Crop's shape: 7,200 training series of 46 points, where RDST's transform is cheap and one-vs-rest fits 24 problems of 7,200 bags)",
@@ -399,6 +400,21 @@ def build(data, out, name, draw=0):
                 kept = label if name in ("ACSF1TenShort", "ACSF1SevenLarge") else two
                 out_rows.append((kept, x[at : at + length] + rng.normal(scale=0.01, size=length)))
             write_ucr(f"{out}/{name}_{s}.csv", out_rows)
+    elif name == "PeriodicPlaid":
+        sizes = [13, 17, 18, 19, 33, 57, 58, 70, 78, 86, 88]
+        rows = periodic_few(data, ucr, rng, classes=11, train=88, test=88, length=1344, periods=(45, 55), jitter=0.5, one_family=True)
+        size = dict(zip(rng.permutation(sorted({l for l, _ in rows["TRAIN"]})), sizes))
+        for s in ("TRAIN", "TEST"):
+            kept = []
+            for c, k in sorted(size.items()):
+                for i in rng.choice([i for i, (l, _) in enumerate(rows[s]) if l == c], k, replace=False):
+                    l, x = rows[s][i]
+                    n = int(min(1344, 100 * np.exp(rng.exponential(0.6))))
+                    start = int(rng.integers(0, len(x) - n + 1))
+                    w = x[start : start + n]  # an alternating current: no level, a load of its own
+                    w = w - w.mean() + 0.5 * np.std(w) * rng.standard_normal(n)  # a noisy meter
+                    kept.append((l, w * 10 ** rng.uniform(-0.3, 0.3)))
+            write_ucr(f"{out}/{name}_{s}.csv", kept)
     elif name == "ManyTen":
         rows = periodic_few(data, ucr, rng, classes=60, train=10, test=10, length=512, periods=(30, 150))
         for s in ("TRAIN", "TEST"):
