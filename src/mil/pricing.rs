@@ -155,8 +155,8 @@ mod tests {
         assert!(first.iter().all(|s| !second.contains(s)));
     }
 
-    /// The offer learns which call completes a full pricing (where the DC loop's spaces are
-    /// ranked): the first round's, every `every`-th, and a focus round's second call.
+    /// The offer learns which call completes a full pricing (where the max hypothesis's
+    /// spaces are ranked): the first round's, every `every`-th, and a focus round's second call.
     #[test]
     fn the_offer_is_told_when_its_call_completes_a_full_pricing() {
         let plan = PartialPricing {

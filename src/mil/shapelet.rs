@@ -273,7 +273,7 @@ impl ShapeletModel {
                 let mut last_failure: Option<String> = None;
                 let mut warm: Vec<WorkingSet> = vec![WorkingSet::default(); tables.len()];
                 let mut focus = Focus::new(params.partial_pricing);
-                // The spaces whose DC loop runs, ranked at each full pricing (below).
+                // The spaces that offer the max hypothesis, ranked at full pricings (below).
                 let mut dc_chosen: Vec<usize> = Vec::new();
                 type Column = (usize, bool, Option<Threshold>, Vec<(usize, f64)>);
                 let boosted = match lpboost(&y, boost, |d, gamma, eta, cols: &[Column]| {
