@@ -304,17 +304,20 @@ impl ShapeletModel {
                     // returns its best gain over what it may offer (not a taken column).
                     focus.price(n_spaces, gamma + params.epsilon, |want, full| {
                         // The `dc_spaces` best spaces by one-hot edge (all in the paper's form)
-                        // offer the max hypothesis, ranked at full pricings only (`pricing`).
+                        // offer the max hypothesis, ranked at full pricings only (`pricing`);
+                        // a full call also asks a ranked focus space the call before did not.
                         if full {
                             let n = params.spaces.dc_spaces;
                             dc_chosen = dc_candidates(&tables, &y, d, n, params.weak);
                         }
-                        let chosen = &dc_chosen;
+                        let (chosen, asked) = (&dc_chosen, &one_hots);
                         let found: Vec<(usize, Result<_>)> = tables
                             .par_iter()
                             .zip(warm.par_iter_mut())
                             .enumerate()
-                            .filter(|(s, _)| want[*s] && chosen.contains(s))
+                            .filter(|(s, _)| {
+                                chosen.contains(s) && (want[*s] || (full && asked[*s].is_none()))
+                            })
                             .map(|(s, (t, w))| (s, weak_learn(t, &y, d, &weak, w)))
                             .collect();
                         for (s, h) in found {
