@@ -272,6 +272,16 @@ impl InstanceSet {
     }
 }
 
+/// The largest power of two at most `x`, for a positive normal `x`; 1 otherwise (zero, a
+/// subnormal: values whose squares are no risk).
+fn power_of_two_at_or_below(x: f64) -> f64 {
+    if x.is_finite() && x >= f64::MIN_POSITIVE {
+        f64::from_bits(x.to_bits() & (0x7ffu64 << 52))
+    } else {
+        1.0
+    }
+}
+
 /// Per-feature z-scoring of bag instances, fitted on training instances and stored in the
 /// artifact so prediction applies the same map. Constant features keep scale 1.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -283,6 +293,17 @@ pub struct Standardizer {
 impl Standardizer {
     pub fn fit(bags: &[&Bag]) -> Self {
         let dim = bags.first().map_or(0, |b| b.dim());
+        // Each feature's sums in the unit of its largest |x| (a power of two: the same bits,
+        // scaled), so its squares stay finite at any magnitude.
+        let mut top = vec![0.0f64; dim];
+        for b in bags {
+            for x in b.instances() {
+                for (t, v) in top.iter_mut().zip(x) {
+                    *t = t.max(v.abs());
+                }
+            }
+        }
+        let units: Vec<f64> = top.iter().map(|&t| power_of_two_at_or_below(t)).collect();
         let mut mean = vec![0.0; dim];
         let mut sq = vec![0.0; dim];
         let mut n = 0usize;
@@ -290,6 +311,7 @@ impl Standardizer {
             for x in b.instances() {
                 n += 1;
                 for (f, v) in x.iter().enumerate() {
+                    let v = v / units[f];
                     mean[f] += v;
                     sq[f] += v * v;
                 }
@@ -304,8 +326,9 @@ impl Standardizer {
             // Constant when the deviation is within a millionth of the values' magnitude
             // (rounding in the one-pass variance), in any unit.
             if var > 1e-12 * square {
-                scale[f] = var.sqrt();
+                scale[f] = var.sqrt() * units[f];
             }
+            mean[f] *= units[f];
         }
         Self { mean, scale }
     }

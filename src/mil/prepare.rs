@@ -15,7 +15,7 @@ use super::params::{
     FitParams, KernelSpec, ShapeletLength, SpaceParams, WeakKind, WidthChoice, LEVEL_SCALE,
 };
 use super::series::instance_set;
-use super::space::{Extraction, View};
+use super::space::{unit, Extraction, View, UNIT_LIMIT};
 
 /// Training instances of one space and their k-means representatives: the label-free part
 /// of a fit, which cross-validation shares across kernel widths and nu.
@@ -216,7 +216,7 @@ fn prepare_with(ds: &Dataset, params: &FitParams, lean: bool) -> Result<Prepared
             let max_len = ds.max_series_len().unwrap_or(0);
             let lengths = resolve_lengths(&params.lengths, min_len, max_len)?;
             let units = channel_units(ds);
-            let extractions = views_for_differences(&params.spaces, input, ds)
+            let extractions = views_for_differences(&params.spaces, input, ds, &units)
                 .extractions(&lengths, median_series_len(ds), input.channels())
                 .into_iter()
                 .map(|e| with_unit(e, &units))
@@ -367,11 +367,16 @@ fn median_series_len(ds: &Dataset) -> usize {
 /// taking both normalisations in its place, when a univariate set's differences are mostly
 /// noise ([`SpaceParams::lag_for_noisy_diff`]). Univariate only: on twelve spectral
 /// channels the lag in place of the difference lost (ACSF1Frames 0.623 -> 0.589, 3 seeds).
-fn views_for_differences(spaces: &SpaceParams, input: InputKind, ds: &Dataset) -> SpaceParams {
+fn views_for_differences(
+    spaces: &SpaceParams,
+    input: InputKind,
+    ds: &Dataset,
+    units: &[i32],
+) -> SpaceParams {
     let both = spaces.views.contains(&View::Diff) && spaces.views.contains(&View::Lag);
     let noisy = match spaces.lag_for_noisy_diff {
         Some(floor) if both && input.channels() <= 1 => {
-            difference_autocorrelation(ds).is_some_and(|r| r < floor)
+            difference_autocorrelation(ds, units).is_some_and(|r| r < floor)
         }
         _ => false,
     };
@@ -394,13 +399,19 @@ fn views_for_differences(spaces: &SpaceParams, input: InputKind, ds: &Dataset) -
 /// difference (finite readings only; series of fewer than four or of constant differences
 /// left out): near -0.5 where the differences are white noise, near 1 on a smooth series.
 /// None when no series has such differences.
-fn difference_autocorrelation(ds: &Dataset) -> Option<f64> {
+fn difference_autocorrelation(ds: &Dataset, units: &[i32]) -> Option<f64> {
     let mut r1: Vec<f64> = Vec::new();
     let mut diff: Vec<f64> = Vec::new();
     for s in &ds.samples {
-        for values in s.channels().into_iter().flatten() {
+        for (c, values) in s.channels().into_iter().flatten().enumerate() {
             diff.clear();
-            let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+            // In the channel's unit, where the squares below stay finite: the same ratio.
+            let s = unit(-units.get(c).copied().unwrap_or(0));
+            let finite: Vec<f64> = values
+                .iter()
+                .filter(|v| v.is_finite())
+                .map(|v| v * s)
+                .collect();
             diff.extend(finite.windows(2).map(|w| w[1] - w[0]));
             if diff.len() < 3 {
                 continue;
@@ -426,21 +437,44 @@ fn difference_autocorrelation(ds: &Dataset) -> Option<f64> {
 /// A power of two, so data scaled by one gives exactly the same model; 0 for a channel of
 /// zeros, as for data near unit scale (z-normalised series), whose models it leaves as they were.
 fn channel_units(ds: &Dataset) -> Vec<i32> {
-    let mut sums: Vec<(f64, usize)> = Vec::new();
-    for s in &ds.samples {
-        for (c, values) in s.channels().into_iter().flatten().enumerate() {
-            if sums.len() <= c {
-                sums.resize(c + 1, (0.0, 0));
-            }
-            for v in values.iter().filter(|v| v.is_finite()) {
-                sums[c].0 += v.abs();
-                sums[c].1 += 1;
-            }
+    let channels = || {
+        ds.samples
+            .iter()
+            .flat_map(|s| s.channels().into_iter().flatten().enumerate())
+    };
+    // Each channel's largest |x| as a power of two, so the sum below of |x| / 2^top stays
+    // finite at any magnitude (the same bits as the plain sum, scaled).
+    let mut top: Vec<i32> = Vec::new();
+    for (c, values) in channels() {
+        if top.len() <= c {
+            top.resize(c + 1, i32::MIN);
+        }
+        for v in values.iter().filter(|v| v.is_finite() && **v != 0.0) {
+            top[c] = top[c].max(exponent(v.abs()));
+        }
+    }
+    let mut sums = vec![(0.0f64, 0usize); top.len()];
+    for (c, values) in channels() {
+        let s = unit(-top[c].max(-1022));
+        for v in values.iter().filter(|v| v.is_finite()) {
+            sums[c].0 += v.abs() * s;
+            sums[c].1 += 1;
         }
     }
     sums.into_iter()
-        .map(|(sum, n)| nearest_power_of_two(sum / n.max(1) as f64))
+        .zip(top)
+        .map(
+            |((sum, n), top)| match nearest_power_of_two(sum / n.max(1) as f64) {
+                _ if top == i32::MIN => 0,
+                e => e + top.max(-1022),
+            },
+        )
         .collect()
+}
+
+/// The exponent of a positive finite `x`'s leading bit (subnormals read as the smallest).
+fn exponent(x: f64) -> i32 {
+    (((x.to_bits() >> 52) & 0x7ff) as i32 - 1023).max(-1022)
 }
 
 /// The exponent of the power of two nearest `x` (in ratio), read from its bits so that
@@ -455,18 +489,21 @@ fn nearest_power_of_two(x: f64) -> i32 {
     exp + i32::from(mantissa >= std::f64::consts::SQRT_2)
 }
 
-/// A z space with its channel's unit (the largest of a dependent space's channels); other
-/// spaces have no flat floor and keep 0.
+/// A z space with its channel's unit (the largest of a dependent space's channels), which
+/// its flat floor is relative to; another space with it only beyond 2^+-[`UNIT_LIMIT`],
+/// where its values' squares would leave f64's range (its model is the same either way: a
+/// power of two changes no decision), else with 0, as every artifact from before.
 fn with_unit(e: Extraction, units: &[i32]) -> Extraction {
-    if !e.znorm {
-        return e;
-    }
     let unit_exp = if e.block > 0 {
         units.iter().copied().max().unwrap_or(0)
     } else {
         units.get(e.channel).copied().unwrap_or(0)
     };
-    Extraction { unit_exp, ..e }
+    if e.znorm || unit_exp.abs() > UNIT_LIMIT {
+        Extraction { unit_exp, ..e }
+    } else {
+        e
+    }
 }
 
 /// sigma = 1 / median |x - x'|^2 over seeded random pairs of instances: the median heuristic,
@@ -556,8 +593,8 @@ mod tests {
     fn noisy_differences_give_way_to_the_change_over_the_dilation() {
         let noisy = cycles(1.0, 3);
         let smooth = cycles(0.0, 3);
-        let r_noisy = difference_autocorrelation(&noisy).unwrap();
-        let r_smooth = difference_autocorrelation(&smooth).unwrap();
+        let r_noisy = difference_autocorrelation(&noisy, &[0]).unwrap();
+        let r_smooth = difference_autocorrelation(&smooth, &[0]).unwrap();
         assert!(r_noisy < -0.4, "{r_noisy}");
         assert!(r_smooth > 0.9, "{r_smooth}");
         let params = FitParams::default();
@@ -588,7 +625,7 @@ mod tests {
             samples: vec![Sample::Series(vec![1.0; 50]); 6],
             ..cycles(0.0, 3)
         };
-        assert_eq!(difference_autocorrelation(&flat), None);
+        assert_eq!(difference_autocorrelation(&flat, &[0]), None);
     }
 
     /// The default k is divided by the channels that have spaces of their own, at most by

@@ -94,9 +94,13 @@ pub struct Extraction {
     /// all channels over the same steps, channel by channel (0: one channel).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub block: usize,
-    /// A z space's unit: its channel's mean |x| over the training series as a power of two
-    /// (the nearest), which the flat floor is relative to, so the same data in other units
-    /// gives the same model (0, unit 1: other spaces, and z spaces of artifacts from before).
+    /// The unit the space reads its channel's values in, as a power of two's exponent:
+    /// every value is divided by 2^unit_exp (exact) before the view's differences and
+    /// normalisation. A z space takes its channel's unit (mean |x| over the training series,
+    /// the nearest power of two), so its flat floor reads the same data in any unit alike;
+    /// another space only a unit beyond 2^+-[`UNIT_LIMIT`], where the squares of its values
+    /// would leave f64's range (`prepare::with_unit`). 0 (unit 1) otherwise and in artifacts
+    /// from before, which read their values as they were.
     #[serde(default, skip_serializing_if = "is_default")]
     pub unit_exp: i32,
 }
@@ -134,27 +138,33 @@ impl fmt::Display for Extraction {
 }
 
 /// Deviation below which a subsequence counts as flat and z-normalises to zeros, relative to
-/// its level plus its channel's unit (see [`Extraction::unit_exp`]): a flat stretch at any
-/// offset is flat, and rounding noise is flat in any unit.
+/// its level plus one (its channel's unit, as a z space reads it: see
+/// [`Extraction::unit_exp`]): a flat stretch at any offset is flat, and rounding noise is
+/// flat in any unit.
 const FLAT: f64 = 1e-8;
 
-/// The magnitude 2^`unit_exp` a z space's flat floor is relative to: a power of two, built
-/// from its exponent bits (the extraction's hot path; normal range, clamped).
+/// A channel's unit past which every space reads its values in it (2^64: the squares of
+/// the values stay within 2^+-128 of 1, f64's range is 2^+-1022).
+pub const UNIT_LIMIT: i32 = 64;
+
+/// The magnitude 2^`unit_exp`: a power of two, built from its exponent bits (the
+/// extraction's hot path; normal range, clamped).
 #[inline]
 pub fn unit(unit_exp: i32) -> f64 {
     f64::from_bits(((unit_exp.clamp(-1022, 1023) + 1023) as u64) << 52)
 }
 
 /// z-normalises `x` in place: (x - mean) / std, or zeros for a flat subsequence (deviation
-/// at most `FLAT` x (`unit` + |mean|)). The one implementation both the offline and the
-/// incremental scorer call, so their values agree bit for bit.
+/// at most `FLAT` x (1 + |mean|)). The one implementation both the offline and the
+/// incremental scorer call, so their values agree bit for bit. A power of two's scaling
+/// of `x` changes no bit of the result, and scales the floor's sides alike.
 #[inline]
-pub fn znormalize(x: &mut [f64], unit: f64) {
+pub fn znormalize(x: &mut [f64]) {
     let n = x.len() as f64;
     let mean = x.iter().sum::<f64>() / n;
     let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
     let std = var.sqrt();
-    if std <= FLAT * (unit + mean.abs()) {
+    if std <= FLAT * (1.0 + mean.abs()) {
         x.iter_mut().for_each(|v| *v = 0.0);
     } else {
         let inv = 1.0 / std;
@@ -194,7 +204,7 @@ fn centre_lanes(x: &mut [f64], len: usize) {
 /// at `i * LANES + j`): each lane the same operations in the same order (the sums fold
 /// from -0.0 as `Iterator::sum` does), so the bits of `znormalize` on its own subsequence.
 #[inline(always)]
-fn znormalize_lanes(x: &mut [f64], len: usize, unit: f64) {
+fn znormalize_lanes(x: &mut [f64], len: usize) {
     let n = len as f64;
     let x = &mut x[..len * LANES];
     let mut mean = [-0.0f64; LANES];
@@ -214,7 +224,7 @@ fn znormalize_lanes(x: &mut [f64], len: usize, unit: f64) {
     let mut flat = [false; LANES];
     for j in 0..LANES {
         let std = (var[j] / n).sqrt();
-        flat[j] = std <= FLAT * (unit + mean[j].abs());
+        flat[j] = std <= FLAT * (1.0 + mean[j].abs());
         inv[j] = 1.0 / std;
     }
     for c in x.chunks_exact_mut(LANES) {
@@ -253,6 +263,7 @@ impl Extraction {
         Self {
             channel: 0,
             block: 0,
+            unit_exp: 0,
             ..*self
         } == Self::level()
     }
@@ -308,32 +319,36 @@ impl Extraction {
         // The last point the last lane reads: checked once, so the reads below are in bounds.
         let end = p + n + (self.length.max(1) - 1) * d + reach;
         let series = &series[..end];
+        // Values in the space's unit: times 1 (the same bits) unless it has one.
+        let s = unit(-self.unit_exp);
         for (i, o) in out.chunks_exact_mut(LANES).enumerate() {
             let q = p + i * d;
             if n == LANES {
+                let a = &series[q..q + LANES];
                 if reach > 0 {
-                    let a = &series[q..q + LANES];
                     let b = &series[q + reach..q + reach + LANES];
                     for (j, o) in o.iter_mut().enumerate() {
-                        *o = b[j] - a[j];
+                        *o = b[j] * s - a[j] * s;
                     }
                 } else {
-                    o.copy_from_slice(&series[q..q + LANES]);
+                    for (o, a) in o.iter_mut().zip(a) {
+                        *o = a * s;
+                    }
                 }
             } else {
                 for (j, o) in o.iter_mut().enumerate() {
                     *o = if j >= n {
                         0.0
                     } else if reach > 0 {
-                        series[q + j + reach] - series[q + j]
+                        series[q + j + reach] * s - series[q + j] * s
                     } else {
-                        series[q + j]
+                        series[q + j] * s
                     };
                 }
             }
         }
         if self.znorm {
-            znormalize_lanes(out, self.length, unit(self.unit_exp));
+            znormalize_lanes(out, self.length);
         } else if self.view == View::Centred {
             centre_lanes(out, self.length);
         }
@@ -379,7 +394,9 @@ impl Extraction {
     pub fn extract(&self, series: &[f64], p: usize, out: &mut [f64]) {
         debug_assert_eq!(out.len(), self.length);
         let last = series.len() - 1;
-        let at = |i: usize| series[i.min(last)];
+        // Values in the space's unit: times 1 (the same bits) unless it has one.
+        let s = unit(-self.unit_exp);
+        let at = |i: usize| series[i.min(last)] * s;
         let d = self.dilation.max(1);
         match self.view {
             View::Raw | View::Centred => {
@@ -396,7 +413,7 @@ impl Extraction {
             }
         }
         if self.znorm {
-            znormalize(out, unit(self.unit_exp));
+            znormalize(out);
         } else if self.view == View::Centred {
             centre(out);
         }
@@ -526,6 +543,42 @@ mod tests {
     }
 
     #[test]
+    fn a_space_reads_its_values_in_its_unit() {
+        // The series times 2^e read in the unit 2^e: the bits of the series read in unit 1,
+        // in every view, at magnitudes whose squares are past f64's range.
+        let a: Vec<f64> = (0..60)
+            .map(|t| (t as f64 * 0.37).sin() + 0.01 * t as f64)
+            .collect();
+        for e in [-900, -(UNIT_LIMIT + 1), 70, 800] {
+            let far: Vec<f64> = a.iter().map(|v| v * unit(e)).collect();
+            for view in [View::Raw, View::Diff, View::Centred, View::Lag] {
+                for znorm in [false, true] {
+                    let plain = Extraction {
+                        view,
+                        length: 9,
+                        dilation: 2,
+                        znorm,
+                        channel: 0,
+                        block: 0,
+                        unit_exp: 0,
+                    };
+                    let read = Extraction {
+                        unit_exp: e,
+                        ..plain
+                    };
+                    let (mut want, mut got) = (vec![0.0; 9], vec![0.0; 9]);
+                    for p in [0, 17, 55] {
+                        plain.extract(&a, p, &mut want);
+                        read.extract(&far, p, &mut got);
+                        let bits = |x: &[f64]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                        assert_eq!(bits(&got), bits(&want), "{read} at 2^{e}, offset {p}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn footprints_and_offsets() {
         let e = Extraction {
             view: View::Raw,
@@ -616,8 +669,13 @@ mod tests {
                         znorm,
                         channel,
                         block,
-                        // A unit off 1 in the z spaces: the lanes share the scalar's floor.
-                        unit_exp: if znorm { 3 } else { 0 },
+                        // A unit off 1 in the z spaces (the lanes share the scalar's
+                        // floor) and one past the limit in the others: the same reads.
+                        unit_exp: if znorm {
+                            3
+                        } else {
+                            -(UNIT_LIMIT + 1) * (length % 2) as i32
+                        },
                     };
                     let dim = e.dim();
                     let mut lanes = vec![f64::NAN; dim * LANES];
@@ -647,7 +705,7 @@ mod tests {
     fn a_constant_subsequence_normalises_to_zeros() {
         for level in [0.0, 1.0, -7.5, 1e6] {
             let mut x = vec![level; 9];
-            znormalize(&mut x, 1.0);
+            znormalize(&mut x);
             assert!(x.iter().all(|&v| v == 0.0), "{level}: {x:?}");
         }
     }
@@ -673,8 +731,8 @@ mod tests {
             prop_assume!(spread > 1e-3);
             let mut u = x.clone();
             let mut v: Vec<f64> = x.iter().map(|t| a * t + b).collect();
-            znormalize(&mut u, 1.0);
-            znormalize(&mut v, 1.0);
+            znormalize(&mut u);
+            znormalize(&mut v);
             for (p, q) in u.iter().zip(&v) {
                 prop_assert!((p - q).abs() < 1e-6, "{u:?} vs {v:?}");
             }
