@@ -143,6 +143,61 @@ fn series_of_two_points_and_equal_values_fit() {
     fits_and_predicts("equal values, 2 points", &dataset(samples, labels), &test);
 }
 
+/// Long series: four of 12,000 points. The bag kinds read a set past 4,096 subsequences at
+/// a larger stride; at stride 1 (240,000 subsequences from four series of 60,000 points)
+/// MIORDM and MI-SVM grew past 24 GB.
+#[test]
+fn long_series_fit() {
+    let wave = |c: usize, k: usize| -> Sample {
+        Sample::Series(
+            (0..12_000)
+                .map(|t| {
+                    ((t * (c + 2) + k * 7) as f64 * 0.05).sin() + ((t * 31 + k) % 7) as f64 * 0.01
+                })
+                .collect(),
+        )
+    };
+    let samples = vec![wave(0, 0), wave(1, 1), wave(0, 2), wave(1, 3)];
+    let labels = ["a", "b", "a", "b"].map(String::from).to_vec();
+    let test = vec![wave(0, 4), wave(1, 5)];
+    fits_and_predicts(
+        "4 series of 12,000 points",
+        &dataset(samples, labels),
+        &test,
+    );
+}
+
+/// Values whose squares leave the double's range: series near 2^700, bag features near
+/// 2^-800. A space or the bag standardizer reads them in their unit; before, lpboost stopped
+/// on a kernel width of 0 at 2^600 and read every subsequence as flat at 2^-600.
+#[test]
+fn values_past_the_squares_range_fit() {
+    let far = |v: f64, e: i32| v * 2f64.powi(e / 2) * 2f64.powi(e - e / 2);
+    let samples: Vec<Sample> = (0..6)
+        .map(|i| {
+            Sample::Series(
+                (0..40)
+                    .map(|t| far(((t * (1 + i % 2)) as f64 * 0.3).sin() + 2.0, 700))
+                    .collect(),
+            )
+        })
+        .collect();
+    let labels: Vec<String> = (0..6).map(|i| (i % 2).to_string()).collect();
+    let test = samples[..2].to_vec();
+    fits_and_predicts("series near 2^700", &dataset(samples, labels), &test);
+    let bags: Vec<Sample> = (0..8)
+        .map(|i| {
+            let data = (0..3 * 4)
+                .map(|j| far(((i * 5 + j * 3) % 11) as f64 + (i % 2) as f64 * 4.0, -800))
+                .collect();
+            Sample::Bag(Bag::new(4, data).unwrap())
+        })
+        .collect();
+    let labels: Vec<String> = (0..8).map(|i| (i % 2).to_string()).collect();
+    let test = bags[..2].to_vec();
+    fits_and_predicts("bags near 2^-800", &dataset(bags, labels), &test);
+}
+
 /// A legitimate training set: 2 to 4 classes (the first with a single example, or with 3 so
 /// that the other classes' larger share moves the decision by held-out fits), series of 2
 /// to 12 points (unequal lengths) on 1 or 3 channels, or bags of 1 to 4 instances of 3

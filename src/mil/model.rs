@@ -412,6 +412,46 @@ struct ArtifactHeader {
     version: Option<u32>,
 }
 
+/// Subsequences a bag kind reads from a training set's series at most, all series together,
+/// and from one series. Its fit grows with the square of its instances, and the box kernel
+/// with the product of two bags' sizes (four series of 60,000 points, 240,000 subsequences
+/// at stride 1, took MIORDM and MI-SVM past 24 GB; bags of 1,000 kept boxsvm past 5
+/// minutes), so a longer set is bagged at the smallest stride past `--stride` that keeps it
+/// within both, in training and prediction alike (the model keeps its stride).
+pub const MAX_BAGGED_SUBSEQUENCES: (usize, usize) = (4_096, 256);
+
+/// The stride a bag kind reads `ds`'s series at: `stride`, or the smallest larger one whose
+/// subsequences of `length` number at most [`MAX_BAGGED_SUBSEQUENCES`] (a series gives at
+/// least one; at one each, the series' longest length).
+fn bagging_stride(ds: &Dataset, length: usize, stride: usize) -> usize {
+    let (most, most_per_series) = MAX_BAGGED_SUBSEQUENCES;
+    let within = |s: usize| -> bool {
+        let counts = ds
+            .samples
+            .iter()
+            .map(|x| super::series::n_subsequences(x.series_len().unwrap_or(0), length, s).max(1));
+        counts.clone().max().unwrap_or(0) <= most_per_series && counts.sum::<usize>() <= most
+    };
+    let stride = stride.max(1);
+    if within(stride) {
+        return stride;
+    }
+    // Both counts fall as the stride grows: the first stride within, by bisection.
+    let (mut lo, mut hi) = (stride, ds.max_series_len().unwrap_or(1).max(stride + 1));
+    if !within(hi) {
+        return hi;
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if within(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi
+}
+
 /// Bags of the samples for a bag kind, and how series were bagged (None for bag data).
 fn bag_dataset(ds: &Dataset, p: &FitParams) -> Result<(Dataset, Option<SeriesBagging>)> {
     let channels = match ds.check_trainable()? {
@@ -426,7 +466,7 @@ fn bag_dataset(ds: &Dataset, p: &FitParams) -> Result<(Dataset, Option<SeriesBag
             [0];
     let sb = SeriesBagging {
         length,
-        stride: p.stride,
+        stride: bagging_stride(ds, length, p.stride),
         channels,
     };
     let samples = ds
