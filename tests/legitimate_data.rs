@@ -167,6 +167,24 @@ fn long_series_fit() {
     );
 }
 
+/// A bag of 4,000 instances among small ones. The box kernel reads at most 1,024 distinct
+/// points of a bag; before, its pairs of points asked for 16 GB here (2 TB at 20,000).
+#[test]
+fn a_bag_of_thousands_of_instances_fits() {
+    let bags: Vec<Sample> = (0..10)
+        .map(|i| {
+            let n = if i == 0 { 4_000 } else { 2 + i % 5 };
+            let data = (0..n * 3)
+                .map(|j| ((i * 7919 + j * 104_729) % 1_009) as f64 / 1_009.0 + (i % 2) as f64)
+                .collect();
+            Sample::Bag(Bag::new(3, data).unwrap())
+        })
+        .collect();
+    let labels: Vec<String> = (0..10).map(|i| (i % 2).to_string()).collect();
+    let test = bags[..3].to_vec();
+    fits_and_predicts("a bag of 4,000 instances", &dataset(bags, labels), &test);
+}
+
 /// Values whose squares leave the double's range: series near 2^700, bag features near
 /// 2^-800. A space or the bag standardizer reads them in their unit; before, lpboost stopped
 /// on a kernel width of 0 at 2^600 and read every subsequence as flat at 2^-600.

@@ -38,6 +38,11 @@ pub const PAPER_MUSK_RHO: f64 = 1.0 / 50.0;
 /// Most boxes [`box_count_exact`] will enumerate.
 pub const EXACT_MAX_BOXES: u128 = 1 << 22;
 
+/// Points of a bag the box kernel reads at most. The kernel of two bags works over their
+/// pairs of points (`PairUnion`: |P| |Q| pairs, each with a bitset over P and Q), so a bag
+/// of 20,000 instances asked for 2 TB; MUSK2's largest bag has 1,044.
+pub const MAX_GRID_POINTS: usize = 1_024;
+
 /// A bag on the grid {0..s}^d: `len()` points of `dim` coordinates, row-major.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct GridBag {
@@ -147,7 +152,9 @@ impl Discretizer {
         ((t * f64::from(self.s + 1)) as u32).min(self.s) as u16
     }
 
-    /// `bag` on the grid {0..s}^d.
+    /// `bag` on the grid {0..s}^d. A bag of more than [`MAX_GRID_POINTS`] points keeps its
+    /// distinct points (the boxes they cover are the same), and of those, when still more,
+    /// that many evenly spread.
     pub fn apply(&self, bag: &Bag) -> Result<GridBag> {
         if bag.dim() != self.dim() {
             return Err(MilError::InvalidData(format!(
@@ -156,9 +163,22 @@ impl Discretizer {
                 self.dim()
             )));
         }
-        let points = bag
+        let points: Vec<u16> = bag
             .instances()
             .flat_map(|x| x.iter().enumerate().map(|(f, &v)| self.cell(f, v)))
+            .collect();
+        if points.len() <= MAX_GRID_POINTS * bag.dim() {
+            return GridBag::new(bag.dim(), points);
+        }
+        let mut seen = std::collections::HashSet::new();
+        let distinct: Vec<&[u16]> = points
+            .chunks_exact(bag.dim())
+            .filter(|p| seen.insert(*p))
+            .collect();
+        let n = distinct.len();
+        let kept = n.min(MAX_GRID_POINTS);
+        let points = (0..kept)
+            .flat_map(|k| distinct[k * n / kept].iter().copied())
             .collect();
         GridBag::new(bag.dim(), points)
     }
@@ -1051,6 +1071,49 @@ mod tests {
         let other = Bag::from_instances(&[vec![1.0]]).unwrap();
         assert!(d.apply(&other).is_err());
         assert!(Discretizer::fit(&[&train, &other], 4).is_err());
+    }
+
+    #[test]
+    fn a_large_bag_keeps_its_distinct_points_at_most_the_limit() {
+        // 3,000 instances on 30 grid points: the 30 distinct ones, in first-seen order.
+        let few: Vec<Vec<f64>> = (0..3_000).map(|i| vec![(i % 30) as f64]).collect();
+        let few = Bag::from_instances(&few).unwrap();
+        let d = Discretizer::fit(&[&few], 40).unwrap();
+        let g = d.apply(&few).unwrap();
+        assert_eq!(g.len(), 30);
+        assert_eq!(
+            g.as_slice(),
+            d.apply(
+                &Bag::from_instances(&(0..30).map(|i| vec![i as f64]).collect::<Vec<_>>()).unwrap()
+            )
+            .unwrap()
+            .as_slice()
+        );
+        // 5,000 points, most distinct on a 256 x 256 grid: 1,024 of them, the first included.
+        let many: Vec<Vec<f64>> = (0..5_000)
+            .map(|i| vec![i as f64, (i * 7 % 5_000) as f64])
+            .collect();
+        let many = Bag::from_instances(&many).unwrap();
+        let d = Discretizer::fit(&[&many], 255).unwrap();
+        let g = d.apply(&many).unwrap();
+        assert_eq!(g.len(), MAX_GRID_POINTS);
+        assert_eq!(
+            &g.as_slice()[..2],
+            &d.apply(&Bag::from_instances(&[vec![0.0, 0.0]]).unwrap())
+                .unwrap()
+                .as_slice()[..2]
+        );
+        // A bag at the limit is read as it is, duplicates and order kept.
+        let at: Vec<Vec<f64>> = (0..MAX_GRID_POINTS).map(|i| vec![(i % 3) as f64]).collect();
+        let at = Bag::from_instances(&at).unwrap();
+        assert_eq!(
+            Discretizer::fit(&[&at], 4)
+                .unwrap()
+                .apply(&at)
+                .unwrap()
+                .len(),
+            MAX_GRID_POINTS
+        );
     }
 
     #[test]
