@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 mod drift;
 mod named;
+mod roles;
 mod training;
 pub use drift::{DriftConfig, ErrorDetector, OnDrift};
 pub use named::{ModelInput, NamedModelConfig, NamedTrainingConfig};
@@ -728,6 +729,8 @@ impl Config {
                 ));
             }
         }
+        self.check_rebalance_protocol()?;
+        self.check_output_trees()?;
         if self.limits.max_bag_instances == 0 || self.limits.max_message_bytes == 0 {
             return Err((
                 "limits",
@@ -745,6 +748,46 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Incremental rebalancing would revoke a part of the assignment where the callbacks
+    /// drop all of it: refused when the config loads, naming the key.
+    #[test]
+    fn incremental_rebalancing_is_refused_by_name() {
+        for (key, value) in [
+            ("partition.assignment.strategy", "cooperative-sticky"),
+            ("group.protocol", "consumer"),
+        ] {
+            let text = format!("[kafka.properties]\n\"{key}\" = \"{value}\"\n");
+            let e = Config::parse("x.toml", &text).unwrap_err().to_string();
+            assert!(e.contains(key) && e.contains("not supported"), "{e}");
+        }
+        let eager =
+            "[kafka.properties]\n\"partition.assignment.strategy\" = \"range,roundrobin\"\n";
+        assert!(Config::parse("x.toml", eager).is_ok());
+    }
+
+    /// A training store inside the output folder (or holding it) would be swept over files
+    /// other roles wrote: refused, naming both keys; a scorer does not train, so it may.
+    #[test]
+    fn a_training_store_overlapping_the_output_is_refused() {
+        for (out, train) in [
+            ("data", "data/training"),
+            ("data/out", "data"),
+            ("s3://b/x", "s3://b/x/"),
+        ] {
+            let text = format!("[output]\ndir = \"{out}\"\n[training]\ndir = \"{train}\"\n");
+            let e = Config::parse("x.toml", &text).unwrap_err().to_string();
+            assert!(
+                e.contains("training.dir") && e.contains("output.dir"),
+                "{e}"
+            );
+        }
+        let apart = "[output]\ndir = \"data/out\"\n[training]\ndir = \"data/outer\"\n";
+        assert!(Config::parse("x.toml", apart).is_ok());
+        let scorer =
+            "[pipeline]\nrole = \"scorer\"\n[output]\ndir = \"d\"\n[training]\ndir = \"d/t\"\n";
+        assert!(Config::parse("x.toml", scorer).is_ok());
+    }
 
     #[test]
     fn empty_file_is_all_defaults() {

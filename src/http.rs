@@ -38,6 +38,9 @@ pub struct Health {
     /// Set once at start when a served model cannot take what is sent to it (a stale
     /// registry, a demo feed of another channel count): not ready until restarted with a fit.
     model_mismatch: std::sync::OnceLock<String>,
+    /// Why the process cannot recover by itself (a partition that could not be started for
+    /// longer than its bound): `/healthz` fails, so the orchestrator restarts it.
+    stalled: std::sync::Mutex<Option<String>>,
 }
 
 impl Health {
@@ -75,6 +78,16 @@ impl Health {
         let _ = self.model_mismatch.set(why);
     }
 
+    /// The process cannot recover by itself (`why`), or can again (None).
+    pub fn set_stalled(&self, why: Option<String>) {
+        *self.stalled.lock().expect("health lock") = why;
+    }
+
+    /// Why `/healthz` answers 503, if it does.
+    pub fn liveness_failure(&self) -> Option<String> {
+        self.stalled.lock().expect("health lock").clone()
+    }
+
     /// Whether `/readyz` answers 200.
     pub fn is_ready(&self) -> bool {
         self.not_ready_reason().is_none()
@@ -88,7 +101,7 @@ impl Health {
         let why = if !self.ready.load(Ordering::Relaxed) {
             Some("not ready: no partitions being consumed (starting, rebalancing or stopping)")
         } else if self.partitions_not_started.load(Ordering::Relaxed) {
-            Some("not ready: an assigned partition was not started: its output store could not be listed (see the log; the next rebalance or a restart tries again)")
+            Some("not ready: an assigned partition was not started: its output store could not be listed (see the log; it is retried with backoff, and /healthz fails if it cannot start within 5 minutes)")
         } else if self.brokers_down.load(Ordering::Relaxed) {
             Some("not ready: no Kafka broker is reachable (consuming and committing wait)")
         } else if self.sink_failing.load(Ordering::Relaxed) {
@@ -148,8 +161,11 @@ async fn metrics_text(State(ops): State<Ops>) -> impl IntoResponse {
     ([(header::CONTENT_TYPE, TEXT_FORMAT)], ops.metrics.encode())
 }
 
-async fn healthz() -> &'static str {
-    "ok"
+async fn healthz(State(ops): State<Ops>) -> (StatusCode, String) {
+    match ops.health.liveness_failure() {
+        None => (StatusCode::OK, "ok".into()),
+        Some(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("not live: {why}")),
+    }
 }
 
 async fn readyz(State(ops): State<Ops>) -> (StatusCode, String) {

@@ -64,6 +64,8 @@ metric_names! {
     PREDICTIONS_BY_LABEL = "milstream_predictions_total";
     /// Failed writes of a sink (each is retried until it succeeds; the consumer backs up meanwhile), per sink.
     SINK_ERRORS = "milstream_sink_errors_total";
+    /// Rows a sink can never accept (larger than the topic takes), per sink and outcome: `shrunk` (sent as the row's identity without its payload) or `left_out` (not sent; the Parquet output keeps it).
+    SINK_ROWS_REFUSED = "milstream_sink_rows_refused_total";
     /// Seconds a retraining run took (store read, fit, champion/challenger check, publish).
     TRAINING_SECONDS = "milstream_training_seconds";
     /// The version each model serves now (value 1; labels: the model's name, the version and its kind).
@@ -176,6 +178,8 @@ pub struct Metrics {
     pub predictions: IntCounterVec,
     /// [`SINK_ERRORS`]`{sink}`, sink in [`SINKS`] (plus `kafka`).
     pub sink_errors: IntCounterVec,
+    /// [`SINK_ROWS_REFUSED`]`{sink, outcome}`.
+    pub sink_rows_refused: IntCounterVec,
     /// [`TRAINING_SECONDS`].
     pub training_seconds: Histogram,
     /// [`MODEL_INFO`]`{model, model_version, kind}`: one series per model name.
@@ -273,6 +277,7 @@ impl Metrics {
             consumer_lag: gauge_vec(&r, CONSUMER_LAG, &["topic", "partition"]),
             predictions: counter_vec_of(&r, PREDICTIONS_BY_LABEL, &["label", "model_version"]),
             sink_errors: counter_vec(&r, SINK_ERRORS, "sink"),
+            sink_rows_refused: counter_vec_of(&r, SINK_ROWS_REFUSED, &["sink", "outcome"]),
             training_seconds: histogram(&r, TRAINING_SECONDS, &TRAINING_BUCKETS),
             model_info: gauge_vec(&r, MODEL_INFO, &["model", "model_version", "kind"]),
             serving: Default::default(),

@@ -42,6 +42,18 @@ use crate::metrics::Metrics;
 const LIST_ATTEMPTS: u32 = 4;
 const LIST_BACKOFF: Duration = Duration::from_millis(250);
 
+/// The first retry of a partition that could not be started, and the longest pause
+/// between two (the pause doubles from the first).
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+const RETRY_MAX: Duration = Duration::from_secs(30);
+/// A partition still unstarted this long fails liveness (README: Operating).
+pub const STALL_AFTER: Duration = Duration::from_secs(300);
+
+/// How long a new assignment waits for the writes of an earlier ownership of the partition
+/// still under way (each is one attempt at a segment, bounded by the store client's own
+/// timeouts) before it leaves the partition unstarted rather than sweep under them.
+const FENCE_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// `topic/partition` of each element, for logs.
 fn partition_names(tpl: &TopicPartitionList) -> Vec<String> {
     tpl.elements()
@@ -72,6 +84,17 @@ pub struct Assignments {
     /// Live quality (`drift.evaluate`): a label partition's detectors are restored from the
     /// durable evaluations when it is assigned.
     pub quality: Option<Arc<Quality>>,
+    /// Assigned partitions that could not be started yet; the lock is held through each
+    /// rebalance callback and each retry, so the two never interleave.
+    pending: Mutex<Vec<Unstarted>>,
+}
+
+/// An assigned partition that could not be started (see [`Assignments::retry_unstarted`]).
+struct Unstarted {
+    key: PartitionKey,
+    since: Instant,
+    attempts: u32,
+    next_try: Instant,
 }
 
 /// What [`Assignments::prepare`] read for a partition from the output store.
@@ -110,6 +133,7 @@ impl Assignments {
             first_commit_logged: AtomicBool::new(false),
             workers: Mutex::new(Some(workers)),
             quality,
+            pending: Mutex::new(Vec::new()),
         }
     }
 
@@ -134,13 +158,12 @@ impl Assignments {
     /// Partition assigned: read its committed offset and replay point, sweep outputs the
     /// replay will rewrite, and point the fetch position at the replay point.
     ///
-    /// Returns the partitions to assign when that is not all of `tpl` (some were not
-    /// started).
+    /// Returns the partitions that could not be started: the caller assigns them paused.
     fn on_assign(
         &self,
         base: &BaseConsumer<Ctx>,
         tpl: &mut TopicPartitionList,
-    ) -> Option<TopicPartitionList> {
+    ) -> TopicPartitionList {
         // Without the committed offsets we cannot tell committed output from uncommitted:
         // then sweep nothing and replay from the reset policy (duplicates, never loss).
         let mut committed = None;
@@ -164,86 +187,17 @@ impl Assignments {
         }
         let committed = committed.unwrap_or_default();
         self.first_commit_logged.store(false, Ordering::Relaxed);
-        let workers = self.workers.lock().expect("workers lock").clone();
+        // Held through the callback: a retry of an unstarted partition never interleaves.
+        let mut pending = self.pending.lock().expect("pending lock");
+        pending.clear();
         let mut seeks: Vec<(String, i32, i64)> = Vec::new();
         let mut not_started: Vec<(String, i32)> = Vec::new();
         for el in tpl.elements() {
             let (topic, partition) = (el.topic().to_string(), el.partition());
-            let Some(&kind) = self.kinds.get(&topic) else {
-                continue;
-            };
-            let (commit, meta) = committed
-                .find_partition(&topic, partition)
-                .map(|e| (e.offset(), e.metadata().to_string()))
-                .unwrap_or((Offset::Invalid, String::new()));
-            let commit = match commit {
-                Offset::Offset(o) => Some(o),
-                _ => None,
-            };
-            // The replay point and the sweep read the output store. If it cannot be listed,
-            // the partition is not started (not assigned to the consumer, and the process
-            // not ready) rather than started from a guess: "no file" would replay from the
-            // earliest offset, and an unswept partition could keep stale files.
-            let prepared = self.prepare((&topic, partition, kind), commit, &meta, may_sweep);
-            let Prepared {
-                replay_from,
-                restored,
-                served,
-            } = match prepared {
-                Ok(r) => r,
-                Err(e) => {
-                    error!(
-                        topic,
-                        partition,
-                        committed = ?commit,
-                        attempts = LIST_ATTEMPTS,
-                        %e,
-                        "the output store cannot be listed: partition not started (not ready; \
-                         the next rebalance or a restart tries again)"
-                    );
-                    not_started.push((topic, partition));
-                    continue;
-                }
-            };
-            info!(topic, partition, committed = ?commit, replay_from = ?replay_from, "partition assigned");
-            let key = (topic.clone(), partition);
-            self.durable
-                .own(key.clone(), commit.unwrap_or(0), replay_from.unwrap_or(0));
-            if let Some(t) = &self.training {
-                t.holds.assigned(&key, replay_from.unwrap_or(0));
-            }
-            if let Some(r) = replay_from {
-                seeks.push((topic.clone(), partition, r));
-            }
-            let mut state = Box::new(PartitionState::new(
-                &self.metrics,
-                &topic,
-                partition,
-                kind,
-                commit.unwrap_or(i64::MIN),
-                replay_from.unwrap_or(0),
-                // A trainer scores nothing: its point partitions feed the history only.
-                (kind == RecordKind::Point && self.cfg.pipeline.role != Role::Trainer)
-                    .then(|| PartitionWindows::new(self.window_params)),
-            ));
-            if let (Some(q), Some(r)) = (&self.quality, restored) {
-                q.assigned(&key, &r.state, r.durable_through);
-                state.quality = r.state;
-            }
-            if kind != RecordKind::Label && self.cfg.pipeline.role != Role::Trainer {
-                state.served = self.quality.as_ref().and_then(ServedWatch::new);
-                if let (Some(w), Some(c)) = (&mut state.served, served) {
-                    if let Err(e) = w.restore(&c) {
-                        warn!(topic, partition, %e, "the label-free detectors' checkpoint does not parse: they start over");
-                    }
-                }
-            }
-            // Queued ahead of the partition's first message (the fetch starts after this
-            // callback returns), behind anything of an earlier assignment.
-            if let Some(w) = &workers {
-                if !w.send_control(w.index(&topic, partition), Work::Assign(key, state)) {
-                    error!(topic, partition, "a scoring worker has stopped");
-                }
+            match self.start_partition(&topic, partition, &committed, may_sweep) {
+                Ok(Some(replay_from)) => seeks.push((topic, partition, replay_from)),
+                Ok(None) => {}
+                Err(()) => not_started.push((topic, partition)),
             }
         }
         // The fetch starts at the replay point of each partition that has a commit.
@@ -252,23 +206,222 @@ impl Assignments {
                 error!(topic = t, partition = p, %e, "setting the replay offset failed");
             }
         }
-        // Partitions not started are left out of the consumer's assignment: nothing of
-        // them is fetched, scored or committed (the group still counts them as ours).
+        // Partitions not started are assigned paused: nothing of them is scored (their
+        // worker holds no state for them, so a message fetched before the pause is
+        // skipped) or committed; the consumer's loop retries them (`retry_unstarted`).
+        let now = Instant::now();
+        pending.extend(not_started.iter().map(|(topic, partition)| Unstarted {
+            key: (topic.clone(), *partition),
+            since: now,
+            attempts: 1,
+            next_try: now + RETRY_FIRST,
+        }));
         self.health
             .set_partitions_not_started(!not_started.is_empty());
         self.metrics
             .partitions_assigned
             .set(self.durable.owned() as i64);
-        if not_started.is_empty() {
-            return None;
+        let mut unstarted = TopicPartitionList::new();
+        for (t, p) in &not_started {
+            unstarted.add_partition(t, *p);
         }
-        let mut started = TopicPartitionList::new();
-        for el in tpl.elements() {
-            if !not_started.contains(&(el.topic().to_string(), el.partition())) {
-                let _ = started.add_partition_offset(el.topic(), el.partition(), el.offset());
+        unstarted
+    }
+
+    /// Starts one assigned partition whose commit is in `committed`: a new ownership
+    /// generation, the replay point, the sweep, the worker's state queued ahead of its first
+    /// message. Returns where its fetch starts (None: the reset policy, no commit), or
+    /// Err when it cannot start now (the store cannot be listed, or an earlier ownership's
+    /// writes are still under way), logged.
+    fn start_partition(
+        &self,
+        topic: &str,
+        partition: i32,
+        committed: &TopicPartitionList,
+        may_sweep: bool,
+    ) -> Result<Option<i64>, ()> {
+        let Some(&kind) = self.kinds.get(topic) else {
+            return Ok(None);
+        };
+        let (commit, meta) = committed
+            .find_partition(topic, partition)
+            .map(|e| (e.offset(), e.metadata().to_string()))
+            .unwrap_or((Offset::Invalid, String::new()));
+        let commit = match commit {
+            Offset::Offset(o) => Some(o),
+            _ => None,
+        };
+        // A new ownership: no write of an earlier one of this partition (a revoke that
+        // timed out with segments queued) may land after the sweep below.
+        let key = (topic.to_string(), partition);
+        let generation = self.durable.fence(&key, FENCE_TIMEOUT).map_err(|busy| {
+            error!(
+                topic,
+                partition,
+                writes_under_way = busy,
+                "an earlier ownership's writes did not end in time: partition not started"
+            );
+        })?;
+        // The replay point and the sweep read the output store. If it cannot be listed,
+        // the partition is not started rather than started from a guess: "no file" would
+        // replay from the earliest offset, and an unswept partition could keep stale files.
+        let prepared = self
+            .prepare((topic, partition, kind), commit, &meta, may_sweep)
+            .map_err(|e| {
+                error!(
+                    topic,
+                    partition,
+                    committed = ?commit,
+                    attempts = LIST_ATTEMPTS,
+                    %e,
+                    "the output store cannot be listed: partition not started (retried with backoff)"
+                );
+            })?;
+        let replay_from = prepared.replay_from;
+        info!(topic, partition, committed = ?commit, replay_from = ?replay_from, generation, "partition assigned");
+        self.durable.own(
+            key.clone(),
+            generation,
+            commit.unwrap_or(0),
+            replay_from.unwrap_or(0),
+        );
+        if let Some(t) = &self.training {
+            t.holds.assigned(&key, replay_from.unwrap_or(0));
+        }
+        let mut state = self.partition_state((topic, partition, kind), commit, prepared);
+        state.generation = generation;
+        // Queued ahead of the partition's first message (the fetch starts after the
+        // assignment), behind anything of an earlier assignment.
+        if let Some(w) = self.workers.lock().expect("workers lock").clone() {
+            if !w.send_control(w.index(topic, partition), Work::Assign(key, state)) {
+                error!(topic, partition, "a scoring worker has stopped");
             }
         }
-        Some(started)
+        Ok(replay_from)
+    }
+
+    /// A started partition's state for its worker, with what was restored for it.
+    fn partition_state(
+        &self,
+        (topic, partition, kind): (&str, i32, RecordKind),
+        commit: Option<i64>,
+        prepared: Prepared,
+    ) -> Box<PartitionState> {
+        let key = (topic.to_string(), partition);
+        let mut state = Box::new(PartitionState::new(
+            &self.metrics,
+            topic,
+            partition,
+            kind,
+            commit.unwrap_or(i64::MIN),
+            prepared.replay_from.unwrap_or(0),
+            // A trainer scores nothing: its point partitions feed the history only.
+            (kind == RecordKind::Point && self.cfg.pipeline.role != Role::Trainer)
+                .then(|| PartitionWindows::new(self.window_params)),
+        ));
+        if let (Some(q), Some(r)) = (&self.quality, prepared.restored) {
+            q.assigned(&key, &r.state, r.durable_through);
+            state.quality = r.state;
+        }
+        if kind != RecordKind::Label && self.cfg.pipeline.role != Role::Trainer {
+            state.served = self.quality.as_ref().and_then(ServedWatch::new);
+            if let (Some(w), Some(c)) = (&mut state.served, prepared.served) {
+                if let Err(e) = w.restore(&c) {
+                    warn!(topic, partition, %e, "the label-free detectors' checkpoint does not parse: they start over");
+                }
+            }
+        }
+        state
+    }
+
+    /// Retries the assigned partitions that could not be started, each with its own
+    /// backoff (1 s doubling to 30 s): a partition that starts is sought to its replay point
+    /// and resumed. One still unstarted after [`STALL_AFTER`] fails liveness: the process
+    /// cannot fix it by itself (a restart reads the store afresh and rejoins the group).
+    ///
+    /// Called from the consumer's loop between two batches: every message received before
+    /// is already queued to its worker, behind which the partition's new state goes, and a
+    /// rebalance callback (which runs inside that loop's poll) never interleaves.
+    pub fn retry_unstarted<C: Consumer<Ctx>>(&self, consumer: &C) {
+        let mut pending = self.pending.lock().expect("pending lock");
+        if pending.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        let due: Vec<PartitionKey> = pending
+            .iter()
+            .filter(|u| now >= u.next_try)
+            .map(|u| u.key.clone())
+            .collect();
+        if !due.is_empty() {
+            for (key, replay_from) in self.start_due(consumer, &due) {
+                resume_at(consumer, &key, replay_from);
+                pending.retain(|u| u.key != key);
+            }
+            for u in pending.iter_mut().filter(|u| due.contains(&u.key)) {
+                u.attempts += 1;
+                let pause = RETRY_FIRST * 2u32.saturating_pow(u.attempts.min(6) - 1);
+                u.next_try = Instant::now() + pause.min(RETRY_MAX);
+            }
+            self.metrics
+                .partitions_assigned
+                .set(self.durable.owned() as i64);
+        }
+        self.health.set_partitions_not_started(!pending.is_empty());
+        let stalled = pending.iter().find(|u| u.since.elapsed() >= STALL_AFTER);
+        self.health.set_stalled(stalled.map(|u| {
+            format!(
+                "partition {}/{} could not be started for {} s ({} attempts; see the log)",
+                u.key.0,
+                u.key.1,
+                u.since.elapsed().as_secs(),
+                u.attempts
+            )
+        }));
+    }
+
+    /// `assignment` without the partitions not started yet (which stay paused).
+    pub fn started(&self, assignment: TopicPartitionList) -> TopicPartitionList {
+        let pending = self.pending.lock().expect("pending lock");
+        if pending.is_empty() {
+            return assignment;
+        }
+        let mut out = TopicPartitionList::new();
+        for e in assignment.elements() {
+            if !pending
+                .iter()
+                .any(|u| u.key.0 == e.topic() && u.key.1 == e.partition())
+            {
+                out.add_partition(e.topic(), e.partition());
+            }
+        }
+        out
+    }
+
+    /// Starts the `due` partitions that can start now; returns them with their replay
+    /// points.
+    fn start_due<C: Consumer<Ctx>>(
+        &self,
+        consumer: &C,
+        due: &[PartitionKey],
+    ) -> Vec<(PartitionKey, Option<i64>)> {
+        let mut tpl = TopicPartitionList::new();
+        for (t, p) in due {
+            tpl.add_partition(t, *p);
+        }
+        let committed = match consumer.committed_offsets(tpl, Duration::from_secs(10)) {
+            Ok(c) => c,
+            Err(e) => {
+                warn!(%e, "retrying unstarted partitions: reading committed offsets failed");
+                return Vec::new();
+            }
+        };
+        due.iter()
+            .filter_map(|(t, p)| {
+                let r = self.start_partition(t, *p, &committed, true).ok()?;
+                Some(((t.clone(), *p), r))
+            })
+            .collect()
     }
 
     /// A partition's replay point (with a commit) and the sweep of what the replay rewrites
@@ -360,7 +513,13 @@ impl Assignments {
         meta: &str,
     ) -> std::io::Result<i64> {
         let from_meta = decode_metadata(meta);
-        let dirs = [sink::PREDICTIONS_DIR, sink::DEAD_LETTERS_DIR];
+        // Only this role's own files describe its group's commits (the Parquet trees; the
+        // Arrow copies carry the same metadata).
+        let dirs: Vec<&str> = sink::owned_trees(self.cfg.pipeline.role, self.kind(topic))
+            .iter()
+            .copied()
+            .filter(|d| *d != sink::ARROW_DIR)
+            .collect();
         let mut from_file =
             sink::replay_point_from_files(&self.output, &dirs, topic, partition, committed)?;
         if let Some(t) = &self.training_store {
@@ -392,10 +551,16 @@ impl Assignments {
         Ok(replay_from)
     }
 
+    /// The record kind of a consumed topic (every assigned topic is one).
+    fn kind(&self, topic: &str) -> RecordKind {
+        self.kinds.get(topic).copied().unwrap_or(RecordKind::Point)
+    }
+
     /// Deletes the partition's outputs (and training-store files) from `from` on: the replay
     /// rewrites them. An error when the store cannot be listed or a file not deleted.
     fn sweep(&self, topic: &str, partition: i32, from: i64) -> std::io::Result<()> {
-        let mut n = sink::sweep_partition(&self.output, topic, partition, from)?;
+        let trees = sink::owned_trees(self.cfg.pipeline.role, self.kind(topic));
+        let mut n = sink::sweep_partition(&self.output, trees, topic, partition, from)?;
         if let Some(t) = &self.training_store {
             n += sink::sweep_tree(t, "", topic, partition, from)?;
         }
@@ -416,6 +581,8 @@ impl Assignments {
             .map(|e| (e.topic().to_string(), e.partition()))
             .collect();
         let lost = base.assignment_lost();
+        let mut pending = self.pending.lock().expect("pending lock");
+        pending.retain(|u| !keys.contains(&u.key));
         let timeout = Duration::from_millis(self.cfg.shutdown.revoke_timeout_ms);
         let deadline = Instant::now() + timeout;
         // Each worker first finishes the partitions' queued messages (they are ahead in its
@@ -485,7 +652,27 @@ impl Assignments {
         self.metrics
             .partitions_assigned
             .set(self.durable.owned() as i64);
+        self.health.set_partitions_not_started(!pending.is_empty());
+        if pending.is_empty() {
+            self.health.set_stalled(None);
+        }
         info!(partitions = keys.len(), lost, "partitions revoked");
+    }
+}
+
+/// Points a paused partition's fetch at its replay point (the earliest offset without a
+/// commit, as `auto.offset.reset` would) and resumes it. The seek discards whatever was
+/// fetched before it, so the partition's first message is the one its new state expects.
+fn resume_at<C: Consumer<Ctx>>(consumer: &C, (topic, partition): &PartitionKey, at: Option<i64>) {
+    let offset = at.map_or(Offset::Beginning, Offset::Offset);
+    if let Err(e) = consumer.seek(topic, *partition, offset, Duration::from_secs(10)) {
+        error!(topic, partition, %e, "seeking a started partition to its replay point failed");
+    }
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition(topic, *partition);
+    match consumer.resume(&tpl) {
+        Ok(()) => info!(topic, partition, replay_from = ?at, "an unstarted partition started"),
+        Err(e) => error!(topic, partition, %e, "resuming a started partition failed"),
     }
 }
 
@@ -561,11 +748,16 @@ impl ConsumerContext for Ctx {
         };
         match err {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
-                // The list is librdkafka's: a subset goes in a list of our own.
-                let subset = state.on_assign(base, tpl);
-                let assigned = subset.as_ref().unwrap_or(tpl);
-                if let Err(e) = base.assign(assigned) {
-                    error!(%e, partitions = ?partition_names(assigned), "assign failed");
+                let unstarted = state.on_assign(base, tpl);
+                if let Err(e) = base.assign(tpl) {
+                    error!(%e, partitions = ?partition_names(tpl), "assign failed");
+                }
+                // Paused until they start (`retry_unstarted`), so the whole assignment is
+                // taken from the group, as the eager protocol wants.
+                if unstarted.count() > 0 {
+                    if let Err(e) = base.pause(&unstarted) {
+                        error!(%e, partitions = ?partition_names(&unstarted), "pausing unstarted partitions failed");
+                    }
                 }
                 state.health.set_ready(true);
             }

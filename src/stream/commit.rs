@@ -20,6 +20,11 @@ use rdkafka::{Offset, TopicPartitionList};
 
 pub type PartitionKey = (String, i32);
 
+/// One ownership of a partition by this process: each assignment starts a new one. A
+/// segment carries the generation it was made under, and only the current generation's
+/// segments are written or marked durable (see [`DurableOffsets::fence`]).
+pub type Generation = u64;
+
 const METADATA_PREFIX: &str = "milstream:v1 replay_from=";
 
 /// Formats the replay point for the commit metadata.
@@ -89,6 +94,8 @@ pub fn choose_replay_point(
 
 #[derive(Debug, Clone, Copy)]
 struct PartitionOffsets {
+    /// The ownership these offsets belong to.
+    generation: Generation,
     /// Next offset whose outputs are not yet durable.
     durable_next: i64,
     /// Replay point that goes with `durable_next`.
@@ -107,11 +114,24 @@ pub struct Mark {
     pub replay_from: i64,
 }
 
+/// Per partition: its latest generation, and the writes under way (of any generation).
+#[derive(Default)]
+struct Fences {
+    /// The newest generation of each partition ever fenced (kept after a revoke, so a
+    /// segment of an ownership that ended stays refused).
+    latest: HashMap<PartitionKey, Generation>,
+    next: Generation,
+    in_flight: HashMap<PartitionKey, usize>,
+}
+
 /// Durable and committed offsets of the partitions this process owns.
 #[derive(Default)]
 pub struct DurableOffsets {
     inner: Mutex<HashMap<PartitionKey, PartitionOffsets>>,
     changed: Condvar,
+    fences: Mutex<Fences>,
+    /// Signalled when a write ends.
+    write_ended: Condvar,
     /// Commit without the replay point in the metadata (`commit.metadata = false`): what a
     /// broker that drops commit metadata leaves; recovery then reads the output files.
     omit_metadata: bool,
@@ -126,12 +146,56 @@ impl DurableOffsets {
         }
     }
 
-    /// Starts tracking an assigned partition whose committed offset is `committed`.
-    pub fn own(&self, key: PartitionKey, committed: i64, replay_from: i64) {
+    /// Starts a new generation of `key` and waits (at most `timeout`) until no write of an
+    /// earlier one is under way: from then on no segment of an earlier ownership reaches the
+    /// store, so a sweep after the fence is final. Returns the new generation, or how many
+    /// writes were still under way at the timeout (the generation is new all the same).
+    pub fn fence(&self, key: &PartitionKey, timeout: Duration) -> Result<Generation, usize> {
+        let deadline = Instant::now() + timeout;
+        let mut f = self.fences.lock().expect("fences lock");
+        f.next += 1;
+        let generation = f.next;
+        f.latest.insert(key.clone(), generation);
+        loop {
+            let busy = f.in_flight.get(key).copied().unwrap_or(0);
+            if busy == 0 {
+                return Ok(generation);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(busy);
+            }
+            f = self
+                .write_ended
+                .wait_timeout(f, deadline - now)
+                .expect("fences lock")
+                .0;
+        }
+    }
+
+    /// A write of a segment of `key` made under `generation` may begin: None when a later
+    /// generation was fenced since (the segment is an earlier ownership's and is dropped).
+    /// The fence waits for the returned turn to drop.
+    pub fn begin_write(&self, key: &PartitionKey, generation: Generation) -> Option<WriteTurn<'_>> {
+        let mut f = self.fences.lock().expect("fences lock");
+        if f.latest.get(key) != Some(&generation) {
+            return None;
+        }
+        *f.in_flight.entry(key.clone()).or_default() += 1;
+        Some(WriteTurn {
+            offsets: self,
+            key: key.clone(),
+        })
+    }
+
+    /// Starts tracking a partition assigned under `generation` (from [`Self::fence`]) whose
+    /// committed offset is `committed`.
+    pub fn own(&self, key: PartitionKey, generation: Generation, committed: i64, replay_from: i64) {
         let mut m = self.inner.lock().expect("durable offsets lock");
         m.insert(
             key,
             PartitionOffsets {
+                generation,
                 durable_next: committed,
                 replay_from,
                 committed_next: committed,
@@ -145,22 +209,28 @@ impl DurableOffsets {
         self.inner.lock().expect("durable offsets lock").len()
     }
 
+    /// The partition was revoked: its offsets are forgotten and its generation ends, so
+    /// no segment of it still queued is written (the next owner replays them).
     pub fn disown(&self, key: &PartitionKey) {
         self.inner.lock().expect("durable offsets lock").remove(key);
+        let mut f = self.fences.lock().expect("fences lock");
+        f.next += 1;
+        let ended = f.next;
+        f.latest.insert(key.clone(), ended);
     }
 
-    pub fn is_owned(&self, key: &PartitionKey) -> bool {
-        self.inner
-            .lock()
-            .expect("durable offsets lock")
-            .contains_key(key)
-    }
-
-    /// Every sink holds the outputs of offsets below `next`; a replay must start at
+    /// Every sink holds the outputs of offsets below `next` (a segment made under
+    /// `generation`; one of an earlier ownership is ignored); a replay must start at
     /// `replay_from` to rebuild the windows as they were.
-    pub fn mark_durable(&self, key: &PartitionKey, next: i64, replay_from: i64) {
+    pub fn mark_durable(
+        &self,
+        key: &PartitionKey,
+        generation: Generation,
+        next: i64,
+        replay_from: i64,
+    ) {
         let mut m = self.inner.lock().expect("durable offsets lock");
-        if let Some(p) = m.get_mut(key) {
+        if let Some(p) = m.get_mut(key).filter(|p| p.generation == generation) {
             if next > p.durable_next {
                 p.durable_next = next;
                 p.replay_from = replay_from;
@@ -285,9 +355,30 @@ impl DurableOffsets {
     }
 }
 
+/// A write under way (see [`DurableOffsets::begin_write`]); its end wakes a waiting fence.
+pub struct WriteTurn<'a> {
+    offsets: &'a DurableOffsets,
+    key: PartitionKey,
+}
+
+impl Drop for WriteTurn<'_> {
+    fn drop(&mut self) {
+        let mut f = self.offsets.fences.lock().expect("fences lock");
+        if let Some(n) = f.in_flight.get_mut(&self.key) {
+            *n = n.saturating_sub(1);
+        }
+        self.offsets.write_ended.notify_all();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The generation `k` is owned under.
+    fn gen(d: &DurableOffsets, k: &PartitionKey) -> Generation {
+        d.inner.lock().unwrap()[k].generation
+    }
 
     #[test]
     fn metadata_round_trip() {
@@ -327,8 +418,8 @@ mod tests {
     fn commits_can_leave_the_metadata_out() {
         let d = DurableOffsets::new(false);
         let k: PartitionKey = ("t".into(), 0);
-        d.own(k.clone(), 10, 5);
-        d.mark_durable(&k, 20, 12);
+        d.own(k.clone(), d.fence(&k, Duration::ZERO).unwrap(), 10, 5);
+        d.mark_durable(&k, gen(&d, &k), 20, 12);
         let (tpl, _) = d.to_commit(None, HashMap::new).unwrap();
         assert_eq!(tpl.find_partition("t", 0).unwrap().metadata(), "");
         // Without metadata a hold has nowhere to go: it commits nothing by itself.
@@ -346,9 +437,9 @@ mod tests {
     fn only_durable_progress_is_committed() {
         let d = DurableOffsets::default();
         let k: PartitionKey = ("t".into(), 0);
-        d.own(k.clone(), 10, 5);
+        d.own(k.clone(), d.fence(&k, Duration::ZERO).unwrap(), 10, 5);
         assert!(d.to_commit(None, HashMap::new).is_none());
-        d.mark_durable(&k, 20, 12);
+        d.mark_durable(&k, gen(&d, &k), 20, 12);
         let (tpl, marks) = d.to_commit(None, HashMap::new).unwrap();
         let e = tpl.find_partition("t", 0).unwrap();
         assert_eq!(e.offset(), Offset::Offset(20));
@@ -372,15 +463,20 @@ mod tests {
     fn a_hold_lowers_the_committed_replay_point() {
         let d = DurableOffsets::default();
         let (k, other): (PartitionKey, PartitionKey) = (("t".into(), 0), ("t".into(), 1));
-        d.own(k.clone(), 10, 5);
-        d.own(other.clone(), 0, 0);
+        d.own(k.clone(), d.fence(&k, Duration::ZERO).unwrap(), 10, 5);
+        d.own(
+            other.clone(),
+            d.fence(&other, Duration::ZERO).unwrap(),
+            0,
+            0,
+        );
         let commit = |held: HashMap<PartitionKey, i64>| {
             let (tpl, marks) = d.to_commit(None, || held)?;
             d.committed(&marks);
             let e = tpl.find_partition("t", 0)?;
             Some((e.offset(), decode_metadata(e.metadata())))
         };
-        d.mark_durable(&k, 20, 12);
+        d.mark_durable(&k, gen(&d, &k), 20, 12);
         let hold = |o: i64| HashMap::from([(k.clone(), o)]);
         assert_eq!(commit(hold(8)), Some((Offset::Offset(20), Some(8))));
         // Nothing new durable: a lower hold commits the same offset with the lower point,
@@ -390,13 +486,45 @@ mod tests {
         // Released: back to the segment's replay point.
         assert_eq!(commit(hold(15)), Some((Offset::Offset(20), Some(12))));
         // A late labels' segment below the durable offset raises it.
-        d.mark_durable(&k, 18, 16);
+        d.mark_durable(&k, gen(&d, &k), 18, 16);
         assert_eq!(commit(HashMap::new()), Some((Offset::Offset(20), Some(16))));
         // Released: the next progress commits its own replay point.
-        d.mark_durable(&k, 30, 25);
+        d.mark_durable(&k, gen(&d, &k), 30, 25);
         assert_eq!(commit(HashMap::new()), Some((Offset::Offset(30), Some(25))));
         // Never beyond the durable offset.
-        d.mark_durable(&k, 40, 45);
+        d.mark_durable(&k, gen(&d, &k), 40, 45);
         assert_eq!(commit(HashMap::new()), Some((Offset::Offset(40), Some(40))));
+    }
+
+    /// A revoke that timed out with a write under way, and the partition assigned to this
+    /// process again (an eager rebalance): the new ownership's fence waits for that write
+    /// before its sweep, and the earlier ownership's queued segments are neither written
+    /// nor marked durable. (Before generations, such a segment was written after the sweep
+    /// and moved the durable offset past a range the replay had not rewritten yet.)
+    #[test]
+    fn a_new_ownership_fences_the_earlier_ones_writes() {
+        let d = DurableOffsets::default();
+        let k: PartitionKey = ("t".into(), 0);
+        let g1 = d.fence(&k, Duration::ZERO).unwrap();
+        d.own(k.clone(), g1, 10, 5);
+        let turn = d.begin_write(&k, g1).expect("the owner writes");
+        d.disown(&k);
+        assert_eq!(d.fence(&k, Duration::from_millis(20)), Err(1));
+        drop(turn);
+        let g3 = d.fence(&k, Duration::ZERO).unwrap();
+        assert!(g3 > g1);
+        d.own(k.clone(), g3, 10, 5);
+        assert!(d.begin_write(&k, g1).is_none());
+        d.mark_durable(&k, g1, 50, 40);
+        assert!(d.to_commit(None, HashMap::new).is_none());
+        // A fence returns as soon as the write under way ends.
+        let turn = d.begin_write(&k, g3).unwrap();
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                drop(turn);
+            });
+            assert!(d.fence(&k, Duration::from_secs(60)).is_ok());
+        });
     }
 }

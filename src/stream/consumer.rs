@@ -111,10 +111,18 @@ pub async fn consume(
     // One stream for the whole loop: `recv` registers and drops a waker slot per call.
     let mut stream = consumer.stream();
     let batch = workers.batch();
+    // Partitions that could not be started are retried from here (see
+    // `Assignments::retry_unstarted`), between batches.
+    let mut retry = tokio::time::interval(Duration::from_secs(1));
+    retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let first = tokio::select! {
             biased;
             _ = shutdown.changed() => break,
+            _ = retry.tick() => {
+                tokio::task::block_in_place(|| state.retry_unstarted(consumer));
+                continue;
+            }
             m = stream.next() => m,
         };
         let consumed_at = Instant::now();
@@ -185,7 +193,7 @@ async fn dispatch(
         None => match tokio::time::timeout(PAUSE_AFTER, ready()).await {
             Ok(got) => got,
             Err(_) => {
-                let assignment = consumer.assignment().unwrap_or_default();
+                let assignment = state.started(consumer.assignment().unwrap_or_default());
                 let _ = consumer.pause(&assignment);
                 state.metrics.partition_pauses.inc();
                 let got = ready().await;

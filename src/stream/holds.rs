@@ -42,10 +42,14 @@ pub enum Need {
     Bag { id: String },
 }
 
+/// A label's place: the offset of its message and its index among the message's labels
+/// (a message may hold an array of labels, each with its own need).
+pub type LabelAt = (i64, u32);
+
 #[derive(Default)]
 struct Inner {
-    /// Per label partition: label offset -> what it needs.
-    needs: HashMap<PartitionKey, BTreeMap<i64, Need>>,
+    /// Per label partition: each label in flight -> what it needs.
+    needs: HashMap<PartitionKey, BTreeMap<LabelAt, Need>>,
     /// Per owned partition: the replay point its last commit carried (on assignment: the
     /// one it started from).
     committed: HashMap<PartitionKey, i64>,
@@ -62,23 +66,21 @@ impl ReplayHolds {
         self.inner.lock().expect("replay holds lock")
     }
 
-    /// The label at `offset` of `labels` is queued: its need holds from now on.
-    pub fn need(&self, labels: &PartitionKey, offset: i64, need: Need) {
+    /// The label `at` of `labels` is queued: its need holds from now on.
+    pub fn need(&self, labels: &PartitionKey, at: LabelAt, need: Need) {
         let mut g = self.lock();
         if let Some(n) = g.needs.get_mut(labels) {
-            n.insert(offset, need);
+            n.insert(at, need);
         } else {
-            g.needs
-                .entry(labels.clone())
-                .or_default()
-                .insert(offset, need);
+            g.needs.entry(labels.clone()).or_default().insert(at, need);
         }
     }
 
-    /// The label at `offset` of `labels` was dead-lettered: it holds nothing any more.
-    pub fn release(&self, labels: &PartitionKey, offset: i64) {
+    /// The label `at` of `labels` was dead-lettered: it holds nothing any more (its
+    /// siblings in the same message still do).
+    pub fn release(&self, labels: &PartitionKey, at: LabelAt) {
         if let Some(n) = self.lock().needs.get_mut(labels) {
-            n.remove(&offset);
+            n.remove(&at);
         }
     }
 
@@ -102,7 +104,7 @@ impl ReplayHolds {
         let mut g = self.lock();
         for m in marks {
             if let Some(n) = g.needs.get_mut(&m.key) {
-                *n = n.split_off(&m.replay_from);
+                *n = n.split_off(&(m.replay_from, 0));
             }
             if let Some(c) = g.committed.get_mut(&m.key) {
                 *c = m.replay_from;
@@ -192,7 +194,7 @@ mod tests {
             start: 100,
             end: 200,
         };
-        holds.need(&labels, 5, need.clone());
+        holds.need(&labels, (5, 0), need.clone());
         // No point yet: nothing to hold.
         assert!(holds.held(&history, &bags).is_empty());
         for (i, ts) in (50..=250).step_by(10).enumerate() {
@@ -218,20 +220,52 @@ mod tests {
         assert!(holds.held(&history, &bags).is_empty());
     }
 
+    /// One message with an array of labels: each label holds its own need, and a sibling
+    /// dead-lettered releases only its own (keyed by offset alone, the second label's need
+    /// replaced the first's and one release dropped both).
+    #[test]
+    fn labels_of_one_message_hold_each_their_own_need() {
+        let (history, bags) = (SeriesHistory::new(1_000, 100), BagCache::new(10));
+        let holds = ReplayHolds::default();
+        let labels = key("labels", 0);
+        holds.need(&labels, (7, 0), Need::Bag { id: "a".into() });
+        holds.need(&labels, (7, 1), Need::Bag { id: "b".into() });
+        holds.need(&labels, (7, 2), Need::Bag { id: "c".into() });
+        bags.insert("a", 1, &[1.0], ("bags", 0, 10));
+        bags.insert("b", 1, &[1.0], ("bags", 0, 20));
+        bags.insert("c", 1, &[1.0], ("bags", 1, 30));
+        assert_eq!(holds.len(), 3);
+        assert_eq!(
+            holds.held(&history, &bags),
+            HashMap::from([(key("bags", 0), 10), (key("bags", 1), 30)])
+        );
+        // The third label is dead-lettered: the first two still hold.
+        holds.release(&labels, (7, 2));
+        assert_eq!(
+            holds.held(&history, &bags),
+            HashMap::from([(key("bags", 0), 10)])
+        );
+        // A commit of the label partition at the message releases all of them only past it.
+        holds.committed(&[mark(&labels, 7, 7)]);
+        assert_eq!(holds.len(), 2);
+        holds.committed(&[mark(&labels, 8, 8)]);
+        assert_eq!(holds.len(), 0);
+    }
+
     #[test]
     fn bags_are_held_and_dead_letters_and_revokes_release() {
         let (history, bags) = (SeriesHistory::new(1_000, 100), BagCache::new(10));
         let holds = ReplayHolds::default();
         let labels = key("labels", 1);
-        holds.need(&labels, 3, Need::Bag { id: "b".into() });
-        holds.need(&labels, 4, Need::Bag { id: "c".into() });
+        holds.need(&labels, (3, 0), Need::Bag { id: "b".into() });
+        holds.need(&labels, (4, 0), Need::Bag { id: "c".into() });
         bags.insert("b", 1, &[1.0], ("bags", 2, 40));
         bags.insert("c", 1, &[1.0], ("bags", 2, 41));
         assert_eq!(
             holds.held(&history, &bags),
             HashMap::from([(key("bags", 2), 40)])
         );
-        holds.release(&labels, 3);
+        holds.release(&labels, (3, 0));
         assert_eq!(
             holds.held(&history, &bags),
             HashMap::from([(key("bags", 2), 41)])

@@ -17,13 +17,20 @@ use std::time::{Duration, Instant};
 use super::commit::PartitionKey;
 use super::history::SegmentJoin;
 use super::history::Source;
-use super::holds::{Need, ReplayHolds};
+use super::holds::{LabelAt, Need, ReplayHolds};
 use super::models::Models;
 use super::quality::{self, PartitionQuality, Quality, QualityRows};
-use super::record::{BagRecord, DeadLetterRecord, DeadReason, LabelRecord, Point, Rejected};
+use super::record::{
+    BagRecord, DeadLetterRecord, DeadReason, LabelRecord, Point, Rejected, RAW_PREFIX_BYTES,
+};
 use super::training::{Example, TrainingRuntime};
 use crate::config::ModelInput;
 use crate::config::TrainingConfig;
+
+/// What a label keeps of its message for a dead letter: the prefix a dead letter shows.
+pub fn raw_prefix(payload: &[u8]) -> Arc<[u8]> {
+    Arc::from(&payload[..payload.len().min(RAW_PREFIX_BYTES)])
+}
 
 fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
@@ -32,10 +39,14 @@ fn now_ms() -> i64 {
 /// A label whose example could not be made yet.
 pub struct PendingLabel {
     offset: i64,
+    /// Its index among its message's labels: with the offset, its hold's key.
+    index: u32,
     label: LabelRecord,
     labeled_at_ms: i64,
     since: Instant,
-    raw: Vec<u8>,
+    /// The start of its message, for its dead letter: one copy shared by every label of
+    /// the message, so a message of thousands of labels keeps one bounded prefix.
+    raw_prefix: Arc<[u8]>,
 }
 
 /// One partition's waiting labels, oldest offset first.
@@ -45,14 +56,15 @@ pub struct WaitingLabels {
 }
 
 impl WaitingLabels {
-    /// Queues a label from the message at `offset` (Kafka timestamp `labeled_at_ms`).
-    fn push(&mut self, offset: i64, label: LabelRecord, labeled_at_ms: i64, raw: &[u8]) {
+    /// Queues the label `at` (Kafka timestamp `labeled_at_ms`).
+    fn push(&mut self, at: LabelAt, label: LabelRecord, labeled_at_ms: i64, raw: Arc<[u8]>) {
         self.queue.push_back(PendingLabel {
-            offset,
+            offset: at.0,
+            index: at.1,
             label,
             labeled_at_ms,
             since: Instant::now(),
-            raw: raw.to_vec(),
+            raw_prefix: raw,
         });
     }
 
@@ -149,19 +161,19 @@ impl LabelJoiner {
         self.training.history.record_run(series_id, source, points);
     }
 
-    /// Queues the label of the message at `offset` of `partition` (Kafka timestamp
-    /// `labeled_at_ms`) and holds what it needs from the history until its partition
-    /// commits past it.
+    /// Queues the label `at` of `partition` (Kafka timestamp `labeled_at_ms`; `raw`, the
+    /// start of its message, see [`raw_prefix`]) and holds what it needs from the history
+    /// until its partition commits past it.
     pub fn queue(
         &self,
         waiting: &mut WaitingLabels,
         partition: &PartitionKey,
-        (offset, labeled_at_ms): (i64, i64),
+        (at, labeled_at_ms): (LabelAt, i64),
         label: LabelRecord,
-        raw: &[u8],
+        raw: Arc<[u8]>,
     ) {
-        self.holds().need(partition, offset, need_of(&label));
-        waiting.push(offset, label, labeled_at_ms, raw);
+        self.holds().need(partition, at, need_of(&label));
+        waiting.push(at, label, labeled_at_ms, raw);
     }
 
     fn holds(&self) -> &ReplayHolds {
@@ -261,14 +273,14 @@ impl LabelJoiner {
                 LabelJoin::Dead(rej) => {
                     // A replay dead-letters it again: nothing to hold for it.
                     self.holds()
-                        .release(&(src.topic.to_string(), src.partition), l.offset);
+                        .release(&(src.topic.to_string(), src.partition), (l.offset, l.index));
                     if l.offset >= src.emit_from {
                         dead.push(DeadLetterRecord::new(
                             src.topic,
                             src.partition,
                             l.offset,
                             &rej,
-                            &l.raw,
+                            &l.raw_prefix,
                             now_ms(),
                         ));
                     }

@@ -1,7 +1,13 @@
 //! The models topic: trainers publish every promoted model to a compacted topic keyed by
-//! the model's name (`model.name`, `model.bags_name`); scorers read it from the beginning (so a restart finds the latest) and swap
-//! to a version newer than the one they serve. A record is
+//! the model's name (`model.name`, `model.bags_name`); scorers read it from the beginning
+//! (so a restart finds the latest). A record is
 //! `{"name":..,"version":..,"card":{..},"model":{<artifact>}}`.
+//!
+//! What a scorer serves: where the model has a registry, the registry's `current` (a record
+//! prompts an early read of it, see `registry_poll.rs`), so a rollback there reaches every
+//! scorer; without one, the latest record of its name, in the topic's order. Never "the
+//! highest version number": one record named `v999999999-x` would then block every later
+//! promotion, for good, on a compacted topic.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -14,26 +20,12 @@ use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 use serde::Deserialize;
 use tracing::{info, warn};
 
-use super::registry::ModelCard;
+use super::registry::{ModelCard, Registry};
+use super::registry_poll::poll_once;
 use super::serving::ServingModel;
 use super::sink::kafka::producer_config;
 use crate::config::{Config, Role};
 use crate::mil::Model;
-
-/// The sequence of a registry version `v<seq>-<hash>`; None for other names (a file's or
-/// the embedded model's), which every published version supersedes.
-pub fn version_seq(version: &str) -> Option<u64> {
-    version.strip_prefix('v')?.split('-').next()?.parse().ok()
-}
-
-/// True if `candidate` should replace `serving`.
-pub fn is_newer(candidate: &str, serving: &str) -> bool {
-    match (version_seq(candidate), version_seq(serving)) {
-        (Some(c), Some(s)) => c > s,
-        (Some(_), None) => true,
-        _ => false,
-    }
-}
 
 /// Publishes a promoted model; waits for the broker's acknowledgement.
 pub fn publish(
@@ -93,12 +85,13 @@ impl Follower {
     }
 }
 
-/// Follows the models topic (roles scorer and all) when one is configured, swapping
-/// `serving` to every newer version of `model.name`.
+/// Follows the models topic (roles scorer and all) when one is configured: each model in
+/// `serving` follows the records of its name, through its registry when it has one (see
+/// the module's doc).
 pub fn follow(
     cfg: &Config,
     bootstrap: &str,
-    serving: Vec<Arc<ServingModel>>,
+    serving: Vec<(Arc<ServingModel>, Option<Registry>)>,
 ) -> anyhow::Result<Option<Follower>> {
     let topic = cfg.kafka.models_topic.clone();
     if topic.is_empty() || cfg.pipeline.role == Role::Trainer {
@@ -156,9 +149,9 @@ fn assign_all(consumer: &BaseConsumer, topic: &str) -> bool {
 
 /// What the follower takes from the models topic.
 struct Wanted {
-    /// Every model this process serves, each following the records of its name; records
-    /// of other names are skipped.
-    serving: Vec<Arc<ServingModel>>,
+    /// Every model this process serves, each following the records of its name (through
+    /// its registry, when it has one); records of other names are skipped.
+    serving: Vec<(Arc<ServingModel>, Option<Registry>)>,
     /// `window.points`: a model whose shapelets do not fit the window is skipped.
     window_points: usize,
     topic: String,
@@ -194,11 +187,16 @@ fn follow_loop(want: &Wanted, consumer: BaseConsumer, stop: Arc<AtomicBool>) {
                 continue;
             }
         };
-        let Some(serving) = want.serving.iter().find(|s| s.name == published.name) else {
+        let Some((serving, registry)) = want.serving.iter().find(|s| s.0.name == published.name)
+        else {
             continue;
         };
+        if let Some(registry) = registry {
+            poll_once(registry, serving, want.window_points);
+            continue;
+        }
         let current = serving.load_full();
-        if !is_newer(&published.version, &current.version) {
+        if published.version == current.version {
             continue;
         }
         let model = match Model::from_json(&published.model.to_string()) {
@@ -208,18 +206,8 @@ fn follow_loop(want: &Wanted, consumer: BaseConsumer, stop: Arc<AtomicBool>) {
                 continue;
             }
         };
-        // A series model must fit the window; a bag model must take bags as the one it
-        // replaces does.
-        if current.model.input().is_series() {
-            if let Err(e) = crate::mil::incremental::WindowScorer::new(&model, want.window_points) {
-                warn!(%e, version = published.version, "models topic: model does not fit the window; skipped");
-                continue;
-            }
-        } else if model.input() != current.model.input() {
-            warn!(
-                version = published.version,
-                "models topic: bag model of another input; skipped"
-            );
+        if let Err(e) = serving.accepts(&model, want.window_points) {
+            warn!(%e, version = published.version, "models topic: the model cannot serve here; skipped");
             continue;
         }
         info!(
@@ -228,19 +216,5 @@ fn follow_loop(want: &Wanted, consumer: BaseConsumer, stop: Arc<AtomicBool>) {
             "swapping to a model from the models topic"
         );
         serving.promote(model, published.version);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn registry_versions_supersede_by_sequence() {
-        assert!(is_newer("v000002-aa", "v000001-ff"));
-        assert!(!is_newer("v000001-aa", "v000001-aa"));
-        assert!(!is_newer("v000001-aa", "v000002-aa"));
-        assert!(is_newer("v000001-aa", "gunpoint-embedded-1234"));
-        assert!(!is_newer("something", "v000001-aa"));
     }
 }

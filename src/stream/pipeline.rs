@@ -28,6 +28,7 @@ use super::labels::LabelJoiner;
 use super::models::{ModelSpec, Models};
 use super::quality::Quality;
 use super::record::{DecodeLimits, RecordKind};
+use super::registry::Registry;
 use super::sink::kafka::producer_config;
 use super::sink::roll::FileSizes;
 use super::store::Store;
@@ -221,16 +222,26 @@ pub async fn run_pipeline(
         })?,
         None => None,
     };
-    let follower = models_topic::follow(&cfg, &bootstrap, models.serving())?;
-    // Each series model with a registry is polled for a newer `current` (bag models swap
-    // through the models topic).
-    let polled: Vec<_> = models
+    // Each model with a registry serves its `current`: polled, and read again at once when
+    // the models topic says something was published.
+    let with_registry: Vec<_> = models
         .all
         .iter()
-        .filter(|m| m.spec.input == crate::config::ModelInput::Series)
         .filter_map(|m| Some((m.spec.registry_dir.clone()?, m.serving.clone())))
         .collect();
-    let poller = registry_poll::spawn(&cfg, training.is_some(), polled)?;
+    let followed = models
+        .all
+        .iter()
+        .map(|m| {
+            let registry = match &m.spec.registry_dir {
+                Some(dir) => Some(Registry::open_with(dir, &cfg.object_store.0)?),
+                None => None,
+            };
+            Ok((m.serving.clone(), registry))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let follower = models_topic::follow(&cfg, &bootstrap, followed)?;
+    let poller = registry_poll::spawn(&cfg, training.is_some(), with_registry)?;
 
     let state = Arc::new(Assignments::new(
         cfg.clone(),

@@ -760,7 +760,7 @@ pub struct DeadLetterRecord {
 
 /// How much of a rejected payload a dead letter keeps: enough to recognise the producer and
 /// the shape of the record, small enough that a flood of bad messages stays cheap.
-const RAW_PREFIX_BYTES: usize = 1024;
+pub const RAW_PREFIX_BYTES: usize = 1024;
 
 impl DeadLetterRecord {
     /// The dead letter for one rejection. Note that every rejected element of an array
@@ -774,12 +774,17 @@ impl DeadLetterRecord {
         at_ms: i64,
     ) -> Self {
         let prefix = &payload[..payload.len().min(RAW_PREFIX_BYTES)];
+        // A detail may quote the record (an id of a megabyte): kept to the same bound.
+        let mut detail_end = rejected.detail.len().min(RAW_PREFIX_BYTES);
+        while !rejected.detail.is_char_boundary(detail_end) {
+            detail_end -= 1;
+        }
         Self {
             topic: topic.to_owned(),
             partition,
             offset,
             reason: rejected.reason.as_str().to_owned(),
-            detail: rejected.detail.clone(),
+            detail: rejected.detail[..detail_end].to_owned(),
             raw_prefix: String::from_utf8_lossy(prefix).into_owned(),
             at_ms,
         }

@@ -102,6 +102,11 @@ fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     f.sync_all()
 }
 
+/// The sequence of a version name `v<seq>-<hash>`.
+fn version_seq_of(version: &str) -> Option<u64> {
+    version.strip_prefix('v')?.split('-').next()?.parse().ok()
+}
+
 fn sync_dir(dir: &Path) -> std::io::Result<()> {
     File::open(dir)?.sync_all()
 }
@@ -120,6 +125,25 @@ impl Registry {
             .ensure_root()
             .with_context(|| format!("creating model registry {}", root.display()))?;
         Ok(Self { store })
+    }
+
+    /// For a local registry, an exclusive lock on `<root>/.lock` until the guard drops
+    /// (`flock`: released by the kernel if the holder dies, so a crash never leaves it
+    /// taken); None for object stores, whose `current` moves by conditional put.
+    fn local_turn(&self) -> anyhow::Result<Option<File>> {
+        let Store::Local(root) = &self.store else {
+            return Ok(None);
+        };
+        let path = root.join(".lock");
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        f.lock()
+            .with_context(|| format!("locking {}", path.display()))?;
+        Ok(Some(f))
     }
 
     fn shown(&self) -> String {
@@ -154,6 +178,9 @@ impl Registry {
     /// created with a conditional PUT (`PutMode::Create`, so two trainers never overwrite
     /// one version), then `current` pointed at it. Returns the version.
     pub fn publish(&self, model: &Model, card: &ModelCard) -> anyhow::Result<String> {
+        // A local registry has no conditional put: publishers on one host (or one shared
+        // volume) take turns, so no two take the same sequence number.
+        let _turn = self.local_turn()?;
         // What `current` was before this version existed: it moves only from there.
         let seen = self.read_current()?;
         let json = model.to_json();
@@ -182,6 +209,14 @@ impl Registry {
                 write_synced(&tmp.join("model.json"), json.as_bytes())?;
                 write_synced(&tmp.join("card.json"), card_json.as_bytes())?;
                 sync_dir(&tmp)?;
+                // Under the turn no other version of this sequence can appear; the check says so
+                // should the folder be shared with a process that takes no turn (an old one).
+                let taken = self.versions()?;
+                anyhow::ensure!(
+                    !taken.iter().any(|v| version_seq_of(v) == Some(seq)),
+                    "sequence {seq} was taken in {} while {version} was being published",
+                    self.shown()
+                );
                 std::fs::rename(&tmp, root.join(&version))
                     .with_context(|| format!("publishing {version}"))?;
                 sync_dir(root)?;
@@ -221,6 +256,7 @@ impl Registry {
     /// Points `current` at `version` (locally: temp file, fsync, rename, fsync the folder;
     /// on an object store: one PUT, atomic by itself, conditional where the store can).
     pub fn set_current(&self, version: &str) -> anyhow::Result<()> {
+        let _turn = self.local_turn()?;
         let seen = self.read_current()?;
         self.point_current(version, seen)
     }
@@ -381,6 +417,7 @@ mod tests {
             .unwrap()
             .flatten()
             .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
+            .filter(|e| e.file_name() != ".lock")
             .collect();
         assert!(hidden.is_empty());
         assert!(reg
@@ -391,6 +428,47 @@ mod tests {
         std::fs::write(root.join(&v1).join("model.json"), "{}").unwrap();
         let e = format!("{:#}", reg.load(&v1).unwrap_err());
         assert!(e.contains("model.json"), "{e}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// Two publishers into one local registry at once (two trainers on a shared volume):
+    /// every version gets a sequence number of its own and `current` ends on one of them.
+    /// Before the turn, both read the same last sequence and published two models under it.
+    #[test]
+    fn concurrent_local_publishers_never_share_a_sequence() {
+        let root =
+            std::env::temp_dir().join(format!("milstream-registry-cas-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        let models: Vec<Model> = (0..2).map(|i| tiny_model(i as f64)).collect();
+        let per_thread = 12;
+        std::thread::scope(|s| {
+            for (t, m) in models.iter().enumerate() {
+                let root = &root;
+                s.spawn(move || {
+                    let reg = Registry::open(root).unwrap();
+                    for i in 0..per_thread {
+                        let mut card = ModelCard::describe(m, "test");
+                        card.source = format!("publisher {t} #{i}");
+                        reg.publish(m, &card).unwrap();
+                    }
+                });
+            }
+        });
+        let reg = Registry::open(&root).unwrap();
+        let versions = reg.versions().unwrap();
+        let seqs: std::collections::BTreeSet<u64> =
+            versions.iter().filter_map(|v| version_seq_of(v)).collect();
+        assert_eq!(versions.len(), 2 * per_thread, "{versions:?}");
+        assert_eq!(
+            seqs.len(),
+            versions.len(),
+            "a sequence taken twice: {versions:?}"
+        );
+        assert_eq!(
+            reg.current().unwrap().as_deref(),
+            versions.last().map(String::as_str)
+        );
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

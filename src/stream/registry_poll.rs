@@ -1,9 +1,12 @@
 //! Following the registry's `current`. In: `model.registry_dir` (a shared folder or an
 //! object-store prefix), read every `model.registry_poll_ms`. Out: a swap of the serving
-//! model when `current` names a newer version. Owns: the `milstream-registry` thread.
+//! model whenever `current` names another version than the one served: a promotion or a
+//! rollback (an operator pointing `current` back). Owns: the `milstream-registry` thread.
 //!
 //! Scorers on other machines share the trainer's registry on object storage; this is how
-//! they pick up a promotion without the models topic (and a second path when both run).
+//! they pick up a promotion without the models topic. Where a model has a registry, its
+//! `current` decides what is served: the models topic then only prompts an early read
+//! (see `models_topic.rs`), so no record on the topic can hold a version in place.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -12,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
 
-use super::models_topic::is_newer;
 use super::registry::Registry;
 use super::serving::ServingModel;
 use crate::config::Config;
@@ -42,11 +44,7 @@ pub fn spawn(
     if models.is_empty() || trains || cfg.model.registry_poll_ms == 0 {
         return Ok(None);
     }
-    // One registry per model (each named model keeps its own).
-    let polled: Vec<(Registry, Arc<ServingModel>)> = models
-        .into_iter()
-        .map(|(dir, serving)| Ok((Registry::open_with(&dir, &cfg.object_store.0)?, serving)))
-        .collect::<anyhow::Result<_>>()?;
+    let polled = open_registries(cfg, models)?;
     let every = Duration::from_millis(cfg.model.registry_poll_ms);
     let window_points = cfg.window.points;
     let stop = Arc::new(AtomicBool::new(false));
@@ -75,9 +73,20 @@ pub fn spawn(
     }))
 }
 
-/// Reads `current` once; swaps to it when it is newer than the serving version and fits
-/// the window. Failures are logged and retried at the next poll.
-fn poll_once(registry: &Registry, serving: &ServingModel, window_points: usize) {
+/// One registry per model (each named model keeps its own), opened.
+pub fn open_registries(
+    cfg: &Config,
+    models: Vec<(std::path::PathBuf, Arc<ServingModel>)>,
+) -> anyhow::Result<Vec<(Registry, Arc<ServingModel>)>> {
+    models
+        .into_iter()
+        .map(|(dir, serving)| Ok((Registry::open_with(&dir, &cfg.object_store.0)?, serving)))
+        .collect()
+}
+
+/// Reads `current` once; swaps to it when it is not the serving version (promoted or
+/// rolled back) and the slot accepts it. Failures are logged and retried at the next poll.
+pub fn poll_once(registry: &Registry, serving: &ServingModel, window_points: usize) {
     let version = match registry.current() {
         Ok(Some(v)) => v,
         Ok(None) => return,
@@ -90,7 +99,7 @@ fn poll_once(registry: &Registry, serving: &ServingModel, window_points: usize) 
         }
     };
     let serving_now = serving.load_full();
-    if !is_newer(&version, &serving_now.version) {
+    if version == serving_now.version {
         return;
     }
     let model = match registry.load(&version) {
@@ -103,8 +112,8 @@ fn poll_once(registry: &Registry, serving: &ServingModel, window_points: usize) 
             return;
         }
     };
-    if let Err(e) = crate::mil::incremental::WindowScorer::new(&model, window_points) {
-        warn!(%e, version, "registry: model does not fit the window; skipped");
+    if let Err(e) = serving.accepts(&model, window_points) {
+        warn!(%e, version, "registry: the model cannot serve here; skipped");
         return;
     }
     info!(

@@ -42,6 +42,22 @@ impl ServingModel {
         self.current.load_full()
     }
 
+    /// Whether `model` may take this slot: a series model must fit the window
+    /// (`window_points`), a bag model must take the bags the serving one takes. The one
+    /// check every path that swaps a model (registry, models topic) makes first.
+    pub fn accepts(&self, model: &Model, window_points: usize) -> Result<(), String> {
+        let current = self.current.load();
+        if current.model.input().is_series() {
+            crate::mil::incremental::WindowScorer::new(model, window_points)
+                .map(|_| ())
+                .map_err(|e| format!("the model does not fit the window: {e}"))
+        } else if model.input() != current.model.input() {
+            Err("a bag model of another input than the one it would replace".into())
+        } else {
+            Ok(())
+        }
+    }
+
     /// Swaps the serving model; series rebuild their scorers from their kept points at their
     /// next window, so no window is dropped.
     pub fn promote(&self, model: Model, version: String) {

@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 
 use arc_swap::Guard;
 
-use super::commit::PartitionKey;
+use super::commit::{Generation, PartitionKey};
 use super::label_free::ServedWatch;
-use super::labels::{LabelJoiner, LabelSource, WaitingLabels};
+use super::labels::{raw_prefix, LabelJoiner, LabelSource, WaitingLabels};
 use super::models::{Models, ServedModel};
 use super::quality::{PartitionQuality, Quality, QualityRows};
 use super::record::{
@@ -102,6 +102,8 @@ pub struct PartitionState {
     /// A scored partition's label-free detectors (`drift.margin`, `drift.scores`):
     /// restored on assignment, checkpointed into each `predictions` file (`label_free.rs`).
     pub served: Option<ServedWatch>,
+    /// The ownership this state belongs to: stamped on every segment it seals.
+    pub generation: Generation,
 }
 
 impl PartitionState {
@@ -133,6 +135,7 @@ impl PartitionState {
             waiting_labels: WaitingLabels::default(),
             quality: PartitionQuality::default(),
             served: None,
+            generation: 0,
         }
     }
 }
@@ -164,6 +167,7 @@ impl WorkerEnv {
     /// Closes a partition's open segment, stamping its replay point.
     fn seal(&self, p: &mut PartitionState) -> Option<Segment> {
         let mut seg = p.segment.take()?;
+        seg.generation = p.generation;
         let next = seg.last_offset + 1;
         seg.replay_from = p
             .windows
@@ -406,6 +410,9 @@ impl Worker {
                 _ => None,
             })
             .unwrap_or(ts);
+        // The labels of the message in order (each holds on its own), and the one prefix of
+        // the message they share for their dead letters.
+        let (mut label_index, mut label_raw) = (0u32, None);
         // The model of the points in `run`.
         let mut run_model: Option<(&ServedModel, Guard<Arc<ScoringModel>>)> = None;
         // A `None` after the last record ends the last run.
@@ -552,11 +559,19 @@ impl Worker {
                 // points are still on their way waits, holding the replay point back.
                 Ok(Record::Label(l)) => {
                     if let Some(labels) = &env.labels {
-                        labels.queue(&mut p.waiting_labels, key, (offset, ts), l, payload);
+                        let raw = label_raw.get_or_insert_with(|| raw_prefix(payload));
+                        let at = (offset, label_index);
+                        labels.queue(&mut p.waiting_labels, key, (at, ts), l, raw.clone());
                     }
+                    label_index += 1;
                 }
                 Err(rej) => dead.push(dead_letter(&rej)),
             }
+        }
+        // A trainer writes nothing of a points or bags partition (`sink::owned_trees`): the
+        // scorers dead-letter its bad records, in their group, under their commits.
+        if env.cfg.pipeline.role == Role::Trainer && p.kind != RecordKind::Label {
+            dead.clear();
         }
         for (w, name, series_model) in windows_out {
             metrics.windows_scored.inc();

@@ -167,21 +167,37 @@ fn writer_loop(
 ) {
     for seg in rx {
         let key = (seg.topic.clone(), seg.partition);
-        if !env.durable.is_owned(&key) {
-            warn!(
-                topic = seg.topic,
-                partition = seg.partition,
-                "dropping a segment of a partition no longer owned"
-            );
-            continue;
-        }
         let mut attempt = 0u32;
         let written = loop {
             // Past the grace period: no new attempt (the pipeline names what is left).
             if env.give_up.passed() {
                 break false;
             }
-            match write_segment(env, &seg, producer.as_ref(), &rt) {
+            // Each attempt is a turn of the segment's ownership: once the partition was
+            // revoked or assigned again, none begins, and a new assignment's sweep waits for
+            // the one under way.
+            let Some(turn) = env.durable.begin_write(&key, seg.generation) else {
+                warn!(
+                    topic = seg.topic,
+                    partition = seg.partition,
+                    first_offset = seg.first_offset,
+                    last_offset = seg.last_offset,
+                    "dropping a segment of an earlier ownership of the partition"
+                );
+                break false;
+            };
+            let result = write_segment(env, &seg, producer.as_ref(), &rt);
+            if result.is_ok() {
+                count_durable(env, &seg);
+                env.durable.mark_durable(
+                    &key,
+                    seg.generation,
+                    seg.last_offset + 1,
+                    seg.replay_from,
+                );
+            }
+            drop(turn);
+            match result {
                 Ok(()) => {
                     if attempt > 0 {
                         env.health.set_sink_failing(false);
@@ -211,13 +227,9 @@ fn writer_loop(
                 partition = seg.partition,
                 first_offset = seg.first_offset,
                 last_offset = seg.last_offset,
-                "shutdown grace period over: segment dropped unwritten"
+                "segment dropped unwritten (shutdown's grace period over, or ownership ended)"
             );
-            continue;
         }
-        count_durable(env, &seg);
-        env.durable
-            .mark_durable(&key, seg.last_offset + 1, seg.replay_from);
     }
 }
 
@@ -255,13 +267,21 @@ fn write_segment(
         }
     }
     if let Some(p) = producer {
-        rt.block_on(sink::kafka::produce_segment(
-            p,
-            &env.cfg.output.kafka_topic,
-            &env.cfg.output.dead_letter_topic,
-            seg,
-        ))
-        .map_err(|e| ("kafka", e))?;
+        let dropped = rt
+            .block_on(sink::kafka::produce_segment(
+                p,
+                &env.cfg.output.kafka_topic,
+                &env.cfg.output.dead_letter_topic,
+                seg,
+            ))
+            .map_err(|e| ("kafka", e))?;
+        let refused = &env.metrics.sink_rows_refused;
+        refused
+            .with_label_values(&["kafka", "shrunk"])
+            .inc_by(dropped.shrunk);
+        refused
+            .with_label_values(&["kafka", "left_out"])
+            .inc_by(dropped.left_out);
     }
     // Measured once the segment is in every sink (a retry writes the same files again).
     env.file_sizes.record(&seg.topic, seg.approx_bytes, parquet);

@@ -12,11 +12,13 @@ use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 
+use super::commit::Generation;
 use super::quality::{PartitionQuality, QualityRows};
+use super::record::RecordKind;
 use super::record::{DeadLetterRecord, PredictionRecord};
 use super::store::Store;
 use super::training::{column, read_batches, timestamps_ms, Example};
-use crate::config::DriftConfig;
+use crate::config::{DriftConfig, Role};
 
 /// The outputs of `topic`/`partition` for source offsets `first_offset..=last_offset`.
 #[derive(Debug, Clone)]
@@ -55,6 +57,9 @@ pub struct Segment {
     /// detectors after its last one (JSON), written into the `predictions` file's metadata
     /// for [`served_checkpoint`].
     pub served_checkpoint: Option<String>,
+    /// The ownership of the partition it was made under (stamped when sealed): a writer
+    /// drops it once the partition was assigned again (see `DurableOffsets::fence`).
+    pub generation: Generation,
 }
 
 impl Segment {
@@ -76,6 +81,7 @@ impl Segment {
             roll_at_bytes: usize::MAX,
             late_labels: false,
             served_checkpoint: None,
+            generation: 0,
         }
     }
 
@@ -185,24 +191,49 @@ pub fn parse_output_name(file_name: &str) -> Option<OutputName> {
     })
 }
 
-/// Deletes the outputs of `topic`/`partition` that a replay from `from_offset` rewrites
-/// (files whose range starts at or after it) and any temp file of that partition left by a
-/// crash. Files before the committed offset stay: they are exactly the committed output.
-/// Returns how many files went.
-pub fn sweep_partition(
-    store: &Store,
-    topic: &str,
-    partition: i32,
-    from_offset: i64,
-) -> std::io::Result<usize> {
-    let mut removed = 0;
-    for sub in [
+/// The output trees a process of `role` writes for a partition of `kind`: the only ones it
+/// sweeps or reads a replay point from. Scorers and a trainer share `output.dir` (as the
+/// shipped deployment does), each in its own consumer group with its own commits; a tree
+/// swept by a role that does not write it loses the other role's committed files.
+pub fn owned_trees(role: Role, kind: RecordKind) -> &'static [&'static str] {
+    const ALL: &[&str] = &[
         PREDICTIONS_DIR,
         DEAD_LETTERS_DIR,
         EVALUATIONS_DIR,
         DRIFT_EVENTS_DIR,
         ARROW_DIR,
-    ] {
+    ];
+    // Scored partitions: predictions, their dead letters and label-free drift alerts.
+    const SCORED: &[&str] = &[
+        PREDICTIONS_DIR,
+        DEAD_LETTERS_DIR,
+        DRIFT_EVENTS_DIR,
+        ARROW_DIR,
+    ];
+    // Label partitions: graded labels, the labels' dead letters and the errors' drift events.
+    const GRADED: &[&str] = &[DEAD_LETTERS_DIR, EVALUATIONS_DIR, DRIFT_EVENTS_DIR];
+    match (role, kind) {
+        (Role::All, _) => ALL,
+        (Role::Scorer, RecordKind::Label)
+        | (Role::Trainer, RecordKind::Point | RecordKind::Bag) => &[],
+        (Role::Scorer, _) => SCORED,
+        (Role::Trainer, RecordKind::Label) => GRADED,
+    }
+}
+
+/// Deletes the outputs of `topic`/`partition` in `trees` that a replay from `from_offset`
+/// rewrites (files whose range starts at or after it) and any temp file of that partition
+/// left by a crash. Files before the committed offset stay: they are exactly the committed
+/// output. Returns how many files went.
+pub fn sweep_partition(
+    store: &Store,
+    trees: &[&str],
+    topic: &str,
+    partition: i32,
+    from_offset: i64,
+) -> std::io::Result<usize> {
+    let mut removed = 0;
+    for sub in trees {
         removed += sweep_tree(store, sub, topic, partition, from_offset)?;
     }
     Ok(removed)
@@ -255,6 +286,12 @@ pub fn newest_durable_file(
     below: i64,
 ) -> std::io::Result<Option<(String, OutputName)>> {
     let mut best: Option<(String, OutputName)> = None;
+    // A folder dated past tomorrow holds the files of a clock that ran ahead (a device in
+    // 2099): they are candidates, but never end the search, which the newest by offset wins.
+    let horizon = format!(
+        "date={}",
+        (Utc::now() + chrono::Duration::days(1)).format("%Y-%m-%d")
+    );
     for dir in dirs {
         let mut dates = store.list_dirs(dir)?;
         dates.sort_unstable_by(|a, b| b.cmp(a));
@@ -283,7 +320,7 @@ pub fn newest_durable_file(
                     best = Some((rel.clone(), parsed));
                 }
             }
-            if found {
+            if found && date.as_str() <= horizon.as_str() {
                 break;
             }
         }
@@ -670,7 +707,11 @@ mod tests {
             std::fs::write(dir.join(n), b"x").unwrap();
         }
         let store = Store::Local(root.clone());
-        assert_eq!(sweep_partition(&store, "t", 0, 10).unwrap(), 2);
+        let trees = owned_trees(Role::All, RecordKind::Point);
+        // A trainer writes nothing of a points partition: it sweeps none of its files.
+        let trainer = owned_trees(Role::Trainer, RecordKind::Point);
+        assert_eq!(sweep_partition(&store, trainer, "t", 0, 0).unwrap(), 0);
+        assert_eq!(sweep_partition(&store, trees, "t", 0, 10).unwrap(), 2);
         let mut left: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -684,5 +725,50 @@ mod tests {
             ]
         );
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// One file dated by a clock in 9999 must not stand for the partition's newest durable
+    /// output for good: the newest by offset wins (before, the newest date folder holding a
+    /// file of the partition ended the search, and every restart replayed from its point).
+    #[test]
+    fn a_file_from_a_future_clock_does_not_hide_the_newest_by_offset() {
+        let root = std::env::temp_dir().join(format!("milstream-future-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let put = |date: &str, name: &str| {
+            let dir = root.join(PREDICTIONS_DIR).join(date);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join(name), b"x").unwrap();
+        };
+        put(
+            "date=9999-12-31",
+            "t-00000-00000000000000000000-00000000000000000005.parquet",
+        );
+        put(
+            "date=2024-11-25",
+            "t-00000-00000000000000000006-00000000000000000050.parquet",
+        );
+        let store = Store::Local(root.clone());
+        let (rel, name) = newest_durable_file(&store, &[PREDICTIONS_DIR], "t", 0, 100)
+            .unwrap()
+            .unwrap();
+        assert_eq!(name.last_offset, 50, "{rel}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// Scorers and a trainer share `output.dir`: what one role writes, the other never
+    /// sweeps, and no tree is written by both for one kind of partition.
+    #[test]
+    fn each_role_owns_what_it_writes() {
+        use RecordKind::*;
+        for kind in [Point, Bag, Label] {
+            let scorer = owned_trees(Role::Scorer, kind);
+            let trainer = owned_trees(Role::Trainer, kind);
+            assert!(scorer.iter().all(|t| !trainer.contains(t)), "{kind:?}");
+            assert!(owned_trees(Role::All, kind).len() >= scorer.len() + trainer.len());
+        }
+        assert!(owned_trees(Role::Trainer, Point).is_empty());
+        assert!(owned_trees(Role::Scorer, Label).is_empty());
+        assert!(owned_trees(Role::Scorer, Point).contains(&PREDICTIONS_DIR));
+        assert!(owned_trees(Role::Trainer, Label).contains(&EVALUATIONS_DIR));
     }
 }
