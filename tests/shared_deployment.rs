@@ -267,3 +267,78 @@ fn two_scorers_and_a_trainer_sharing_a_store_lose_nothing() {
     let lost: Vec<_> = committed_before.iter().filter(|f| !f.exists()).collect();
     assert!(lost.is_empty(), "committed files were deleted: {lost:?}");
 }
+
+/// The registry's `current` pointed back at an older version (a rollback) reaches a scorer
+/// at its next poll: it serves `current`, not the highest version number (before, only a
+/// newer sequence was ever taken).
+#[test]
+fn a_registry_rollback_reaches_the_scorers() {
+    use milstream::stream::registry::{ModelCard, Registry};
+    use milstream::stream::registry_poll::poll_once;
+    let dir = common::scratch("rollback");
+    let (_, model) = model_file(&dir);
+    let reg = Registry::open(&dir.join("models")).unwrap();
+    let v1 = reg
+        .publish(&model, &ModelCard::describe(&model, "test"))
+        .unwrap();
+    let v2 = reg
+        .publish(&model, &ModelCard::describe(&model, "test"))
+        .unwrap();
+    let serving = serving_slot(&model, &v2);
+    reg.set_current(&v1).unwrap();
+    poll_once(&reg, &serving, W);
+    assert_eq!(serving.load().version, v1);
+    reg.set_current(&v2).unwrap();
+    poll_once(&reg, &serving, W);
+    assert_eq!(serving.load().version, v2);
+}
+
+/// A record on the compacted models topic with a huge version number does not hold a
+/// scorer without a registry in place: the newest record of its name serves (before, every
+/// later promotion compared below `v999999999` and was skipped, at every start).
+#[test]
+fn a_record_on_the_models_topic_cannot_block_later_promotions() {
+    let dir = common::scratch("models-topic");
+    let bootstrap = cluster(1);
+    let (model_path, model) = model_file(&dir);
+    let cfg = config(&bootstrap, &dir.join("out"), &model_path, "follow", "");
+    let record = |version: &str| {
+        let body = format!(
+            r#"{{"name":"series","version":"{version}","card":{{}},"model":{}}}"#,
+            model.to_json()
+        );
+        (MODELS.to_string(), "series".to_string(), body.into_bytes())
+    };
+    produce_all(
+        &producer(&bootstrap),
+        &[record("v999999999-ffffffff"), record("v000002-00000000")],
+    );
+    let serving = std::sync::Arc::new(serving_slot(&model, "model-start"));
+    let follower =
+        milstream::stream::models_topic::follow(&cfg, &bootstrap, vec![(serving.clone(), None)])
+            .unwrap()
+            .expect("the models topic is followed");
+    let latest = wait_until(Duration::from_secs(60), || {
+        serving.load().version == "v000002-00000000"
+    });
+    follower.stop();
+    assert!(latest, "serving {}", serving.load().version);
+}
+
+/// A serving slot named `series` holding `model` as `version`.
+fn serving_slot(
+    model: &milstream::mil::Model,
+    version: &str,
+) -> milstream::stream::serving::ServingModel {
+    use milstream::stream::window::ScoringModel;
+    let start = ScoringModel {
+        model: model.clone(),
+        version: version.to_string(),
+        generation: 0,
+    };
+    milstream::stream::serving::ServingModel::new(
+        "series",
+        std::sync::Arc::new(start),
+        milstream::metrics::Metrics::new(),
+    )
+}

@@ -718,6 +718,103 @@ fn an_unlistable_store_at_assignment_leaves_the_partitions_unstarted_and_not_rea
     );
 }
 
+/// A TCP forwarder to `target` that drops every connection while `down` is set (the store
+/// refuses at once, as a cut network does) and forwards them afterwards.
+fn flaky_proxy(target: std::net::SocketAddr) -> (u16, Arc<AtomicBool>) {
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    fn pipe(mut from: TcpStream, mut to: TcpStream) {
+        let _ = std::io::copy(&mut from, &mut to);
+        let _ = to.shutdown(Shutdown::Write);
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let down = Arc::new(AtomicBool::new(true));
+    let cut = down.clone();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            if cut.load(Ordering::SeqCst) {
+                continue;
+            }
+            let Ok(server) = TcpStream::connect(target) else {
+                continue;
+            };
+            let (c, s) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            std::thread::spawn(move || pipe(client, server));
+            std::thread::spawn(move || pipe(s, c));
+        }
+    });
+    (port, down)
+}
+
+/// The store cut off while the partitions are assigned, then back: the partitions start by
+/// themselves (retried with backoff, seeking to their replay points) and every window is
+/// in the store once. Before, a partition that failed to start stayed unstarted until the
+/// next rebalance or a restart: `/readyz` 503 for good, nothing consumed.
+#[test]
+fn a_partition_that_could_not_start_starts_when_the_store_is_back() {
+    let moto = Moto::start();
+    let dir = scratch("s3-retry-start");
+    let bootstrap = cluster(2);
+    let (mut cfg, _) = s3_config(&moto, &dir, &bootstrap, "retry", "s3retry", "", "");
+    cfg.commit.metadata = false;
+    let stream = known_stream(4, 6, 1_700_000_001_500);
+    let points = point_messages(&stream);
+    let p = producer(&bootstrap);
+    produce_all(&p, &points[..points.len() / 2]);
+    let store = moto.store("retry");
+    cfg.http.listen = "127.0.0.1:0".into();
+    let (daemon, stop) = spawn_daemon(cfg.clone());
+    let written = wait_until(Duration::from_secs(90), || {
+        !committed_offsets(&bootstrap, "s3retry", POINTS, 2).is_empty()
+            && !read_store_predictions(&store).is_empty()
+    });
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    assert!(written, "output committed");
+
+    // The same group again, through a link to the store that is cut at first.
+    let target: std::net::SocketAddr = moto
+        .endpoint()
+        .trim_start_matches("http://")
+        .parse()
+        .unwrap();
+    let (proxy, down) = flaky_proxy(target);
+    cfg.object_store
+        .0
+        .insert("aws_endpoint".into(), format!("http://127.0.0.1:{proxy}"));
+    let port = free_port();
+    cfg.http.listen = format!("127.0.0.1:{port}");
+    let (daemon, stop) = spawn_daemon(cfg);
+    let readyz_text = || {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        s.write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .ok()?;
+        let mut text = String::new();
+        s.read_to_string(&mut text).ok()?;
+        Some(text)
+    };
+    let refused = wait_until(Duration::from_secs(90), || {
+        readyz_text().is_some_and(|t| t.contains(" 503 ") && t.contains("could not be listed"))
+    });
+    produce_all(&p, &points[points.len() / 2..]);
+    std::thread::sleep(Duration::from_secs(2));
+    down.store(false, Ordering::SeqCst);
+    let want: BTreeSet<_> = expected_windows(&stream).keys().cloned().collect();
+    let done = wait_until(Duration::from_secs(120), || {
+        window_keys(&read_store_predictions(&store)) == want && readyz(port) == 200
+    });
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    assert!(
+        refused,
+        "the partitions started while the store was cut off"
+    );
+    assert!(done, "the partitions did not start once the store was back");
+    let rows = read_store_predictions(&store);
+    assert_eq!(rows.len(), want.len(), "no duplicates");
+}
+
 /// A restart finds a partition's replay point in the newest object's footer, read with two
 /// ranged GETs (its last 8 bytes, then the footer) rather than the whole object: here a
 /// 12 MB object (uploaded in parts) costs a few KiB.

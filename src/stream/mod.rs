@@ -31,7 +31,7 @@ mod pipeline;
 pub mod quality;
 pub mod record;
 pub mod registry;
-mod registry_poll;
+pub mod registry_poll;
 pub mod serving;
 pub mod sink;
 pub mod store;
