@@ -8,9 +8,11 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 mod drift;
+mod env;
 mod named;
 mod training;
 pub use drift::{DriftConfig, ErrorDetector, OnDrift};
+pub use env::{is_secret_key, Secrets};
 pub use named::{ModelInput, NamedModelConfig, NamedTrainingConfig};
 pub use training::TrainingConfig;
 
@@ -54,8 +56,9 @@ impl std::fmt::Debug for StoreOptions {
     }
 }
 
-/// Where records come from.
-#[derive(Debug, Clone, Deserialize)]
+/// Where records come from. Its `Debug` redacts the values of secret `properties` (see
+/// [`is_secret_key`]).
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct KafkaConfig {
     /// `embedded` starts librdkafka's in-process mock cluster (no external service);
@@ -77,14 +80,49 @@ pub struct KafkaConfig {
     /// Static group membership (`group.instance.id`): a member that restarts with the same
     /// id takes its partitions back at once instead of after `session.timeout.ms`. Unique
     /// per live process in the group; `${VAR}` is read from the environment (in Kubernetes,
-    /// the pod name of a StatefulSet): an unset `${VAR}` is an error at start-up (else every
-    /// pod would get the same id), `${VAR:-default}` gives `default` when VAR is unset or
-    /// empty. Empty = dynamic membership. `group.instance.id` in `properties` works too and
+    /// the pod name of a StatefulSet; as in every string of the file): an unset `${VAR}` is
+    /// an error at start-up (else every pod would get the same id), `${VAR:-default}` gives
+    /// `default` when VAR is unset or empty. Empty = dynamic membership. `group.instance.id` in `properties` works too and
     /// wins.
     pub instance_id: String,
     /// librdkafka settings passed through untouched (security.protocol, sasl.*, ssl.*,
-    /// fetch sizes, session.timeout.ms, ...). `enable.auto.commit` is always false.
+    /// fetch sizes, session.timeout.ms, ...). `enable.auto.commit` is always false. Give a
+    /// secret from the environment, e.g. `"sasl.password" = "${KAFKA_SASL_PASSWORD}"` (every
+    /// string of the file expands `${VAR}`); secret values never show in logs or probes.
     pub properties: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for KafkaConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Destructured: a new field does not compile until it is shown (or hidden) here.
+        let KafkaConfig {
+            bootstrap_servers,
+            group_id,
+            points_topic,
+            bags_topic,
+            labels_topic,
+            models_topic,
+            embedded_partitions,
+            instance_id,
+            properties,
+        } = self;
+        let shown = |(k, v): (&String, &String)| {
+            let v = if is_secret_key(k) { "<redacted>" } else { v };
+            (k.clone(), v.to_string())
+        };
+        let properties: BTreeMap<String, String> = properties.iter().map(shown).collect();
+        f.debug_struct("KafkaConfig")
+            .field("bootstrap_servers", bootstrap_servers)
+            .field("group_id", group_id)
+            .field("points_topic", points_topic)
+            .field("bags_topic", bags_topic)
+            .field("labels_topic", labels_topic)
+            .field("models_topic", models_topic)
+            .field("embedded_partitions", embedded_partitions)
+            .field("instance_id", instance_id)
+            .field("properties", &properties)
+            .finish()
+    }
 }
 
 impl Default for KafkaConfig {
@@ -294,6 +332,17 @@ impl Config {
             expand_env(&self.kafka.instance_id).map_err(|e| format!("kafka.instance_id: {e}"))?;
         let out = out.trim().to_string();
         Ok((!out.is_empty()).then_some(out))
+    }
+
+    /// The values to keep out of logs and probes: secret `kafka.properties` (see
+    /// [`is_secret_key`]) and every `[object_store]` option.
+    pub fn secrets(&self) -> Secrets {
+        let kafka = self.kafka.properties.iter().filter(|(k, _)| is_secret_key(k));
+        Secrets::new(
+            kafka
+                .map(|(_, v)| v.clone())
+                .chain(self.object_store.0.values().cloned()),
+        )
     }
 
     /// What the config reads from the environment, checked where it runs (the daemon's
@@ -559,16 +608,48 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// Reads the daemon's configuration file, with `${VAR}` and `${VAR:-default}` expanded
+    /// from the environment in every string (see [`Config::parse_with_env`]).
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
             file: file.clone(),
             source,
         })?;
-        Self::parse(&file, &text)
+        Self::parse_with_env(&file, &text)
     }
 
-    /// Parses TOML text; `file` names it in errors.
+    /// [`Config::parse`] after expanding `${VAR}` and `${VAR:-default}` from the environment
+    /// in every string value of the file (keys stay as written): where it runs, so secrets
+    /// come from the environment. An unset variable without a default is an error naming the
+    /// key and the variable.
+    pub fn parse_with_env(file: &str, text: &str) -> Result<Self, ConfigError> {
+        let mut tree: toml::Value = toml::from_str(text).map_err(|e| ConfigError::Syntax {
+            file: file.into(),
+            message: e.to_string(),
+        })?;
+        let changed = env::expand_tree(&mut tree, "").map_err(|(path, message)| {
+            ConfigError::Key {
+                file: file.into(),
+                path,
+                message,
+            }
+        })?;
+        if !changed {
+            // Parsed from the text itself, so errors point at its lines.
+            return Self::parse(file, text);
+        }
+        // Written back and parsed as any file: every key check and error path applies to
+        // the expanded values. (An expanded value is a string; written back it stays one.)
+        let expanded = toml::to_string(&tree).map_err(|e| ConfigError::Syntax {
+            file: file.into(),
+            message: e.to_string(),
+        })?;
+        Self::parse(file, &expanded)
+    }
+
+    /// Parses TOML text as written: `${VAR}` stays as is (so a ConfigMap checked outside its
+    /// pod parses the same; [`Config::load`] expands them); `file` names it in errors.
     pub fn parse(file: &str, text: &str) -> Result<Self, ConfigError> {
         let de = toml::Deserializer::parse(text).map_err(|e| ConfigError::Syntax {
             file: file.into(),
