@@ -310,10 +310,10 @@ mod tests {
             a.update(f64::from(i % 2));
         }
         let good = serde_json::to_string(&a).unwrap();
-        let mut back: Adwin = serde_json::from_str(&good).unwrap();
-        assert_eq!(back.update(1.0), a.update(1.0));
         let no_rows = good.replace(&serde_json::to_string(&a.rows).unwrap(), "[]");
         assert!(serde_json::from_str::<Adwin>(&no_rows).is_err(), "{no_rows}");
+        let mut back: Adwin = serde_json::from_str(&good).unwrap();
+        assert_eq!(back.update(1.0), a.update(1.0));
     }
 
     /// A restarted detector's estimation is the mean of what it saw since: the rate the

@@ -418,3 +418,82 @@ pub async fn watch_threads(watched: Vec<Watched<'_>>, health: &Health) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::SocketAddr;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::{watch_threads, Watched};
+    use crate::http::{serve, Health};
+    use crate::metrics::Metrics;
+
+    /// A GET over HTTP/1.1: the status and the body.
+    async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.expect("send");
+        let mut raw = String::new();
+        stream.read_to_string(&mut raw).await.expect("receive");
+        let (head, body) = raw.split_once("\r\n\r\n").expect("head and body");
+        let status = head[9..12].parse().expect("a status code");
+        (status, body.to_string())
+    }
+
+    /// A scoring worker's thread that dies (a panic outside the per-message boundary) fails
+    /// liveness: `/healthz` and `/readyz` answer 503 naming it, so Kubernetes restarts the
+    /// pod. (Before, both stayed 200 while the dead worker's partitions stalled.)
+    #[tokio::test]
+    async fn a_dead_worker_thread_fails_liveness_over_http() {
+        let health = Arc::new(Health::default());
+        health.set_ready(true);
+        let pending = std::future::pending();
+        let (addr, _server) = serve("127.0.0.1:0", Metrics::new(), health.clone(), pending)
+            .await
+            .expect("bind");
+        let thread = |name: &str, panics: bool| {
+            let (go, wait) = std::sync::mpsc::channel::<()>();
+            let t = std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || {
+                    let _ = wait.recv();
+                    assert!(!panics, "a worker's invariant broke");
+                })
+                .expect("spawn");
+            (go, t)
+        };
+        let (kill, worker) = thread("milstream-score-0", true);
+        let (stop, writer) = thread("milstream-writer-0", false);
+        let probe = async {
+            assert_eq!(get(addr, "/healthz").await, (200, "ok".to_string()));
+            kill.send(()).unwrap();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                let (status, body) = get(addr, "/healthz").await;
+                if status == 503 {
+                    return body;
+                }
+                assert!(Instant::now() < deadline, "/healthz stayed {status}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        let watched = vec![Watched::thread(&worker), Watched::thread(&writer)];
+        let body = tokio::select! {
+            body = probe => body,
+            () = watch_threads(watched, &health) => unreachable!("it watches until dropped"),
+        };
+        assert!(
+            body.contains("milstream-score-0") && !body.contains("milstream-writer-0"),
+            "{body}"
+        );
+        let (status, body) = get(addr, "/readyz").await;
+        assert_eq!(status, 503);
+        assert!(body.contains("milstream-score-0"), "{body}");
+        assert!(worker.join().is_err(), "the worker panicked");
+        stop.send(()).unwrap();
+        writer.join().expect("the writer ended normally");
+    }
+}

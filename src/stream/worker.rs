@@ -558,6 +558,9 @@ impl Worker {
                 Err(rej) => dead.push(dead_letter(&rej)),
             }
         }
+        // The tests of the panic boundary: here, the windows hold the message's points.
+        #[cfg(test)]
+        tests::panic_if_asked(offset);
         for (w, name, series_model) in windows_out {
             metrics.windows_scored.inc();
             let first = w.first_offset;
@@ -778,6 +781,7 @@ mod tests {
     use super::*;
     use crate::mil::Model;
     use crate::stream::window::WindowParams;
+    use crate::stream::worker_pool::{contained, PANICS_IN_A_ROW};
 
     const W: usize = 60;
     const SPACING_MS: i64 = 10;
@@ -915,6 +919,92 @@ mod tests {
             .collect();
         rows.sort_by(|a, b| (&a.0, a.2).cmp(&(&b.0, b.2)));
         rows
+    }
+
+    thread_local! {
+        /// The offsets `process` panics at, after windowing: no input is known to panic it,
+        /// so the panic boundary's tests inject one.
+        static PANIC_AT: std::cell::Cell<(i64, i64)> = const { std::cell::Cell::new((0, 0)) };
+    }
+
+    pub fn panic_if_asked(offset: i64) {
+        let (from, to) = PANIC_AT.with(std::cell::Cell::get);
+        if (from..to).contains(&offset) {
+            panic!("injected for the test at offset {offset}");
+        }
+    }
+
+    /// Feeds every message through the worker loop's panic boundary.
+    fn feed_contained(worker: &mut Worker, msgs: &[Message]) -> Vec<Segment> {
+        let mut in_a_row = 0;
+        let mut out: Vec<Segment> = msgs
+            .iter()
+            .filter_map(|m| contained(worker, m, Instant::now(), &mut in_a_row))
+            .collect();
+        out.extend(worker.seal_aged(true));
+        out
+    }
+
+    /// A panic while handling one message makes it one dead letter (`internal`, with the
+    /// panic's text), and the worker goes on: the windows that held part of the message are
+    /// cleared, so every window after it is one an uninterrupted run emits too, built from
+    /// points after the panic only. (Before, the panic ended the worker thread: its
+    /// partitions stalled, their messages dropped by the consumer.)
+    #[test]
+    fn a_panic_dead_letters_its_message_and_the_worker_goes_on() {
+        let series = two_series();
+        let msgs = messages(&series, |_| 0);
+        let (plain_env, plain_metrics) = env();
+        let mut plain = Worker::new(plain_env);
+        assign(&mut plain, &plain_metrics, 0, 0);
+        let uninterrupted = rows(&feed_contained(&mut plain, &msgs));
+
+        let (env, metrics) = env();
+        let mut worker = Worker::new(env);
+        assign(&mut worker, &metrics, 0, 0);
+        const AT: i64 = 200;
+        PANIC_AT.with(|p| p.set((AT, AT + 1)));
+        let segments = feed_contained(&mut worker, &msgs);
+        PANIC_AT.with(|p| p.set((0, 0)));
+        let dead: Vec<_> = segments.iter().flat_map(|s| &s.dead_letters).collect();
+        assert_eq!(dead.len(), 1, "{dead:?}");
+        assert_eq!((dead[0].offset, dead[0].reason.as_str()), (AT, "internal"));
+        assert!(dead[0].detail.contains("injected for the test"), "{}", dead[0].detail);
+        let dead_internal = metrics.dead_letters.with_label_values(&["internal"]);
+        assert_eq!(dead_internal.get(), 1);
+        let preds: Vec<_> = segments.iter().flat_map(|s| &s.predictions).collect();
+        assert!(preds.iter().all(|p| p.source_offset != AT));
+        let after: Vec<_> = preds.iter().filter(|p| p.source_offset > AT).collect();
+        assert!(after.len() >= 4, "the worker went on: {} windows", after.len());
+        assert!(after.iter().all(|p| p.first_offset > AT));
+        // Every window is one an uninterrupted run emits (none half-built).
+        let got = rows(&segments);
+        assert!(got.iter().all(|r| uninterrupted.contains(r)));
+        assert!(got.len() < uninterrupted.len());
+    }
+
+    /// Every message panicking is the worker's fault, not the messages': after
+    /// `PANICS_IN_A_ROW` the panic goes through and ends the thread (liveness then fails).
+    #[test]
+    fn panics_in_a_row_end_the_worker() {
+        let msgs = messages(&two_series(), |_| 0);
+        let (env, metrics) = env();
+        let mut worker = Worker::new(env);
+        assign(&mut worker, &metrics, 0, 0);
+        PANIC_AT.with(|p| p.set((0, i64::MAX)));
+        let mut in_a_row = 0;
+        let mut handled = 0;
+        let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            for m in &msgs {
+                contained(&mut worker, m, Instant::now(), &mut in_a_row);
+                handled += 1;
+            }
+        }));
+        PANIC_AT.with(|p| p.set((0, 0)));
+        assert!(ended.is_err());
+        assert_eq!(handled, PANICS_IN_A_ROW - 1);
+        let dead_internal = metrics.dead_letters.with_label_values(&["internal"]);
+        assert_eq!(dead_internal.get(), u64::from(PANICS_IN_A_ROW - 1));
     }
 
     /// Feeds every message; returns the segments sealed on the way.

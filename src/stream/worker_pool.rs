@@ -85,7 +85,7 @@ pub const PANICS_IN_A_ROW: u32 = 64;
 /// dead letter (`internal`, with the panic's text; see [`Worker::panicked`] for what state
 /// survives and why) and the worker goes on with the next message. `in_a_row` counts the
 /// consecutive panics; at [`PANICS_IN_A_ROW`] the panic is let through.
-fn contained(
+pub fn contained(
     worker: &mut Worker,
     msg: &Message,
     consumed_at: Instant,

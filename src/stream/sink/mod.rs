@@ -685,6 +685,65 @@ mod tests {
         std::fs::remove_dir_all(&root).unwrap();
     }
 
+    /// One `evaluations` file whose footer is not Parquet, or whose checkpoint does not parse:
+    /// the partition's detectors start clean, saying why (before, the error left the label
+    /// partition unstarted for good: every attempt read the same bytes). A store that cannot
+    /// be read is still an error (the caller retries).
+    #[test]
+    fn an_undecodable_evaluations_file_starts_the_detectors_clean_and_io_stays_an_error() {
+        use crate::stream::quality::EvaluationRecord;
+        let root = std::env::temp_dir().join(format!("milstream-unreadable-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let store = Store::Local(root.clone());
+        let cfg = DriftConfig::default();
+        let graded = |first: i64, checkpoint: &str| {
+            let mut seg = Segment::new("labels", 0, first, 1_700_000_000_000);
+            seg.quality.evaluations.push(EvaluationRecord {
+                key: "s".into(),
+                segment: Some((0, 5)),
+                label: "1".into(),
+                predicted: "1".into(),
+                correct: true,
+                classes: vec!["1".into(), "2".into()],
+                scores: vec![0.5, -0.5],
+                model_name: "series".into(),
+                model_version: "v1".into(),
+                source_topic: "labels".into(),
+                source_partition: 0,
+                source_offset: first,
+                labeled_at_ms: 1_700_000_000_000,
+            });
+            seg.last_offset = first;
+            seg.quality.checkpoint = Some((first, checkpoint.to_string()));
+            parquet::write_segment(&store, &seg, false).unwrap();
+        };
+        let mut state = PartitionQuality::default();
+        state.grade(&cfg, ("series", "v1"), true, 1_700_000_000_000);
+        graded(0, &state.checkpoint());
+        assert!(restore_quality(&store, &cfg, "labels", 0, Some(5)).unwrap().unreadable.is_none());
+        // A checkpoint that does not parse.
+        graded(1, "{not json");
+        let r = restore_quality(&store, &cfg, "labels", 0, Some(5)).unwrap();
+        let why = r.unreadable.expect("the bad checkpoint is reported");
+        assert!(why.contains(META_QUALITY_STATE), "{why}");
+        assert_eq!(r.state.checkpoint(), PartitionQuality::default().checkpoint());
+        // A file that is not Parquet at all, newest.
+        let good = store.list(EVALUATIONS_DIR).unwrap().remove(0);
+        let folder = good.rsplit_once('/').unwrap().0;
+        let mut bad = Segment::new("labels", 0, 2, 1_700_000_000_000);
+        bad.last_offset = 3;
+        let bad = format!("{folder}/{}.parquet", bad.file_stem());
+        store.put(&bad, b"not a parquet file".to_vec()).unwrap();
+        let r = restore_quality(&store, &cfg, "labels", 0, Some(5)).unwrap();
+        assert!(r.unreadable.unwrap().contains(&bad));
+        // The mark of what was counted skips the undecodable footer.
+        assert_eq!(newest_quality_through(&store, "labels", 0).unwrap(), Some(1));
+        // A store that cannot be listed (its folder is a file): I/O, still an error.
+        let io = Store::Local(root.join(&good));
+        assert!(restore_quality(&io, &cfg, "labels", 0, Some(5)).is_err());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
     #[test]
     fn a_late_labels_segment_never_takes_the_name_of_the_segment_of_its_offsets() {
         let mut sealed = Segment::new("milstream.labels", 1, 40, 1_732_550_400_123);
