@@ -856,6 +856,66 @@ mod tests {
         );
     }
 
+    /// Secrets come from the environment in every string of the file, not only in
+    /// `kafka.instance_id`, and never show in `Debug` (before, `sasl.password` had to sit in
+    /// the file and `{:?}` of the config printed it).
+    #[test]
+    fn every_string_expands_from_the_environment_and_secrets_stay_hidden() {
+        std::env::set_var("MILSTREAM_TEST_SASL_PASSWORD", "s3cr3t-from-env");
+        std::env::set_var("MILSTREAM_TEST_GROUP", "scorers");
+        let dir = std::env::temp_dir().join(format!("milstream-env-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("scorer.toml");
+        let text = r#"
+[kafka]
+group_id = "milstream-${MILSTREAM_TEST_GROUP}"
+[kafka.properties]
+"sasl.username" = "${MILSTREAM_SURELY_UNSET_USER:-milstream}"
+"sasl.password" = "${MILSTREAM_TEST_SASL_PASSWORD}"
+[object_store]
+aws_secret_access_key = "${MILSTREAM_TEST_SASL_PASSWORD}"
+[output]
+dir = "${MILSTREAM_SURELY_UNSET_DIR:-/var/lib/milstream/out}"
+"#;
+        std::fs::write(&path, text).unwrap();
+        let cfg = Config::load(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let props = &cfg.kafka.properties;
+        assert_eq!(props["sasl.password"], "s3cr3t-from-env");
+        assert_eq!(props["sasl.username"], "milstream");
+        assert_eq!(cfg.kafka.group_id, "milstream-scorers");
+        assert_eq!(cfg.output.dir, PathBuf::from("/var/lib/milstream/out"));
+        assert_eq!(cfg.object_store.0["aws_secret_access_key"], "s3cr3t-from-env");
+        let shown = format!("{cfg:?}");
+        assert!(!shown.contains("s3cr3t"), "{shown}");
+        assert!(shown.contains("\"sasl.password\": \"<redacted>\""), "{shown}");
+        assert!(shown.contains("\"sasl.username\": \"milstream\""), "{shown}");
+        let said = cfg.secrets().mask("SASL authentication with s3cr3t-from-env failed");
+        assert_eq!(said, "SASL authentication with <redacted> failed");
+        // `parse` leaves the file as written (a ConfigMap checked outside its pod).
+        let literal = Config::parse("scorer.toml", text).unwrap();
+        assert_eq!(
+            literal.kafka.properties["sasl.password"],
+            "${MILSTREAM_TEST_SASL_PASSWORD}"
+        );
+    }
+
+    /// An unset variable without a default, in any string: loading fails naming the key and
+    /// the variable.
+    #[test]
+    fn an_unset_variable_anywhere_is_an_error_naming_key_and_variable() {
+        let text = "[kafka.properties]\n\"sasl.password\" = \"${MILSTREAM_SURELY_UNSET_PW}\"\n";
+        let e = Config::parse_with_env("scorer.toml", text).unwrap_err().to_string();
+        assert!(
+            e.contains("kafka.properties.\"sasl.password\"")
+                && e.contains("MILSTREAM_SURELY_UNSET_PW"),
+            "{e}"
+        );
+        let text = "[[models]]\nname = \"a\"\nids = [\"x\", \"${MILSTREAM_SURELY_UNSET_ID}\"]\n";
+        let e = Config::parse_with_env("x.toml", text).unwrap_err().to_string();
+        assert!(e.contains("models[0].ids[1]") && e.contains("MILSTREAM_SURELY_UNSET_ID"), "{e}");
+    }
+
     /// An unset variable used to expand to "", so `scorer-${POD_NAME}` gave every pod the
     /// same id: now the start-up check fails, naming the variable and the key (the file
     /// itself still parses: it may be checked outside the pod that sets the variable).
