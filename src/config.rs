@@ -337,7 +337,11 @@ impl Config {
     /// The values to keep out of logs and probes: secret `kafka.properties` (see
     /// [`is_secret_key`]) and every `[object_store]` option.
     pub fn secrets(&self) -> Secrets {
-        let kafka = self.kafka.properties.iter().filter(|(k, _)| is_secret_key(k));
+        let kafka = self
+            .kafka
+            .properties
+            .iter()
+            .filter(|(k, _)| is_secret_key(k));
         Secrets::new(
             kafka
                 .map(|(_, v)| v.clone())
@@ -628,13 +632,12 @@ impl Config {
             file: file.into(),
             message: e.to_string(),
         })?;
-        let changed = env::expand_tree(&mut tree, "").map_err(|(path, message)| {
-            ConfigError::Key {
+        let changed =
+            env::expand_tree(&mut tree, "").map_err(|(path, message)| ConfigError::Key {
                 file: file.into(),
                 path,
                 message,
-            }
-        })?;
+            })?;
         if !changed {
             // Parsed from the text itself, so errors point at its lines.
             return Self::parse(file, text);
@@ -885,12 +888,23 @@ dir = "${MILSTREAM_SURELY_UNSET_DIR:-/var/lib/milstream/out}"
         assert_eq!(props["sasl.username"], "milstream");
         assert_eq!(cfg.kafka.group_id, "milstream-scorers");
         assert_eq!(cfg.output.dir, PathBuf::from("/var/lib/milstream/out"));
-        assert_eq!(cfg.object_store.0["aws_secret_access_key"], "s3cr3t-from-env");
+        assert_eq!(
+            cfg.object_store.0["aws_secret_access_key"],
+            "s3cr3t-from-env"
+        );
         let shown = format!("{cfg:?}");
         assert!(!shown.contains("s3cr3t"), "{shown}");
-        assert!(shown.contains("\"sasl.password\": \"<redacted>\""), "{shown}");
-        assert!(shown.contains("\"sasl.username\": \"milstream\""), "{shown}");
-        let said = cfg.secrets().mask("SASL authentication with s3cr3t-from-env failed");
+        assert!(
+            shown.contains("\"sasl.password\": \"<redacted>\""),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("\"sasl.username\": \"milstream\""),
+            "{shown}"
+        );
+        let said = cfg
+            .secrets()
+            .mask("SASL authentication with s3cr3t-from-env failed");
         assert_eq!(said, "SASL authentication with <redacted> failed");
         // `parse` leaves the file as written (a ConfigMap checked outside its pod).
         let literal = Config::parse("scorer.toml", text).unwrap();
@@ -905,15 +919,22 @@ dir = "${MILSTREAM_SURELY_UNSET_DIR:-/var/lib/milstream/out}"
     #[test]
     fn an_unset_variable_anywhere_is_an_error_naming_key_and_variable() {
         let text = "[kafka.properties]\n\"sasl.password\" = \"${MILSTREAM_SURELY_UNSET_PW}\"\n";
-        let e = Config::parse_with_env("scorer.toml", text).unwrap_err().to_string();
+        let e = Config::parse_with_env("scorer.toml", text)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("kafka.properties.\"sasl.password\"")
                 && e.contains("MILSTREAM_SURELY_UNSET_PW"),
             "{e}"
         );
         let text = "[[models]]\nname = \"a\"\nids = [\"x\", \"${MILSTREAM_SURELY_UNSET_ID}\"]\n";
-        let e = Config::parse_with_env("x.toml", text).unwrap_err().to_string();
-        assert!(e.contains("models[0].ids[1]") && e.contains("MILSTREAM_SURELY_UNSET_ID"), "{e}");
+        let e = Config::parse_with_env("x.toml", text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("models[0].ids[1]") && e.contains("MILSTREAM_SURELY_UNSET_ID"),
+            "{e}"
+        );
     }
 
     /// An unset variable used to expand to "", so `scorer-${POD_NAME}` gave every pod the

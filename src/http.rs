@@ -193,7 +193,10 @@ async fn healthz(State(ops): State<Ops>) -> (StatusCode, String) {
 async fn readyz(State(ops): State<Ops>) -> (StatusCode, String) {
     match ops.health.not_ready_reason() {
         None => (StatusCode::OK, "ready".into()),
-        Some(why) => (StatusCode::SERVICE_UNAVAILABLE, ops.health.masked(why.into_owned())),
+        Some(why) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            ops.health.masked(why.into_owned()),
+        ),
     }
 }
 

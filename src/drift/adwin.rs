@@ -311,7 +311,10 @@ mod tests {
         }
         let good = serde_json::to_string(&a).unwrap();
         let no_rows = good.replace(&serde_json::to_string(&a.rows).unwrap(), "[]");
-        assert!(serde_json::from_str::<Adwin>(&no_rows).is_err(), "{no_rows}");
+        assert!(
+            serde_json::from_str::<Adwin>(&no_rows).is_err(),
+            "{no_rows}"
+        );
         let mut back: Adwin = serde_json::from_str(&good).unwrap();
         assert_eq!(back.update(1.0), a.update(1.0));
     }

@@ -305,17 +305,16 @@ mod tests {
         restored.restore(&good).expect("a good checkpoint restores");
         restored.observe(&predictions(30));
         let mut fresh = ServedWatch::new(&quality).unwrap();
-        let e = fresh.restore(&short).expect_err("short counts are rejected");
+        let e = fresh
+            .restore(&short)
+            .expect_err("short counts are rejected");
         assert!(e.to_string().contains("counts"), "{e}");
         // The detectors it keeps are fresh ones: predictions go through without a panic.
         fresh.observe(&predictions(60));
-        assert_eq!(
-            fresh.checkpoint(),
-            {
-                let mut w = ServedWatch::new(&quality).unwrap();
-                w.observe(&predictions(60));
-                w.checkpoint()
-            }
-        );
+        assert_eq!(fresh.checkpoint(), {
+            let mut w = ServedWatch::new(&quality).unwrap();
+            w.observe(&predictions(60));
+            w.checkpoint()
+        });
     }
 }

@@ -256,7 +256,11 @@ pub async fn run_pipeline(
         // Beside the consume loop, until shutdown: a thread that ends before then died.
         let mut watched: Vec<Watched> = worker_threads.iter().map(Watched::thread).collect();
         watched.extend(writer_threads.iter().map(Watched::thread));
-        watched.push(Watched::new("committer", || committer.is_finished()));
+        // The committer ends on the shutdown signal itself, maybe before the consume loop
+        // does: that end is no death.
+        let (stopping, committer) = (shutdown.clone(), &committer);
+        let committer_died = move || committer.is_finished() && !*stopping.borrow();
+        watched.push(Watched::new("committer", committer_died));
         if let Some(t) = &trainer {
             watched.push(Watched::new("milstream-trainer", || t.is_finished()));
         }

@@ -643,13 +643,17 @@ mod tests {
         std::fs::create_dir_all(&root).unwrap();
         let store = Store::Local(root.clone());
         SYNCED.with(|s| s.borrow_mut().clear());
-        store.put("predictions/date=2026-12-07/a.parquet", b"x".to_vec()).unwrap();
+        store
+            .put("predictions/date=2026-12-07/a.parquet", b"x".to_vec())
+            .unwrap();
         let synced = SYNCED.with(|s| s.take());
         let preds = root.join("predictions");
         let date = preds.join("date=2026-12-07");
         assert_eq!(synced, [root.clone(), preds.clone(), date.clone()]);
         // A second file in the same folder: only the folder's own fsync after its rename.
-        store.put("predictions/date=2026-12-07/b.parquet", b"y".to_vec()).unwrap();
+        store
+            .put("predictions/date=2026-12-07/b.parquet", b"y".to_vec())
+            .unwrap();
         assert_eq!(SYNCED.with(|s| s.take()), [date]);
         std::fs::remove_dir_all(&root).unwrap();
     }

@@ -622,7 +622,9 @@ impl Worker {
                 .sum::<usize>();
         seg.consumed_at
             .extend(std::iter::repeat_n(consumed_at, preds.len()));
-        seg.quality.drift_events.extend(drift_events.into_iter().flatten());
+        seg.quality
+            .drift_events
+            .extend(drift_events.into_iter().flatten());
         seg.predictions.extend(preds);
         seg.quality.extend(graded);
         seg.dead_letters.extend(dead);
@@ -674,7 +676,9 @@ impl Worker {
         let p = self.parts.get_mut(&key)?;
         p.next_offset = p.next_offset.max(msg.offset + 1);
         p.windows = p.windows.as_ref().map(PartitionWindows::cleared);
-        p.served = self.env.quality.as_ref().and_then(ServedWatch::new);
+        if p.served.is_some() {
+            p.served = self.env.quality.as_ref().and_then(ServedWatch::new);
+        }
         if msg.offset < p.emit_from {
             // A replayed message: its dead letter was written before (or never will be).
             return None;
@@ -969,13 +973,21 @@ mod tests {
         let dead: Vec<_> = segments.iter().flat_map(|s| &s.dead_letters).collect();
         assert_eq!(dead.len(), 1, "{dead:?}");
         assert_eq!((dead[0].offset, dead[0].reason.as_str()), (AT, "internal"));
-        assert!(dead[0].detail.contains("injected for the test"), "{}", dead[0].detail);
+        assert!(
+            dead[0].detail.contains("injected for the test"),
+            "{}",
+            dead[0].detail
+        );
         let dead_internal = metrics.dead_letters.with_label_values(&["internal"]);
         assert_eq!(dead_internal.get(), 1);
         let preds: Vec<_> = segments.iter().flat_map(|s| &s.predictions).collect();
         assert!(preds.iter().all(|p| p.source_offset != AT));
         let after: Vec<_> = preds.iter().filter(|p| p.source_offset > AT).collect();
-        assert!(after.len() >= 4, "the worker went on: {} windows", after.len());
+        assert!(
+            after.len() >= 4,
+            "the worker went on: {} windows",
+            after.len()
+        );
         assert!(after.iter().all(|p| p.first_offset > AT));
         // Every window is one an uninterrupted run emits (none half-built).
         let got = rows(&segments);

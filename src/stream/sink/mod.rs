@@ -479,8 +479,8 @@ fn restore_from_files(
     let mut newer = Vec::new();
     let mut base = i64::MIN;
     for (_, rel) in files {
-        let meta =
-            parquet::read_key_value_metadata(store, &rel).map_err(|e| Unreadable::of_io(&rel, e))?;
+        let meta = parquet::read_key_value_metadata(store, &rel)
+            .map_err(|e| Unreadable::of_io(&rel, e))?;
         let through = meta
             .get(META_QUALITY_THROUGH)
             .and_then(|v| v.parse::<i64>().ok());
@@ -692,7 +692,8 @@ mod tests {
     #[test]
     fn an_undecodable_evaluations_file_starts_the_detectors_clean_and_io_stays_an_error() {
         use crate::stream::quality::EvaluationRecord;
-        let root = std::env::temp_dir().join(format!("milstream-unreadable-{}", std::process::id()));
+        let root =
+            std::env::temp_dir().join(format!("milstream-unreadable-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let store = Store::Local(root.clone());
         let cfg = DriftConfig::default();
@@ -720,13 +721,19 @@ mod tests {
         let mut state = PartitionQuality::default();
         state.grade(&cfg, ("series", "v1"), true, 1_700_000_000_000);
         graded(0, &state.checkpoint());
-        assert!(restore_quality(&store, &cfg, "labels", 0, Some(5)).unwrap().unreadable.is_none());
+        assert!(restore_quality(&store, &cfg, "labels", 0, Some(5))
+            .unwrap()
+            .unreadable
+            .is_none());
         // A checkpoint that does not parse.
         graded(1, "{not json");
         let r = restore_quality(&store, &cfg, "labels", 0, Some(5)).unwrap();
         let why = r.unreadable.expect("the bad checkpoint is reported");
         assert!(why.contains(META_QUALITY_STATE), "{why}");
-        assert_eq!(r.state.checkpoint(), PartitionQuality::default().checkpoint());
+        assert_eq!(
+            r.state.checkpoint(),
+            PartitionQuality::default().checkpoint()
+        );
         // A file that is not Parquet at all, newest.
         let good = store.list(EVALUATIONS_DIR).unwrap().remove(0);
         let folder = good.rsplit_once('/').unwrap().0;
@@ -737,7 +744,10 @@ mod tests {
         let r = restore_quality(&store, &cfg, "labels", 0, Some(5)).unwrap();
         assert!(r.unreadable.unwrap().contains(&bad));
         // The mark of what was counted skips the undecodable footer.
-        assert_eq!(newest_quality_through(&store, "labels", 0).unwrap(), Some(1));
+        assert_eq!(
+            newest_quality_through(&store, "labels", 0).unwrap(),
+            Some(1)
+        );
         // A store that cannot be listed (its folder is a file): I/O, still an error.
         let io = Store::Local(root.join(&good));
         assert!(restore_quality(&io, &cfg, "labels", 0, Some(5)).is_err());
