@@ -12,7 +12,7 @@ mod env;
 mod named;
 mod training;
 pub use drift::{DriftConfig, ErrorDetector, OnDrift};
-pub use env::{is_secret_key, Secrets};
+pub use env::{expand_env, is_secret_key, Secrets};
 pub use named::{ModelInput, NamedModelConfig, NamedTrainingConfig};
 pub use training::TrainingConfig;
 
@@ -90,39 +90,6 @@ pub struct KafkaConfig {
     /// secret from the environment, e.g. `"sasl.password" = "${KAFKA_SASL_PASSWORD}"` (every
     /// string of the file expands `${VAR}`); secret values never show in logs or probes.
     pub properties: BTreeMap<String, String>,
-}
-
-impl std::fmt::Debug for KafkaConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Destructured: a new field does not compile until it is shown (or hidden) here.
-        let KafkaConfig {
-            bootstrap_servers,
-            group_id,
-            points_topic,
-            bags_topic,
-            labels_topic,
-            models_topic,
-            embedded_partitions,
-            instance_id,
-            properties,
-        } = self;
-        let shown = |(k, v): (&String, &String)| {
-            let v = if is_secret_key(k) { "<redacted>" } else { v };
-            (k.clone(), v.to_string())
-        };
-        let properties: BTreeMap<String, String> = properties.iter().map(shown).collect();
-        f.debug_struct("KafkaConfig")
-            .field("bootstrap_servers", bootstrap_servers)
-            .field("group_id", group_id)
-            .field("points_topic", points_topic)
-            .field("bags_topic", bags_topic)
-            .field("labels_topic", labels_topic)
-            .field("models_topic", models_topic)
-            .field("embedded_partitions", embedded_partitions)
-            .field("instance_id", instance_id)
-            .field("properties", &properties)
-            .finish()
-    }
 }
 
 impl Default for KafkaConfig {
@@ -383,39 +350,6 @@ impl Config {
             })
         })
     }
-}
-
-/// Replaces every `${VAR}` in `text` with that environment variable, and `${VAR:-default}`
-/// with `default` when VAR is unset or empty. An unset `${VAR}` (no default) is an error
-/// naming it: expanding it to "" would, say, give every pod the same `instance_id`. A `${`
-/// without its `}` stays as written.
-pub fn expand_env(text: &str) -> Result<String, String> {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(i) = rest.find("${") {
-        let Some(j) = rest[i + 2..].find('}') else {
-            break;
-        };
-        out.push_str(&rest[..i]);
-        let inner = &rest[i + 2..i + 2 + j];
-        rest = &rest[i + 3 + j..];
-        let (name, default) = match inner.split_once(":-") {
-            Some((name, default)) => (name, Some(default)),
-            None => (inner, None),
-        };
-        match (std::env::var(name), default) {
-            (Ok(v), Some(d)) if v.is_empty() => out.push_str(d),
-            (Ok(v), _) => out.push_str(&v),
-            (Err(_), Some(d)) => out.push_str(d),
-            (Err(e), None) => {
-                return Err(format!(
-                    "environment variable {name:?} in {text:?}: {e} (write ${{{name}:-default}} for a default)"
-                ))
-            }
-        }
-    }
-    out.push_str(rest);
-    Ok(out)
 }
 
 /// Parses a duration ("250ms", "30s", "15m", "1h", "7d", or humantime's other forms such

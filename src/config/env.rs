@@ -7,7 +7,42 @@
 //! anywhere. The values of secret settings are redacted in `Debug` and masked in what the
 //! probes answer ([`Secrets`]).
 
-use super::expand_env;
+use std::collections::BTreeMap;
+
+use super::KafkaConfig;
+
+/// Replaces every `${VAR}` in `text` with that environment variable, and `${VAR:-default}`
+/// with `default` when VAR is unset or empty. An unset `${VAR}` (no default) is an error
+/// naming it: expanding it to "" would, say, give every pod the same `instance_id`. A `${`
+/// without its `}` stays as written.
+pub fn expand_env(text: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("${") {
+        let Some(j) = rest[i + 2..].find('}') else {
+            break;
+        };
+        out.push_str(&rest[..i]);
+        let inner = &rest[i + 2..i + 2 + j];
+        rest = &rest[i + 3 + j..];
+        let (name, default) = match inner.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (inner, None),
+        };
+        match (std::env::var(name), default) {
+            (Ok(v), Some(d)) if v.is_empty() => out.push_str(d),
+            (Ok(v), _) => out.push_str(&v),
+            (Err(_), Some(d)) => out.push_str(d),
+            (Err(e), None) => {
+                return Err(format!(
+                    "environment variable {name:?} in {text:?}: {e} (write ${{{name}:-default}} for a default)"
+                ))
+            }
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
 
 /// Whether a setting named `key` holds a secret: its value is redacted wherever the
 /// configuration is shown (librdkafka's `sasl.password`, `sasl.jaas.config`,
@@ -55,6 +90,39 @@ pub fn expand_tree(value: &mut toml::Value, path: &str) -> Result<bool, (String,
             Ok(changed)
         }
         _ => Ok(false),
+    }
+}
+
+impl std::fmt::Debug for KafkaConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Destructured: a new field does not compile until it is shown (or hidden) here.
+        let KafkaConfig {
+            bootstrap_servers,
+            group_id,
+            points_topic,
+            bags_topic,
+            labels_topic,
+            models_topic,
+            embedded_partitions,
+            instance_id,
+            properties,
+        } = self;
+        let shown = |(k, v): (&String, &String)| {
+            let v = if is_secret_key(k) { "<redacted>" } else { v };
+            (k.clone(), v.to_string())
+        };
+        let properties: BTreeMap<String, String> = properties.iter().map(shown).collect();
+        f.debug_struct("KafkaConfig")
+            .field("bootstrap_servers", bootstrap_servers)
+            .field("group_id", group_id)
+            .field("points_topic", points_topic)
+            .field("bags_topic", bags_topic)
+            .field("labels_topic", labels_topic)
+            .field("models_topic", models_topic)
+            .field("embedded_partitions", embedded_partitions)
+            .field("instance_id", instance_id)
+            .field("properties", &properties)
+            .finish()
     }
 }
 
