@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 mod drift;
+mod env;
 mod named;
 mod roles;
 mod training;
 pub use drift::{DriftConfig, ErrorDetector, OnDrift};
+pub use env::{expand_env, is_secret_key, Secrets};
 pub use named::{ModelInput, NamedModelConfig, NamedTrainingConfig};
 pub use training::TrainingConfig;
 
@@ -55,8 +57,9 @@ impl std::fmt::Debug for StoreOptions {
     }
 }
 
-/// Where records come from.
-#[derive(Debug, Clone, Deserialize)]
+/// Where records come from. Its `Debug` redacts the values of secret `properties` (see
+/// [`is_secret_key`]).
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct KafkaConfig {
     /// `embedded` starts librdkafka's in-process mock cluster (no external service);
@@ -78,13 +81,15 @@ pub struct KafkaConfig {
     /// Static group membership (`group.instance.id`): a member that restarts with the same
     /// id takes its partitions back at once instead of after `session.timeout.ms`. Unique
     /// per live process in the group; `${VAR}` is read from the environment (in Kubernetes,
-    /// the pod name of a StatefulSet): an unset `${VAR}` is an error at start-up (else every
-    /// pod would get the same id), `${VAR:-default}` gives `default` when VAR is unset or
-    /// empty. Empty = dynamic membership. `group.instance.id` in `properties` works too and
+    /// the pod name of a StatefulSet; as in every string of the file): an unset `${VAR}` is
+    /// an error at start-up (else every pod would get the same id), `${VAR:-default}` gives
+    /// `default` when VAR is unset or empty. Empty = dynamic membership. `group.instance.id` in `properties` works too and
     /// wins.
     pub instance_id: String,
     /// librdkafka settings passed through untouched (security.protocol, sasl.*, ssl.*,
-    /// fetch sizes, session.timeout.ms, ...). `enable.auto.commit` is always false.
+    /// fetch sizes, session.timeout.ms, ...). `enable.auto.commit` is always false. Give a
+    /// secret from the environment, e.g. `"sasl.password" = "${KAFKA_SASL_PASSWORD}"` (every
+    /// string of the file expands `${VAR}`); secret values never show in logs or probes.
     pub properties: BTreeMap<String, String>,
 }
 
@@ -297,6 +302,21 @@ impl Config {
         Ok((!out.is_empty()).then_some(out))
     }
 
+    /// The values to keep out of logs and probes: secret `kafka.properties` (see
+    /// [`is_secret_key`]) and every `[object_store]` option.
+    pub fn secrets(&self) -> Secrets {
+        let kafka = self
+            .kafka
+            .properties
+            .iter()
+            .filter(|(k, _)| is_secret_key(k));
+        Secrets::new(
+            kafka
+                .map(|(_, v)| v.clone())
+                .chain(self.object_store.0.values().cloned()),
+        )
+    }
+
     /// What the config reads from the environment, checked where it runs (the daemon's
     /// start-up): an unset `${VAR}` is an error naming it, rather than "" (which gave every
     /// pod of `instance_id = "scorer-${POD_NAME}"` the same id). Not part of
@@ -331,39 +351,6 @@ impl Config {
             })
         })
     }
-}
-
-/// Replaces every `${VAR}` in `text` with that environment variable, and `${VAR:-default}`
-/// with `default` when VAR is unset or empty. An unset `${VAR}` (no default) is an error
-/// naming it: expanding it to "" would, say, give every pod the same `instance_id`. A `${`
-/// without its `}` stays as written.
-pub fn expand_env(text: &str) -> Result<String, String> {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(i) = rest.find("${") {
-        let Some(j) = rest[i + 2..].find('}') else {
-            break;
-        };
-        out.push_str(&rest[..i]);
-        let inner = &rest[i + 2..i + 2 + j];
-        rest = &rest[i + 3 + j..];
-        let (name, default) = match inner.split_once(":-") {
-            Some((name, default)) => (name, Some(default)),
-            None => (inner, None),
-        };
-        match (std::env::var(name), default) {
-            (Ok(v), Some(d)) if v.is_empty() => out.push_str(d),
-            (Ok(v), _) => out.push_str(&v),
-            (Err(_), Some(d)) => out.push_str(d),
-            (Err(e), None) => {
-                return Err(format!(
-                    "environment variable {name:?} in {text:?}: {e} (write ${{{name}:-default}} for a default)"
-                ))
-            }
-        }
-    }
-    out.push_str(rest);
-    Ok(out)
 }
 
 /// Parses a duration ("250ms", "30s", "15m", "1h", "7d", or humantime's other forms such
@@ -560,16 +547,47 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// Reads the daemon's configuration file, with `${VAR}` and `${VAR:-default}` expanded
+    /// from the environment in every string (see [`Config::parse_with_env`]).
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
             file: file.clone(),
             source,
         })?;
-        Self::parse(&file, &text)
+        Self::parse_with_env(&file, &text)
     }
 
-    /// Parses TOML text; `file` names it in errors.
+    /// [`Config::parse`] after expanding `${VAR}` and `${VAR:-default}` from the environment
+    /// in every string value of the file (keys stay as written): where it runs, so secrets
+    /// come from the environment. An unset variable without a default is an error naming the
+    /// key and the variable.
+    pub fn parse_with_env(file: &str, text: &str) -> Result<Self, ConfigError> {
+        let mut tree: toml::Value = toml::from_str(text).map_err(|e| ConfigError::Syntax {
+            file: file.into(),
+            message: e.to_string(),
+        })?;
+        let changed =
+            env::expand_tree(&mut tree, "").map_err(|(path, message)| ConfigError::Key {
+                file: file.into(),
+                path,
+                message,
+            })?;
+        if !changed {
+            // Parsed from the text itself, so errors point at its lines.
+            return Self::parse(file, text);
+        }
+        // Written back and parsed as any file: every key check and error path applies to
+        // the expanded values. (An expanded value is a string; written back it stays one.)
+        let expanded = toml::to_string(&tree).map_err(|e| ConfigError::Syntax {
+            file: file.into(),
+            message: e.to_string(),
+        })?;
+        Self::parse(file, &expanded)
+    }
+
+    /// Parses TOML text as written: `${VAR}` stays as is (so a ConfigMap checked outside its
+    /// pod parses the same; [`Config::load`] expands them); `file` names it in errors.
     pub fn parse(file: &str, text: &str) -> Result<Self, ConfigError> {
         let de = toml::Deserializer::parse(text).map_err(|e| ConfigError::Syntax {
             file: file.into(),
@@ -815,6 +833,84 @@ mod tests {
         assert_eq!(
             parse("${PATH:-x}-${MILSTREAM_SURELY_UNSET_VAR:-}"),
             Some(format!("{path}-"))
+        );
+    }
+
+    /// Secrets come from the environment in every string of the file, not only in
+    /// `kafka.instance_id`, and never show in `Debug` (before, `sasl.password` had to sit in
+    /// the file and `{:?}` of the config printed it).
+    #[test]
+    fn every_string_expands_from_the_environment_and_secrets_stay_hidden() {
+        std::env::set_var("MILSTREAM_TEST_SASL_PASSWORD", "s3cr3t-from-env");
+        std::env::set_var("MILSTREAM_TEST_GROUP", "scorers");
+        let dir = std::env::temp_dir().join(format!("milstream-env-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("scorer.toml");
+        let text = r#"
+[kafka]
+group_id = "milstream-${MILSTREAM_TEST_GROUP}"
+[kafka.properties]
+"sasl.username" = "${MILSTREAM_SURELY_UNSET_USER:-milstream}"
+"sasl.password" = "${MILSTREAM_TEST_SASL_PASSWORD}"
+[object_store]
+aws_secret_access_key = "${MILSTREAM_TEST_SASL_PASSWORD}"
+[output]
+dir = "${MILSTREAM_SURELY_UNSET_DIR:-/var/lib/milstream/out}"
+"#;
+        std::fs::write(&path, text).unwrap();
+        let cfg = Config::load(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let props = &cfg.kafka.properties;
+        assert_eq!(props["sasl.password"], "s3cr3t-from-env");
+        assert_eq!(props["sasl.username"], "milstream");
+        assert_eq!(cfg.kafka.group_id, "milstream-scorers");
+        assert_eq!(cfg.output.dir, PathBuf::from("/var/lib/milstream/out"));
+        assert_eq!(
+            cfg.object_store.0["aws_secret_access_key"],
+            "s3cr3t-from-env"
+        );
+        let shown = format!("{cfg:?}");
+        assert!(!shown.contains("s3cr3t"), "{shown}");
+        assert!(
+            shown.contains("\"sasl.password\": \"<redacted>\""),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("\"sasl.username\": \"milstream\""),
+            "{shown}"
+        );
+        let said = cfg
+            .secrets()
+            .mask("SASL authentication with s3cr3t-from-env failed");
+        assert_eq!(said, "SASL authentication with <redacted> failed");
+        // `parse` leaves the file as written (a ConfigMap checked outside its pod).
+        let literal = Config::parse("scorer.toml", text).unwrap();
+        assert_eq!(
+            literal.kafka.properties["sasl.password"],
+            "${MILSTREAM_TEST_SASL_PASSWORD}"
+        );
+    }
+
+    /// An unset variable without a default, in any string: loading fails naming the key and
+    /// the variable.
+    #[test]
+    fn an_unset_variable_anywhere_is_an_error_naming_key_and_variable() {
+        let text = "[kafka.properties]\n\"sasl.password\" = \"${MILSTREAM_SURELY_UNSET_PW}\"\n";
+        let e = Config::parse_with_env("scorer.toml", text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("kafka.properties.\"sasl.password\"")
+                && e.contains("MILSTREAM_SURELY_UNSET_PW"),
+            "{e}"
+        );
+        let text = "[[models]]\nname = \"a\"\nids = [\"x\", \"${MILSTREAM_SURELY_UNSET_ID}\"]\n";
+        let e = Config::parse_with_env("x.toml", text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("models[0].ids[1]") && e.contains("MILSTREAM_SURELY_UNSET_ID"),
+            "{e}"
         );
     }
 

@@ -1,7 +1,9 @@
 //! The ops endpoints: `/metrics` (Prometheus text), `/healthz` (liveness), `/readyz` (readiness).
 //!
-//! Liveness and readiness differ on purpose: `/healthz` answers 200 whenever the process can
-//! serve HTTP at all, so an orchestrator restarts only a wedged process; `/readyz` answers 200
+//! Liveness and readiness differ on purpose: `/healthz` answers 200 while the process can
+//! serve HTTP and every thread of the pipeline is alive (a scoring worker, a writer, the
+//! trainer or the models follower that ended before shutdown is a 503 naming it: nothing
+//! restarts it in-process, so the orchestrator restarts the pod); `/readyz` answers 200
 //! only while partitions are being consumed (see [`Health`]), so a daemon that is still joining
 //! its group, or draining on shutdown, is taken out of rotation without being killed.
 
@@ -41,6 +43,11 @@ pub struct Health {
     /// Why the process cannot recover by itself (a partition that could not be started for
     /// longer than its bound): `/healthz` fails, so the orchestrator restarts it.
     stalled: std::sync::Mutex<Option<String>>,
+    /// The pipeline's threads that ended before shutdown (a panic outside the per-message
+    /// boundary): not alive, for good.
+    dead_threads: std::sync::Mutex<Vec<String>>,
+    /// Secret values of the configuration, masked in what the probes answer.
+    secrets: std::sync::OnceLock<crate::config::Secrets>,
 }
 
 impl Health {
@@ -83,9 +90,32 @@ impl Health {
         *self.stalled.lock().expect("health lock") = why;
     }
 
-    /// Why `/healthz` answers 503, if it does.
-    pub fn liveness_failure(&self) -> Option<String> {
-        self.stalled.lock().expect("health lock").clone()
+    /// The pipeline's thread `name` has ended while it should run: `/healthz` and `/readyz`
+    /// answer 503 naming it from now on.
+    pub fn thread_ended(&self, name: &str) {
+        let mut dead = self.dead_threads.lock().unwrap_or_else(|e| e.into_inner());
+        if !dead.iter().any(|d| d == name) {
+            dead.push(name.to_string());
+        }
+    }
+
+    /// The configuration's secret values, masked in the probes' answers.
+    pub fn set_secrets(&self, secrets: crate::config::Secrets) {
+        let _ = self.secrets.set(secrets);
+    }
+
+    /// Why `/healthz` answers 503 (a thread of the pipeline has ended, or a partition could
+    /// not be started for longer than its bound), if it does.
+    pub fn not_alive_reason(&self) -> Option<String> {
+        let dead = self.dead_threads.lock().unwrap_or_else(|e| e.into_inner());
+        if !dead.is_empty() {
+            return Some(format!(
+                "not alive: thread(s) {} ended (see the log for the panic); restart the process",
+                dead.join(", ")
+            ));
+        }
+        let stalled = self.stalled.lock().unwrap_or_else(|e| e.into_inner());
+        stalled.as_ref().map(|why| format!("not alive: {why}"))
     }
 
     /// Whether `/readyz` answers 200.
@@ -95,6 +125,9 @@ impl Health {
 
     /// Why `/readyz` answers 503, if it does.
     pub fn not_ready_reason(&self) -> Option<std::borrow::Cow<'static, str>> {
+        if let Some(why) = self.not_alive_reason() {
+            return Some(why.into());
+        }
         if let Some(why) = self.model_mismatch.get() {
             return Some(format!("not ready: a model does not fit its input: {why}").into());
         }
@@ -162,16 +195,30 @@ async fn metrics_text(State(ops): State<Ops>) -> impl IntoResponse {
 }
 
 async fn healthz(State(ops): State<Ops>) -> (StatusCode, String) {
-    match ops.health.liveness_failure() {
+    match ops.health.not_alive_reason() {
         None => (StatusCode::OK, "ok".into()),
-        Some(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("not live: {why}")),
+        Some(why) => (StatusCode::SERVICE_UNAVAILABLE, ops.health.masked(why)),
     }
 }
 
 async fn readyz(State(ops): State<Ops>) -> (StatusCode, String) {
     match ops.health.not_ready_reason() {
         None => (StatusCode::OK, "ready".into()),
-        Some(why) => (StatusCode::SERVICE_UNAVAILABLE, why.into_owned()),
+        Some(why) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            ops.health.masked(why.into_owned()),
+        ),
+    }
+}
+
+impl Health {
+    /// `text` with every secret value of the configuration masked: a reason may quote an
+    /// error that quotes a setting.
+    fn masked(&self, text: String) -> String {
+        match self.secrets.get() {
+            Some(s) => s.mask(&text),
+            None => text,
+        }
     }
 }
 

@@ -114,6 +114,8 @@ metric_names! {
     WARNING_CANDIDATES = "milstream_warning_candidates_total";
     /// Failed reads and writes of the label-join history's blocks on disk, per op (write: the block stays in memory; read: the label's join goes to the dead letters as unjoined).
     HISTORY_IO_ERRORS = "milstream_history_io_errors_total";
+    /// Checkpoints that could not be decoded on assignment, per kind (quality_state: an `evaluations` file's footer, checkpoint or rows; served_state: a `predictions` file's label-free detectors): the partition's detectors start clean instead.
+    CHECKPOINTS_UNREADABLE = "milstream_checkpoints_unreadable_total";
     /// Drifts of a model's errors answered by no better candidate (the held one and the retrain both lost): the champion keeps serving.
     DRIFT_NO_BETTER_CANDIDATE = "milstream_drift_no_better_candidate_total";
 }
@@ -258,7 +260,12 @@ pub struct Metrics {
     pub drift_no_better_candidate: IntCounterVec,
     /// [`HISTORY_IO_ERRORS`]`{op}`, op in [`HISTORY_IO_OPS`].
     pub history_io_errors: IntCounterVec,
+    /// [`CHECKPOINTS_UNREADABLE`]`{kind}`, kind in [`CHECKPOINT_KINDS`].
+    pub checkpoints_unreadable: IntCounterVec,
 }
+
+/// The `kind` label values of [`CHECKPOINTS_UNREADABLE`].
+pub const CHECKPOINT_KINDS: [&str; 2] = ["quality_state", "served_state"];
 
 /// The `op` label values of [`HISTORY_IO_ERRORS`].
 pub const HISTORY_IO_OPS: [&str; 2] = ["read", "write"];
@@ -325,6 +332,7 @@ impl Metrics {
             warning_candidates: counter_vec_of(&r, WARNING_CANDIDATES, &["model", "outcome"]),
             drift_no_better_candidate: counter_vec_of(&r, DRIFT_NO_BETTER_CANDIDATE, &["model"]),
             history_io_errors: counter_vec(&r, HISTORY_IO_ERRORS, "op"),
+            checkpoints_unreadable: counter_vec(&r, CHECKPOINTS_UNREADABLE, "kind"),
             registry: r,
         };
         // Pre-touch the known label values so every series exists at 0 from the first scrape:
@@ -334,6 +342,9 @@ impl Metrics {
         }
         for op in HISTORY_IO_OPS {
             metrics.history_io_errors.with_label_values(&[op]);
+        }
+        for kind in CHECKPOINT_KINDS {
+            metrics.checkpoints_unreadable.with_label_values(&[kind]);
         }
         for sink in SINKS.iter().chain(&["kafka"]) {
             metrics.sink_errors.with_label_values(&[sink]);

@@ -367,3 +367,40 @@ fn the_parquet_schemas_are_documented() {
         );
     }
 }
+
+/// The SASL password is in no file: the ConfigMap reads `${KAFKA_SASL_PASSWORD}`, which
+/// both workloads map from the Secret `milstream-kafka` (required: a missing Secret fails
+/// the pod at creation, naming it). Loaded where the variable is set, the config holds it.
+#[test]
+fn the_sasl_password_comes_from_a_kubernetes_secret() {
+    let k8s = root().join("deploy/k8s");
+    let configmap = yaml_as_json(&k8s.join("configmap.yaml")).remove(0);
+    for (name, toml) in configmap["data"].as_object().unwrap() {
+        let toml = toml.as_str().unwrap();
+        let cfg = Config::parse(name, toml).unwrap();
+        let props = &cfg.kafka.properties;
+        assert_eq!(props["sasl.password"], "${KAFKA_SASL_PASSWORD}", "{name}");
+        let dir = common::scratch(&format!("secret-{name}"));
+        let path = dir.join(name);
+        std::fs::write(&path, toml).unwrap();
+        // The variables the workloads set: load (as the daemon does) expands them.
+        std::env::set_var("KAFKA_SASL_PASSWORD", "from-the-secret");
+        std::env::set_var("POD_NAME", "milstream-scorer-0");
+        let loaded = Config::load(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(loaded.kafka.properties["sasl.password"], "from-the-secret");
+        assert!(!format!("{loaded:?}").contains("from-the-secret"));
+    }
+    for workload in ["scorer.yaml", "trainer.yaml"] {
+        let doc = yaml_as_json(&k8s.join(workload)).remove(0);
+        let c = &doc["spec"]["template"]["spec"]["containers"][0];
+        let env = c["env"].as_array().expect("env");
+        let from_secret = env
+            .iter()
+            .find(|e| e["name"] == "KAFKA_SASL_PASSWORD")
+            .unwrap_or_else(|| panic!("{workload}: no KAFKA_SASL_PASSWORD: {env:?}"));
+        let key = &from_secret["valueFrom"]["secretKeyRef"];
+        assert_eq!(key["name"], "milstream-kafka", "{workload}");
+        assert_eq!(key["key"], "sasl-password", "{workload}");
+        assert_ne!(key["optional"], true, "{workload}: required");
+    }
+}

@@ -42,8 +42,21 @@ fn shipped_configs() -> (String, String) {
 /// A shipped configuration with this test's cluster, folders and timings.
 fn render(shipped: &str, bootstrap: &str, dir: &Path, model: &Path) -> String {
     let local = |name: &str| dir.join(name).display().to_string();
-    let text = shipped
-        .replace("kafka-bootstrap.kafka.svc:9092", bootstrap)
+    // The cluster here speaks plaintext: the shipped SASL settings go, the test's timings
+    // take their place.
+    let text: String = shipped
+        .lines()
+        .filter(|l| !l.starts_with("\"security.protocol\"") && !l.starts_with("\"sasl."))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let text = text
+        .replace("kafka-bootstrap.kafka.svc:9093", bootstrap)
+        .replace(
+            "[kafka.properties]\n",
+            "[kafka.properties]\n\"session.timeout.ms\" = \"6000\"\n\
+             \"heartbeat.interval.ms\" = \"500\"\n\
+             \"topic.metadata.refresh.interval.ms\" = \"1000\"\n",
+        )
         .replace("s3://milstream/out", &local("out"))
         .replace("s3://milstream/models", &local("models"))
         .replace("s3://milstream/training", &local("training"))
@@ -57,15 +70,11 @@ fn render(shipped: &str, bootstrap: &str, dir: &Path, model: &Path) -> String {
             "[output]\nroll_rows = 40\nroll_age_ms = 300\n",
         );
     assert!(
-        !text.contains("s3://") && text.contains(bootstrap),
+        !text.contains("s3://") && !text.contains("sasl") && text.contains(bootstrap),
         "the shipped configuration changed shape: {text}"
     );
-    format!(
-        "{text}\n[kafka.properties]\n\"session.timeout.ms\" = \"6000\"\n\
-         \"heartbeat.interval.ms\" = \"500\"\n\
-         \"topic.metadata.refresh.interval.ms\" = \"1000\"\n\
-         [commit]\ninterval_ms = 200\n[shutdown]\ngrace_ms = 10000\n"
-    )
+    assert!(text.contains("session.timeout.ms"), "no [kafka.properties]: {text}");
+    format!("{text}\n[commit]\ninterval_ms = 200\n[shutdown]\ngrace_ms = 10000\n")
 }
 
 /// `milstream run` as the pod `pod` would run it (POD_NAME from the StatefulSet).

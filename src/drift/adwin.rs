@@ -43,7 +43,10 @@ struct Bucket {
     variance: f64,
 }
 
+/// A checkpoint is checked as it is read (`try_from`): rows that do not fit the parameters
+/// index out of bounds in `compress` and `delete_oldest`, so they are an error there.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(try_from = "Unchecked")]
 pub struct Adwin {
     params: AdwinParams,
     /// `rows[i]` holds the buckets of 2^i values, oldest first; the last row is the oldest.
@@ -55,7 +58,58 @@ pub struct Adwin {
     drift: bool,
 }
 
+/// An [`Adwin`] as read, before [`Adwin::check`].
+#[derive(Deserialize)]
+struct Unchecked {
+    params: AdwinParams,
+    rows: Vec<Vec<Bucket>>,
+    total: f64,
+    variance: f64,
+    width: f64,
+    tick: u64,
+    drift: bool,
+}
+
+impl TryFrom<Unchecked> for Adwin {
+    type Error = String;
+
+    fn try_from(u: Unchecked) -> Result<Self, String> {
+        let a = Adwin {
+            params: u.params,
+            rows: u.rows,
+            total: u.total,
+            variance: u.variance,
+            width: u.width,
+            tick: u.tick,
+            drift: u.drift,
+        };
+        a.check()?;
+        Ok(a)
+    }
+}
+
 impl Adwin {
+    /// What `compress`, `delete_oldest` and `detect_change` index by: a first row; rows of at
+    /// most `max_buckets` (>= 1) buckets, at most 63 of them (sizes 2^row fit a u64); a last
+    /// row that is not empty unless it is the first; `clock` >= 1.
+    fn check(&self) -> Result<(), String> {
+        let (p, rows) = (&self.params, &self.rows);
+        let bad = |why: String| Err(format!("ADWIN: {why}"));
+        if p.max_buckets == 0 || p.clock == 0 {
+            return bad(format!("max_buckets {} clock {}", p.max_buckets, p.clock));
+        }
+        if rows.is_empty() || rows.len() > 63 {
+            return bad(format!("{} rows", rows.len()));
+        }
+        if let Some(i) = rows.iter().position(|r| r.len() > p.max_buckets) {
+            return bad(format!("row {i} of {} buckets", rows[i].len()));
+        }
+        if rows.len() > 1 && rows[rows.len() - 1].is_empty() {
+            return bad("an empty oldest row".into());
+        }
+        Ok(())
+    }
+
     pub fn new(params: AdwinParams) -> Self {
         Adwin {
             params,
@@ -245,6 +299,24 @@ mod tests {
         };
         assert_eq!(first(0.01), Some(64));
         assert_eq!(first(0.002), Some(96));
+    }
+
+    /// A checkpoint that round-trips is read back; one whose rows do not fit its parameters
+    /// (it indexed out of bounds on the next value) is an error as read.
+    #[test]
+    fn a_checkpoint_whose_rows_do_not_fit_is_rejected() {
+        let mut a = Adwin::new(AdwinParams::default());
+        for i in 0..100 {
+            a.update(f64::from(i % 2));
+        }
+        let good = serde_json::to_string(&a).unwrap();
+        let no_rows = good.replace(&serde_json::to_string(&a.rows).unwrap(), "[]");
+        assert!(
+            serde_json::from_str::<Adwin>(&no_rows).is_err(),
+            "{no_rows}"
+        );
+        let mut back: Adwin = serde_json::from_str(&good).unwrap();
+        assert_eq!(back.update(1.0), a.update(1.0));
     }
 
     /// A restarted detector's estimation is the mean of what it saw since: the rate the

@@ -75,7 +75,12 @@ impl ScoreBins {
 /// A PSI test on a stream of class-score vectors: the first `window` of them are the
 /// reference (per class, `bins` quantile bins of their scores), then each tumbling window
 /// of `window` is compared with it.
+///
+/// A checkpoint is checked as it is read (`try_from`): counts, bins and references that do
+/// not fit one another index out of bounds in [`PsiTest::push`], so one that does not fit is
+/// an error there, and its partition's detectors start over (`label_free.rs`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(try_from = "Unchecked")]
 pub struct PsiTest {
     /// Per class, the reference bins; empty while the first window fills.
     reference: Vec<ScoreBins>,
@@ -89,7 +94,64 @@ pub struct PsiTest {
     seen: u64,
 }
 
+/// A [`PsiTest`] as read, before [`PsiTest::check`].
+#[derive(Deserialize)]
+struct Unchecked {
+    reference: Vec<ScoreBins>,
+    first: Vec<Vec<f64>>,
+    counts: Vec<Vec<u64>>,
+    filled: usize,
+    seen: u64,
+}
+
+impl TryFrom<Unchecked> for PsiTest {
+    type Error = String;
+
+    fn try_from(u: Unchecked) -> Result<Self, String> {
+        let t = PsiTest {
+            reference: u.reference,
+            first: u.first,
+            counts: u.counts,
+            filled: u.filled,
+            seen: u.seen,
+        };
+        t.check()?;
+        Ok(t)
+    }
+}
+
 impl PsiTest {
+    /// What [`push`](Self::push) indexes by: one window of first scores per class while there
+    /// is no reference; after, per class, one count per bin of its reference (one more than
+    /// its edges).
+    fn check(&self) -> Result<(), String> {
+        if self.reference.is_empty() {
+            if self.first.is_empty() {
+                return Err("PSI test: no reference and no classes".into());
+            }
+            return Ok(());
+        }
+        if self.counts.len() != self.reference.len() {
+            return Err(format!(
+                "PSI test: {} classes of counts for {} of reference",
+                self.counts.len(),
+                self.reference.len()
+            ));
+        }
+        for (class, (r, c)) in self.reference.iter().zip(&self.counts).enumerate() {
+            let bins = r.edges.len() + 1;
+            if r.shares.len() != bins || c.len() != bins {
+                return Err(format!(
+                    "PSI test, class {class}: {} edges, {} shares, {} counts",
+                    r.edges.len(),
+                    r.shares.len(),
+                    c.len()
+                ));
+            }
+        }
+        Ok(())
+    }
+
     pub fn new(classes: usize) -> Self {
         PsiTest {
             reference: Vec::new(),
@@ -185,6 +247,25 @@ mod tests {
         let hand = 0.5 * 2f64.ln() + (1e-4 - 0.5) * (2e-4f64).ln();
         assert!((shifted[9].unwrap() - hand).abs() < 1e-12);
         assert_eq!((t.seen(), t.classes()), (30, 1));
+    }
+
+    /// A checkpoint whose counts are shorter than its reference's bins indexed out of bounds
+    /// in `push` (a panic on the scoring path at every prediction): it is an error as read.
+    #[test]
+    fn a_checkpoint_whose_counts_do_not_fit_its_bins_is_rejected() {
+        let mut t = PsiTest::new(1);
+        for i in 0..10 {
+            t.push(&[f64::from(i)], 10, 4);
+        }
+        let good = serde_json::to_string(&t).unwrap();
+        let back: PsiTest = serde_json::from_str(&good).unwrap();
+        assert_eq!(back.counts, t.counts);
+        let short = good.replace("\"counts\":[[0,0,0,0]]", "\"counts\":[[0]]");
+        assert_ne!(short, good, "{good}");
+        let e = serde_json::from_str::<PsiTest>(&short).unwrap_err();
+        assert!(e.to_string().contains("1 counts"), "{e}");
+        let no_class = r#"{"reference":[],"first":[],"counts":[],"filled":0,"seen":0}"#;
+        assert!(serde_json::from_str::<PsiTest>(no_class).is_err());
     }
 
     #[test]

@@ -319,6 +319,11 @@ impl Assignments {
             (kind == RecordKind::Point && self.cfg.pipeline.role != Role::Trainer)
                 .then(|| PartitionWindows::new(self.window_params)),
         ));
+        if let Some(why) = prepared.restored.as_ref().and_then(|r| r.unreadable.as_ref()) {
+            warn!(topic, partition, %why, "the errors' detectors' checkpoint cannot be decoded: they start clean");
+            let unreadable = &self.metrics.checkpoints_unreadable;
+            unreadable.with_label_values(&["quality_state"]).inc();
+        }
         if let (Some(q), Some(r)) = (&self.quality, prepared.restored) {
             q.assigned(&key, &r.state, r.durable_through);
             state.quality = r.state;
@@ -328,6 +333,8 @@ impl Assignments {
             if let (Some(w), Some(c)) = (&mut state.served, prepared.served) {
                 if let Err(e) = w.restore(&c) {
                     warn!(topic, partition, %e, "the label-free detectors' checkpoint does not parse: they start over");
+                    let unreadable = &self.metrics.checkpoints_unreadable;
+                    unreadable.with_label_values(&["served_state"]).inc();
                 }
             }
         }

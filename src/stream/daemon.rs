@@ -338,6 +338,8 @@ pub async fn run(
     }
     let metrics = Metrics::new();
     let health = Arc::new(Health::default());
+    // A probe's answer may quote an error that quotes a setting.
+    health.set_secrets(cfg.secrets());
     let start = resolve_models(&cfg)?;
     let demo_feed = cfg.is_embedded() && cfg.demo.feed && !opts.no_demo_feed;
     let mismatches = input_mismatches(&cfg, demo_feed, &start);

@@ -258,3 +258,63 @@ impl ServedWatch {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DriftConfig;
+    use crate::metrics::Metrics;
+
+    fn predictions(n: i64) -> Vec<PredictionRecord> {
+        (0..n)
+            .map(|i| {
+                let score = (i % 7) as f64 / 7.0;
+                serde_json::from_value(serde_json::json!({
+                    "key": "s", "kind": "window", "window_start_ms": null,
+                    "window_end_ms": null, "label": "1", "classes": ["1", "2"],
+                    "scores": [score, -score], "model_kind": "lpboost",
+                    "model_name": "series", "model_version": "v1", "top": [],
+                    "source_topic": "points", "source_partition": 0, "source_offset": i,
+                    "first_offset": i, "emitted_at_ms": 0,
+                }))
+                .expect("a prediction row")
+            })
+            .collect()
+    }
+
+    /// A `milstream.served_state` checkpoint whose PSI counts are shorter than its reference's
+    /// bins: restored as it was, the next prediction indexed out of bounds (psi.rs, `push`)
+    /// and panicked the scoring worker, at every restart. Now the restore is an error (the
+    /// caller logs and counts it) and the detectors start over; scoring goes on.
+    #[test]
+    fn a_served_checkpoint_with_short_counts_is_rejected_and_the_detectors_start_over() {
+        let cfg = DriftConfig {
+            score_window: 20,
+            score_bins: 4,
+            ..DriftConfig::default()
+        };
+        let quality = Quality::new(cfg, Metrics::new());
+        let mut watch = ServedWatch::new(&quality).expect("detectors on");
+        // The reference window, and no count yet in the next.
+        watch.observe(&predictions(20));
+        let good = watch.checkpoint();
+        let short = good.replace("[0,0,0,0]", "[0]");
+        assert_ne!(short, good, "the test must shorten the counts: {good}");
+
+        let mut restored = ServedWatch::new(&quality).unwrap();
+        restored.restore(&good).expect("a good checkpoint restores");
+        restored.observe(&predictions(30));
+        let mut fresh = ServedWatch::new(&quality).unwrap();
+        let e = fresh
+            .restore(&short)
+            .expect_err("short counts are rejected");
+        assert!(e.to_string().contains("counts"), "{e}");
+        // The detectors it keeps are fresh ones: predictions go through without a panic.
+        fresh.observe(&predictions(60));
+        assert_eq!(fresh.checkpoint(), {
+            let mut w = ServedWatch::new(&quality).unwrap();
+            w.observe(&predictions(60));
+            w.checkpoint()
+        });
+    }
+}

@@ -83,6 +83,11 @@ impl Follower {
             let _ = t.join();
         }
     }
+
+    /// Whether the thread has ended (before `stop`: it died, see `pipeline::watch_threads`).
+    pub fn is_finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(|t| t.is_finished())
+    }
 }
 
 /// Follows the models topic (roles scorer and all) when one is configured: each model in

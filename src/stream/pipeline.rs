@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::consumer::Consumer;
 use rdkafka::producer::FutureProducer;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 use super::assignment::{Assignments, Ctx};
 use super::commit::{DurableOffsets, PartitionKey};
@@ -35,7 +35,7 @@ use super::store::Store;
 use super::training::TrainingRuntime;
 use super::window::{ScoringModel, WindowParams};
 use super::worker::{Work, WorkerEnv};
-use super::worker_pool::{seal_check_interval, WorkerPool};
+use super::worker_pool::{panic_text, seal_check_interval, WorkerPool};
 use super::writer::{GiveUp, WriterEnv, Writers};
 use super::{models_topic, registry_poll, trainer};
 use crate::config::{Config, Role};
@@ -263,7 +263,29 @@ pub async fn run_pipeline(
     info!(bootstrap, topics = ?topics, group = cfg.kafka.group_id, "consuming");
 
     let committer = consumer::spawn_committer(state.clone(), consumer.clone(), shutdown.clone());
-    consumer::consume(&state, &consumer, &workers, &mut shutdown).await;
+    {
+        // Beside the consume loop, until shutdown: a thread that ends before then died.
+        let mut watched: Vec<Watched> = worker_threads.iter().map(Watched::thread).collect();
+        watched.extend(writer_threads.iter().map(Watched::thread));
+        // The committer ends on the shutdown signal itself, maybe before the consume loop
+        // does: that end is no death.
+        let (stopping, committer) = (shutdown.clone(), &committer);
+        let committer_died = move || committer.is_finished() && !*stopping.borrow();
+        watched.push(Watched::new("committer", committer_died));
+        if let Some(t) = &trainer {
+            watched.push(Watched::new("milstream-trainer", || t.is_finished()));
+        }
+        if let Some(f) = &follower {
+            watched.push(Watched::new("milstream-models", || f.is_finished()));
+        }
+        if let Some(p) = &poller {
+            watched.push(Watched::new("milstream-registry", || p.is_finished()));
+        }
+        tokio::select! {
+            () = consumer::consume(&state, &consumer, &workers, &mut shutdown) => {}
+            () = watch_threads(watched, &health) => {}
+        }
+    }
 
     // Shutdown: not ready, stop consuming, let the workers finish their queues and seal
     // everything, let the writers finish, commit; all within the grace period. A sink that
@@ -348,6 +370,145 @@ async fn join_until<T>(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let (done, left): (Vec<_>, Vec<_>) = threads.into_iter().partition(|t| t.is_finished());
-    let results = done.into_iter().filter_map(|t| t.join().ok()).collect();
+    let results = done.into_iter().filter_map(joined).collect();
     (results, left.len())
+}
+
+/// A finished thread's result; a panic is logged with the thread's name and message (its
+/// partitions' next offsets are lost with it: they are not committed, so they replay).
+fn joined<T>(thread: std::thread::JoinHandle<T>) -> Option<T> {
+    let name = thread.thread().name().unwrap_or("unnamed").to_string();
+    thread
+        .join()
+        .inspect_err(|panic| {
+            let panic = panic_text(panic.as_ref());
+            error!(thread = name, panic, "a pipeline thread had panicked");
+        })
+        .ok()
+}
+
+/// How often [`watch_threads`] looks.
+const WATCH_EVERY: Duration = Duration::from_millis(500);
+
+/// A thread (or task) of the pipeline that runs until shutdown, and how to tell it ended.
+pub struct Watched<'a> {
+    name: String,
+    ended: Box<dyn Fn() -> bool + Send + Sync + 'a>,
+}
+
+impl<'a> Watched<'a> {
+    pub fn new(name: &str, ended: impl Fn() -> bool + Send + Sync + 'a) -> Self {
+        Watched {
+            name: name.to_string(),
+            ended: Box::new(ended),
+        }
+    }
+
+    /// A named thread of the pipeline (`milstream-score-0`, `milstream-writer-1`, ...).
+    pub fn thread<T: Send>(t: &'a std::thread::JoinHandle<T>) -> Self {
+        let name = t.thread().name().unwrap_or("unnamed");
+        Self::new(name, || t.is_finished())
+    }
+}
+
+/// Liveness: marks each watched thread that ends as dead (`/healthz` and `/readyz` then
+/// answer 503 naming it) and logs it, once. Nothing restarts a thread in-process (a worker
+/// holds its partitions' windows, a writer its queue): the process is restarted instead,
+/// and its replay rebuilds what the thread held. Runs until dropped: beside the consume
+/// loop, so the threads that end at shutdown are not reported.
+pub async fn watch_threads(watched: Vec<Watched<'_>>, health: &Health) {
+    let mut reported = vec![false; watched.len()];
+    let mut tick = tokio::time::interval(WATCH_EVERY);
+    loop {
+        tick.tick().await;
+        for (w, reported) in watched.iter().zip(&mut reported) {
+            if !*reported && (w.ended)() {
+                *reported = true;
+                error!(
+                    thread = w.name,
+                    "a pipeline thread ended before shutdown: not alive (/healthz answers 503)"
+                );
+                health.thread_ended(&w.name);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::SocketAddr;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::{watch_threads, Watched};
+    use crate::http::{serve, Health};
+    use crate::metrics::Metrics;
+
+    /// A GET over HTTP/1.1: the status and the body.
+    async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.expect("send");
+        let mut raw = String::new();
+        stream.read_to_string(&mut raw).await.expect("receive");
+        let (head, body) = raw.split_once("\r\n\r\n").expect("head and body");
+        let status = head[9..12].parse().expect("a status code");
+        (status, body.to_string())
+    }
+
+    /// A scoring worker's thread that dies (a panic outside the per-message boundary) fails
+    /// liveness: `/healthz` and `/readyz` answer 503 naming it, so Kubernetes restarts the
+    /// pod. (Before, both stayed 200 while the dead worker's partitions stalled.)
+    #[tokio::test]
+    async fn a_dead_worker_thread_fails_liveness_over_http() {
+        let health = Arc::new(Health::default());
+        health.set_ready(true);
+        let pending = std::future::pending();
+        let (addr, _server) = serve("127.0.0.1:0", Metrics::new(), health.clone(), pending)
+            .await
+            .expect("bind");
+        let thread = |name: &str, panics: bool| {
+            let (go, wait) = std::sync::mpsc::channel::<()>();
+            let t = std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || {
+                    let _ = wait.recv();
+                    assert!(!panics, "a worker's invariant broke");
+                })
+                .expect("spawn");
+            (go, t)
+        };
+        let (kill, worker) = thread("milstream-score-0", true);
+        let (stop, writer) = thread("milstream-writer-0", false);
+        let probe = async {
+            assert_eq!(get(addr, "/healthz").await, (200, "ok".to_string()));
+            kill.send(()).unwrap();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                let (status, body) = get(addr, "/healthz").await;
+                if status == 503 {
+                    return body;
+                }
+                assert!(Instant::now() < deadline, "/healthz stayed {status}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        let watched = vec![Watched::thread(&worker), Watched::thread(&writer)];
+        let body = tokio::select! {
+            body = probe => body,
+            () = watch_threads(watched, &health) => unreachable!("it watches until dropped"),
+        };
+        assert!(
+            body.contains("milstream-score-0") && !body.contains("milstream-writer-0"),
+            "{body}"
+        );
+        let (status, body) = get(addr, "/readyz").await;
+        assert_eq!(status, 503);
+        assert!(body.contains("milstream-score-0"), "{body}");
+        assert!(worker.join().is_err(), "the worker panicked");
+        stop.send(()).unwrap();
+        writer.join().expect("the writer ended normally");
+    }
 }

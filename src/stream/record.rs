@@ -143,11 +143,14 @@ pub enum DeadReason {
     Unjoined,
     /// A label naming a class the model does not know, with `training.freeze_classes`.
     UnknownClass,
+    /// Handling the message panicked (a bug, not bad input): the detail has the panic's
+    /// text; the worker carries on with the next message (`worker_pool.rs`).
+    Internal,
 }
 
 impl DeadReason {
     /// Every reason, e.g. to pre-register one metric series per code.
-    pub const ALL: [DeadReason; 10] = [
+    pub const ALL: [DeadReason; 11] = [
         DeadReason::Parse,
         DeadReason::Schema,
         DeadReason::NonFinite,
@@ -158,6 +161,7 @@ impl DeadReason {
         DeadReason::NoModel,
         DeadReason::Unjoined,
         DeadReason::UnknownClass,
+        DeadReason::Internal,
     ];
 
     /// The stable code: a bounded metric label value and the `reason` of a dead letter.
@@ -173,6 +177,7 @@ impl DeadReason {
             DeadReason::NoModel => "no_model",
             DeadReason::Unjoined => "unjoined",
             DeadReason::UnknownClass => "unknown_class",
+            DeadReason::Internal => "internal",
         }
     }
 }
@@ -1514,7 +1519,8 @@ mod tests {
                 "late",
                 "no_model",
                 "unjoined",
-                "unknown_class"
+                "unknown_class",
+                "internal"
             ]
         );
         assert_eq!(DeadReason::NonFinite.to_string(), "non_finite");

@@ -32,6 +32,11 @@ impl RegistryPoller {
             let _ = t.join();
         }
     }
+
+    /// Whether the thread has ended (before `stop`: it died, see `pipeline::watch_threads`).
+    pub fn is_finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(|t| t.is_finished())
+    }
 }
 
 /// Starts polling when a registry is configured, `registry_poll_ms` > 0 and this process

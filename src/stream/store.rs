@@ -161,7 +161,7 @@ impl Store {
     /// made by whoever runs them).
     pub fn ensure_root(&self) -> std::io::Result<()> {
         match self {
-            Self::Local(root) => std::fs::create_dir_all(root),
+            Self::Local(root) => create_dir_durably(root),
             Self::Object(_) => Ok(()),
         }
     }
@@ -568,13 +568,14 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
 }
 
 /// Writes through `write` into `<dir>/.<name>.tmp`, fsyncs it, renames it to `<dir>/<name>`
-/// and fsyncs the folder: the file is either absent or whole.
+/// and fsyncs the folder: the file is either absent or whole. A folder it creates (a new
+/// `date=` folder) is made durable first (see [`create_dir_durably`]).
 pub fn write_atomically(
     dir: &Path,
     name: &str,
     write: impl FnOnce(std::fs::File) -> std::io::Result<std::fs::File>,
 ) -> std::io::Result<(PathBuf, u64)> {
-    std::fs::create_dir_all(dir)?;
+    create_dir_durably(dir)?;
     let tmp = dir.join(format!(".{name}.tmp"));
     let file = std::fs::File::create(&tmp)?;
     let file = write(file)?;
@@ -583,13 +584,79 @@ pub fn write_atomically(
     drop(file);
     let dest = dir.join(name);
     std::fs::rename(&tmp, &dest)?;
-    std::fs::File::open(dir)?.sync_all()?;
+    sync_dir(dir)?;
     Ok((dest, len))
+}
+
+/// Creates `dir` and each missing folder above it, fsyncing the parent of every folder it
+/// creates, top down. A folder's entry lives in its parent: fsyncing the file and its own
+/// folder does not make a new folder's entry durable, so a crash could lose a new `date=`
+/// folder and the committed file in it (its offsets committed, its rows gone).
+pub fn create_dir_durably(dir: &Path) -> std::io::Result<()> {
+    // The common case, a folder that exists: one stat.
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut missing = Vec::new();
+    let mut at = Some(dir);
+    while let Some(d) = at.filter(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
+        missing.push(d);
+        at = d.parent();
+    }
+    for d in missing.into_iter().rev() {
+        match std::fs::create_dir(d) {
+            // Made meanwhile by another writer: its parent is synced below all the same
+            // (that writer may not have got there yet).
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+            _ => {}
+        }
+        let parent = d.parent().filter(|p| !p.as_os_str().is_empty());
+        sync_dir(parent.unwrap_or(Path::new(".")))?;
+    }
+    Ok(())
+}
+
+/// fsyncs a folder: its entries (files renamed into it, folders made in it) survive a crash.
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(test)]
+    tests::SYNCED.with(|s| s.borrow_mut().push(dir.to_path_buf()));
+    std::fs::File::open(dir)?.sync_all()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        /// The folders this thread fsynced, in order.
+        pub static SYNCED: std::cell::RefCell<Vec<PathBuf>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    /// A file written into a new `date=` folder under a new topic folder: each folder made is
+    /// fsynced in its parent, top down, before the file's own folder after its rename. (Only
+    /// that last fsync was made: a crash could lose the new folders' entries, and the
+    /// committed file with them.)
+    #[test]
+    fn new_folders_are_fsynced_in_their_parents() {
+        let root = std::env::temp_dir().join(format!("milstream-fsync-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        let store = Store::Local(root.clone());
+        SYNCED.with(|s| s.borrow_mut().clear());
+        store
+            .put("predictions/date=2026-12-07/a.parquet", b"x".to_vec())
+            .unwrap();
+        let synced = SYNCED.with(|s| s.take());
+        let preds = root.join("predictions");
+        let date = preds.join("date=2026-12-07");
+        assert_eq!(synced, [root.clone(), preds.clone(), date.clone()]);
+        // A second file in the same folder: only the folder's own fsync after its rename.
+        store
+            .put("predictions/date=2026-12-07/b.parquet", b"y".to_vec())
+            .unwrap();
+        assert_eq!(SYNCED.with(|s| s.take()), [date]);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 
     fn round_trip(store: &Store) {
         store.put("a/date=1/x.parquet", b"one".to_vec()).unwrap();

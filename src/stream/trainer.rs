@@ -83,6 +83,11 @@ impl TrainerHandle {
             let _ = t.join();
         }
     }
+
+    /// Whether the thread has ended (before `stop`: it died, see `pipeline::watch_threads`).
+    pub fn is_finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(|t| t.is_finished())
+    }
 }
 
 /// Starts the trainer when a schedule or an example count is set.

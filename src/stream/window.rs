@@ -328,6 +328,12 @@ impl PartitionWindows {
         self.series.len()
     }
 
+    /// No live series, the same settings: what a worker keeps of a partition whose message
+    /// panicked mid-window (`Worker::panicked`).
+    pub fn cleared(&self) -> Self {
+        Self::new(self.params)
+    }
+
     /// Heap bytes the live series hold, by part, from capacities (malloc's own overhead
     /// aside): what a live series costs, for `bench --score`.
     pub fn memory(&self) -> WindowMemory {

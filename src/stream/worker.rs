@@ -568,6 +568,9 @@ impl Worker {
                 Err(rej) => dead.push(dead_letter(&rej)),
             }
         }
+        // The tests of the panic boundary: here, the windows hold the message's points.
+        #[cfg(test)]
+        tests::panic_if_asked(offset);
         // A trainer writes nothing of a points or bags partition (`sink::owned_trees`): the
         // scorers dead-letter its bad records, in their group, under their commits.
         if env.cfg.pipeline.role == Role::Trainer && p.kind != RecordKind::Label {
@@ -619,6 +622,9 @@ impl Worker {
                 .with_label_values(&[d.reason.as_str()])
                 .inc();
         }
+        // Before the segment is touched: a panic in a detector then leaves it as it was (see
+        // `panicked`).
+        let drift_events = p.served.as_mut().map(|m| m.observe(&preds));
         let seg = p
             .segment
             .get_or_insert_with(|| env.open_segment(topic, partition, offset, event_ms));
@@ -631,9 +637,9 @@ impl Worker {
                 .sum::<usize>();
         seg.consumed_at
             .extend(std::iter::repeat_n(consumed_at, preds.len()));
-        if let Some(m) = &mut p.served {
-            seg.quality.drift_events.extend(m.observe(&preds));
-        }
+        seg.quality
+            .drift_events
+            .extend(drift_events.into_iter().flatten());
         seg.predictions.extend(preds);
         seg.quality.extend(graded);
         seg.dead_letters.extend(dead);
@@ -657,6 +663,67 @@ impl Worker {
         if parts.values().map(|p| open(p)).sum::<usize>() > budget {
             let largest = parts.values_mut().max_by_key(|p| open(p))?;
             return env.seal(largest);
+        }
+        None
+    }
+}
+
+impl Worker {
+    /// After [`process`](Self::process) panicked on `msg` (caught by the worker loop,
+    /// `worker_pool.rs`): the message becomes one dead letter (`internal`, with the panic's
+    /// text) and its partition goes on from the next offset. Returns a segment if sealed.
+    ///
+    /// What the panic may have left half-updated, and why going on is safe:
+    /// - the open segment: `process` collects a message's outputs in locals and appends them
+    ///   only after every step that computes on the data, so it holds whole messages' outputs;
+    /// - the windows (part of the message's points pushed, a scorer mid-update) and the
+    ///   label-free detectors (a window's counts mid-update): not trusted, cleared. Their series
+    ///   start over from their next point (as after an idle eviction) and the detectors take a
+    ///   new reference, as after a drift. A cleared window holds no offset, so the replay point
+    ///   moves on: a restart does not rebuild them either, it replays the same panic;
+    /// - waiting labels, the label-join history and the holds: a queue push or pop, or state
+    ///   behind a mutex. A panic holding a lock poisons it, so every later message panics too:
+    ///   the worker loop then stops catching (see `worker_pool::PANICS_IN_A_ROW`) and the dead
+    ///   thread fails liveness;
+    /// - the errors' detectors (`quality`): one label's grade at a time, kept.
+    pub fn panicked(&mut self, msg: &Message, why: &str) -> Option<Segment> {
+        let key = (msg.topic.to_string(), msg.partition);
+        let p = self.parts.get_mut(&key)?;
+        p.next_offset = p.next_offset.max(msg.offset + 1);
+        p.windows = p.windows.as_ref().map(PartitionWindows::cleared);
+        if p.served.is_some() {
+            p.served = self.env.quality.as_ref().and_then(ServedWatch::new);
+        }
+        if msg.offset < p.emit_from {
+            // A replayed message: its dead letter was written before (or never will be).
+            return None;
+        }
+        let rejected = Rejected {
+            reason: DeadReason::Internal,
+            detail: format!("handling the message panicked: {why}"),
+        };
+        let dead = DeadLetterRecord::new(
+            &msg.topic,
+            msg.partition,
+            msg.offset,
+            &rejected,
+            &msg.payload,
+            now_ms(),
+        );
+        self.env
+            .metrics
+            .dead_letters
+            .with_label_values(&[DeadReason::Internal.as_str()])
+            .inc();
+        let env = &self.env;
+        let seg = p.segment.get_or_insert_with(|| {
+            env.open_segment(&msg.topic, msg.partition, msg.offset, msg.timestamp_ms)
+        });
+        seg.last_offset = msg.offset;
+        seg.approx_bytes += 128 + dead.raw_prefix.len() + dead.detail.len();
+        seg.dead_letters.push(dead);
+        if seg.rows() >= env.cfg.output.roll_rows || seg.approx_bytes >= seg.roll_at_bytes {
+            return env.seal(p);
         }
         None
     }
@@ -733,6 +800,7 @@ mod tests {
     use super::*;
     use crate::mil::Model;
     use crate::stream::window::WindowParams;
+    use crate::stream::worker_pool::{contained, PANICS_IN_A_ROW};
 
     const W: usize = 60;
     const SPACING_MS: i64 = 10;
@@ -870,6 +938,100 @@ mod tests {
             .collect();
         rows.sort_by(|a, b| (&a.0, a.2).cmp(&(&b.0, b.2)));
         rows
+    }
+
+    thread_local! {
+        /// The offsets `process` panics at, after windowing: no input is known to panic it,
+        /// so the panic boundary's tests inject one.
+        static PANIC_AT: std::cell::Cell<(i64, i64)> = const { std::cell::Cell::new((0, 0)) };
+    }
+
+    pub fn panic_if_asked(offset: i64) {
+        let (from, to) = PANIC_AT.with(std::cell::Cell::get);
+        if (from..to).contains(&offset) {
+            panic!("injected for the test at offset {offset}");
+        }
+    }
+
+    /// Feeds every message through the worker loop's panic boundary.
+    fn feed_contained(worker: &mut Worker, msgs: &[Message]) -> Vec<Segment> {
+        let mut in_a_row = 0;
+        let mut out: Vec<Segment> = msgs
+            .iter()
+            .filter_map(|m| contained(worker, m, Instant::now(), &mut in_a_row))
+            .collect();
+        out.extend(worker.seal_aged(true));
+        out
+    }
+
+    /// A panic while handling one message makes it one dead letter (`internal`, with the
+    /// panic's text), and the worker goes on: the windows that held part of the message are
+    /// cleared, so every window after it is one an uninterrupted run emits too, built from
+    /// points after the panic only. (Before, the panic ended the worker thread: its
+    /// partitions stalled, their messages dropped by the consumer.)
+    #[test]
+    fn a_panic_dead_letters_its_message_and_the_worker_goes_on() {
+        let series = two_series();
+        let msgs = messages(&series, |_| 0);
+        let (plain_env, plain_metrics) = env();
+        let mut plain = Worker::new(plain_env);
+        assign(&mut plain, &plain_metrics, 0, 0);
+        let uninterrupted = rows(&feed_contained(&mut plain, &msgs));
+
+        let (env, metrics) = env();
+        let mut worker = Worker::new(env);
+        assign(&mut worker, &metrics, 0, 0);
+        const AT: i64 = 200;
+        PANIC_AT.with(|p| p.set((AT, AT + 1)));
+        let segments = feed_contained(&mut worker, &msgs);
+        PANIC_AT.with(|p| p.set((0, 0)));
+        let dead: Vec<_> = segments.iter().flat_map(|s| &s.dead_letters).collect();
+        assert_eq!(dead.len(), 1, "{dead:?}");
+        assert_eq!((dead[0].offset, dead[0].reason.as_str()), (AT, "internal"));
+        assert!(
+            dead[0].detail.contains("injected for the test"),
+            "{}",
+            dead[0].detail
+        );
+        let dead_internal = metrics.dead_letters.with_label_values(&["internal"]);
+        assert_eq!(dead_internal.get(), 1);
+        let preds: Vec<_> = segments.iter().flat_map(|s| &s.predictions).collect();
+        assert!(preds.iter().all(|p| p.source_offset != AT));
+        let after: Vec<_> = preds.iter().filter(|p| p.source_offset > AT).collect();
+        assert!(
+            after.len() >= 4,
+            "the worker went on: {} windows",
+            after.len()
+        );
+        assert!(after.iter().all(|p| p.first_offset > AT));
+        // Every window is one an uninterrupted run emits (none half-built).
+        let got = rows(&segments);
+        assert!(got.iter().all(|r| uninterrupted.contains(r)));
+        assert!(got.len() < uninterrupted.len());
+    }
+
+    /// Every message panicking is the worker's fault, not the messages': after
+    /// `PANICS_IN_A_ROW` the panic goes through and ends the thread (liveness then fails).
+    #[test]
+    fn panics_in_a_row_end_the_worker() {
+        let msgs = messages(&two_series(), |_| 0);
+        let (env, metrics) = env();
+        let mut worker = Worker::new(env);
+        assign(&mut worker, &metrics, 0, 0);
+        PANIC_AT.with(|p| p.set((0, i64::MAX)));
+        let mut in_a_row = 0;
+        let mut handled = 0;
+        let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            for m in &msgs {
+                contained(&mut worker, m, Instant::now(), &mut in_a_row);
+                handled += 1;
+            }
+        }));
+        PANIC_AT.with(|p| p.set((0, 0)));
+        assert!(ended.is_err());
+        assert_eq!(handled, PANICS_IN_A_ROW - 1);
+        let dead_internal = metrics.dead_letters.with_label_values(&["internal"]);
+        assert_eq!(dead_internal.get(), u64::from(PANICS_IN_A_ROW - 1));
     }
 
     /// Feeds every message; returns the segments sealed on the way.

@@ -4,10 +4,15 @@
 //! to the writers; at shutdown it returns its partitions' next offsets. Owns: the queues and
 //! the messages staged but not queued yet. A partition always goes to the same worker.
 
+use std::any::Any;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tracing::error;
+
 use super::commit::PartitionKey;
+use super::sink::Segment;
 use super::worker::{Message, Work, Worker, WorkerEnv};
 use super::writer::Writers;
 use crate::config::Config;
@@ -27,6 +32,7 @@ fn worker_loop(
     tick: Duration,
 ) -> Vec<(PartitionKey, i64)> {
     let mut last_tick = Instant::now();
+    let mut in_a_row = 0;
     while let Some(work) = rx.blocking_recv() {
         match work {
             Work::Messages {
@@ -35,7 +41,7 @@ fn worker_loop(
                 room: _room,
             } => {
                 for msg in &msgs {
-                    if let Some(seg) = worker.process(msg, consumed_at) {
+                    if let Some(seg) = contained(&mut worker, msg, consumed_at, &mut in_a_row) {
                         writers.send(seg);
                     }
                 }
@@ -66,6 +72,59 @@ fn worker_loop(
         writers.send(seg);
     }
     targets
+}
+
+/// Messages in a row whose handling panicked after which the worker stops catching: one
+/// bad message is contained, but when every message panics the fault is the worker's (a
+/// lock poisoned by an earlier panic, a broken invariant), not the messages'. The panic
+/// then ends the thread, liveness fails (`/healthz` names it) and the pod restarts, rather
+/// than the whole stream going to the dead letters.
+pub const PANICS_IN_A_ROW: u32 = 64;
+
+/// [`Worker::process`] inside a panic boundary: a panic while handling `msg` makes it a
+/// dead letter (`internal`, with the panic's text; see [`Worker::panicked`] for what state
+/// survives and why) and the worker goes on with the next message. `in_a_row` counts the
+/// consecutive panics; at [`PANICS_IN_A_ROW`] the panic is let through.
+pub fn contained(
+    worker: &mut Worker,
+    msg: &Message,
+    consumed_at: Instant,
+    in_a_row: &mut u32,
+) -> Option<Segment> {
+    // AssertUnwindSafe: what the panic may leave half-updated is `worker`'s partition
+    // state, which `Worker::panicked` clears or explains.
+    let panic = match catch_unwind(AssertUnwindSafe(|| worker.process(msg, consumed_at))) {
+        Ok(seg) => {
+            *in_a_row = 0;
+            return seg;
+        }
+        Err(panic) => panic,
+    };
+    *in_a_row += 1;
+    let why = panic_text(panic.as_ref());
+    error!(
+        topic = &*msg.topic,
+        partition = msg.partition,
+        offset = msg.offset,
+        panic = why,
+        in_a_row = *in_a_row,
+        "Handling a message panicked: dead-lettered as `internal`."
+    );
+    if *in_a_row >= PANICS_IN_A_ROW {
+        resume_unwind(panic);
+    }
+    worker.panicked(msg, why)
+}
+
+/// The message of a panic's payload (`panic!` with a literal or with format arguments).
+pub fn panic_text(panic: &(dyn Any + Send)) -> &str {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s
+    } else {
+        "a panic without a message"
+    }
 }
 
 /// A worker thread; it returns each of its partitions' next offset when its queue closes.

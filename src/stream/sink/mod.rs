@@ -420,6 +420,9 @@ pub fn served_checkpoint(
 pub struct Restored {
     pub state: PartitionQuality,
     pub durable_through: Option<i64>,
+    /// Why the figures start clean although files were there: one could not be decoded (a
+    /// footer, a checkpoint, its rows). The caller logs and counts it.
+    pub unreadable: Option<String>,
 }
 
 /// Rebuilds a label partition's [`PartitionQuality`] on assignment, exactly as an
@@ -437,6 +440,12 @@ pub struct Restored {
 /// without a checkpoint (written before there were any) ends the search: the state starts
 /// over after it. Without a commit (`replay_from` None) the whole partition is replayed and
 /// the state starts empty.
+///
+/// A file that cannot be decoded (a corrupt footer, a checkpoint that does not parse or does
+/// not fit its detectors, unreadable rows) makes the figures start clean, with `unreadable`
+/// saying why: the partition must start, and its detectors' history is worth less than its
+/// stream. A store that cannot be read (I/O) is still an error: the caller retries, and the
+/// partition waits rather than lose figures that are there.
 pub fn restore_quality(
     store: &Store,
     cfg: &DriftConfig,
@@ -444,28 +453,80 @@ pub fn restore_quality(
     partition: i32,
     replay_from: Option<i64>,
 ) -> std::io::Result<Restored> {
+    let Some(replay_from) = replay_from else {
+        return Ok(Restored {
+            state: PartitionQuality::default(),
+            durable_through: None,
+            unreadable: None,
+        });
+    };
+    match restore_from_files(store, cfg, (topic, partition), replay_from) {
+        Ok(restored) => Ok(restored),
+        Err(Unreadable::Io(e)) => Err(e),
+        Err(Unreadable::Data(why)) => Ok(Restored {
+            state: PartitionQuality::default(),
+            durable_through: None,
+            unreadable: Some(why),
+        }),
+    }
+}
+
+/// Why durable files could not be restored from.
+enum Unreadable {
+    /// The store could not be read: retry.
+    Io(std::io::Error),
+    /// The bytes were read and cannot be decoded: retrying reads the same.
+    Data(String),
+}
+
+impl Unreadable {
+    /// An I/O error of reading `rel`, sorted: InvalidData (what the footer reader and the
+    /// checkpoint's parse say of bad bytes) is data.
+    fn of_io(rel: &str, e: std::io::Error) -> Self {
+        match e.kind() {
+            std::io::ErrorKind::InvalidData => Unreadable::Data(format!("{rel}: {e}")),
+            _ => Unreadable::Io(e),
+        }
+    }
+
+    /// An error of decoding `rel`'s rows: an I/O error inside it is I/O, anything else
+    /// (Parquet, Arrow, a missing column) is data.
+    fn of_rows(rel: &str, e: anyhow::Error) -> Self {
+        match e.downcast::<std::io::Error>() {
+            Ok(io) => Self::of_io(rel, io),
+            Err(e) => Unreadable::Data(format!("{rel}: {e:#}")),
+        }
+    }
+}
+
+/// [`restore_quality`] from the partition's files (with a commit).
+fn restore_from_files(
+    store: &Store,
+    cfg: &DriftConfig,
+    (topic, partition): (&str, i32),
+    replay_from: i64,
+) -> Result<Restored, Unreadable> {
     let mut out = Restored {
         state: PartitionQuality::default(),
         durable_through: None,
+        unreadable: None,
     };
-    let Some(replay_from) = replay_from else {
-        return Ok(out);
-    };
-    let mut files = evaluation_files(store, topic, partition)?;
+    let mut files = evaluation_files(store, topic, partition).map_err(Unreadable::Io)?;
     files.sort_by_key(|(n, _)| std::cmp::Reverse((n.first_offset, n.last_offset)));
     let mut newer = Vec::new();
     let mut base = i64::MIN;
     for (_, rel) in files {
-        let meta = parquet::read_key_value_metadata(store, &rel)?;
+        let meta = parquet::read_key_value_metadata(store, &rel)
+            .map_err(|e| Unreadable::of_io(&rel, e))?;
         let through = meta
             .get(META_QUALITY_THROUGH)
             .and_then(|v| v.parse::<i64>().ok());
         out.durable_through = out.durable_through.max(through);
         match (through, meta.get(META_QUALITY_STATE)) {
             (Some(t), Some(state)) if t < replay_from => {
-                out.state = serde_json::from_str(state).map_err(|e| {
-                    std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{rel}: {e}"))
-                })?;
+                // The detectors check their own invariants as they are read (`drift::*`).
+                out.state = serde_json::from_str(state)
+                    .map_err(|e| Unreadable::Data(format!("{rel}: {META_QUALITY_STATE}: {e}")))?;
                 base = t;
                 break;
             }
@@ -477,7 +538,7 @@ pub fn restore_quality(
     for rel in newer.iter().rev() {
         rows.extend(
             read_grades(store, rel)
-                .map_err(|e| std::io::Error::other(format!("{rel}: {e}")))?
+                .map_err(|e| Unreadable::of_rows(rel, e))?
                 .into_iter()
                 .filter(|g| g.offset > base && g.offset < replay_from),
         );
@@ -521,16 +582,22 @@ pub fn newest_quality_through(
     topic: &str,
     partition: i32,
 ) -> std::io::Result<Option<i64>> {
-    let newest = evaluation_files(store, topic, partition)?
-        .into_iter()
-        .max_by_key(|(n, _)| (n.first_offset, n.last_offset));
-    let Some((_, rel)) = newest else {
-        return Ok(None);
-    };
-    let meta = parquet::read_key_value_metadata(store, &rel)?;
-    Ok(meta
-        .get(META_QUALITY_THROUGH)
-        .and_then(|v| v.parse::<i64>().ok()))
+    let mut files = evaluation_files(store, topic, partition)?;
+    files.sort_by_key(|(n, _)| std::cmp::Reverse((n.first_offset, n.last_offset)));
+    for (_, rel) in files {
+        // A footer that cannot be decoded says nothing: the next newest does (a lower mark,
+        // so some labels may be counted again; the partition starts all the same).
+        match parquet::read_key_value_metadata(store, &rel) {
+            Ok(meta) => {
+                return Ok(meta
+                    .get(META_QUALITY_THROUGH)
+                    .and_then(|v| v.parse::<i64>().ok()))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
 }
 
 /// What [`restore_quality`] needs of an evaluation row.
@@ -652,6 +719,75 @@ mod tests {
             owner.count_durable("labels", 0, &seg.quality);
             assert_eq!(labeled(&owner), 0);
         }
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// One `evaluations` file whose footer is not Parquet, or whose checkpoint does not parse:
+    /// the partition's detectors start clean, saying why (before, the error left the label
+    /// partition unstarted for good: every attempt read the same bytes). A store that cannot
+    /// be read is still an error (the caller retries).
+    #[test]
+    fn an_undecodable_evaluations_file_starts_the_detectors_clean_and_io_stays_an_error() {
+        use crate::stream::quality::EvaluationRecord;
+        let root =
+            std::env::temp_dir().join(format!("milstream-unreadable-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let store = Store::Local(root.clone());
+        let cfg = DriftConfig::default();
+        let graded = |first: i64, checkpoint: &str| {
+            let mut seg = Segment::new("labels", 0, first, 1_700_000_000_000);
+            seg.quality.evaluations.push(EvaluationRecord {
+                key: "s".into(),
+                segment: Some((0, 5)),
+                label: "1".into(),
+                predicted: "1".into(),
+                correct: true,
+                classes: vec!["1".into(), "2".into()],
+                scores: vec![0.5, -0.5],
+                model_name: "series".into(),
+                model_version: "v1".into(),
+                source_topic: "labels".into(),
+                source_partition: 0,
+                source_offset: first,
+                labeled_at_ms: 1_700_000_000_000,
+            });
+            seg.last_offset = first;
+            seg.quality.checkpoint = Some((first, checkpoint.to_string()));
+            parquet::write_segment(&store, &seg, false).unwrap();
+        };
+        let mut state = PartitionQuality::default();
+        state.grade(&cfg, ("series", "v1"), true, 1_700_000_000_000);
+        graded(0, &state.checkpoint());
+        assert!(restore_quality(&store, &cfg, "labels", 0, Some(5))
+            .unwrap()
+            .unreadable
+            .is_none());
+        // A checkpoint that does not parse.
+        graded(1, "{not json");
+        let r = restore_quality(&store, &cfg, "labels", 0, Some(5)).unwrap();
+        let why = r.unreadable.expect("the bad checkpoint is reported");
+        assert!(why.contains(META_QUALITY_STATE), "{why}");
+        assert_eq!(
+            r.state.checkpoint(),
+            PartitionQuality::default().checkpoint()
+        );
+        // A file that is not Parquet at all, newest.
+        let good = store.list(EVALUATIONS_DIR).unwrap().remove(0);
+        let folder = good.rsplit_once('/').unwrap().0;
+        let mut bad = Segment::new("labels", 0, 2, 1_700_000_000_000);
+        bad.last_offset = 3;
+        let bad = format!("{folder}/{}.parquet", bad.file_stem());
+        store.put(&bad, b"not a parquet file".to_vec()).unwrap();
+        let r = restore_quality(&store, &cfg, "labels", 0, Some(5)).unwrap();
+        assert!(r.unreadable.unwrap().contains(&bad));
+        // The mark of what was counted skips the undecodable footer.
+        assert_eq!(
+            newest_quality_through(&store, "labels", 0).unwrap(),
+            Some(1)
+        );
+        // A store that cannot be listed (its folder is a file): I/O, still an error.
+        let io = Store::Local(root.join(&good));
+        assert!(restore_quality(&io, &cfg, "labels", 0, Some(5)).is_err());
         std::fs::remove_dir_all(&root).unwrap();
     }
 
