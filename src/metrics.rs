@@ -349,6 +349,11 @@ impl Metrics {
         for sink in SINKS.iter().chain(&["kafka"]) {
             metrics.sink_errors.with_label_values(&[sink]);
         }
+        for outcome in ["shrunk", "left_out"] {
+            metrics
+                .sink_rows_refused
+                .with_label_values(&["kafka", outcome]);
+        }
         for source in ReplaySource::ALL {
             metrics
                 .replay_point_source
