@@ -112,6 +112,8 @@ metric_names! {
     WARNING_CANDIDATES = "milstream_warning_candidates_total";
     /// Failed reads and writes of the label-join history's blocks on disk, per op (write: the block stays in memory; read: the label's join goes to the dead letters as unjoined).
     HISTORY_IO_ERRORS = "milstream_history_io_errors_total";
+    /// Entries dropped from the label-join history, per kind (series: none of its points arrived for training.history_ms; bag: beyond training.bag_cache bags or training.bag_cache_bytes).
+    LABEL_JOIN_EVICTED = "milstream_label_join_evicted_total";
     /// Drifts of a model's errors answered by no better candidate (the held one and the retrain both lost): the champion keeps serving.
     DRIFT_NO_BETTER_CANDIDATE = "milstream_drift_no_better_candidate_total";
 }
@@ -254,7 +256,12 @@ pub struct Metrics {
     pub drift_no_better_candidate: IntCounterVec,
     /// [`HISTORY_IO_ERRORS`]`{op}`, op in [`HISTORY_IO_OPS`].
     pub history_io_errors: IntCounterVec,
+    /// [`LABEL_JOIN_EVICTED`]`{kind}`, kind in [`LABEL_JOIN_KINDS`].
+    pub label_join_evicted: IntCounterVec,
 }
+
+/// The `kind` label values of [`LABEL_JOIN_EVICTED`].
+pub const LABEL_JOIN_KINDS: [&str; 2] = ["series", "bag"];
 
 /// The `op` label values of [`HISTORY_IO_ERRORS`].
 pub const HISTORY_IO_OPS: [&str; 2] = ["read", "write"];
@@ -320,6 +327,7 @@ impl Metrics {
             warning_candidates: counter_vec_of(&r, WARNING_CANDIDATES, &["model", "outcome"]),
             drift_no_better_candidate: counter_vec_of(&r, DRIFT_NO_BETTER_CANDIDATE, &["model"]),
             history_io_errors: counter_vec(&r, HISTORY_IO_ERRORS, "op"),
+            label_join_evicted: counter_vec(&r, LABEL_JOIN_EVICTED, "kind"),
             registry: r,
         };
         // Pre-touch the known label values so every series exists at 0 from the first scrape:
@@ -329,6 +337,9 @@ impl Metrics {
         }
         for op in HISTORY_IO_OPS {
             metrics.history_io_errors.with_label_values(&[op]);
+        }
+        for kind in LABEL_JOIN_KINDS {
+            metrics.label_join_evicted.with_label_values(&[kind]);
         }
         for sink in SINKS.iter().chain(&["kafka"]) {
             metrics.sink_errors.with_label_values(&[sink]);
