@@ -409,8 +409,9 @@ impl Worker {
             w.arrived(arrival);
         }
         // Dates a segment this message opens: its first point's event time, else (bags,
-        // labels, undecodable input) its Kafka timestamp. Decoding is pure, so a replay of
-        // the same offset dates the same folder.
+        // labels, undecodable input) its Kafka timestamp. Decoding is pure, and `future`
+        // depends on the message alone (unless its timestamp is past the clock), so a replay
+        // of the same offset dates the same folder.
         let event_ms = results
             .iter()
             .find_map(|r| match r {
