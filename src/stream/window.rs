@@ -292,6 +292,8 @@ struct SeriesWindow {
     rest: VecDeque<Vec<f64>>,
     scorer: Option<WindowScorer>,
     generation: u64,
+    /// The partition's arrival clock when its last point came (see `evict_idle`).
+    arrived_ms: i64,
     /// The model its points named (or their id routed to): a point of another model starts
     /// the series over, so no window mixes two models' points.
     model: String,
@@ -441,6 +443,7 @@ impl PartitionWindows {
                     rest: VecDeque::new(),
                     scorer: None,
                     generation: u64::MAX,
+                    arrived_ms: self.arrival_ms,
                     model: model_name.to_string(),
                 },
             );
@@ -448,6 +451,7 @@ impl PartitionWindows {
         let params = self.params;
         // `get_mut` makes it the most recently updated series.
         let s = self.series.get_mut(id).expect("inserted above");
+        s.arrived_ms = self.arrival_ms;
         let run = &mut self.run;
         debug_assert!(run.is_empty(), "runs end with their call");
         let mut restarted = 0u64;
@@ -517,7 +521,9 @@ impl PartitionWindows {
     }
 
     /// Drops series whose newest point is older than the partition's newest minus the idle
-    /// timeout. Output-neutral: such a series' next point would restart its window anyway.
+    /// timeout and, once arrivals are told, to which no point came for the idle timeout of
+    /// the arrival clock. Output-neutral: such a series' next point would restart its
+    /// window anyway.
     pub fn evict_idle(&mut self) {
         // Capped at the arrival clock: a device clock ahead (accepted up to
         // limits.max_future_skew_ms) must not make every other series look idle.
@@ -529,8 +535,13 @@ impl PartitionWindows {
             .unwrap_or(i64::MIN)
             .min(self.arrival_ms);
         let cutoff = watermark.saturating_sub(self.params.idle_timeout_ms);
+        // And by arrival too: a series whose points still come (a backfill behind the
+        // others' event time) is not idle, whatever its clock says.
+        let arrived_cutoff = (self.arrival_ms != i64::MAX)
+            .then(|| self.arrival_ms.saturating_sub(self.params.idle_timeout_ms));
         let before = self.series.len();
-        self.series.retain(|_, s| s.max_ts >= cutoff);
+        self.series
+            .retain(|_, s| s.max_ts >= cutoff || arrived_cutoff.is_some_and(|c| s.arrived_ms >= c));
         self.events.evicted_idle += (before - self.series.len()) as u64;
     }
 }
@@ -868,42 +879,30 @@ mod tests {
 
     /// Finding 2 (one future timestamp moves the partition's clock): with messages
     /// arriving at T, a series whose clock runs 30 minutes ahead (within the accepted skew)
-    /// does not make eight series at T look idle (timeout 10 minutes); a series 20 minutes
-    /// behind the arrivals still goes. At 593c8e9 the watermark was the newest `ts` of any
-    /// series, and the eight were evicted with the stale one.
+    /// does not make eight series at T look idle (timeout 10 minutes), nor does a backfill
+    /// (points a day old, arriving now) go; a series whose last point came 20 minutes ago
+    /// still goes. At 593c8e9 the watermark was the newest `ts` of any series, and all but
+    /// the one ahead were evicted.
     #[test]
     fn a_clock_ahead_does_not_make_the_others_idle() {
         const T: i64 = 1_800_000_000_000;
         let model = model();
         let mut w = PartitionWindows::new(params(100));
         let mut out = Vec::new();
+        let mut put = |w: &mut PartitionWindows, id: &str, ts: i64, off: i64| {
+            w.on_point(&point(id, ts), off, ("m", &model), true, &mut out);
+        };
+        w.arrived(T - 1_200_000);
+        put(&mut w, "stale", T - 1_200_000, 0);
         w.arrived(T);
         for k in 0..8 {
-            w.on_point(
-                &point(&format!("s{k}"), T - k),
-                k,
-                ("m", &model),
-                true,
-                &mut out,
-            );
+            put(&mut w, &format!("s{k}"), T - k, 1 + k);
         }
-        w.on_point(
-            &point("stale", T - 1_200_000),
-            8,
-            ("m", &model),
-            true,
-            &mut out,
-        );
-        w.on_point(
-            &point("ahead", T + 1_800_000),
-            9,
-            ("m", &model),
-            true,
-            &mut out,
-        );
+        put(&mut w, "ahead", T + 1_800_000, 9);
+        put(&mut w, "backfill", T - 86_400_000, 10);
         w.evict_idle();
         assert_eq!(w.events.evicted_idle, 1, "only the stale series");
-        assert_eq!(w.live_series(), 9);
+        assert_eq!(w.live_series(), 10);
         assert!(!w.series.contains("stale"));
     }
 
