@@ -217,6 +217,15 @@ pub struct LimitsConfig {
     pub max_message_bytes: usize,
     /// Most instances in one bag record (`too_large` beyond).
     pub max_bag_instances: usize,
+    /// Longest `series_id`, `bag_id`, `model` and label class, in bytes (`too_large`
+    /// beyond): every kept id is copied into windows, the label-join history and each row.
+    pub max_id_bytes: usize,
+    /// How far a point's `ts` may be ahead of its message's arrival (the Kafka timestamp,
+    /// capped at the wall clock), in ms (`future` beyond). Default 1 h: room for clock drift
+    /// and batching; an accepted point this far ahead holds its series (later, correct
+    /// points are `late`) and the partition's replay point for up to this long plus
+    /// `window.idle_timeout_ms`, so it is kept short.
+    pub max_future_skew_ms: i64,
 }
 
 impl Default for LimitsConfig {
@@ -224,6 +233,8 @@ impl Default for LimitsConfig {
         Self {
             max_message_bytes: 1 << 20,
             max_bag_instances: 10_000,
+            max_id_bytes: 256,
+            max_future_skew_ms: 3_600_000,
         }
     }
 }
@@ -753,6 +764,12 @@ impl Config {
             return Err((
                 "limits",
                 "max_message_bytes and max_bag_instances must be >= 1".into(),
+            ));
+        }
+        if self.limits.max_id_bytes == 0 || self.limits.max_future_skew_ms < 0 {
+            return Err((
+                "limits",
+                "max_id_bytes must be >= 1 and max_future_skew_ms >= 0".into(),
             ));
         }
         Ok(())

@@ -12,10 +12,7 @@ use crate::stream::record::{decode as decode_records, DecodeLimits, RecordKind};
 /// One Kafka payload of `kind`, with the daemon's default limits.
 pub fn decode(kind: RecordKind, data: &[u8]) {
     let cfg = crate::config::Config::default();
-    let limits = DecodeLimits {
-        max_message_bytes: cfg.limits.max_message_bytes,
-        max_bag_instances: cfg.limits.max_bag_instances,
-    };
+    let limits = DecodeLimits::from(&cfg.limits);
     for r in decode_records(kind, data, &limits) {
         // Whatever decodes keeps the decoder's promises.
         if let Ok(crate::stream::record::Record::Bag(b)) = r {
@@ -67,10 +64,7 @@ pub fn window(data: &[u8]) {
     };
     let points: Vec<Point> = if first & 1 == 0 {
         let cfg = crate::config::Config::default();
-        let limits = DecodeLimits {
-            max_message_bytes: cfg.limits.max_message_bytes,
-            max_bag_instances: cfg.limits.max_bag_instances,
-        };
+        let limits = DecodeLimits::from(&cfg.limits);
         decode_records(RecordKind::Point, rest, &limits)
             .into_iter()
             .filter_map(|r| match r {

@@ -116,6 +116,8 @@ metric_names! {
     HISTORY_IO_ERRORS = "milstream_history_io_errors_total";
     /// Checkpoints that could not be decoded on assignment, per kind (quality_state: an `evaluations` file's footer, checkpoint or rows; served_state: a `predictions` file's label-free detectors): the partition's detectors start clean instead.
     CHECKPOINTS_UNREADABLE = "milstream_checkpoints_unreadable_total";
+    /// Entries dropped from the label-join history, per kind (series: none of its points arrived for training.history_ms; bag: beyond training.bag_cache bags or training.bag_cache_bytes).
+    LABEL_JOIN_EVICTED = "milstream_label_join_evicted_total";
     /// Drifts of a model's errors answered by no better candidate (the held one and the retrain both lost): the champion keeps serving.
     DRIFT_NO_BETTER_CANDIDATE = "milstream_drift_no_better_candidate_total";
 }
@@ -262,10 +264,15 @@ pub struct Metrics {
     pub history_io_errors: IntCounterVec,
     /// [`CHECKPOINTS_UNREADABLE`]`{kind}`, kind in [`CHECKPOINT_KINDS`].
     pub checkpoints_unreadable: IntCounterVec,
+    /// [`LABEL_JOIN_EVICTED`]`{kind}`, kind in [`LABEL_JOIN_KINDS`].
+    pub label_join_evicted: IntCounterVec,
 }
 
 /// The `kind` label values of [`CHECKPOINTS_UNREADABLE`].
 pub const CHECKPOINT_KINDS: [&str; 2] = ["quality_state", "served_state"];
+
+/// The `kind` label values of [`LABEL_JOIN_EVICTED`].
+pub const LABEL_JOIN_KINDS: [&str; 2] = ["series", "bag"];
 
 /// The `op` label values of [`HISTORY_IO_ERRORS`].
 pub const HISTORY_IO_OPS: [&str; 2] = ["read", "write"];
@@ -333,6 +340,7 @@ impl Metrics {
             drift_no_better_candidate: counter_vec_of(&r, DRIFT_NO_BETTER_CANDIDATE, &["model"]),
             history_io_errors: counter_vec(&r, HISTORY_IO_ERRORS, "op"),
             checkpoints_unreadable: counter_vec(&r, CHECKPOINTS_UNREADABLE, "kind"),
+            label_join_evicted: counter_vec(&r, LABEL_JOIN_EVICTED, "kind"),
             registry: r,
         };
         // Pre-touch the known label values so every series exists at 0 from the first scrape:
@@ -345,6 +353,9 @@ impl Metrics {
         }
         for kind in CHECKPOINT_KINDS {
             metrics.checkpoints_unreadable.with_label_values(&[kind]);
+        }
+        for kind in LABEL_JOIN_KINDS {
+            metrics.label_join_evicted.with_label_values(&[kind]);
         }
         for sink in SINKS.iter().chain(&["kafka"]) {
             metrics.sink_errors.with_label_values(&[sink]);

@@ -77,6 +77,7 @@ fn the_seeds_are_valid_inputs() {
     let limits = milstream::stream::record::DecodeLimits {
         max_message_bytes: 1 << 20,
         max_bag_instances: 10_000,
+        max_id_bytes: 256,
     };
     for (target, kind) in [
         ("decode_point", RecordKind::Point),

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 const LIMITS: DecodeLimits = DecodeLimits {
     max_message_bytes: 1 << 20,
     max_bag_instances: 10_000,
+    max_id_bytes: 256,
 };
 
 fn validator(name: &str) -> jsonschema::Validator {

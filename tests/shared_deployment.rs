@@ -73,7 +73,10 @@ fn render(shipped: &str, bootstrap: &str, dir: &Path, model: &Path) -> String {
         !text.contains("s3://") && !text.contains("sasl") && text.contains(bootstrap),
         "the shipped configuration changed shape: {text}"
     );
-    assert!(text.contains("session.timeout.ms"), "no [kafka.properties]: {text}");
+    assert!(
+        text.contains("session.timeout.ms"),
+        "no [kafka.properties]: {text}"
+    );
     format!("{text}\n[commit]\ninterval_ms = 200\n[shutdown]\ngrace_ms = 10000\n")
 }
 

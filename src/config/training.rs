@@ -14,7 +14,9 @@ pub struct TrainingConfig {
     /// The training store: labeled examples as Parquet under `date=YYYY-MM-DD/`, named by
     /// the label topic, partition and offsets like the predictions.
     pub dir: PathBuf,
-    /// Raw points kept per series for label joins: this far back from its newest point ...
+    /// Raw points kept per series for label joins: this far back from its newest point; a
+    /// series none of whose points arrived for this long (wall clock) leaves the history,
+    /// and a later label for it is `unjoined` ...
     /// Joins honour both bounds exactly; space is released a closed block (128 points,
     /// Gorilla-encoded, about 1-11 bytes a point) at a time, so a series holds up to one
     /// block more than these bounds let a join see.
@@ -38,8 +40,12 @@ pub struct TrainingConfig {
     /// The history's log files rotate at this size (4 KiB .. 1 GiB); sealed ones less than
     /// half live are compacted, dead ones deleted.
     pub history_segment_bytes: u64,
-    /// Bags kept by id for labels that name a bag.
+    /// Bags kept by id for labels that name a bag ...
     pub bag_cache: usize,
+    /// ... and at most this many bytes of them (8 a value, plus the id and about 100 bytes
+    /// each): the oldest go first (`milstream_label_join_evicted_total{kind="bag"}`); a
+    /// bag larger than this is not kept, and its labels go `unjoined`.
+    pub bag_cache_bytes: usize,
     /// How long a label whose segment's points have not all arrived yet waits (wall
     /// clock) before it goes to the dead-letter sink as `unjoined`. A label whose points are
     /// here waits for a commit that keeps them replayable (one `commit.interval_ms`; see
@@ -80,6 +86,7 @@ impl Default for TrainingConfig {
             history_dir: None,
             history_segment_bytes: 32 << 20,
             bag_cache: 10_000,
+            bag_cache_bytes: 256 << 20,
             label_wait_ms: 30_000,
             freeze_classes: false,
             every: "15m".into(),

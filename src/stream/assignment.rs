@@ -319,7 +319,11 @@ impl Assignments {
             (kind == RecordKind::Point && self.cfg.pipeline.role != Role::Trainer)
                 .then(|| PartitionWindows::new(self.window_params)),
         ));
-        if let Some(why) = prepared.restored.as_ref().and_then(|r| r.unreadable.as_ref()) {
+        if let Some(why) = prepared
+            .restored
+            .as_ref()
+            .and_then(|r| r.unreadable.as_ref())
+        {
             warn!(topic, partition, %why, "the errors' detectors' checkpoint cannot be decoded: they start clean");
             let unreadable = &self.metrics.checkpoints_unreadable;
             unreadable.with_label_values(&["quality_state"]).inc();

@@ -16,11 +16,12 @@
 //! point for it (its label is doomed anyway); each counts in
 //! `milstream_history_io_errors_total` and the daemon goes on.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use lru::LruCache;
 use prometheus::IntCounter;
 use tracing::warn;
 
@@ -28,6 +29,9 @@ use super::commit::PartitionKey;
 use super::history_blocks::{Block, OpenBlock, Points, BLOCK_POINTS};
 use super::history_index::BlockIndex;
 use super::history_log::{BlockLog, BlockStore, Closed, Reader, Unreadable, Writer};
+
+mod bags;
+pub use bags::BagCache;
 
 const SHARDS: usize = 16;
 
@@ -57,6 +61,8 @@ struct Kept {
     /// The partitions its points came from: one, unless its producer does not key points by
     /// series.
     sources: Vec<(Arc<str>, i32)>,
+    /// Wall-clock ms when its last point arrived (see [`Shard::evict_idle`]).
+    arrived_ms: i64,
 }
 
 impl Kept {
@@ -254,15 +260,45 @@ impl Kept {
     }
 }
 
-/// A shard of series: id -> kept points, and the log their closed blocks are in (None: in
-/// memory).
-#[derive(Default)]
+/// A shard of series: id -> kept points, least recently arrived first, and the log their
+/// closed blocks are in (None: in memory).
 struct Shard {
-    series: HashMap<String, Kept>,
+    series: LruCache<String, Kept>,
     blocks: BlockStore,
 }
 
+impl Default for Shard {
+    fn default() -> Self {
+        Self {
+            series: LruCache::unbounded(),
+            blocks: BlockStore::default(),
+        }
+    }
+}
+
 impl Shard {
+    /// Drops the series none of whose points arrived since `cutoff_ms` (wall clock), with
+    /// their blocks; returns how many. By arrival, not event time, so no device clock can
+    /// make another series look idle; the LRU's front is the oldest arrival, so this costs
+    /// O(1) a call plus one step per series dropped.
+    fn evict_idle(&mut self, cutoff_ms: i64, errors: &HistoryErrors) -> u64 {
+        let mut w = Writer {
+            store: &mut self.blocks,
+            errors: &errors.write,
+        };
+        let mut dropped = 0;
+        while self
+            .series
+            .peek_lru()
+            .is_some_and(|(_, k)| k.arrived_ms < cutoff_ms)
+        {
+            let (_, mut kept) = self.series.pop_lru().expect("peeked above");
+            kept.reset(kept.channels, &mut w);
+            dropped += 1;
+        }
+        dropped
+    }
+
     /// Once a sealed segment is less than half live, copies the live blocks of such
     /// segments forward and repoints them, so those segments go (the disk bound,
     /// `history_log.rs`). Each segment crosses half once, so this scan of the shard's index
@@ -279,7 +315,7 @@ impl Shard {
             return;
         }
         let mut buf = Vec::new();
-        for kept in self.series.values_mut() {
+        for (_, kept) in self.series.iter_mut() {
             for c in kept.closed.iter_mut() {
                 let Some(loc) = c.on_disk() else { continue };
                 if !sparse.contains(&loc.segment) {
@@ -307,11 +343,6 @@ impl Shard {
     }
 }
 
-/// A kept bag: dim, row-major instances, and the partition and offset it came from.
-type KeptBag = (usize, Vec<f64>, PartitionKey, i64);
-/// Bags by id, and their arrival order.
-type BagMap = (HashMap<String, KeptBag>, VecDeque<String>);
-
 /// What a label's segment found.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SegmentJoin {
@@ -332,12 +363,15 @@ struct HistoryErrors {
 }
 
 /// Recent points per series: at most `max_points`, none older than the newest minus
-/// `horizon_ms`.
+/// `horizon_ms`; a series none of whose points arrived for `horizon_ms` of wall-clock time
+/// leaves (so unique ids cannot grow the map without bound).
 pub struct SeriesHistory {
     shards: Vec<Mutex<Shard>>,
     horizon_ms: i64,
     max_points: usize,
     errors: HistoryErrors,
+    /// Series dropped for idleness.
+    evicted: IntCounter,
 }
 
 fn shard_of(key: &str) -> usize {
@@ -360,6 +394,7 @@ impl SeriesHistory {
                 read: counter("history_read_errors"),
                 write: counter("history_write_errors"),
             },
+            evicted: counter("history_evicted"),
         }
     }
 
@@ -396,6 +431,12 @@ impl SeriesHistory {
         self
     }
 
+    /// This history counting the series it drops for idleness in `evicted`.
+    pub fn counting_evictions(mut self, evicted: IntCounter) -> Self {
+        self.evicted = evicted;
+        self
+    }
+
     /// Records a point from `source`, one value per channel (any order; a point at a kept
     /// timestamp replaces nothing). A point with another channel count than the kept ones
     /// starts the series afresh: its shape changed, and a segment never mixes shapes.
@@ -427,6 +468,19 @@ impl SeriesHistory {
         source: Source,
         points: impl IntoIterator<Item = (i64, f64, &'p [f64])>,
     ) {
+        let now = chrono::Utc::now().timestamp_millis();
+        self.record_run_at(now, series_id, source, points);
+    }
+
+    /// [`record_run`](Self::record_run) at wall-clock time `now_ms`; then the shard's
+    /// series idle since `now_ms - horizon_ms` leave.
+    fn record_run_at<'p>(
+        &self,
+        now_ms: i64,
+        series_id: &str,
+        source: Source,
+        points: impl IntoIterator<Item = (i64, f64, &'p [f64])>,
+    ) {
         let mut points = points.into_iter().peekable();
         if points.peek().is_none() {
             return;
@@ -439,13 +493,18 @@ impl SeriesHistory {
             store: &mut shard.blocks,
             errors: &self.errors.write,
         };
-        let kept = match shard.series.get_mut(series_id) {
-            Some(p) => p,
-            None => shard.series.entry(series_id.to_string()).or_default(),
-        };
+        if !shard.series.contains(series_id) {
+            shard.series.put(series_id.to_string(), Kept::default());
+        }
+        // `get_mut` makes it the most recently arrived series.
+        let kept = shard.series.get_mut(series_id).expect("put above");
         for (ts_ms, first, rest) in points {
             self.record_in(kept, &mut w, source, ts_ms, first, rest);
         }
+        // After the points: a change of channels resets the series, this field too.
+        kept.arrived_ms = now_ms;
+        let cutoff = now_ms.saturating_sub(self.horizon_ms);
+        self.evicted.inc_by(shard.evict_idle(cutoff, &self.errors));
         shard.compact(&self.errors);
     }
 
@@ -532,7 +591,7 @@ impl SeriesHistory {
         let shard = self.shards[shard_of(series_id)]
             .lock()
             .expect("history lock");
-        let Some(kept) = shard.series.get(series_id) else {
+        let Some(kept) = shard.series.peek(series_id) else {
             return;
         };
         let r = Reader::new(&shard.blocks, &self.errors.read);
@@ -586,7 +645,7 @@ impl SeriesHistory {
         let shard = self.shards[shard_of(series_id)]
             .lock()
             .expect("history lock");
-        let Some(kept) = shard.series.get(series_id) else {
+        let Some(kept) = shard.series.peek(series_id) else {
             return SegmentJoin::NotYet;
         };
         let r = Reader::new(&shard.blocks, &self.errors.read);
@@ -638,7 +697,7 @@ impl SeriesHistory {
             .iter()
             .map(|s| {
                 let s = s.lock().expect("history lock");
-                s.series.values().map(Kept::heap_bytes).sum::<usize>()
+                s.series.iter().map(|(_, k)| k.heap_bytes()).sum::<usize>()
                     + s.blocks.memory.heap_bytes()
             })
             .sum()
@@ -665,63 +724,6 @@ impl SeriesHistory {
             .iter()
             .map(|s| s.lock().expect("history lock").series.len())
             .sum()
-    }
-}
-
-/// The most recent bags by id (first in, first out beyond `capacity`).
-pub struct BagCache {
-    inner: Mutex<BagMap>,
-    capacity: usize,
-}
-
-impl BagCache {
-    pub fn new(capacity: usize) -> Self {
-        Self {
-            inner: Mutex::new((HashMap::new(), VecDeque::new())),
-            capacity,
-        }
-    }
-
-    /// Keeps a bag from the message at `offset` of `(topic, partition)`.
-    pub fn insert(
-        &self,
-        bag_id: &str,
-        dim: usize,
-        instances: &[f64],
-        (topic, partition, offset): (&str, i32, i64),
-    ) {
-        if self.capacity == 0 {
-            return;
-        }
-        let mut g = self.inner.lock().expect("bag cache lock");
-        let (map, order) = &mut *g;
-        let kept = (
-            dim,
-            instances.to_vec(),
-            (topic.to_string(), partition),
-            offset,
-        );
-        if map.insert(bag_id.to_string(), kept).is_none() {
-            order.push_back(bag_id.to_string());
-        }
-        while order.len() > self.capacity {
-            if let Some(old) = order.pop_front() {
-                map.remove(&old);
-            }
-        }
-    }
-
-    /// (dim, row-major instances) of a kept bag.
-    pub fn get(&self, bag_id: &str) -> Option<(usize, Vec<f64>)> {
-        let g = self.inner.lock().expect("bag cache lock");
-        g.0.get(bag_id).map(|b| (b.0, b.1.clone()))
-    }
-
-    /// The partition and offset a kept bag came from: where a replay must start to keep it
-    /// again.
-    pub fn source(&self, bag_id: &str) -> Option<(PartitionKey, i64)> {
-        let g = self.inner.lock().expect("bag cache lock");
-        g.0.get(bag_id).map(|b| (b.2.clone(), b.3))
     }
 }
 
@@ -1014,16 +1016,34 @@ mod tests {
         );
     }
 
+    /// Finding 3 (the label-join history's series map never shrinks): a series none of
+    /// whose points arrived for `horizon_ms` of wall-clock time leaves the history, blocks
+    /// and all, counted, while a series that goes on stays; a million unique ids therefore
+    /// hold only the last `horizon_ms` of them. At 593c8e9 every id stayed for good.
     #[test]
-    fn the_bag_cache_forgets_the_oldest() {
-        let c = BagCache::new(2);
-        c.insert("a", 1, &[1.0], ("bags", 0, 7));
-        c.insert("b", 1, &[2.0], ("bags", 0, 8));
-        c.insert("c", 1, &[3.0], ("bags", 1, 9));
-        assert!(c.get("a").is_none());
-        assert_eq!(c.get("c"), Some((1, vec![3.0])));
-        assert_eq!(c.source("c"), Some((("bags".into(), 1), 9)));
-        assert_eq!(c.source("a"), None);
+    fn idle_series_leave_the_history() {
+        let h = SeriesHistory::new(60_000, 1_000);
+        let topic: Arc<str> = Arc::from("points");
+        let src = (&topic, 0, 0);
+        let run = |now: i64, id: &str, n: i64| {
+            let pts: Vec<(i64, f64, &[f64])> = (0..n).map(|i| (now + i, 1.0, &[][..])).collect();
+            h.record_run_at(now, id, src, pts);
+        };
+        for k in 0..100 {
+            run(k, &format!("once-{k}"), 300);
+        }
+        // Steady series in every shard (a shard sweeps itself when it records).
+        let steady = |now: i64| (0..200).for_each(|k| run(now, &format!("steady-{k}"), 1));
+        steady(1_000);
+        assert_eq!(h.series(), 300);
+        steady(50_000);
+        assert_eq!(h.series(), 300, "nothing idle for a minute yet");
+        steady(61_000);
+        assert_eq!(h.series(), 200, "the hundred one-off ids left");
+        assert_eq!(h.evicted.get(), 100);
+        let ready = h.segment("steady-7", 61_000, 61_000);
+        assert!(matches!(ready, SegmentJoin::Ready { .. }), "{ready:?}");
+        assert_eq!(h.segment("once-5", 5, 6), SegmentJoin::NotYet);
     }
 
     /// The replay point of a segment: the oldest offset, per partition, from its first point

@@ -70,10 +70,7 @@ pub fn window_params(cfg: &Config) -> WindowParams {
 
 /// The decode limits of `[limits]`.
 pub fn decode_limits(cfg: &Config) -> DecodeLimits {
-    DecodeLimits {
-        max_message_bytes: cfg.limits.max_message_bytes,
-        max_bag_instances: cfg.limits.max_bag_instances,
-    }
+    DecodeLimits::from(&cfg.limits)
 }
 
 /// The label joins' history (its blocks on disk unless `training.history_on_disk` is off),
@@ -81,8 +78,10 @@ pub fn decode_limits(cfg: &Config) -> DecodeLimits {
 fn history(cfg: &Config, metrics: &Metrics) -> anyhow::Result<SeriesHistory> {
     let t = &cfg.training;
     let errors = |op| metrics.history_io_errors.with_label_values(&[op]);
+    let evicted = metrics.label_join_evicted.with_label_values(&["series"]);
     let history = SeriesHistory::new(t.history_ms, t.history_points)
-        .counting(errors("read"), errors("write"));
+        .counting(errors("read"), errors("write"))
+        .counting_evictions(evicted);
     if !t.history_on_disk {
         return Ok(history);
     }
@@ -110,7 +109,10 @@ fn training_runtime(
         })?;
     Ok(Some(Arc::new(TrainingRuntime {
         history: history(cfg, metrics)?,
-        bags: BagCache::new(cfg.training.bag_cache),
+        bags: BagCache::new(cfg.training.bag_cache).bounded_to(
+            cfg.training.bag_cache_bytes,
+            metrics.label_join_evicted.with_label_values(&["bag"]),
+        ),
         holds: Default::default(),
         store: Arc::new(store),
         examples_durable: Default::default(),

@@ -23,8 +23,12 @@ use thiserror::Error;
 
 pub use super::contribution::{FindingSummary, TopContribution};
 
+mod bounds;
 mod lenient;
+mod plain;
+pub use bounds::reject_future;
 use lenient::{replace_non_finite, NON_FINITE_KEY};
+use plain::decode_plain_points;
 
 /// Which topic a message came from decides what it must hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,12 +134,15 @@ pub enum DeadReason {
     NonFinite,
     /// Bag instances that are empty or of different lengths.
     Dimension,
-    /// A bag with more instances than `max_bag_instances`.
+    /// A bag with more instances than `max_bag_instances`, or an id, model name or class
+    /// longer than `max_id_bytes`.
     TooLarge,
     /// A message larger than `max_message_bytes`; not parsed at all.
     Oversized,
     /// Event time behind the window's watermark.
     Late,
+    /// Event time beyond the message's arrival plus `limits.max_future_skew_ms`.
+    Future,
     /// No model is loaded to score with.
     NoModel,
     /// A label whose segment (or bag) is not in the kept history, or whose points did not
@@ -150,7 +157,7 @@ pub enum DeadReason {
 
 impl DeadReason {
     /// Every reason, e.g. to pre-register one metric series per code.
-    pub const ALL: [DeadReason; 11] = [
+    pub const ALL: [DeadReason; 12] = [
         DeadReason::Parse,
         DeadReason::Schema,
         DeadReason::NonFinite,
@@ -158,6 +165,7 @@ impl DeadReason {
         DeadReason::TooLarge,
         DeadReason::Oversized,
         DeadReason::Late,
+        DeadReason::Future,
         DeadReason::NoModel,
         DeadReason::Unjoined,
         DeadReason::UnknownClass,
@@ -174,6 +182,7 @@ impl DeadReason {
             DeadReason::TooLarge => "too_large",
             DeadReason::Oversized => "oversized",
             DeadReason::Late => "late",
+            DeadReason::Future => "future",
             DeadReason::NoModel => "no_model",
             DeadReason::Unjoined => "unjoined",
             DeadReason::UnknownClass => "unknown_class",
@@ -223,6 +232,8 @@ pub struct DecodeLimits {
     pub max_message_bytes: usize,
     /// Bags with more instances are rejected (`TooLarge`).
     pub max_bag_instances: usize,
+    /// Longer ids, model names and classes are rejected (`TooLarge`).
+    pub max_id_bytes: usize,
 }
 
 /// Decodes one Kafka message payload: one JSON record, or a JSON array of records.
@@ -254,7 +265,7 @@ pub fn decode(
         ))];
     }
     if kind == RecordKind::Point {
-        if let Some(points) = decode_plain_points(payload) {
+        if let Some(points) = decode_plain_points(payload, limits.max_id_bytes) {
             return points.into_iter().map(|p| Ok(Record::Point(p))).collect();
         }
     }
@@ -299,57 +310,6 @@ fn decode_checked(
             decoder.type_name(&other)
         )))],
     }
-}
-
-/// A point in its plainest form: `series_id` a non-empty string, `ts` an integer, `value` a
-/// number; other fields ignored, as the hand-written path ignores them.
-#[derive(Deserialize)]
-struct PlainPoint<'a> {
-    #[serde(borrow)]
-    series_id: std::borrow::Cow<'a, str>,
-    ts: i64,
-    value: f64,
-    /// Present means "both value and values", which the hand-written path rejects.
-    #[serde(default)]
-    values: Option<serde::de::IgnoredAny>,
-    /// A string or absent/null here; anything else takes the hand-written path (which
-    /// rejects it).
-    #[serde(default, borrow)]
-    model: Option<std::borrow::Cow<'a, str>>,
-}
-
-/// The fast path for point messages: Some only if the payload is one plain point or an array
-/// of them, which the hand-written path would decode to the same points.
-fn decode_plain_points(payload: &[u8]) -> Option<Vec<Point>> {
-    let first = payload.iter().find(|b| !b.is_ascii_whitespace())?;
-    let plain: Vec<PlainPoint<'_>> = match first {
-        b'{' => vec![serde_json::from_slice::<PlainPoint<'_>>(payload).ok()?],
-        b'[' => serde_json::from_slice(payload).ok()?,
-        _ => return None,
-    };
-    // The points of an array are mostly one series': they share one id.
-    let mut last: Option<Arc<str>> = None;
-    plain
-        .into_iter()
-        .map(|p| {
-            let plain = !p.series_id.is_empty()
-                && (MIN_TS_MS..=MAX_TS_MS).contains(&p.ts)
-                && p.values.is_none()
-                && p.value.is_finite()
-                && p.model.as_ref().is_none_or(|m| !m.is_empty());
-            let series_id = match &last {
-                Some(id) if **id == *p.series_id => id.clone(),
-                _ => last.insert(Arc::from(&*p.series_id)).clone(),
-            };
-            plain.then(|| Point {
-                series_id,
-                ts_ms: p.ts,
-                value: p.value,
-                rest: Vec::new(),
-                model: p.model.map(std::borrow::Cow::into_owned),
-            })
-        })
-        .collect()
 }
 
 /// Why a JSON value is not a usable number.
@@ -558,7 +518,7 @@ impl Decoder<'_> {
     /// Takes an identifier out of the record (moving the string, no copy): a non-empty string.
     fn take_id(&self, map: &mut Map<String, Value>, field: &str) -> Result<String, Rejected> {
         match map.remove(field) {
-            Some(Value::String(s)) if !s.is_empty() => Ok(s),
+            Some(Value::String(s)) if !s.is_empty() => self.short(s, field),
             Some(Value::String(_)) => Err(Rejected::schema(format!("`{field}` must not be empty"))),
             Some(other) => Err(Rejected::schema(format!(
                 "`{field}` must be a non-empty string, found {}",
@@ -573,7 +533,7 @@ impl Decoder<'_> {
     fn model_name(&self, map: &mut Map<String, Value>) -> Result<Option<String>, Rejected> {
         match map.remove("model") {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) if !s.is_empty() => Ok(Some(s)),
+            Some(Value::String(s)) if !s.is_empty() => self.short(s, "model").map(Some),
             Some(Value::String(_)) => Err(Rejected::schema("`model` must not be empty")),
             Some(other) => Err(Rejected::schema(format!(
                 "`model` must be a model's name (a string), found {}",
@@ -592,7 +552,7 @@ impl Decoder<'_> {
     fn label_string(&self, value: Value) -> Result<String, Rejected> {
         match value {
             Value::String(s) if s.is_empty() => Err(Rejected::schema("`label` must not be empty")),
-            Value::String(s) => Ok(s),
+            Value::String(s) => self.short(s, "label"),
             other => Err(Rejected::schema(format!(
                 "`label` must be a string, found {}",
                 self.type_name(&other)
@@ -803,6 +763,7 @@ mod tests {
     const LIMITS: DecodeLimits = DecodeLimits {
         max_message_bytes: 1 << 20,
         max_bag_instances: 4,
+        max_id_bytes: 256,
     };
 
     fn decode_str(kind: RecordKind, payload: &str) -> Vec<Result<Record, Rejected>> {
@@ -825,7 +786,8 @@ mod tests {
             r#"{"series_id":"a","ts":1,"value":0.5,"model":null}"#,
         ];
         for p in taken {
-            let fast = decode_plain_points(p.as_bytes()).unwrap_or_else(|| panic!("{p}"));
+            let fast = decode_plain_points(p.as_bytes(), LIMITS.max_id_bytes)
+                .unwrap_or_else(|| panic!("{p}"));
             let checked = decode_checked(RecordKind::Point, p.as_bytes(), &LIMITS);
             let fast: Vec<Result<Record, Rejected>> =
                 fast.into_iter().map(|p| Ok(Record::Point(p))).collect();
@@ -852,7 +814,10 @@ mod tests {
             r#"{"series_id":"a","ts":1,"value":0.5,"model":7}"#,
         ];
         for p in left {
-            assert!(decode_plain_points(p.as_bytes()).is_none(), "{p}");
+            assert!(
+                decode_plain_points(p.as_bytes(), LIMITS.max_id_bytes).is_none(),
+                "{p}"
+            );
         }
     }
 
@@ -1303,6 +1268,7 @@ mod tests {
         let limits = DecodeLimits {
             max_message_bytes: 10,
             max_bag_instances: 4,
+            max_id_bytes: 256,
         };
         let out = decode(RecordKind::Point, b"this is not even JSON", &limits);
         assert_eq!(
@@ -1317,6 +1283,7 @@ mod tests {
         let limits = DecodeLimits {
             max_message_bytes: payload.len(),
             max_bag_instances: 4,
+            max_id_bytes: 256,
         };
         assert!(decode(RecordKind::Point, payload, &limits)[0].is_ok());
     }
@@ -1517,6 +1484,7 @@ mod tests {
                 "too_large",
                 "oversized",
                 "late",
+                "future",
                 "no_model",
                 "unjoined",
                 "unknown_class",
@@ -1569,6 +1537,7 @@ mod schema_tests {
     const LIMITS: DecodeLimits = DecodeLimits {
         max_message_bytes: 1 << 20,
         max_bag_instances: 1_000,
+        max_id_bytes: 256,
     };
 
     fn load(name: &str, text: &str) -> Value {

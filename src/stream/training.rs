@@ -332,46 +332,113 @@ pub fn load_store_in(
 }
 
 /// [`load_store_in`] of the examples `keep` takes (one model's), so that another model's
-/// examples never count against `max_examples`.
+/// examples never count against `max_examples`. Trimmed while the files are read (see
+/// [`Newest`]): memory for `max_examples` examples, however many the store holds.
 pub fn load_store_where(
     store: &Store,
     max_examples: usize,
     not_before_ms: Option<i64>,
     keep: &dyn Fn(&Example) -> bool,
 ) -> anyhow::Result<Vec<Example>> {
-    let mut by_key: HashMap<ExampleId, Example> = HashMap::new();
+    let now = chrono::Utc::now().timestamp_millis();
+    let mut newest = Newest::new(max_examples);
     for f in store_files(store) {
         let rows = read_examples(store, &f).map_err(|e| anyhow::anyhow!("{f}: {e}"))?;
-        for e in rows {
+        for mut e in rows {
+            e.labeled_at_ms = judged_at(e.labeled_at_ms, now);
             if not_before_ms.is_some_and(|t| e.labeled_at_ms < t) || !keep(&e) {
                 continue;
             }
-            let newer = by_key.get(&e.identity()).is_none_or(|old| {
-                (old.labeled_at_ms, old.source_offset) <= (e.labeled_at_ms, e.source_offset)
-            });
-            if newer {
-                by_key.insert(e.identity(), e);
-            }
+            newest.offer(e);
         }
     }
-    let mut all: Vec<Example> = by_key.into_values().collect();
-    all.sort_by(|a, b| {
-        (
-            a.labeled_at_ms,
-            &a.source_topic,
-            a.source_partition,
-            a.source_offset,
-        )
-            .cmp(&(
-                b.labeled_at_ms,
-                &b.source_topic,
-                b.source_partition,
-                b.source_offset,
-            ))
-            .then_with(|| a.key.cmp(&b.key))
-    });
-    let skip = all.len().saturating_sub(max_examples);
-    Ok(all.split_off(skip))
+    Ok(newest.into_oldest_first())
+}
+
+/// How far past the reader's clock a label time may be and still count (clocks of two
+/// machines sharing a store): the label joins stamp no time past their own clock.
+const CLOCK_SLACK_MS: i64 = 60_000;
+
+/// The label time an example counts with: its own, or for one labeled past the clock (a
+/// producer's Kafka timestamp in 2099, written before the joins capped it) the earliest
+/// time there is, so it ranks oldest, ages out and never holds back `trained_through`.
+fn judged_at(labeled_at_ms: i64, now_ms: i64) -> i64 {
+    if labeled_at_ms > now_ms.saturating_add(CLOCK_SLACK_MS) {
+        super::record::MIN_TS_MS
+    } else {
+        labeled_at_ms
+    }
+}
+
+/// Where an example ranks, oldest first: label time, source partition and offset, then key,
+/// segment and model. A total order: of one example's rows the highest wins, and the
+/// newest `max_examples` examples are the highest.
+type Rank = (
+    i64,
+    String,
+    i32,
+    i64,
+    String,
+    Option<(i64, i64)>,
+    Option<String>,
+);
+
+fn rank(e: &Example) -> Rank {
+    (
+        e.labeled_at_ms,
+        e.source_topic.clone(),
+        e.source_partition,
+        e.source_offset,
+        e.key.clone(),
+        e.segment,
+        e.model.clone(),
+    )
+}
+
+/// The newest `max` examples, one per identity, kept as rows stream in. Exact: a row evicted
+/// (or skipped) at rank r had `max` other examples above it, whose best rows only rise, so
+/// no row at or below the highest rank evicted (`floor`) can be among the newest `max`.
+struct Newest {
+    max: usize,
+    best: HashMap<ExampleId, Rank>,
+    kept: std::collections::BTreeMap<Rank, Example>,
+    floor: Option<Rank>,
+}
+
+impl Newest {
+    fn new(max: usize) -> Self {
+        Self {
+            max,
+            best: HashMap::new(),
+            kept: Default::default(),
+            floor: None,
+        }
+    }
+
+    fn offer(&mut self, e: Example) {
+        let r = rank(&e);
+        if self.floor.as_ref().is_some_and(|f| r <= *f) {
+            return;
+        }
+        let id = e.identity();
+        if let Some(old) = self.best.get(&id) {
+            if *old >= r {
+                return;
+            }
+            self.kept.remove(old);
+        }
+        self.best.insert(id, r.clone());
+        self.kept.insert(r, e);
+        if self.kept.len() > self.max {
+            let (r0, e0) = self.kept.pop_first().expect("more than max >= 0 kept");
+            self.best.remove(&e0.identity());
+            self.floor = Some(r0);
+        }
+    }
+
+    fn into_oldest_first(self) -> Vec<Example> {
+        self.kept.into_values().collect()
+    }
 }
 
 /// Deletes store files whose every example is older than `not_before_ms` (by the date folder
@@ -388,11 +455,12 @@ pub fn apply_retention_where(
     keep: &dyn Fn(&Example) -> bool,
 ) -> usize {
     let mut removed = 0;
+    let now = chrono::Utc::now().timestamp_millis();
     for f in store_files(store) {
         let newest = read_examples(store, &f)
             .ok()
             .filter(|rows| rows.iter().all(keep))
-            .and_then(|rows| rows.iter().map(|e| e.labeled_at_ms).max());
+            .and_then(|rows| rows.iter().map(|e| judged_at(e.labeled_at_ms, now)).max());
         if newest.is_some_and(|n| n < not_before_ms) && store.delete(&f).is_ok() {
             removed += 1;
         }
@@ -464,6 +532,77 @@ mod tests {
         let ds = to_dataset(&all);
         assert_eq!(ds.len(), 3);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Finding 2 (future Kafka timestamps): an example whose label time is past the clock
+    /// (a producer's Kafka timestamp a day ahead, as written before the joins capped it)
+    /// ranks oldest: `max_age` excludes it, retention deletes its file, and it neither
+    /// takes a slot of `max_examples` nor is the newest. At 593c8e9 it was always kept as
+    /// the newest and its file never went.
+    #[test]
+    fn examples_labeled_in_the_future_age_out() {
+        let dir = std::env::temp_dir().join(format!("milstream-future-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let now = chrono::Utc::now().timestamp_millis();
+        let store = Store::Local(dir.clone());
+        let seg = |first: i64, rows: Vec<Example>| {
+            let mut s = Segment::new("labels", 0, first, now);
+            s.last_offset = first;
+            s.examples = rows;
+            s
+        };
+        let future = ex("s9", 0, "x", now + 86_400_000, 1);
+        write_examples(&store, &seg(1, vec![future]), false).unwrap();
+        let fresh: Vec<Example> = (0..3)
+            .map(|i| ex("s1", i, "y", now - 1_000 + i, 2 + i))
+            .collect();
+        write_examples(&store, &seg(2, fresh.clone()), false).unwrap();
+        let week_ago = now - 7 * 86_400_000;
+        let kept = load_store(&dir, 10, Some(week_ago)).unwrap();
+        assert_eq!(kept, fresh, "max_age excludes the future example");
+        let newest = load_store(&dir, 3, None).unwrap();
+        assert_eq!(newest, fresh, "the newest three are the fresh ones");
+        assert_eq!(apply_retention(&store, week_ago), 1, "its file goes");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Finding 1 (loading keeps every example): the trimmed load equals sorting all rows
+    /// and keeping the newest `max`, one row per example (the highest), for every `max`,
+    /// over rows with relabels, replays (equal rows) and ties in label time.
+    #[test]
+    fn trimming_while_loading_keeps_the_newest_examples() {
+        let mut rows = Vec::new();
+        for i in 0..60i64 {
+            let mut e = ex(
+                &format!("s{}", i % 7),
+                (i % 5) * 100,
+                "x",
+                1_000 + (i * 37) % 23,
+                i,
+            );
+            e.source_partition = (i % 2) as i32;
+            rows.push(e.clone());
+            if i % 4 == 0 {
+                rows.push(e);
+            }
+        }
+        let mut best: HashMap<ExampleId, Example> = HashMap::new();
+        for e in &rows {
+            if best.get(&e.identity()).is_none_or(|o| rank(o) < rank(e)) {
+                best.insert(e.identity(), e.clone());
+            }
+        }
+        let mut all: Vec<Example> = best.into_values().collect();
+        all.sort_by_key(rank);
+        for max in [0, 1, 2, 5, 17, all.len(), all.len() + 3] {
+            let mut n = Newest::new(max);
+            for e in &rows {
+                n.offer(e.clone());
+            }
+            assert!(n.kept.len() <= max);
+            let skip = all.len().saturating_sub(max);
+            assert_eq!(n.into_oldest_first(), all[skip..], "max {max}");
+        }
     }
 
     #[test]

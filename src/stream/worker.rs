@@ -24,8 +24,8 @@ use super::labels::{raw_prefix, LabelJoiner, LabelSource, WaitingLabels};
 use super::models::{Models, ServedModel};
 use super::quality::{PartitionQuality, Quality, QualityRows};
 use super::record::{
-    decode, DeadLetterRecord, DeadReason, DecodeLimits, Point, PredictionRecord, Record,
-    RecordKind, Rejected,
+    decode, reject_future, DeadLetterRecord, DeadReason, DecodeLimits, Point, PredictionRecord,
+    Record, RecordKind, Rejected,
 };
 use super::sink::roll::FileSizes;
 use super::sink::Segment;
@@ -169,6 +169,11 @@ impl WorkerEnv {
         let mut seg = p.segment.take()?;
         seg.generation = p.generation;
         let next = seg.last_offset + 1;
+        // Idle series go first: the replay point is what the live series need, so a
+        // series whose points are years old pins no segment's replay point.
+        if let Some(w) = p.windows.as_mut() {
+            w.evict_idle();
+        }
         seg.replay_from = p
             .windows
             .as_ref()
@@ -187,7 +192,6 @@ impl WorkerEnv {
             seg.served_checkpoint = p.served.as_ref().map(ServedWatch::checkpoint);
         }
         if let Some(w) = p.windows.as_mut() {
-            w.evict_idle();
             let ev = std::mem::take(&mut w.events);
             let evicted = &self.metrics.series_evicted;
             evicted
@@ -398,11 +402,20 @@ impl Worker {
         let dead_letter = |rej: &Rejected| {
             DeadLetterRecord::new(topic, partition, offset, rej, payload, now_ms())
         };
-        let results = decode(p.kind, payload, &env.limits);
+        let mut results = decode(p.kind, payload, &env.limits);
         p.records.inc_by(results.len() as u64);
+        // No event time or label time past the message's arrival: a producer's clock in
+        // 2099 must neither hold a series, the replay point and idle eviction (points:
+        // `future` beyond the skew) nor keep an example from ever aging out (labels).
+        let arrival = ts.min(now_ms());
+        reject_future(&mut results, arrival, env.cfg.limits.max_future_skew_ms);
+        if let Some(w) = p.windows.as_mut() {
+            w.arrived(arrival);
+        }
         // Dates a segment this message opens: its first point's event time, else (bags,
-        // labels, undecodable input) its Kafka timestamp. Decoding is pure, so a replay of
-        // the same offset dates the same folder.
+        // labels, undecodable input) its Kafka timestamp. Decoding is pure, and `future`
+        // depends on the message alone (unless its timestamp is past the clock), so a replay
+        // of the same offset dates the same folder.
         let event_ms = results
             .iter()
             .find_map(|r| match r {
@@ -499,7 +512,8 @@ impl Worker {
                             .route_record(ModelInput::Bags, &b.bag_id, b.model.as_deref())
                             .ok()
                             .map(|m| m.spec.name.as_str());
-                        l.keep_bag(&b, model, (topic, partition, offset), ts, &mut examples);
+                        let src = (topic, partition, offset);
+                        l.keep_bag(&b, model, src, arrival, &mut examples);
                     }
                 }
                 Ok(Record::Bag(b)) => {
@@ -516,7 +530,7 @@ impl Worker {
                                     &b,
                                     model,
                                     (topic, partition, offset),
-                                    ts,
+                                    arrival,
                                     &mut examples,
                                 );
                             }
@@ -560,8 +574,8 @@ impl Worker {
                 Ok(Record::Label(l)) => {
                     if let Some(labels) = &env.labels {
                         let raw = label_raw.get_or_insert_with(|| raw_prefix(payload));
-                        let at = (offset, label_index);
-                        labels.queue(&mut p.waiting_labels, key, (at, ts), l, raw.clone());
+                        let at = ((offset, label_index), arrival);
+                        labels.queue(&mut p.waiting_labels, key, at, l, raw.clone());
                     }
                     label_index += 1;
                 }
@@ -835,6 +849,7 @@ mod tests {
             limits: DecodeLimits {
                 max_message_bytes: 1 << 20,
                 max_bag_instances: 10_000,
+                max_id_bytes: 256,
             },
             file_sizes: Default::default(),
         };
@@ -1111,6 +1126,57 @@ mod tests {
         );
         assert_eq!(rows(&segments), clean);
         assert_eq!(metrics.dead_letters.with_label_values(&["parse"]).get(), 1);
+    }
+
+    /// Finding 2 (one future timestamp moves the partition's clock), through the worker:
+    /// mid-stream, a device 30 minutes ahead of its messages' arrival (within
+    /// `limits.max_future_skew_ms`) and one two days ahead, then a seal (idle eviction,
+    /// timeout 10 minutes). The two-day point is one `future` dead letter; the series at the
+    /// arrival clock lose no window. At 593c8e9 both points were accepted, the seal evicted
+    /// `a` and `b` as idle, and their windows restarted (fewer rows than the clean run).
+    #[test]
+    fn a_device_clock_ahead_costs_the_other_series_no_window() {
+        let series = two_series();
+        let clean = {
+            let (env, metrics) = env();
+            let mut worker = Worker::new(env);
+            assign(&mut worker, &metrics, 0, 0);
+            rows(&run(&mut worker, &messages(&series, |_| 0)))
+        };
+        let (env, metrics) = env();
+        let mut worker = Worker::new(env);
+        assign(&mut worker, &metrics, 0, 0);
+        let mut msgs = messages(&series, |_| 0);
+        let middle = msgs.len() / 2;
+        let at = msgs[middle].timestamp_ms;
+        for (i, ahead_ms) in [(0, 1_800_000), (1, 2 * 86_400_000)] {
+            let body = format!(
+                r#"{{"series_id":"dev{i}","ts":{},"value":0.5}}"#,
+                at + ahead_ms
+            );
+            let m = Message {
+                payload: body.into_bytes(),
+                ..msgs[middle].clone()
+            };
+            msgs.insert(middle, m);
+        }
+        for (i, m) in msgs.iter_mut().enumerate() {
+            m.offset = i as i64;
+        }
+        let mut segments = feed(&mut worker, &msgs[..middle + 2]);
+        segments.extend(worker.seal_aged(true));
+        segments.extend(run(&mut worker, &msgs[middle + 2..]));
+        let dead: Vec<&DeadLetterRecord> = segments.iter().flat_map(|s| &s.dead_letters).collect();
+        assert_eq!(dead.len(), 1, "{dead:?}");
+        assert_eq!(dead[0].reason, "future");
+        assert!(dead[0].detail.contains("dev1"), "{}", dead[0].detail);
+        assert_eq!(rows(&segments), clean);
+        assert_eq!(metrics.series_evicted.with_label_values(&["idle"]).get(), 0);
+        assert_eq!(metrics.dead_letters.with_label_values(&["future"]).get(), 1);
+        // The replay point: the two-day point (offset `middle`) pins nothing; the accepted
+        // one (`middle + 1`) holds it until the arrivals pass it by the idle timeout.
+        let last = segments.last().expect("segments");
+        assert_eq!(last.replay_from, middle as i64 + 1);
     }
 
     #[test]
