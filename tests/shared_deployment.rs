@@ -80,28 +80,39 @@ fn render(shipped: &str, bootstrap: &str, dir: &Path, model: &Path) -> String {
     format!("{text}\n[commit]\ninterval_ms = 200\n[shutdown]\ngrace_ms = 10000\n")
 }
 
+/// A daemon process, killed if the test ends first (a failed assertion leaves none behind).
+struct Pod(Child);
+
+impl Drop for Pod {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `milstream run` as the pod `pod` would run it (POD_NAME from the StatefulSet).
-fn start(config: &Path, pod: &str, log: PathBuf) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_milstream"))
+fn start(config: &Path, pod: &str, log: PathBuf) -> Pod {
+    let child = Command::new(env!("CARGO_BIN_EXE_milstream"))
         .args(["run", "--config", config.to_str().unwrap()])
         .env("RUST_LOG", "info")
         .env("POD_NAME", pod)
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(log).unwrap())
         .spawn()
-        .expect("milstream run starts")
+        .expect("milstream run starts");
+    Pod(child)
 }
 
-fn kill(child: &mut Child) {
-    let _ = child.kill();
-    let _ = child.wait();
+fn kill(pod: &mut Pod) {
+    let _ = pod.0.kill();
+    let _ = pod.0.wait();
 }
 
-fn stop(child: &mut Child) {
+fn stop(pod: &mut Pod) {
     unsafe {
-        libc::kill(child.id() as i32, libc::SIGTERM);
+        libc::kill(pod.0.id() as i32, libc::SIGTERM);
     }
-    let _ = child.wait();
+    let _ = pod.0.wait();
 }
 
 /// One label per GunPoint series of the known stream: its segment and its true class.

@@ -23,6 +23,11 @@ pub struct TrainingConfig {
     pub history_ms: i64,
     /// ... and at most this many.
     pub history_points: usize,
+    /// Series the label-join history keeps at most (a new series id on every point must
+    /// not grow it for `history_ms`): past it the series whose last point arrived longest
+    /// ago leaves (`milstream_label_join_evicted_total{kind="series"}`); a later label for
+    /// it is `unjoined`.
+    pub history_max_series: usize,
     /// Keep the history's closed blocks on local disk (in `history_dir`), with only their
     /// index in memory (32 bytes a block of 128 points), plus each series' newest, open
     /// block (up to 128 points, encoded as they come: about 1-11 bytes each); a join reads
@@ -82,6 +87,7 @@ impl Default for TrainingConfig {
             dir: PathBuf::from("milstream-data/training"),
             history_ms: 3_600_000,
             history_points: 20_000,
+            history_max_series: 100_000,
             history_on_disk: true,
             history_dir: None,
             history_segment_bytes: 32 << 20,
@@ -117,6 +123,9 @@ impl TrainingConfig {
 
     /// The history's keys, checked at start-up.
     pub(super) fn validate_history(&self) -> Result<(), (&'static str, String)> {
+        if self.history_max_series == 0 {
+            return Err(("training.history_max_series", "must be >= 1".into()));
+        }
         if !(4096..=1 << 30).contains(&self.history_segment_bytes) {
             return Err((
                 "training.history_segment_bytes",

@@ -299,6 +299,23 @@ impl Shard {
         dropped
     }
 
+    /// Drops the `n` series whose last point arrived longest ago, with their blocks.
+    fn evict_oldest(&mut self, n: usize, errors: &HistoryErrors) -> u64 {
+        let mut w = Writer {
+            store: &mut self.blocks,
+            errors: &errors.write,
+        };
+        let mut dropped = 0;
+        for _ in 0..n {
+            let Some((_, mut kept)) = self.series.pop_lru() else {
+                break;
+            };
+            kept.reset(kept.channels, &mut w);
+            dropped += 1;
+        }
+        dropped
+    }
+
     /// Once a sealed segment is less than half live, copies the live blocks of such
     /// segments forward and repoints them, so those segments go (the disk bound,
     /// `history_log.rs`). Each segment crosses half once, so this scan of the shard's index
@@ -369,6 +386,8 @@ pub struct SeriesHistory {
     shards: Vec<Mutex<Shard>>,
     horizon_ms: i64,
     max_points: usize,
+    /// Series a shard keeps at most (the history's bound over the shards).
+    max_series_per_shard: usize,
     errors: HistoryErrors,
     /// Series dropped for idleness.
     evicted: IntCounter,
@@ -390,6 +409,7 @@ impl SeriesHistory {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             horizon_ms,
             max_points: max_points.max(1),
+            max_series_per_shard: usize::MAX,
             errors: HistoryErrors {
                 read: counter("history_read_errors"),
                 write: counter("history_write_errors"),
@@ -428,6 +448,13 @@ impl SeriesHistory {
     /// This history counting its failed block reads and writes in these counters.
     pub fn counting(mut self, read: IntCounter, write: IntCounter) -> Self {
         self.errors = HistoryErrors { read, write };
+        self
+    }
+
+    /// This history keeping about `max_series` series at most (each shard its share):
+    /// past it, the series whose last point arrived longest ago leaves.
+    pub fn max_series(mut self, max_series: usize) -> Self {
+        self.max_series_per_shard = max_series.div_ceil(SHARDS).max(1);
         self
     }
 
@@ -505,6 +532,11 @@ impl SeriesHistory {
         kept.arrived_ms = now_ms;
         let cutoff = now_ms.saturating_sub(self.horizon_ms);
         self.evicted.inc_by(shard.evict_idle(cutoff, &self.errors));
+        let over = shard.series.len().saturating_sub(self.max_series_per_shard);
+        if over > 0 {
+            // The series just recorded is the most recent: the oldest arrivals go first.
+            self.evicted.inc_by(shard.evict_oldest(over, &self.errors));
+        }
         shard.compact(&self.errors);
     }
 
@@ -1020,6 +1052,19 @@ mod tests {
     /// whose points arrived for `horizon_ms` of wall-clock time leaves the history, blocks
     /// and all, counted, while a series that goes on stays; a million unique ids therefore
     /// hold only the last `horizon_ms` of them. At 593c8e9 every id stayed for good.
+    #[test]
+    fn a_new_id_on_every_point_keeps_the_history_within_its_series_bound() {
+        let h = SeriesHistory::new(3_600_000, 1_000).max_series(1_600);
+        let topic: Arc<str> = Arc::from("points");
+        for i in 0..20_000i64 {
+            h.record(&format!("u{i}"), (&topic, 0, i), i, &[1.0]);
+        }
+        // Each of the 16 shards keeps its share, 100; without the bound, all 20,000 stayed
+        // for the whole hour of `history_ms`.
+        assert!(h.series() <= 1_600, "{}", h.series());
+        assert_eq!(h.segment("u19999", 19_999, 19_999), ready(vec![1.0]));
+    }
+
     #[test]
     fn idle_series_leave_the_history() {
         let h = SeriesHistory::new(60_000, 1_000);

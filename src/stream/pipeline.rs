@@ -80,6 +80,7 @@ fn history(cfg: &Config, metrics: &Metrics) -> anyhow::Result<SeriesHistory> {
     let errors = |op| metrics.history_io_errors.with_label_values(&[op]);
     let evicted = metrics.label_join_evicted.with_label_values(&["series"]);
     let history = SeriesHistory::new(t.history_ms, t.history_points)
+        .max_series(t.history_max_series)
         .counting(errors("read"), errors("write"))
         .counting_evictions(evicted);
     if !t.history_on_disk {
