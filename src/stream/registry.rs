@@ -187,13 +187,7 @@ impl Registry {
         let seq = self
             .versions()?
             .last()
-            .and_then(|v| {
-                v.trim_start_matches('v')
-                    .split('-')
-                    .next()?
-                    .parse::<u64>()
-                    .ok()
-            })
+            .and_then(|v| version_seq_of(v))
             .map_or(1, |s| s + 1);
         // The name holds the model's hash: two processes publishing one model name it alike.
         let version = format!("v{seq:06}-{}", short_hash(&json));
