@@ -9,9 +9,13 @@ reader) and reports, as JSON on stdout, what a run of several processes must kee
 - every training example once in the training store (by key, segment, label offset);
 - no partial or temporary file anywhere under the trees.
 
-Usage: cluster_check.py OUTPUT_DIR [--training DIR] [--expected windows.json]
-`windows.json` is a list of [key, window_start_ms, window_end_ms]. Exit status 0 when
-nothing is lost, duplicated or unexpected, 1 otherwise.
+Usage: cluster_check.py OUTPUT [--training DIR] [--expected windows.json]
+                        [--labels labels.json] [--s3-endpoint http://HOST:PORT]
+`windows.json` is a list of [key, window_start_ms, window_end_ms] (bags: [bag_id, null,
+null]); `labels.json` a list of [source_partition, source_offset] of the labels produced,
+each of which must be graded. With --s3-endpoint, OUTPUT and DIR are `bucket/prefix` on
+that S3 server (credentials "test"). Exit status 0 when nothing is lost, duplicated or
+unexpected, 1 otherwise.
 """
 import argparse
 import collections
@@ -19,20 +23,25 @@ import json
 import os
 import sys
 
+import pyarrow.fs
 import pyarrow.parquet as pq
+
+FS = pyarrow.fs.LocalFileSystem()
 
 
 def files(root, tree):
     """The Parquet files under root/tree, and the temporary ones (dot-names, .tmp)."""
     done, temp = [], []
     base = os.path.join(root, tree) if tree else root
-    for folder, _, names in os.walk(base):
-        for n in names:
-            path = os.path.join(folder, n)
-            if n.startswith(".") or n.endswith(".tmp"):
-                temp.append(path)
-            elif n.endswith(".parquet"):
-                done.append(path)
+    selector = pyarrow.fs.FileSelector(base, recursive=True, allow_not_found=True)
+    for info in FS.get_file_info(selector):
+        if info.type != pyarrow.fs.FileType.File:
+            continue
+        n = info.base_name
+        if n.startswith(".") or n.endswith(".tmp"):
+            temp.append(info.path)
+        elif n.endswith(".parquet"):
+            done.append(info.path)
     return sorted(done), temp
 
 
@@ -45,7 +54,7 @@ def keyed(paths, key_of):
     """Counts of each row's key over every file (read one by one: schemas evolve)."""
     counts = collections.Counter()
     for p in paths:
-        counts.update(key_of(pq.read_table(p)))
+        counts.update(key_of(pq.read_table(p, filesystem=FS)))
     return counts
 
 
@@ -79,7 +88,14 @@ def main():
     ap.add_argument("output")
     ap.add_argument("--training")
     ap.add_argument("--expected")
+    ap.add_argument("--labels")
+    ap.add_argument("--s3-endpoint")
     a = ap.parse_args()
+    if a.s3_endpoint:
+        global FS
+        scheme, host = a.s3_endpoint.split("://")
+        FS = pyarrow.fs.S3FileSystem(endpoint_override=host, scheme=scheme, access_key="test",
+                                     secret_key="test", region="us-east-1")
     report = {"temp_files": []}
     preds, temp = files(a.output, "predictions")
     report["temp_files"] += temp
@@ -95,6 +111,11 @@ def main():
     report["temp_files"] += temp
     graded = keyed(evals, evaluation_keys)
     report["evaluations"] = {"rows": sum(graded.values()), "distinct": len(graded), "duplicated": dupes(graded)}
+    if a.labels:
+        produced = {tuple(k) for k in json.load(open(a.labels))}
+        seen = {(k[4], k[5]) for k in graded}
+        report["evaluations"]["labels"] = len(produced)
+        report["evaluations"]["ungraded"] = sorted(list(k) for k in produced - seen)
     for tree in ("dead_letters", "drift_events"):
         report["temp_files"] += files(a.output, tree)[1]
     if a.training:
@@ -105,7 +126,8 @@ def main():
     json.dump(report, sys.stdout, indent=1)
     print()
     bad = report["temp_files"] or w["duplicated"] or w.get("missing") or w.get("unexpected")
-    bad = bad or report["evaluations"]["duplicated"] or report.get("examples", {}).get("duplicated")
+    bad = bad or report["evaluations"]["duplicated"] or report["evaluations"].get("ungraded")
+    bad = bad or report.get("examples", {}).get("duplicated")
     sys.exit(1 if bad else 0)
 
 

@@ -365,3 +365,21 @@ fn serving_slot(
         milstream::metrics::Metrics::new(),
     )
 }
+
+/// The cluster soak on real components (Tansu, moto): three scorers and a trainer from the
+/// shipped ConfigMap, kills, scaling, a store outage, a broker restart and a rollback, the
+/// output checked with pyarrow. Slow (minutes a run; Tansu takes 20 minutes to install), so
+/// run by hand: `cargo test --release --test shared_deployment -- --ignored cluster_soak`,
+/// or `scripts/cluster-soak.sh --runs 20` for the full soak.
+#[test]
+#[ignore]
+fn cluster_soak_on_tansu_and_moto() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = common::scratch("cluster-soak");
+    let status = Command::new(root.join("scripts/cluster-soak.sh"))
+        .args(["--runs", "1", "--seconds", "60", "--out"])
+        .arg(&out)
+        .status()
+        .expect("the soak script runs");
+    assert!(status.success(), "the cluster soak failed: see {}", out.display());
+}

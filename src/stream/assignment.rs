@@ -26,7 +26,7 @@ use super::commit::{choose_replay_point, decode_metadata, DurableOffsets, Mark, 
 use super::label_free::ServedWatch;
 use super::quality::Quality;
 use super::record::RecordKind;
-use super::sink;
+use super::sink::{self, folders::FolderLog};
 use super::store::Store;
 use super::training::TrainingRuntime;
 use super::window::{PartitionWindows, WindowParams};
@@ -451,13 +451,21 @@ impl Assignments {
         let mut counted: Option<Option<i64>> = None;
         let mut attempt = 1;
         loop {
-            let r = match found {
-                Some(r) => Ok(r),
+            // The folders the partition's files are in: all that is listed below.
+            let log = FolderLog::for_assignment(
+                &self.output,
+                self.training_store.as_deref(),
+                sink::owned_trees(self.cfg.pipeline.role, kind),
+                (self.cfg.pipeline.role, topic, partition),
+            );
+            let r = log.and_then(|log| match found {
+                Some(r) => Ok((r, log)),
                 None => commit
-                    .map(|c| self.replay_point(topic, partition, c, meta))
-                    .transpose(),
-            };
-            let r = r.and_then(|r| {
+                    .map(|c| self.replay_point((topic, partition), c, meta, &log))
+                    .transpose()
+                    .map(|r| (r, log)),
+            });
+            let r = r.and_then(|(r, log)| {
                 found = Some(r);
                 let quality = self.quality.as_ref().filter(|_| kind == RecordKind::Label);
                 // The highest label already counted: read before the sweep removes the
@@ -466,19 +474,19 @@ impl Assignments {
                 if quality.is_some() && counted.is_none() {
                     counted = Some(sink::newest_quality_through(
                         &self.output,
-                        topic,
-                        partition,
+                        &log,
+                        (topic, partition),
                     )?);
                 }
                 if may_sweep {
-                    self.sweep(topic, partition, commit.unwrap_or(0))?;
+                    self.sweep((topic, partition), commit.unwrap_or(0), &log)?;
                 }
                 // A scored partition's label-free detectors, as its newest durable predictions
                 // file left them (after the sweep: the replay emits from the commit on).
                 let scored = kind != RecordKind::Label && self.cfg.pipeline.role != Role::Trainer;
                 let served = match (commit, &self.quality) {
                     (Some(c), Some(_)) if scored && may_sweep => {
-                        sink::served_checkpoint(&self.output, topic, partition, c)?
+                        sink::served_checkpoint(&self.output, &log, (topic, partition), c)?
                     }
                     _ => None,
                 };
@@ -487,8 +495,8 @@ impl Assignments {
                         let mut restored = sink::restore_quality(
                             &self.output,
                             q.config(),
-                            topic,
-                            partition,
+                            &log,
+                            (topic, partition),
                             r.filter(|_| may_sweep),
                         )?;
                         restored.durable_through = restored.durable_through.max(counted.flatten());
@@ -518,10 +526,10 @@ impl Assignments {
     /// logged and counted by source. An error when the output cannot be listed.
     fn replay_point(
         &self,
-        topic: &str,
-        partition: i32,
+        (topic, partition): (&str, i32),
         committed: i64,
         meta: &str,
+        log: &FolderLog,
     ) -> std::io::Result<i64> {
         let from_meta = decode_metadata(meta);
         // Only this role's own files describe its group's commits (the Parquet trees; the
@@ -532,11 +540,12 @@ impl Assignments {
             .filter(|d| *d != sink::ARROW_DIR)
             .collect();
         let mut from_file =
-            sink::replay_point_from_files(&self.output, &dirs, topic, partition, committed)?;
+            sink::replay_point_from_files(&self.output, &dirs, log, (topic, partition), committed)?;
         if let Some(t) = &self.training_store {
             // The training store's files carry the replay point too; the newest file wins.
-            let from_store = sink::replay_point_from_files(t, &[""], topic, partition, committed)?
-                .map(|(r, next, rel)| (r, next, format!("{}/{rel}", t.display())));
+            let from_store =
+                sink::replay_point_from_files(t, &[""], log, (topic, partition), committed)?
+                    .map(|(r, next, rel)| (r, next, format!("{}/{rel}", t.display())));
             if from_store.as_ref().map(|f| f.1) > from_file.as_ref().map(|f| f.1) {
                 from_file = from_store;
             }
@@ -569,11 +578,16 @@ impl Assignments {
 
     /// Deletes the partition's outputs (and training-store files) from `from` on: the replay
     /// rewrites them. An error when the store cannot be listed or a file not deleted.
-    fn sweep(&self, topic: &str, partition: i32, from: i64) -> std::io::Result<()> {
+    fn sweep(
+        &self,
+        (topic, partition): (&str, i32),
+        from: i64,
+        log: &FolderLog,
+    ) -> std::io::Result<()> {
         let trees = sink::owned_trees(self.cfg.pipeline.role, self.kind(topic));
-        let mut n = sink::sweep_partition(&self.output, trees, topic, partition, from)?;
+        let mut n = sink::sweep_partition(&self.output, trees, log, (topic, partition), from)?;
         if let Some(t) = &self.training_store {
-            n += sink::sweep_tree(t, "", topic, partition, from)?;
+            n += sink::sweep_tree(t, "", log, (topic, partition), from)?;
         }
         if n > 0 {
             self.metrics.files_swept.inc_by(n as u64);

@@ -204,6 +204,16 @@ impl DurableOffsets {
         );
     }
 
+    /// The lowest offset a new owner of `key` may replay from as things stand: its
+    /// committed offset or the replay point committed with it, whichever is lower. None when
+    /// this process does not own it.
+    pub fn committed_low(&self, key: &PartitionKey) -> Option<i64> {
+        let inner = self.inner.lock().expect("durable lock");
+        inner
+            .get(key)
+            .map(|p| p.committed_next.min(p.committed_replay))
+    }
+
     /// Partitions owned.
     pub fn owned(&self) -> usize {
         self.inner.lock().expect("durable offsets lock").len()

@@ -387,6 +387,7 @@ impl Store {
             }
         }
         out.sort();
+        LISTED.with(|n| n.set(n.get() + out.len() as u64));
         Ok(out)
     }
 
@@ -547,6 +548,17 @@ fn split(path: &Path) -> std::io::Result<(PathBuf, String)> {
         .to_string_lossy()
         .into_owned();
     Ok((dir, name))
+}
+
+thread_local! {
+    /// Files this thread's [`Store::list`] calls returned: what an assignment's cost is
+    /// measured in (see [`files_listed`]).
+    static LISTED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many files this thread's listings have returned so far.
+pub fn files_listed() -> u64 {
+    LISTED.with(|n| n.get())
 }
 
 fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> std::io::Result<()> {

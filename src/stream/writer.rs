@@ -21,6 +21,7 @@ use tracing::{debug, error, warn};
 
 use super::commit::DurableOffsets;
 use super::quality::Quality;
+use super::sink::folders::WriterLogs;
 use super::sink::roll::FileSizes;
 use super::sink::{self, Segment};
 use super::store::Store;
@@ -165,6 +166,7 @@ fn writer_loop(
     producer: Option<FutureProducer>,
     rt: tokio::runtime::Handle,
 ) {
+    let mut logs = WriterLogs::default();
     for seg in rx {
         let key = (seg.topic.clone(), seg.partition);
         let mut attempt = 0u32;
@@ -186,7 +188,7 @@ fn writer_loop(
                 );
                 break false;
             };
-            let result = write_segment(env, &seg, producer.as_ref(), &rt);
+            let result = write_segment(env, &seg, &mut logs, producer.as_ref(), &rt);
             if result.is_ok() {
                 count_durable(env, &seg);
                 env.durable.mark_durable(
@@ -237,6 +239,7 @@ fn writer_loop(
 fn write_segment(
     env: &WriterEnv,
     seg: &Segment,
+    logs: &mut WriterLogs,
     producer: Option<&FutureProducer>,
     rt: &tokio::runtime::Handle,
 ) -> Result<(), (&'static str, String)> {
@@ -248,6 +251,12 @@ fn write_segment(
     };
     let out = env.output.as_ref();
     let by_hour = env.cfg.output.partition_by == "hour";
+    // The folder goes into the partition's log before any file goes into the folder.
+    let key = (seg.topic.clone(), seg.partition);
+    let low = env.durable.committed_low(&key);
+    let folder = seg.partition_folder(by_hour);
+    logs.record(out, env.cfg.pipeline.role, seg, &folder, low)
+        .map_err(|e| ("parquet", format!("folder log: {e}")))?;
     let w = sink::parquet::write_segment(out, seg, by_hour)
         .map_err(|e| ("parquet", format!("parquet: {e}")))?;
     count("parquet", w.prediction_files, w.prediction_bytes);

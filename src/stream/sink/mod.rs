@@ -3,6 +3,7 @@
 //! Arrow IPC file and Kafka records where configured) whose name carries the topic,
 //! partition and offset range, so a replay after a crash rewrites the same name.
 
+pub mod folders;
 pub mod ipc;
 pub mod kafka;
 pub mod parquet;
@@ -12,6 +13,7 @@ use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 
+use self::folders::{files_down_to, FolderLog};
 use super::commit::Generation;
 use super::quality::{PartitionQuality, QualityRows};
 use super::record::RecordKind;
@@ -223,18 +225,19 @@ pub fn owned_trees(role: Role, kind: RecordKind) -> &'static [&'static str] {
 
 /// Deletes the outputs of `topic`/`partition` in `trees` that a replay from `from_offset`
 /// rewrites (files whose range starts at or after it) and any temp file of that partition
-/// left by a crash. Files before the committed offset stay: they are exactly the committed
-/// output. Returns how many files went.
+/// left by a crash, in the folders of its `log` that may hold them. Files before the
+/// committed offset stay: they are exactly the committed output. Returns how many files
+/// went.
 pub fn sweep_partition(
     store: &Store,
     trees: &[&str],
-    topic: &str,
-    partition: i32,
+    log: &FolderLog,
+    (topic, partition): (&str, i32),
     from_offset: i64,
 ) -> std::io::Result<usize> {
     let mut removed = 0;
     for sub in trees {
-        removed += sweep_tree(store, sub, topic, partition, from_offset)?;
+        removed += sweep_tree(store, sub, log, (topic, partition), from_offset)?;
     }
     Ok(removed)
 }
@@ -244,26 +247,28 @@ pub fn sweep_partition(
 pub fn sweep_tree(
     store: &Store,
     rel_dir: &str,
-    topic: &str,
-    partition: i32,
+    log: &FolderLog,
+    (topic, partition): (&str, i32),
     from_offset: i64,
 ) -> std::io::Result<usize> {
     let mut removed = 0;
-    for rel in store.list(rel_dir)? {
-        let name = rel.rsplit('/').next().unwrap_or(&rel);
-        let (hidden, visible) = match name.strip_prefix('.') {
-            Some(rest) => (true, rest.trim_end_matches(".tmp").to_string()),
-            None => (false, name.to_string()),
-        };
-        let Some(parsed) = parse_output_name(&visible) else {
-            continue;
-        };
-        if parsed.topic != topic || parsed.partition != partition {
-            continue;
-        }
-        if hidden || parsed.first_offset >= from_offset {
-            store.delete(&rel)?;
-            removed += 1;
+    for folder in log.folders_from(from_offset) {
+        for rel in store.list(&join(rel_dir, &folder))? {
+            let name = rel.rsplit('/').next().unwrap_or(&rel);
+            let (hidden, visible) = match name.strip_prefix('.') {
+                Some(rest) => (true, rest.trim_end_matches(".tmp").to_string()),
+                None => (false, name.to_string()),
+            };
+            let Some(parsed) = parse_output_name(&visible) else {
+                continue;
+            };
+            if parsed.topic != topic || parsed.partition != partition {
+                continue;
+            }
+            if hidden || parsed.first_offset >= from_offset {
+                store.delete(&rel)?;
+                removed += 1;
+            }
         }
     }
     Ok(removed)
@@ -271,57 +276,28 @@ pub fn sweep_tree(
 
 /// The newest Parquet file of `topic`/`partition` under the `date=.../` trees `dirs`
 /// (relative to `store`) whose range ends below `below` (the committed offset): the newest
-/// durable output, as its path relative to the store. Bounded: in each tree, date folders
-/// are listed newest first and the search stops at the first folder holding such a file.
-/// Should the producer's timestamps run backwards across a day, an older file is found,
-/// whose replay point is older: a longer replay, never a wrong one.
+/// durable output, as its path relative to the store. Bounded: the folders of the
+/// partition's `log` are read newest first, down to the first holding such a file. Should
+/// an older folder hold a newer file (it cannot, but for late labels), an older file is
+/// found, whose replay point is older: a longer replay, never a wrong one.
 ///
 /// A listing that fails is an error, not "no file": None would send the replay back to the
 /// partition's earliest offset (see [`replay_point_from_files`]).
 pub fn newest_durable_file(
     store: &Store,
     dirs: &[&str],
-    topic: &str,
-    partition: i32,
+    log: &FolderLog,
+    (topic, partition): (&str, i32),
     below: i64,
 ) -> std::io::Result<Option<(String, OutputName)>> {
     let mut best: Option<(String, OutputName)> = None;
-    // A folder dated past tomorrow holds the files of a clock that ran ahead (a device in
-    // 2099): they are candidates, but never end the search, which the newest by offset wins.
-    let horizon = format!(
-        "date={}",
-        (Utc::now() + chrono::Duration::days(1)).format("%Y-%m-%d")
-    );
     for dir in dirs {
-        let mut dates = store.list_dirs(dir)?;
-        dates.sort_unstable_by(|a, b| b.cmp(a));
-        for date in dates {
-            let files = store.list(&join(dir, &date))?;
-            let mut found = false;
-            for rel in files {
-                let name = rel.rsplit('/').next().unwrap_or(&rel);
-                if name.starts_with('.') || !name.ends_with(".parquet") {
-                    continue;
-                }
-                let Some(parsed) = parse_output_name(name) else {
-                    continue;
-                };
-                if parsed.topic != topic
-                    || parsed.partition != partition
-                    || parsed.last_offset >= below
-                {
-                    continue;
-                }
-                found = true;
-                if best
-                    .as_ref()
-                    .is_none_or(|(_, b)| parsed.last_offset > b.last_offset)
-                {
-                    best = Some((rel.clone(), parsed));
-                }
-            }
-            if found && date.as_str() <= horizon.as_str() {
-                break;
+        for (rel, parsed) in files_down_to(store, dir, log, (topic, partition), below)? {
+            let newer = best
+                .as_ref()
+                .is_none_or(|(_, b)| parsed.last_offset > b.last_offset);
+            if parsed.last_offset < below && newer {
+                best = Some((rel, parsed));
             }
         }
     }
@@ -346,11 +322,12 @@ pub fn join(dir: &str, name: &str) -> String {
 pub fn replay_point_from_files(
     store: &Store,
     dirs: &[&str],
-    topic: &str,
-    partition: i32,
+    log: &FolderLog,
+    (topic, partition): (&str, i32),
     below: i64,
 ) -> std::io::Result<Option<(i64, i64, String)>> {
-    let Some((rel, name)) = newest_durable_file(store, dirs, topic, partition, below)? else {
+    let found = newest_durable_file(store, dirs, log, (topic, partition), below)?;
+    let Some((rel, name)) = found else {
         return Ok(None);
     };
     let meta = match parquet::read_key_value_metadata(store, &rel) {
@@ -391,11 +368,17 @@ pub const META_SERVED_STATE: &str = "milstream.served_state";
 /// start over); an error when the store cannot be listed or read.
 pub fn served_checkpoint(
     store: &Store,
-    topic: &str,
-    partition: i32,
+    log: &FolderLog,
+    (topic, partition): (&str, i32),
     committed: i64,
 ) -> std::io::Result<Option<String>> {
-    let newest = newest_durable_file(store, &[PREDICTIONS_DIR], topic, partition, committed)?;
+    let newest = newest_durable_file(
+        store,
+        &[PREDICTIONS_DIR],
+        log,
+        (topic, partition),
+        committed,
+    )?;
     let Some((rel, _)) = newest else {
         return Ok(None);
     };
@@ -449,8 +432,8 @@ pub struct Restored {
 pub fn restore_quality(
     store: &Store,
     cfg: &DriftConfig,
-    topic: &str,
-    partition: i32,
+    log: &FolderLog,
+    (topic, partition): (&str, i32),
     replay_from: Option<i64>,
 ) -> std::io::Result<Restored> {
     let Some(replay_from) = replay_from else {
@@ -460,7 +443,7 @@ pub fn restore_quality(
             unreadable: None,
         });
     };
-    match restore_from_files(store, cfg, (topic, partition), replay_from) {
+    match restore_from_files(store, cfg, log, (topic, partition), replay_from) {
         Ok(restored) => Ok(restored),
         Err(Unreadable::Io(e)) => Err(e),
         Err(Unreadable::Data(why)) => Ok(Restored {
@@ -503,6 +486,7 @@ impl Unreadable {
 fn restore_from_files(
     store: &Store,
     cfg: &DriftConfig,
+    log: &FolderLog,
     (topic, partition): (&str, i32),
     replay_from: i64,
 ) -> Result<Restored, Unreadable> {
@@ -511,11 +495,12 @@ fn restore_from_files(
         durable_through: None,
         unreadable: None,
     };
-    let mut files = evaluation_files(store, topic, partition).map_err(Unreadable::Io)?;
-    files.sort_by_key(|(n, _)| std::cmp::Reverse((n.first_offset, n.last_offset)));
+    let mut files = files_down_to(store, EVALUATIONS_DIR, log, (topic, partition), replay_from)
+        .map_err(Unreadable::Io)?;
+    files.sort_by_key(|(_, n)| std::cmp::Reverse((n.first_offset, n.last_offset)));
     let mut newer = Vec::new();
     let mut base = i64::MIN;
-    for (_, rel) in files {
+    for (rel, _) in files {
         let meta = parquet::read_key_value_metadata(store, &rel)
             .map_err(|e| Unreadable::of_io(&rel, e))?;
         let through = meta
@@ -553,38 +538,18 @@ fn restore_from_files(
     Ok(out)
 }
 
-/// The visible `evaluations` files of `topic`/`partition`, with their parsed names.
-fn evaluation_files(
-    store: &Store,
-    topic: &str,
-    partition: i32,
-) -> std::io::Result<Vec<(OutputName, String)>> {
-    Ok(store
-        .list(EVALUATIONS_DIR)?
-        .into_iter()
-        .filter_map(|rel| {
-            let name = rel.rsplit('/').next().unwrap_or(&rel);
-            if name.starts_with('.') || !name.ends_with(".parquet") {
-                return None;
-            }
-            let parsed = parse_output_name(name)?;
-            (parsed.topic == topic && parsed.partition == partition).then_some((parsed, rel))
-        })
-        .collect())
-}
-
 /// The offset of the last graded label of the newest `evaluations` file of
 /// `topic`/`partition` (its checkpoint's): read before the sweep on assignment, it is the
 /// highest label whose row some owner made durable, and so counted (a partition grades in
 /// offset order, so the newest file holds the highest). None without such a file.
 pub fn newest_quality_through(
     store: &Store,
-    topic: &str,
-    partition: i32,
+    log: &FolderLog,
+    (topic, partition): (&str, i32),
 ) -> std::io::Result<Option<i64>> {
-    let mut files = evaluation_files(store, topic, partition)?;
-    files.sort_by_key(|(n, _)| std::cmp::Reverse((n.first_offset, n.last_offset)));
-    for (_, rel) in files {
+    let mut files = files_down_to(store, EVALUATIONS_DIR, log, (topic, partition), i64::MAX)?;
+    files.sort_by_key(|(_, n)| std::cmp::Reverse((n.first_offset, n.last_offset)));
+    for (rel, _) in files {
         // A footer that cannot be decoded says nothing: the next newest does (a lower mark,
         // so some labels may be counted again; the partition starts all the same).
         match parquet::read_key_value_metadata(store, &rel) {
@@ -636,6 +601,11 @@ fn read_grades(store: &Store, rel: &str) -> anyhow::Result<Vec<Grade>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The log of `topic`/`partition` as a listing of `trees` rebuilds it.
+    fn log_of(store: &Store, trees: &[&str], (topic, partition): (&str, i32)) -> FolderLog {
+        FolderLog::rebuild(&[(store, trees)], topic, partition).unwrap()
+    }
 
     /// A label partition graded over segments (the labels' error rate jumps at label 150, so
     /// ADWIN drifts): restoring from the written files at any replay point gives the state of
@@ -704,7 +674,14 @@ mod tests {
                     label(o).labeled_at_ms,
                 );
             }
-            let r = restore_quality(&store, &cfg, "labels", 0, Some(replay_from)).unwrap();
+            let r = restore_quality(
+                &store,
+                &cfg,
+                &log_of(&store, &[EVALUATIONS_DIR], ("labels", 0)),
+                ("labels", 0),
+                Some(replay_from),
+            )
+            .unwrap();
             assert_eq!(
                 r.state.checkpoint(),
                 expected.checkpoint(),
@@ -758,13 +735,26 @@ mod tests {
         let mut state = PartitionQuality::default();
         state.grade(&cfg, ("series", "v1"), true, 1_700_000_000_000);
         graded(0, &state.checkpoint());
-        assert!(restore_quality(&store, &cfg, "labels", 0, Some(5))
-            .unwrap()
-            .unreadable
-            .is_none());
+        assert!(restore_quality(
+            &store,
+            &cfg,
+            &log_of(&store, &[EVALUATIONS_DIR], ("labels", 0)),
+            ("labels", 0),
+            Some(5)
+        )
+        .unwrap()
+        .unreadable
+        .is_none());
         // A checkpoint that does not parse.
         graded(1, "{not json");
-        let r = restore_quality(&store, &cfg, "labels", 0, Some(5)).unwrap();
+        let r = restore_quality(
+            &store,
+            &cfg,
+            &log_of(&store, &[EVALUATIONS_DIR], ("labels", 0)),
+            ("labels", 0),
+            Some(5),
+        )
+        .unwrap();
         let why = r.unreadable.expect("the bad checkpoint is reported");
         assert!(why.contains(META_QUALITY_STATE), "{why}");
         assert_eq!(
@@ -778,16 +768,35 @@ mod tests {
         bad.last_offset = 3;
         let bad = format!("{folder}/{}.parquet", bad.file_stem());
         store.put(&bad, b"not a parquet file".to_vec()).unwrap();
-        let r = restore_quality(&store, &cfg, "labels", 0, Some(5)).unwrap();
+        let r = restore_quality(
+            &store,
+            &cfg,
+            &log_of(&store, &[EVALUATIONS_DIR], ("labels", 0)),
+            ("labels", 0),
+            Some(5),
+        )
+        .unwrap();
         assert!(r.unreadable.unwrap().contains(&bad));
         // The mark of what was counted skips the undecodable footer.
         assert_eq!(
-            newest_quality_through(&store, "labels", 0).unwrap(),
+            newest_quality_through(
+                &store,
+                &log_of(&store, &[EVALUATIONS_DIR], ("labels", 0)),
+                ("labels", 0)
+            )
+            .unwrap(),
             Some(1)
         );
         // A store that cannot be listed (its folder is a file): I/O, still an error.
         let io = Store::Local(root.join(&good));
-        assert!(restore_quality(&io, &cfg, "labels", 0, Some(5)).is_err());
+        assert!(restore_quality(
+            &io,
+            &cfg,
+            &log_of(&store, &[EVALUATIONS_DIR], ("labels", 0)),
+            ("labels", 0),
+            Some(5)
+        )
+        .is_err());
         std::fs::remove_dir_all(&root).unwrap();
     }
 
@@ -846,8 +855,15 @@ mod tests {
         let trees = owned_trees(Role::All, RecordKind::Point);
         // A trainer writes nothing of a points partition: it sweeps none of its files.
         let trainer = owned_trees(Role::Trainer, RecordKind::Point);
-        assert_eq!(sweep_partition(&store, trainer, "t", 0, 0).unwrap(), 0);
-        assert_eq!(sweep_partition(&store, trees, "t", 0, 10).unwrap(), 2);
+        let log = log_of(&store, trees, ("t", 0));
+        assert_eq!(
+            sweep_partition(&store, trainer, &log, ("t", 0), 0).unwrap(),
+            0
+        );
+        assert_eq!(
+            sweep_partition(&store, trees, &log, ("t", 0), 10).unwrap(),
+            2
+        );
         let mut left: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -884,7 +900,8 @@ mod tests {
             "t-00000-00000000000000000006-00000000000000000050.parquet",
         );
         let store = Store::Local(root.clone());
-        let (rel, name) = newest_durable_file(&store, &[PREDICTIONS_DIR], "t", 0, 100)
+        let log = log_of(&store, &[PREDICTIONS_DIR], ("t", 0));
+        let (rel, name) = newest_durable_file(&store, &[PREDICTIONS_DIR], &log, ("t", 0), 100)
             .unwrap()
             .unwrap();
         assert_eq!(name.last_offset, 50, "{rel}");
