@@ -34,6 +34,9 @@ use crate::metrics::Metrics;
 pub struct Health {
     ready: AtomicBool,
     sink_failing: AtomicBool,
+    /// The failing sink's last error was a refusal (permission, authentication): waiting
+    /// does not heal it, a person must.
+    sink_refused: AtomicBool,
     commit_failing: AtomicBool,
     brokers_down: AtomicBool,
     partitions_not_started: AtomicBool,
@@ -60,6 +63,16 @@ impl Health {
     /// A sink write failed (true) or succeeded again (false).
     pub fn set_sink_failing(&self, failing: bool) {
         self.sink_failing.store(failing, Ordering::Relaxed);
+        if !failing {
+            self.sink_refused.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// A sink write was refused by the store (permission or authentication): failing, and
+    /// said so on `/readyz`, until a write succeeds again.
+    pub fn set_sink_refused(&self) {
+        self.sink_failing.store(true, Ordering::Relaxed);
+        self.sink_refused.store(true, Ordering::Relaxed);
     }
 
     /// The last offset commit failed (true) or one succeeded again (false).
@@ -137,6 +150,8 @@ impl Health {
             Some("not ready: an assigned partition was not started: its output store could not be listed (see the log; it is retried with backoff, and /healthz fails if it cannot start within 5 minutes)")
         } else if self.brokers_down.load(Ordering::Relaxed) {
             Some("not ready: no Kafka broker is reachable (consuming and committing wait)")
+        } else if self.sink_refused.load(Ordering::Relaxed) {
+            Some("not ready: the output store refuses writes (permission denied or not authenticated): fix its credentials or policy; the segments wait and are retried, nothing is dropped")
         } else if self.sink_failing.load(Ordering::Relaxed) {
             Some("not ready: a sink is failing to write (see milstream_sink_errors_total)")
         } else if self.commit_failing.load(Ordering::Relaxed) {
@@ -310,6 +325,13 @@ mod tests {
         let r = get(addr, "/readyz").await;
         assert_eq!(r.status, 503);
         assert!(r.body.contains("sink"), "{}", r.body);
+        health.set_sink_failing(false);
+        assert_eq!(get(addr, "/readyz").await.status, 200);
+        // A refusal says that waiting will not heal it, until a write succeeds.
+        health.set_sink_refused();
+        let r = get(addr, "/readyz").await;
+        assert_eq!(r.status, 503);
+        assert!(r.body.contains("refuses writes"), "{}", r.body);
         health.set_sink_failing(false);
         assert_eq!(get(addr, "/readyz").await.status, 200);
         // So does a failing commit, until a commit succeeds again.

@@ -381,5 +381,9 @@ fn cluster_soak_on_tansu_and_moto() {
         .arg(&out)
         .status()
         .expect("the soak script runs");
-    assert!(status.success(), "the cluster soak failed: see {}", out.display());
+    assert!(
+        status.success(),
+        "the cluster soak failed: see {}",
+        out.display()
+    );
 }

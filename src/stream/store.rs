@@ -55,6 +55,12 @@ fn io_err(e: object_store::Error) -> std::io::Error {
         object_store::Error::AlreadyExists { .. } => {
             std::io::Error::new(std::io::ErrorKind::AlreadyExists, e.to_string())
         }
+        // The store refuses (credentials, policy): retrying the same request gets the same
+        // answer until someone fixes the configuration; the writer says so.
+        object_store::Error::PermissionDenied { .. }
+        | object_store::Error::Unauthenticated { .. } => {
+            std::io::Error::new(std::io::ErrorKind::PermissionDenied, e.to_string())
+        }
         e => std::io::Error::other(e.to_string()),
     }
 }

@@ -206,15 +206,24 @@ fn writer_loop(
                     }
                     break true;
                 }
-                Err((sink, e)) => {
+                Err(SinkError {
+                    sink,
+                    text,
+                    refused,
+                }) => {
                     env.metrics.sink_errors.with_label_values(&[sink]).inc();
-                    env.health.set_sink_failing(true);
+                    if refused {
+                        env.health.set_sink_refused();
+                    } else {
+                        env.health.set_sink_failing(true);
+                    }
                     attempt += 1;
                     error!(
                         topic = seg.topic,
                         partition = seg.partition,
                         attempt,
-                        error = e,
+                        error = text,
+                        refused,
                         "writing a segment failed; retrying"
                     );
                     env.give_up
@@ -235,6 +244,28 @@ fn writer_loop(
     }
 }
 
+/// Why a sink did not take a segment.
+struct SinkError {
+    sink: &'static str,
+    text: String,
+    /// The store refused the request (permission, authentication): only a change of its
+    /// configuration heals it. Other errors (a store or broker away, a timeout) heal by
+    /// themselves. Both are retried: a segment is never dropped, since its offsets would be
+    /// committed past output that does not exist. What a single row could make permanent
+    /// (an id or a detail too large for a topic) is bounded or shrunk before it gets here.
+    refused: bool,
+}
+
+impl SinkError {
+    fn io(sink: &'static str, what: &'static str) -> impl FnOnce(std::io::Error) -> Self {
+        move |e| SinkError {
+            sink,
+            refused: e.kind() == std::io::ErrorKind::PermissionDenied,
+            text: format!("{what}: {e}"),
+        }
+    }
+}
+
 /// One attempt at writing a segment to every sink; the error names the sink that failed.
 fn write_segment(
     env: &WriterEnv,
@@ -242,7 +273,7 @@ fn write_segment(
     logs: &mut WriterLogs,
     producer: Option<&FutureProducer>,
     rt: &tokio::runtime::Handle,
-) -> Result<(), (&'static str, String)> {
+) -> Result<(), SinkError> {
     // A sink's files and bytes, counted as each is written.
     let count = |sink: &str, n_files: u64, n_bytes: u64| {
         let m = &env.metrics;
@@ -256,21 +287,21 @@ fn write_segment(
     let low = env.durable.committed_low(&key);
     let folder = seg.partition_folder(by_hour);
     logs.record(out, env.cfg.pipeline.role, seg, &folder, low)
-        .map_err(|e| ("parquet", format!("folder log: {e}")))?;
+        .map_err(SinkError::io("parquet", "folder log"))?;
     let w = sink::parquet::write_segment(out, seg, by_hour)
-        .map_err(|e| ("parquet", format!("parquet: {e}")))?;
+        .map_err(SinkError::io("parquet", "parquet"))?;
     count("parquet", w.prediction_files, w.prediction_bytes);
     count("dlq", w.dead_letter_files, w.dead_letter_bytes);
     let mut parquet = w.parquet;
     if let (Some(t), false) = (&env.training, seg.examples.is_empty()) {
         let b = sink::parquet::write_examples(&t.store, seg, by_hour)
-            .map_err(|e| ("training", format!("training store: {e}")))?;
+            .map_err(SinkError::io("training", "training store"))?;
         count("training", 1, b.total);
         parquet = parquet + b;
     }
     if env.cfg.output.arrow_ipc {
         let b = sink::ipc::write_segment_ipc(out, seg, by_hour)
-            .map_err(|e| ("ipc", format!("arrow ipc: {e}")))?;
+            .map_err(SinkError::io("ipc", "arrow ipc"))?;
         if b > 0 {
             count("ipc", 1, b);
         }
@@ -283,7 +314,11 @@ fn write_segment(
                 &env.cfg.output.dead_letter_topic,
                 seg,
             ))
-            .map_err(|e| ("kafka", e))?;
+            .map_err(|text| SinkError {
+                sink: "kafka",
+                text,
+                refused: false,
+            })?;
         let refused = &env.metrics.sink_rows_refused;
         refused
             .with_label_values(&["kafka", "shrunk"])
