@@ -13,7 +13,8 @@ that never come, bags of 10,000 instances, 1 MiB arrays of points, NaN and infin
 values, truncated JSON.
 
 The daemon runs on its embedded cluster (`bootstrap_servers = "embedded"`, its address
-read from the banner) under `prlimit --as`. Writes to --out: `rss.csv` (seconds, resident
+read from the banner) under `prlimit --as`, and with --cgroup-mb inside a memory cgroup (v1,
+root) that limits its resident memory. Writes to --out: `rss.csv` (seconds, resident
 MiB, sampled every 5 s), `summary.json` (windows expected / present / missing /
 duplicated, the delay from a window's last point to its row, p50 and p99, dead letters by
 reason, resident memory peak and last), `rss.svg`. Exit status 1 when a well-behaved
@@ -58,11 +59,33 @@ after_examples = 1000000000
 """
 
 
-def start_daemon(binary, cfg_path, limit_mb, log):
+def memory_cgroup(limit_mb):
+    """A cgroup (v1 memory controller) limiting resident memory to limit_mb; its tasks file."""
+    path = f"/sys/fs/cgroup/memory/milstream-soak-{os.getpid()}"
+    os.makedirs(path, exist_ok=True)
+    open(f"{path}/memory.limit_in_bytes", "w").write(str(limit_mb << 20))
+    return f"{path}/cgroup.procs"
+
+
+def cgroup_figures(limit_mb):
+    """The memory cgroup's limit, peak usage and how often the limit was hit (None without one)."""
+    if not limit_mb:
+        return None
+    path = f"/sys/fs/cgroup/memory/milstream-soak-{os.getpid()}"
+    read = lambda f: int(open(f"{path}/{f}").read())
+    return {"limit_mib": limit_mb, "peak_mib": round(read("memory.max_usage_in_bytes") / 2**20, 1),
+            "limit_hit": read("memory.failcnt")}
+
+
+def start_daemon(binary, cfg_path, limit_mb, log, cgroup_mb=0):
     """Starts the daemon; returns it and its embedded cluster's bootstrap (from the banner)."""
     cmd = [binary, "run", "--config", cfg_path]
     if limit_mb:
         cmd = ["prlimit", f"--as={limit_mb << 20}", "--"] + cmd
+    if cgroup_mb:
+        # The shell joins the cgroup, then becomes the daemon: every thread is inside it.
+        procs = memory_cgroup(cgroup_mb)
+        cmd = ["sh", "-c", f'echo $$ > {procs} && exec "$@"', "sh"] + cmd
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(log, "w"))
     deadline = time.time() + 300
     while time.time() < deadline and p.poll() is None:
@@ -180,6 +203,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--binary", default="target/release/milstream")
     ap.add_argument("--mem-limit-mb", type=int, default=4096, help="prlimit --as (virtual memory); 0 = none")
+    ap.add_argument("--cgroup-mb", type=int, default=0,
+                    help="a memory cgroup (v1) of this many MiB of resident memory around the daemon; 0 = none")
     ap.add_argument("--max-series", type=int, default=20_000, help="window.max_series_per_partition")
     ap.add_argument("--slow", type=int, default=8)
     ap.add_argument("--fast", type=int, default=2)
@@ -189,7 +214,8 @@ def main():
     port = 20000 + os.getpid() % 20000
     cfg_path = os.path.join(a.out, "soak.toml")
     open(cfg_path, "w").write(config(a.out, port, a.max_series))
-    daemon, bootstrap = start_daemon(a.binary, cfg_path, a.mem_limit_mb, os.path.join(a.out, "daemon.log"))
+    daemon, bootstrap = start_daemon(a.binary, cfg_path, a.mem_limit_mb, os.path.join(a.out, "daemon.log"),
+                                     a.cgroup_mb)
     t0 = time.time()
     stop = threading.Event()
     rss = threading.Thread(target=sample_rss, args=(daemon.pid, os.path.join(a.out, "rss.csv"), stop, t0))
@@ -244,6 +270,7 @@ def main():
         },
         "delay_ms": {"p50": pct(0.5), "p99": pct(0.99)},
         "dead_letters": dead,
+        "cgroup": cgroup_figures(a.cgroup_mb),
         "rss_mib": {"peak": max((m for _, m in mem), default=None), "last": mem[-1][1] if mem else None},
     }
     json.dump(summary, open(os.path.join(a.out, "summary.json"), "w"), indent=1)
