@@ -235,6 +235,7 @@ fn no_source_file_has_more_than_800_lines_of_non_test_code() {
     }
     let mut files = Vec::new();
     walk(&root().join("src"), &mut files);
+    walk(&root().join("crates"), &mut files);
     let over: Vec<String> = files
         .iter()
         .filter_map(|f| {
@@ -254,13 +255,13 @@ fn no_source_file_has_more_than_800_lines_of_non_test_code() {
     assert!(over.is_empty(), "split these: {over:?}");
 }
 
-/// The learning core is pure: no file of src/mil refers to anything outside it (not the
-/// daemon, the command line or the crate's other modules), and its files form no import
-/// circle (model.rs wraps the kinds; the types they share live in params.rs and
+/// The learning core is pure: its crate (crates/milstream-core) cannot name the daemon, and
+/// no file of its `mil/` refers to anything outside the core (the dataset readers and drift
+/// detectors beside it are the core too), and its files form no import circle (model.rs wraps the kinds; the types they share live in params.rs and
 /// prediction.rs).
 #[test]
 fn the_learning_core_imports_nothing_outside_it_and_has_no_circle() {
-    let dir = root().join("src/mil");
+    let dir = root().join("crates/milstream-core/src/mil");
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -273,8 +274,10 @@ fn the_learning_core_imports_nothing_outside_it_and_has_no_circle() {
         let code = non_test_code(&read(&dir.join(format!("{m}.rs"))));
         for (i, _) in code.match_indices("crate::") {
             assert!(
-                code[i..].starts_with("crate::mil::"),
-                "src/mil/{m}.rs refers outside the learning core: {}",
+                ["crate::mil::", "crate::data::", "crate::drift::"]
+                    .iter()
+                    .any(|p| code[i..].starts_with(p)),
+                "mil/{m}.rs refers outside the learning core: {}",
                 code[i..].lines().next().unwrap_or_default()
             );
         }

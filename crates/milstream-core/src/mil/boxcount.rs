@@ -1144,7 +1144,7 @@ mod tests {
     #[ignore]
     fn musk1_gram_timing() {
         use crate::mil::Sample;
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/musk1.csv");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/musk1.csv");
         let text = std::fs::read_to_string(path).unwrap();
         let ds = crate::data::parse_mil(path, &text).unwrap();
         let bags: Vec<&Bag> = ds

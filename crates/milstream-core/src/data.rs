@@ -32,8 +32,10 @@ pub enum DataError {
     File { file: String, message: String },
 }
 
-/// The offline input layouts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// The offline input layouts (a command-line value with the `clap` feature, which the
+/// command line turns on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Format {
     /// One series per line: label, then the values (comma or tab separated).
     Ucr,

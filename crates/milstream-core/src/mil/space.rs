@@ -105,7 +105,7 @@ pub struct Extraction {
     pub unit_exp: i32,
 }
 
-pub(crate) fn is_zero(v: &usize) -> bool {
+pub fn is_zero(v: &usize) -> bool {
     *v == 0
 }
 
