@@ -856,9 +856,16 @@ fn the_replay_point_is_read_from_the_footer_of_the_newest_object_by_ranged_gets(
     put(0, 99, 60, vec![1.0]);
     let size = put(100, 199, 150, values);
     assert!(size > 10_000_000, "{size} bytes");
-    // The newest file below the committed offset 200 holds the replay point 150.
+    // The newest file below the committed offset 200 holds the replay point 150 (the
+    // partition's folders as its folder log has them, rebuilt from a listing).
+    let log = milstream::stream::sink::folders::FolderLog::rebuild(
+        &[(&store, &["predictions"][..])],
+        "labels",
+        2,
+    )
+    .unwrap();
     let (replay_from, next, rel) =
-        replay_point_from_files(&store, &["predictions"], "labels", 2, 200)
+        replay_point_from_files(&store, &["predictions"], &log, ("labels", 2), 200)
             .unwrap()
             .unwrap();
     assert_eq!((replay_from, next), (150, 200), "{rel}");
@@ -870,7 +877,7 @@ fn the_replay_point_is_read_from_the_footer_of_the_newest_object_by_ranged_gets(
     );
     // Below offset 100 only the older file counts.
     let (replay_from, next, _) =
-        replay_point_from_files(&store, &["predictions"], "labels", 2, 100)
+        replay_point_from_files(&store, &["predictions"], &log, ("labels", 2), 100)
             .unwrap()
             .unwrap();
     assert_eq!((replay_from, next), (60, 100));
