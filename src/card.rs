@@ -9,10 +9,10 @@ use std::fmt::Write;
 use serde_json::{json, Value};
 
 use crate::mil::ensemble::Ensemble;
-use crate::mil::kernel::Kernel;
 use crate::mil::prediction::Explanation;
 use crate::mil::prediction::ShownShares;
 use crate::mil::shapelet::ShapeletModel;
+use crate::mil::space::kernel::Kernel;
 use crate::mil::{Dataset, InputKind, Model, Sample};
 
 /// Findings an explanation shows by default (`explain --top`).

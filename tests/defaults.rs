@@ -8,8 +8,8 @@ mod common;
 use std::process::Command;
 
 use common::{data_path, load, test_accuracy};
-use milstream::mil::folds::stratified_folds;
 use milstream::mil::select::cross_validate_grid;
+use milstream::mil::select::folds::stratified_folds;
 use milstream::mil::shapelet::LEAN_WEIGHT;
 use milstream::mil::{Dataset, FitParams, Model, Sample, View};
 use rand::{Rng, SeedableRng};

@@ -260,8 +260,8 @@ fn explain_draws_one_row_of_panels_per_channel() {
 /// box SVM 1.00 (20 test series); the floor is 0.9.
 #[test]
 fn bag_kinds_take_multichannel_series_as_bags_of_blocks() {
-    use milstream::mil::incremental::WindowScorer;
     use milstream::mil::model::{ModelKind, ShapeletLength};
+    use milstream::mil::online::incremental::WindowScorer;
     let two = |ds: milstream::mil::Dataset| {
         let keep: Vec<usize> = (0..ds.len())
             .filter(|&i| ds.labels[i] == "Standing" || ds.labels[i] == "Running")

@@ -180,7 +180,7 @@ fn concatenated(ds: &milstream::mil::Dataset) -> Vec<f64> {
 /// `bench --score`: the incremental scorer on the default GunPoint and ACSF1 models (fitted
 /// here from tests/data), per point and against the floor; bag scoring; memory per series.
 fn bench_score(opts: &FitOptions) -> Result<()> {
-    use milstream::mil::incremental::{plan, WindowScorer};
+    use milstream::mil::online::incremental::{plan, WindowScorer};
     use milstream::mil::FitParams;
     use std::hint::black_box;
     use std::time::Duration;

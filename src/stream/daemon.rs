@@ -87,7 +87,7 @@ fn resolve_models(
         match spec.input {
             // Fail at start, not per window, if the window cannot hold the model's shapelets.
             ModelInput::Series => {
-                crate::mil::incremental::WindowScorer::new(&model, cfg.window.points)
+                crate::mil::online::incremental::WindowScorer::new(&model, cfg.window.points)
                     .map_err(|e| anyhow::anyhow!("window.points for {what}: {e}"))?;
             }
             ModelInput::Bags if bag_dim(&model) == 0 => {

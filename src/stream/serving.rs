@@ -48,7 +48,7 @@ impl ServingModel {
     pub fn accepts(&self, model: &Model, window_points: usize) -> Result<(), String> {
         let current = self.current.load();
         if current.model.input().is_series() {
-            crate::mil::incremental::WindowScorer::new(model, window_points)
+            crate::mil::online::incremental::WindowScorer::new(model, window_points)
                 .map(|_| ())
                 .map_err(|e| format!("the model does not fit the window: {e}"))
         } else if model.input() != current.model.input() {

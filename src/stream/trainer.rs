@@ -502,7 +502,7 @@ fn promote(env: &TrainerEnv, trained: &ServedModel, c: Candidate) -> RunOutcome 
             );
         }
     } else if let Err(e) =
-        crate::mil::incremental::WindowScorer::new(&c.model, env.cfg.window.points)
+        crate::mil::online::incremental::WindowScorer::new(&c.model, env.cfg.window.points)
     {
         return failed(
             "window",

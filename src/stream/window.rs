@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use lru::LruCache;
 
-use crate::mil::incremental::WindowScorer;
+use crate::mil::online::incremental::WindowScorer;
 use crate::mil::{Explanation, Model};
 
 use super::record::{FindingSummary, Point, PredictionRecord, TopContribution};

@@ -27,7 +27,7 @@ pub struct WeightedHypothesis {
 
 impl WeightedHypothesis {
     /// h(B) from the aggregated value sum_z alpha_z K(z, x) (max or mean over the bag) and
-    /// the relative position of its maximiser (see [`super::kernel_table::position`]).
+    /// the relative position of its maximiser (see [`super::space::kernel_table::position`]).
     pub fn output(&self, value: f64, position: f64) -> f64 {
         match self.threshold {
             Some(t) => t.output(value, position),

@@ -2,10 +2,10 @@
 
 use super::cancel::Cancel;
 use super::error::{MilError, Result};
-use super::simplex::SimplexError;
-use super::solver::ConicProgram;
-pub use super::warm_master::MasterSolution;
-use super::warm_master::{margin, WarmMaster};
+use super::lp::simplex::SimplexError;
+use super::lp::solver::ConicProgram;
+pub use super::lp::warm_master::MasterSolution;
+use super::lp::warm_master::{margin, WarmMaster};
 
 /// Stopping and soft-margin parameters of Algorithm 1.
 #[derive(Debug, Clone, Copy)]

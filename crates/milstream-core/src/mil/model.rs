@@ -3,16 +3,16 @@
 use serde::{Deserialize, Serialize};
 
 use super::bag::{Bag, Dataset, Sample};
-pub use super::boxsvm::BoxSvmModel;
 use super::error::{MilError, Result};
-pub use super::miordm::MiordmModel;
+pub use super::kinds::boxsvm::BoxSvmModel;
+pub use super::kinds::miordm::MiordmModel;
+pub use super::kinds::svm::{MiSvmModel, MiSvmVariant};
 pub use super::params::{
     BinaryMode, BoxKernelParams, ChannelMode, Extraction, FitParams, KernelSpec, MiordmParams,
     ModelKind, ShapeletLength, SpaceParams, SvmParams, View, WeakKind, WidthChoice, Widths,
 };
 pub use super::prediction::{Contribution, Explanation, Prediction};
 pub use super::shapelet::ShapeletModel;
-pub use super::svm::{MiSvmModel, MiSvmVariant};
 
 /// Artifact format tag and version; loading refuses anything else.
 pub const ARTIFACT_FORMAT: &str = "milstream-model";
@@ -33,7 +33,7 @@ pub struct SeriesBagging {
 
 impl SeriesBagging {
     pub fn bag(&self, series: &[f64]) -> Result<Bag> {
-        super::series::subsequence_bag(series, self.length, self.stride)
+        super::space::series::subsequence_bag(series, self.length, self.stride)
     }
 
     /// The bag of a series sample: univariate or of the model's channel count.
@@ -183,7 +183,7 @@ macro_rules! instance_machine {
                 place: &dyn Fn(usize) -> (usize, usize),
             ) -> Result<(f64, Vec<Contribution>)> {
                 let scores = self.instance_scores(bag);
-                let w = super::svm::argmax(&scores);
+                let w = super::kinds::svm::argmax(&scores);
                 let f = scores[w];
                 let (offset, length) = place(w);
                 let c = Contribution {
@@ -329,7 +329,7 @@ impl<M: BinaryMachine> BagModel<M> {
                     scores.push(f);
                     explained.push(contributions);
                 }
-                let class_index = super::svm::argmax(&scores);
+                let class_index = super::kinds::svm::argmax(&scores);
                 Explanation {
                     prediction: Prediction {
                         label: classes[class_index].clone(),
@@ -426,10 +426,9 @@ pub const MAX_BAGGED_SUBSEQUENCES: (usize, usize) = (4_096, 256);
 fn bagging_stride(ds: &Dataset, length: usize, stride: usize) -> usize {
     let (most, most_per_series) = MAX_BAGGED_SUBSEQUENCES;
     let within = |s: usize| -> bool {
-        let counts = ds
-            .samples
-            .iter()
-            .map(|x| super::series::n_subsequences(x.series_len().unwrap_or(0), length, s).max(1));
+        let counts = ds.samples.iter().map(|x| {
+            super::space::series::n_subsequences(x.series_len().unwrap_or(0), length, s).max(1)
+        });
         counts.clone().max().unwrap_or(0) <= most_per_series && counts.sum::<usize>() <= most
     };
     let stride = stride.max(1);

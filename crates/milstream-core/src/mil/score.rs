@@ -6,10 +6,10 @@
 
 use super::bag::{InputKind, Sample};
 use super::error::{MilError, Result};
-use super::kernel_table::position;
 use super::prediction::{Contribution, Prediction};
-use super::series::instance_set;
 use super::shapelet::{fixed_mean, to_fixed, ShapeletModel};
+use super::space::kernel_table::position;
+use super::space::series::instance_set;
 
 impl ShapeletModel {
     /// One channel: not empty, finite. A series shorter than a shapelet is read with its
@@ -66,7 +66,7 @@ impl ShapeletModel {
             .map(|e| vec![(0.0, 0); e.hypotheses.len()])
             .collect();
         let is_series = self.input.is_series();
-        let plan = super::incremental::plan(self);
+        let plan = super::online::incremental::plan(self);
         let mut groups: Vec<Option<(f64, usize, i128)>> = vec![None; plan.n_groups];
         for (s, space) in self.spaces.iter().enumerate() {
             if space.count == 0 {

@@ -15,15 +15,15 @@ use super::ensemble::majority_fallback;
 pub use super::ensemble::{Ensemble, WeightedHypothesis};
 use super::error::{MilError, Result};
 use super::head::PooledHead;
-use super::kernel::Kernel;
-use super::kernel_table::KernelTable;
+use super::lp::pricing::Focus;
 use super::lpboost::{lpboost, BoostParams, Boosted};
 use super::params::{BinaryMode, FitParams, KernelSpec, WidthChoice};
-use super::prepare::prepare_lean;
-pub use super::prepare::{
+use super::space::kernel::Kernel;
+use super::space::kernel_table::KernelTable;
+use super::space::prepare::prepare_lean;
+pub use super::space::prepare::{
     median_heuristic_sigma, prepare, resolve_kernel, resolve_lengths, Prepared, PreparedSpace,
 };
-use super::pricing::Focus;
 pub use super::stump::Threshold;
 use super::stump::{best_threshold, column_key, ColumnKey, ThresholdTable};
 use super::weak::{active_bags, best_mean, dc_candidates, weak_learn, WeakParams, WorkingSet};
@@ -90,7 +90,7 @@ pub struct ShapeletModel {
     /// What the incremental scorer derives from the model (each used space's kept
     /// representatives, its hypotheses), made on first use and shared by every series.
     #[serde(skip)]
-    pub incremental: super::derived::Derived,
+    pub incremental: super::online::derived::Derived,
 }
 
 /// Hypothesis weights at or below this (relative to their sum of 1) are dropped after

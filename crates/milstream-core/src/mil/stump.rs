@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::kernel_table::KernelTable;
+use super::space::kernel_table::KernelTable;
 use super::weak::WeakHypothesis;
 
 /// Thresholds tried per feature at most (cut points between quantiles of the bags' values).

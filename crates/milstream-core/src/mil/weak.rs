@@ -6,9 +6,9 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::error::{MilError, Result};
-use super::kernel_table::KernelTable;
-use super::rowsum::add_weighted_rows;
-use super::solver::ConicProgram;
+use super::lp::solver::ConicProgram;
+use super::online::rowsum::add_weighted_rows;
+use super::space::kernel_table::KernelTable;
 
 /// Which constraint bounds the shapelet u = sum_z alpha_z Phi(z).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -496,7 +496,7 @@ pub(crate) fn dc_candidates(
 mod tests {
     use super::*;
     use crate::mil::bag::InstanceSet;
-    use crate::mil::kernel::Kernel;
+    use crate::mil::space::kernel::Kernel;
 
     /// Two 1-d bags: positive {0, 3}, negative {0}. Representatives at 0 and 3, linear
     /// kernel. The best shapelet in the l1 ball puts all weight on z = 3:

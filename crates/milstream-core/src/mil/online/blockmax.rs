@@ -62,7 +62,7 @@ struct SpaceState {
 /// The blocks of a model's used spaces under windows of one length: made once per model
 /// and window (the incremental plan keeps it), shared by the scorers of every series.
 #[derive(Debug, Default)]
-pub(super) struct Layout {
+pub(crate) struct Layout {
     spaces: Box<[SpaceLayout]>,
     /// Lengths of `val`/`off` and of `sum`.
     vals: usize,
@@ -109,7 +109,7 @@ impl Layout {
 
 /// Layouts made for one model, by window length (a daemon scores with one).
 #[derive(Debug, Default)]
-pub(super) struct Layouts(std::sync::Mutex<Vec<(usize, Arc<Layout>)>>);
+pub(crate) struct Layouts(std::sync::Mutex<Vec<(usize, Arc<Layout>)>>);
 
 impl Clone for Layouts {
     /// Derived data: a clone makes its own.
@@ -144,7 +144,7 @@ impl Layouts {
 /// Per hypothesis group of a scorer: the maxima of the running block and of the completed
 /// blocks its window overlaps. Boxed slices: sized once, no spare capacity.
 #[derive(Debug, Clone, Default)]
-pub(super) struct BlockMaxima {
+pub(crate) struct BlockMaxima {
     layout: Arc<Layout>,
     spaces: Box<[SpaceState]>,
     /// Per space, `rows` rows of its groups' block maxima and their offsets in the block.
@@ -160,7 +160,7 @@ pub(super) struct BlockMaxima {
 /// `recompute` (from the kept points), then the kept blocks from `blocks_from` on and the
 /// running block (when `blocks_from` is Some).
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct WindowParts {
+pub(crate) struct WindowParts {
     pub recompute: std::ops::Range<u64>,
     pub blocks_from: Option<u64>,
     /// The newest subsequence's start.
@@ -170,7 +170,7 @@ pub(super) struct WindowParts {
 /// What [`BlockMaxima::enter`] hands out for subsequences entering one block: the first
 /// one's offset in the block, how many of them fit in it, and the block's maxima, their
 /// offsets and the mean groups' sums, to raise and add to.
-pub(super) struct Entering<'a> {
+pub(crate) struct Entering<'a> {
     pub off: u16,
     pub len: usize,
     pub max: &'a mut [f64],

@@ -25,8 +25,8 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::bag::Bag;
-use super::error::{MilError, Result};
+use crate::mil::bag::Bag;
+use crate::mil::error::{MilError, Result};
 
 /// Largest grid resolution. The FPRAS keeps a bitset per dimension and grid value (see
 /// `CoordinateMasks`), so its tables grow with s; 255 is far finer than box counting needs.
@@ -1139,7 +1139,7 @@ mod tests {
         assert!(BoxKernel::new(8, 0.1, 1.0, 0).is_err());
     }
 
-    /// MUSK1-sized timing: `cargo test --release --lib mil::boxcount -- --ignored --nocapture`.
+    /// MUSK1-sized timing: `cargo test --release --lib mil::kinds::boxcount -- --ignored --nocapture`.
     #[test]
     #[ignore]
     fn musk1_gram_timing() {

@@ -1,17 +1,22 @@
 //! Model selection: stratified k-fold cross-validation over a grid, run in parallel with
 //! rayon and seeded, plus accuracy and AUC.
 
+pub(crate) mod decision;
+pub mod folds;
+pub(crate) mod subfits;
+pub(crate) mod width;
+
 use std::collections::HashMap;
 
 use rayon::prelude::*;
 
-use super::bag::{Dataset, InputKind, Sample};
-use super::cancel::Cancel;
-use super::error::Result;
-pub use super::folds::stratified_folds;
-use super::model::{FitParams, KernelSpec, Model, ModelKind, ShapeletLength};
-use super::shapelet::{prepare, Prepared, ShapeletModel};
-use super::subfits::sub_fit_count;
+use crate::mil::bag::{Dataset, InputKind, Sample};
+use crate::mil::cancel::Cancel;
+use crate::mil::error::Result;
+use crate::mil::model::{FitParams, KernelSpec, Model, ModelKind, ShapeletLength};
+pub use crate::mil::select::folds::stratified_folds;
+use crate::mil::select::subfits::sub_fit_count;
+use crate::mil::shapelet::{prepare, Prepared, ShapeletModel};
 
 pub fn accuracy(pred: &[String], truth: &[String]) -> f64 {
     let hits = pred.iter().zip(truth).filter(|(p, t)| p == t).count();
@@ -106,7 +111,7 @@ pub fn default_grid(base: &FitParams, input: InputKind) -> Vec<FitParams> {
             return grid;
         }
     }
-    let paper_spaces = base.spaces == super::model::SpaceParams::paper();
+    let paper_spaces = base.spaces == crate::mil::model::SpaceParams::paper();
     let (lengths, nus, scales): (Vec<Vec<ShapeletLength>>, Vec<f64>, Vec<f64>) = match input {
         // The shape-aware spaces: the defaults first (a search cut short by its budget has
         // tried them), then other lengths, margins and widths around them.

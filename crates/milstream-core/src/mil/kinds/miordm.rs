@@ -9,9 +9,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::bag::Dataset;
-use super::error::{MilError, Result};
-use super::svm::{rbf, RangeScaler};
+use crate::mil::bag::Dataset;
+use crate::mil::error::{MilError, Result};
+use crate::mil::kinds::svm::{rbf, RangeScaler};
 
 /// Hyperparameters; defaults from the paper's grids (lambda in 2^7..2^10, theta and mu in
 /// 0.6..0.8) and its RBF width 1/d.
@@ -153,7 +153,7 @@ impl MiordmModel {
     /// Algorithm 1 on a binary bag dataset.
     pub fn fit(ds: &Dataset, p: &MiordmParams) -> Result<Self> {
         p.validate()?;
-        let (bags, classes, y) = super::svm::binary_bags(ds, "MIORDM")?;
+        let (bags, classes, y) = crate::mil::kinds::svm::binary_bags(ds, "MIORDM")?;
         let dim = bags[0].dim();
         // [0, 1] scaling with the training ranges (the paper's preprocessing).
         let scaler = RangeScaler::fit(&bags);
@@ -253,14 +253,14 @@ impl MiordmModel {
     }
 
     /// f(B) = max over the bag's instances of sum_i coef_i K(x_i, s); positive above 0.
-    pub fn score(&self, bag: &super::bag::Bag) -> f64 {
+    pub fn score(&self, bag: &crate::mil::bag::Bag) -> f64 {
         self.instance_scores(bag)
             .into_iter()
             .fold(f64::NEG_INFINITY, f64::max)
     }
 
     /// Per instance sum_i coef_i K(x_i, s) (Eq. 23 without a bias: Eq. 18 has none).
-    pub fn instance_scores(&self, bag: &super::bag::Bag) -> Vec<f64> {
+    pub fn instance_scores(&self, bag: &crate::mil::bag::Bag) -> Vec<f64> {
         bag.instances()
             .map(|x| {
                 let s = self.scaler.apply(x);
@@ -292,7 +292,7 @@ impl MiordmModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mil::solver::ConicProgram;
+    use crate::mil::lp::solver::ConicProgram;
     use rand::{Rng, SeedableRng};
 
     /// Eq. 29-31 reach the optimum of Eq. 27 that Clarabel finds, on small random problems.

@@ -5,7 +5,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::error::{MilError, Result};
+use crate::mil::error::{MilError, Result};
 
 /// Test-set indices of `k` stratified folds: each class is shuffled (seeded) and dealt
 /// round-robin, so every fold holds each class in proportion.

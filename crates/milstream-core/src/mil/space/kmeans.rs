@@ -4,7 +4,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-use super::kernel::sq_dist;
+use crate::mil::space::kernel::sq_dist;
 
 /// Most instances k-means looks at; beyond this a seeded uniform sample stands in, which
 /// keeps long series affordable and moves centres very little.

@@ -18,8 +18,8 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::basis_inverse::BasisInverse;
-use super::dense_rows::DenseRows;
+use crate::mil::lp::basis_inverse::BasisInverse;
+use crate::mil::lp::dense_rows::DenseRows;
 
 /// Why a solve gave up; the caller falls back to the interior-point solver for that round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

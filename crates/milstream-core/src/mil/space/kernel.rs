@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::error::{MilError, Result};
+use crate::mil::error::{MilError, Result};
 
 /// The kernel between instances. Gaussian is the paper's choice and our default.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -14,7 +14,7 @@ enum InverseColumn {
 
 /// B^-1 of an m x m basis; column r belongs to row r of the LP, entry p to basis position p.
 #[derive(Debug, Clone, Default)]
-pub(super) struct BasisInverse {
+pub(crate) struct BasisInverse {
     cols: Vec<InverseColumn>,
 }
 

@@ -1,8 +1,8 @@
 //! Time series as bags of subsequences (the paper, section 6.1: B_tau = {tau[j..j+l-1]}).
 
-use super::bag::{Bag, InstanceSet, Sample, Standardizer};
-use super::error::{MilError, Result};
-use super::space::Extraction;
+use crate::mil::bag::{Bag, InstanceSet, Sample, Standardizer};
+use crate::mil::error::{MilError, Result};
+use crate::mil::space::Extraction;
 
 /// Number of subsequences of length `l` taken every `stride` points of a series of length `n`.
 pub fn n_subsequences(n: usize, l: usize, stride: usize) -> usize {

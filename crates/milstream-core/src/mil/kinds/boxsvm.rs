@@ -1,15 +1,15 @@
 //! The box-counting kernel SVM (Tao, Scott, Vinodchandran and Osugi, "A Kernel for
 //! Generalized Multiple-Instance Learning"): bags are discretised onto {0..s}^d, compared
-//! by the number of boxes holding a point of each ([`super::boxcount`], FPRAS of section
+//! by the number of boxes holding a point of each ([`crate::mil::kinds::boxcount`], FPRAS of section
 //! 5.2), mapped through the sub-polynomial empirical kernel map (section 5.3) and separated
-//! by the soft-margin SVM of [`super::svm`].
+//! by the soft-margin SVM of [`crate::mil::kinds::svm`].
 
 use serde::{Deserialize, Serialize};
 
-use super::bag::{Bag, Dataset};
-use super::boxcount::{empirical_gram, BoxKernel, Discretizer, GridBag};
-use super::error::{MilError, Result};
-use super::svm::{binary_bags, fit_dual};
+use crate::mil::bag::{Bag, Dataset};
+use crate::mil::error::{MilError, Result};
+use crate::mil::kinds::boxcount::{empirical_gram, BoxKernel, Discretizer, GridBag};
+use crate::mil::kinds::svm::{binary_bags, fit_dual};
 
 /// Hyperparameters of the box-counting kernel.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,10 +48,10 @@ impl Default for BoxKernelParams {
 impl BoxKernelParams {
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(MilError::InvalidParameter(m));
-        if self.s == 0 || self.s > super::boxcount::MAX_S {
+        if self.s == 0 || self.s > crate::mil::kinds::boxcount::MAX_S {
             return bad(format!(
                 "box grid s must be in 1..={}, got {}",
-                super::boxcount::MAX_S,
+                crate::mil::kinds::boxcount::MAX_S,
                 self.s
             ));
         }

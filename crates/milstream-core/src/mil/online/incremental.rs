@@ -10,15 +10,15 @@
 //! and the alpha sums are computed by the same code in the same order, and ties keep the
 //! earliest subsequence as the from-scratch argmax does.
 
-use super::blockmax::{BlockMaxima, Layout, Layouts};
-use super::error::{MilError, Result};
-use super::kernel::{RepBlocks, LANES};
-use super::kernel_table::position;
-use super::lanes::{
+use crate::mil::error::{MilError, Result};
+use crate::mil::model::{Explanation, Model};
+use crate::mil::online::blockmax::{BlockMaxima, Layout, Layouts};
+use crate::mil::online::lanes::{
     first_max, in_lanes, lane_values_dispatch, Channels, GroupPlan, LaneScratch, SpacePlan,
 };
-use super::model::{Explanation, Model};
-use super::shapelet::{fixed_mean, to_fixed, ShapeletModel};
+use crate::mil::shapelet::{fixed_mean, to_fixed, ShapeletModel};
+use crate::mil::space::kernel::{RepBlocks, LANES};
+use crate::mil::space::kernel_table::position;
 
 /// What a new point costs, worked out once per model: the spaces some hypothesis reads,
 /// each with only the representatives its hypotheses weigh (alpha_z != 0 somewhere), laid
@@ -38,8 +38,8 @@ pub struct Plan {
     /// The most hypothesis groups one space has (the lanes' value scratch).
     max_groups: usize,
     /// Per hypothesis (flat, ensemble by ensemble): its group (the offline scorer's too).
-    pub(super) group_of: Vec<usize>,
-    pub(super) n_groups: usize,
+    pub(crate) group_of: Vec<usize>,
+    pub(crate) n_groups: usize,
     /// The block maxima's layout by window length, shared by the scorers of every series.
     layouts: Layouts,
 }
@@ -47,7 +47,7 @@ pub struct Plan {
 impl Plan {
     fn new(m: &ShapeletModel) -> Self {
         type Key = (usize, Vec<(u32, u64)>);
-        let hyps: Vec<&super::shapelet::WeightedHypothesis> =
+        let hyps: Vec<&crate::mil::shapelet::WeightedHypothesis> =
             m.ensembles.iter().flat_map(|e| &e.hypotheses).collect();
         // Groups in order of first appearance; a group is mean if any member is.
         let mut keys: Vec<Key> = Vec::new();
@@ -350,13 +350,13 @@ impl WindowScorer {
                 "window scoring needs a model of series".into(),
             ));
         }
-        if let Model::Miordm(super::model::BagModel {
+        if let Model::Miordm(crate::mil::model::BagModel {
             series: Some(sb), ..
         })
-        | Model::MiSvm(super::model::BagModel {
+        | Model::MiSvm(crate::mil::model::BagModel {
             series: Some(sb), ..
         })
-        | Model::BoxSvm(super::model::BagModel {
+        | Model::BoxSvm(crate::mil::model::BagModel {
             series: Some(sb), ..
         }) = model
         {
@@ -662,9 +662,9 @@ impl WindowScorer {
     fn explain_recomputed(&self, model: &Model, len: usize) -> Result<Option<Explanation>> {
         let last = |r: &Vec<f64>| r[r.len() - len..].to_vec();
         let sample = if self.recent.len() == 1 {
-            super::Sample::Series(last(&self.recent[0]))
+            crate::mil::Sample::Series(last(&self.recent[0]))
         } else {
-            super::Sample::Multi(self.recent.iter().map(last).collect())
+            crate::mil::Sample::Multi(self.recent.iter().map(last).collect())
         };
         model.explain(&sample).map(Some)
     }
@@ -787,8 +787,8 @@ impl WindowScorer {
 
 /// sum_z alpha_z K(z, x) for the one subsequence x of `points` in `space`, at offset 0.
 fn padded_value(
-    space: &super::shapelet::ShapeletSpace,
-    h: &super::shapelet::WeightedHypothesis,
+    space: &crate::mil::shapelet::ShapeletSpace,
+    h: &crate::mil::shapelet::WeightedHypothesis,
     points: &[&[f64]],
 ) -> f64 {
     let e = space.extraction();

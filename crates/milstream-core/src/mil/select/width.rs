@@ -5,13 +5,13 @@
 
 use rayon::prelude::*;
 
-use super::bag::Dataset;
-use super::cancel::Cancel;
-use super::error::Result;
-use super::folds::stratified_folds;
-use super::params::{FitParams, KernelSpec};
-use super::prepare::Prepared;
-use super::shapelet::ShapeletModel;
+use crate::mil::bag::Dataset;
+use crate::mil::cancel::Cancel;
+use crate::mil::error::Result;
+use crate::mil::params::{FitParams, KernelSpec};
+use crate::mil::select::folds::stratified_folds;
+use crate::mil::shapelet::ShapeletModel;
+use crate::mil::space::prepare::Prepared;
 
 impl ShapeletModel {
     /// The scale of the best accuracy over `folds` stratified folds of `train` (ties to
@@ -19,7 +19,7 @@ impl ShapeletModel {
     /// preparation's instances of its training examples and the same representatives: that
     /// part is label-free, so no held-out label reaches a fit, and k-means runs once. With
     /// a class of fewer than two examples there is nothing to hold out: the first scale.
-    pub(super) fn width_by_inner_cv(
+    pub(crate) fn width_by_inner_cv(
         prepared: &Prepared,
         train: &Dataset,
         scales: &[f64],
@@ -94,7 +94,7 @@ mod tests {
     use super::*;
     use crate::mil::bag::{Bag, Sample};
     use crate::mil::params::{WidthChoice, Widths};
-    use crate::mil::prepare::prepare;
+    use crate::mil::space::prepare::prepare;
 
     /// Two classes of 3-feature bags: a positive bag holds one instance near (2, 2, 2)
     /// among noise, a negative bag noise only (a fixed linear congruential draw).

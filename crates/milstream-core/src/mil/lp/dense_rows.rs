@@ -8,7 +8,7 @@
 
 /// Dense columns by row: row r holds every dense column's entry in row r side by side.
 #[derive(Debug, Clone)]
-pub(super) struct DenseRows {
+pub(crate) struct DenseRows {
     rows: usize,
     /// The LP column of each dense column, in block order.
     cols: Vec<usize>,

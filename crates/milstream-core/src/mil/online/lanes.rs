@@ -5,52 +5,52 @@
 //! point-by-point path (`row_at`, `group_value`, `to_fixed`), so the same bits. Vectorising
 //! across subsequences keeps bits where reassociating within one value would not.
 
-use super::kernel::{gaussian_rows_lanes, Kernel, RepBlocks, LANES};
-use super::shapelet::to_fixed;
-use super::space::Extraction;
+use crate::mil::shapelet::to_fixed;
+use crate::mil::space::kernel::{gaussian_rows_lanes, Kernel, RepBlocks, LANES};
+use crate::mil::space::Extraction;
 
 /// One hypothesis group of a space's plan (`incremental::Plan`): hypotheses with the same
 /// space and alpha, bit for bit, share one value per subsequence.
 #[derive(Debug, Clone)]
-pub(super) struct GroupPlan {
-    pub(super) group: usize,
+pub(crate) struct GroupPlan {
+    pub(crate) group: usize,
     /// Alpha over the kept representatives, in the model's order (the sum's order, hence
     /// its bits).
-    pub(super) alpha: Vec<(u32, f64)>,
+    pub(crate) alpha: Vec<(u32, f64)>,
     /// Its index among its space's mean groups, when a mean hypothesis is in it.
-    pub(super) mean: Option<usize>,
+    pub(crate) mean: Option<usize>,
 }
 
 /// A space some hypothesis reads, as the scorer scores it: its extraction, kernel, the
 /// representatives some alpha weighs, and its groups.
 #[derive(Debug, Clone)]
-pub(super) struct SpacePlan {
-    pub(super) extraction: Extraction,
-    pub(super) footprint: usize,
-    pub(super) dim: usize,
-    pub(super) kernel: Kernel,
-    pub(super) kept: RepBlocks,
-    pub(super) n_kept: usize,
-    pub(super) groups: Vec<GroupPlan>,
+pub(crate) struct SpacePlan {
+    pub(crate) extraction: Extraction,
+    pub(crate) footprint: usize,
+    pub(crate) dim: usize,
+    pub(crate) kernel: Kernel,
+    pub(crate) kept: RepBlocks,
+    pub(crate) n_kept: usize,
+    pub(crate) groups: Vec<GroupPlan>,
     /// The space's mean groups (their sum slots are the space's, in this order).
-    pub(super) n_means: usize,
+    pub(crate) n_means: usize,
 }
 
 /// A scoring thread's scratch for a run: `LANES` subsequences side by side, their kernel
 /// rows, their groups' values and fixed-point values (group g's of lane j at
 /// `g * LANES + j`).
 #[derive(Default)]
-pub(super) struct LaneScratch {
-    pub(super) subs: Vec<f64>,
-    pub(super) rows: Vec<f64>,
-    pub(super) values: Vec<f64>,
-    pub(super) fixed: Vec<i64>,
+pub(crate) struct LaneScratch {
+    pub(crate) subs: Vec<f64>,
+    pub(crate) rows: Vec<f64>,
+    pub(crate) values: Vec<f64>,
+    pub(crate) fixed: Vec<i64>,
 }
 
 /// Whether `n` subsequences of `sp` are cheaper side by side (a vector holds `LANES`
 /// subsequences against one representative) than one by one (a vector holds eight
 /// representatives against one subsequence); the two give the same bits.
-pub(super) fn in_lanes(sp: &SpacePlan, n: usize) -> bool {
+pub(crate) fn in_lanes(sp: &SpacePlan, n: usize) -> bool {
     matches!(sp.kernel, Kernel::Gaussian { .. }) && n > 1 && n * sp.n_kept.div_ceil(8) >= sp.n_kept
 }
 
@@ -92,7 +92,7 @@ fn lane_values(sp: &SpacePlan, all: &[&[f64]], at: usize, n: usize, l: &mut Lane
 
 /// [`lane_values`] built for the widest vectors the CPU has: every build does the same IEEE
 /// operations per lane (no fused multiply-add), so the bits are the same.
-pub(super) fn lane_values_dispatch(
+pub(crate) fn lane_values_dispatch(
     sp: &SpacePlan,
     all: &[&[f64]],
     at: usize,
@@ -141,7 +141,7 @@ unsafe fn lane_values_avx2(
 /// it (strict `>` again) gives what raising it with each value in turn gives, bits and
 /// place.
 #[inline]
-pub(super) fn first_max(values: &[f64]) -> (f64, usize) {
+pub(crate) fn first_max(values: &[f64]) -> (f64, usize) {
     let mut top = (f64::NEG_INFINITY, 0);
     for (k, &v) in values.iter().enumerate() {
         if v > top.0 {
@@ -153,7 +153,7 @@ pub(super) fn first_max(values: &[f64]) -> (f64, usize) {
 
 /// A scorer's channel buffers as the slices extraction reads (every channel's buffer has
 /// the same length): a univariate series' one slice is borrowed without building a list.
-pub(super) enum Channels<'a> {
+pub(crate) enum Channels<'a> {
     One([&'a [f64]; 1]),
     Many(Vec<&'a [f64]>),
 }

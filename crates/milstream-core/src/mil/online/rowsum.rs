@@ -7,7 +7,7 @@
 /// inner, so each bag's row is read in order; `sign` -1 subtracts, bit for bit (a - b is
 /// a + (-b)). Compiled for AVX-512 or AVX2 when the CPU has them: the same operations per
 /// representative (no fused multiply-add), wider registers.
-pub(super) fn add_weighted_rows(
+pub(crate) fn add_weighted_rows(
     out: &mut [f64],
     rows: &[f64],
     active: &[usize],

@@ -11,12 +11,18 @@
 //! `p .. p + footprint`. A series shorter than a footprint still has one subsequence, read
 //! with its last point repeated, so no space depends on the shortest training series.
 
+pub mod kernel;
+pub mod kernel_table;
+pub mod kmeans;
+pub mod prepare;
+pub mod series;
+
 use std::fmt;
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::kernel::{Kernel, RepBlocks, LANES};
+use crate::mil::space::kernel::{Kernel, RepBlocks, LANES};
 
 /// The series a space reads from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -293,7 +299,7 @@ impl Extraction {
     }
 
     /// The instances at raw offsets `p .. p + n` (n <= `LANES`) side by side, for
-    /// [`gaussian_rows_lanes`](super::kernel::gaussian_rows_lanes): value d of the instance
+    /// [`gaussian_rows_lanes`](crate::mil::space::kernel::gaussian_rows_lanes): value d of the instance
     /// at `p + j` into `out[d * LANES + j]` (`dim() * LANES` values; lanes from `n` on are
     /// zeros). Each lane gets the values and operations [`extract_channels`]
     /// (Self::extract_channels) gives its instance, so its bits; every point they read

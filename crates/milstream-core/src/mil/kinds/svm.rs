@@ -12,9 +12,9 @@
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::bag::{Bag, Dataset, Sample};
-use super::error::{MilError, Result};
-use super::solver::ConicProgram;
+use crate::mil::bag::{Bag, Dataset, Sample};
+use crate::mil::error::{MilError, Result};
+use crate::mil::lp::solver::ConicProgram;
 
 /// A solved dual: the expansion f(x) = sum_i coef_i K(x_i, x) + bias, coef_i = a_i y_i.
 #[derive(Debug, Clone, PartialEq)]

@@ -11,7 +11,7 @@ use clarabel::solver::{
     DefaultSettingsBuilder, DefaultSolver, IPSolver, SolverStatus, SupportedConeT,
 };
 
-use super::error::{MilError, Result};
+use crate::mil::error::{MilError, Result};
 
 type Row = Vec<(usize, f64)>;
 

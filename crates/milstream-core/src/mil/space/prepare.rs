@@ -6,16 +6,16 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-use super::bag::{Dataset, InputKind, InstanceSet, Sample, Standardizer};
-use super::error::{MilError, Result};
-use super::kernel::{sq_dist, Kernel};
-use super::kernel_table::KernelTable;
-use super::kmeans::{kmeans_pp, kmeans_pp_with};
-use super::params::{
+use crate::mil::bag::{Dataset, InputKind, InstanceSet, Sample, Standardizer};
+use crate::mil::error::{MilError, Result};
+use crate::mil::params::{
     FitParams, KernelSpec, ShapeletLength, SpaceParams, WeakKind, WidthChoice, LEVEL_SCALE,
 };
-use super::series::instance_set;
-use super::space::{unit, Extraction, View, UNIT_LIMIT};
+use crate::mil::space::kernel::{sq_dist, Kernel};
+use crate::mil::space::kernel_table::KernelTable;
+use crate::mil::space::kmeans::{kmeans_pp, kmeans_pp_with};
+use crate::mil::space::series::instance_set;
+use crate::mil::space::{unit, Extraction, View, UNIT_LIMIT};
 
 /// Training instances of one space and their k-means representatives: the label-free part
 /// of a fit, which cross-validation shares across kernel widths and nu.
@@ -183,7 +183,7 @@ pub fn prepare_lean(ds: &Dataset, params: &FitParams) -> Result<Prepared> {
 }
 
 /// The kernels a space is fitted at: `params.kernel`, or each width of
-/// [`WidthChoice::Spaces`](super::params::WidthChoice) (each a hypothesis space of its
+/// [`WidthChoice::Spaces`](crate::mil::params::WidthChoice) (each a hypothesis space of its
 /// own); a series' level space's Gaussian takes its own, wider median-heuristic scale.
 pub fn space_kernels(params: &FitParams, input: InputKind, e: &Extraction) -> Vec<KernelSpec> {
     let specs = match &params.widths {

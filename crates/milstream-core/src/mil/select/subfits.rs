@@ -21,13 +21,13 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::bag::{Dataset, InputKind};
-use super::ensemble::Ensemble;
-use super::error::Result;
-use super::head::PooledHead;
-use super::params::FitParams;
-use super::shapelet::ShapeletModel;
-use super::space::ShapeletSpace;
+use crate::mil::bag::{Dataset, InputKind};
+use crate::mil::ensemble::Ensemble;
+use crate::mil::error::Result;
+use crate::mil::head::PooledHead;
+use crate::mil::params::FitParams;
+use crate::mil::shapelet::ShapeletModel;
+use crate::mil::space::ShapeletSpace;
 
 /// The fewest representatives a space of a sub-fit draws: at 33 (three sub-fits of 100)
 /// and 12 (two of a 12-channel set's 25) the average lost to one fit (docs/VARIANTS.md).
@@ -59,7 +59,7 @@ impl ShapeletModel {
 /// How many sub-fits `params` ask of `ds`: `params.sub_fits` for a univariate series set of
 /// fewer than [`SUB_FIT_MAX_SET`] examples, as many as keep [`MIN_SUB_FIT_K`]
 /// representatives a space; else 1.
-pub(super) fn sub_fit_count(ds: &Dataset, params: &FitParams) -> usize {
+pub(crate) fn sub_fit_count(ds: &Dataset, params: &FitParams) -> usize {
     if params.sub_fits < 2 || ds.len() >= SUB_FIT_MAX_SET {
         return 1;
     }

@@ -7,7 +7,7 @@
 //! the bags that bind or are near to give the same optimum (the primal's rows generated as
 //! the dual's columns are), at the cost of rebuilding the LP when the set changes.
 
-use super::simplex::{Simplex, SimplexError};
+use crate::mil::lp::simplex::{Simplex, SimplexError};
 
 /// The solution of the restricted dual (5): sample weights d, edge bound gamma, and from its
 /// multipliers the hypothesis weights w and the primal margin rho of problem (4).
@@ -26,7 +26,7 @@ pub struct MasterSolution {
 }
 
 /// Bag i's margin y_i sum_j w_j h_j(B_i) under the master's weights.
-pub(super) fn margin(y: &[f64], w: &[f64], outputs: &[Vec<f64>], i: usize) -> f64 {
+pub(crate) fn margin(y: &[f64], w: &[f64], outputs: &[Vec<f64>], i: usize) -> f64 {
     y[i] * w.iter().zip(outputs).map(|(w, h)| w * h[i]).sum::<f64>()
 }
 

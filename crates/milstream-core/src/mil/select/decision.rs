@@ -11,13 +11,13 @@
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
-use super::bag::Dataset;
-use super::cancel::Cancel;
-use super::error::Result;
-use super::folds::stratified_folds;
-use super::params::{BinaryMode, FitParams};
-use super::prepare::Prepared;
-use super::shapelet::ShapeletModel;
+use crate::mil::bag::Dataset;
+use crate::mil::cancel::Cancel;
+use crate::mil::error::Result;
+use crate::mil::params::{BinaryMode, FitParams};
+use crate::mil::select::folds::stratified_folds;
+use crate::mil::shapelet::ShapeletModel;
+use crate::mil::space::prepare::Prepared;
 
 /// The larger class must hold at least this many times the smaller's examples: on classes
 /// of about equal size the shortfalls cancel, and the folds' fits would cost for nothing
@@ -51,7 +51,7 @@ enum Placement {
 impl ShapeletModel {
     /// Moves this model's decision to where `placement` finds it (`decision_offset` for two
     /// classes, `class_offsets` for more).
-    pub(super) fn place_decision(
+    pub(crate) fn place_decision(
         &mut self,
         prepared: &Prepared,
         train: &Dataset,

@@ -4,9 +4,9 @@
 
 use rayon::prelude::*;
 
-use super::bag::InstanceSet;
-use super::error::{MilError, Result};
-use super::kernel::{gaussian_from_sq_dists, sq_dists_row, Kernel, RepBlocks};
+use crate::mil::bag::InstanceSet;
+use crate::mil::error::{MilError, Result};
+use crate::mil::space::kernel::{gaussian_from_sq_dists, sq_dists_row, Kernel, RepBlocks};
 
 /// Everything the weak learner needs of one shapelet space, computed once per fit: per bag
 /// the max, min and mean over its instances of each K(z, .), which make the one-hot start
@@ -23,19 +23,19 @@ pub struct KernelTable<'a> {
     rows: Vec<f64>,
     /// Per bag, its range of kept instances in `rows`.
     offsets: Vec<usize>,
-    pub(super) bag_max: Vec<f64>,
-    pub(super) bag_min: Vec<f64>,
+    pub(crate) bag_max: Vec<f64>,
+    pub(crate) bag_min: Vec<f64>,
     /// Per bag the mean over its instances of each K(z, .): the mean hypotheses' outputs.
-    pub(super) bag_mean: Vec<f64>,
+    pub(crate) bag_mean: Vec<f64>,
     /// Per bag the index of its first maximiser of each K(z, .) (the position thresholds'
     /// feature; 4 bytes, as 5,000 windows x 32 spaces x k = 100 of them are 64 MB).
     bag_argmax: Vec<u32>,
     /// Instances per bag.
     bag_len: Vec<usize>,
     /// K(z, z), to put one-hot starts on the RKHS unit sphere for OP1.
-    pub(super) diag: Vec<f64>,
+    pub(crate) diag: Vec<f64>,
     /// Lower Cholesky factor L of the representatives' Gram matrix (OP1 only): alpha'K alpha = |L'alpha|^2.
-    pub(super) chol: Option<Vec<f64>>,
+    pub(crate) chol: Option<Vec<f64>>,
     /// Every instance, the representatives and the kernel, for exact outputs when rows
     /// are kept for some instances only (None when every row is kept).
     exact: Option<(&'a InstanceSet, &'a [f64], Kernel)>,
@@ -348,13 +348,13 @@ impl<'a> KernelTable<'a> {
         self.rows.len() / self.k.max(1)
     }
 
-    pub(super) fn row(&self, j: usize) -> &[f64] {
+    pub(crate) fn row(&self, j: usize) -> &[f64] {
         &self.rows[j * self.k..(j + 1) * self.k]
     }
 
     /// max and argmax (kept instance index) over bag i of k_x' alpha, for sparse alpha.
     #[inline]
-    pub(super) fn bag_score(&self, i: usize, alpha: &[(usize, f64)]) -> (f64, usize) {
+    pub(crate) fn bag_score(&self, i: usize, alpha: &[(usize, f64)]) -> (f64, usize) {
         let mut best = f64::NEG_INFINITY;
         let mut arg = self.offsets[i];
         for j in self.offsets[i]..self.offsets[i + 1] {
@@ -369,7 +369,7 @@ impl<'a> KernelTable<'a> {
     }
 
     /// The bag holding kept instance `x`.
-    pub(super) fn bag_of(&self, x: usize) -> usize {
+    pub(crate) fn bag_of(&self, x: usize) -> usize {
         self.offsets.partition_point(|&o| o <= x) - 1
     }
 
