@@ -7,7 +7,7 @@
 //! Each returns normally on any input: errors are fine, a panic is the bug.
 
 use crate::mil::{Bag, Model, Sample};
-use crate::stream::record::{decode as decode_records, DecodeLimits, RecordKind};
+use crate::stream::ingest::record::{decode as decode_records, DecodeLimits, RecordKind};
 
 /// One Kafka payload of `kind`, with the daemon's default limits.
 pub fn decode(kind: RecordKind, data: &[u8]) {
@@ -15,7 +15,7 @@ pub fn decode(kind: RecordKind, data: &[u8]) {
     let limits = DecodeLimits::from(&cfg.limits);
     for r in decode_records(kind, data, &limits) {
         // Whatever decodes keeps the decoder's promises.
-        if let Ok(crate::stream::record::Record::Bag(b)) = r {
+        if let Ok(crate::stream::ingest::record::Record::Bag(b)) = r {
             assert!(b.dim >= 1 && !b.instances.is_empty());
             assert_eq!(b.instances.len() % b.dim, 0);
             assert!(b.instances.len() / b.dim <= limits.max_bag_instances);
@@ -24,15 +24,15 @@ pub fn decode(kind: RecordKind, data: &[u8]) {
     }
 }
 
-/// Points through the windowing path (`stream::window`), as the worker feeds it: the
+/// Points through the windowing path (`stream::score::window`), as the worker feeds it: the
 /// first byte picks the window settings and the form of the rest. Even first byte: the rest
 /// is a points message, decoded as the daemon decodes it, and what decodes is windowed.
 /// Odd: the rest is raw points of 10 bytes each (series, value, `ts` as i64 little-endian),
 /// any i64 timestamp included, which the decoder would reject: the window arithmetic must
 /// hold for those too. Every emitted window must start no later than it ends.
 pub fn window(data: &[u8]) {
-    use crate::stream::record::{Point, Record};
-    use crate::stream::window::{PartitionWindows, ScoringModel, WindowParams};
+    use crate::stream::ingest::record::{Point, Record};
+    use crate::stream::score::window::{PartitionWindows, ScoringModel, WindowParams};
     use std::sync::{Arc, OnceLock};
 
     static MODEL: OnceLock<Arc<ScoringModel>> = OnceLock::new();

@@ -16,8 +16,8 @@ use prometheus::{
     TextEncoder,
 };
 
-use crate::stream::commit::ReplaySource;
-use crate::stream::record::DeadReason;
+use crate::stream::ingest::commit::ReplaySource;
+use crate::stream::ingest::record::DeadReason;
 
 /// Declares the metric name constants and, from the same doc comments, the help table.
 macro_rules! metric_names {

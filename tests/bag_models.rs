@@ -252,7 +252,7 @@ points_per_second = 4000
     assert!(cfg.demo.feed && cfg.model.bags_path.is_none());
     let (daemon, stop) = spawn_daemon(cfg);
     let bag_examples = || {
-        milstream::stream::training::load_store(&training, usize::MAX, None)
+        milstream::stream::lifecycle::training::load_store(&training, usize::MAX, None)
             .unwrap_or_default()
             .into_iter()
             .filter(|e| e.segment.is_none())

@@ -162,7 +162,7 @@ fn readme_first_command_scores_series_and_bags_from_a_clean_clone() {
 #[test]
 fn a_registry_that_does_not_fit_the_demo_feed_is_loud() {
     use milstream::config::DemoDataset;
-    use milstream::stream::registry::{ModelCard, Registry};
+    use milstream::stream::lifecycle::registry::{ModelCard, Registry};
 
     let dir = clone_repo("clean-clone-stale-registry");
     let six = milstream::stream::embedded::train_demo_model(

@@ -339,9 +339,9 @@ fn the_readme_documents_every_metric() {
 /// The Parquet columns documented in schemas/README.md are exactly those written.
 #[test]
 fn the_parquet_schemas_are_documented() {
+    use milstream::stream::lifecycle::training::EXAMPLE_SCHEMA;
+    use milstream::stream::output::sink::parquet::{DEAD_LETTER_SCHEMA, PREDICTION_SCHEMA};
     use milstream::stream::quality::{DRIFT_EVENT_SCHEMA, EVALUATION_SCHEMA};
-    use milstream::stream::sink::parquet::{DEAD_LETTER_SCHEMA, PREDICTION_SCHEMA};
-    use milstream::stream::training::EXAMPLE_SCHEMA;
     let readme = std::fs::read_to_string(root().join("schemas/README.md")).unwrap();
     for schema in [
         &*PREDICTION_SCHEMA,
@@ -359,7 +359,7 @@ fn the_parquet_schemas_are_documented() {
         }
     }
     // And the key-value metadata every file carries.
-    let seg = milstream::stream::sink::Segment::new("t", 0, 0, 0);
+    let seg = milstream::stream::output::sink::Segment::new("t", 0, 0, 0);
     for (key, _) in seg.file_metadata() {
         assert!(
             readme.contains(&format!("| `{key}` |")),

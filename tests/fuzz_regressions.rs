@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use milstream::fuzzing;
-use milstream::stream::record::RecordKind;
+use milstream::stream::ingest::record::RecordKind;
 
 const TARGETS: [&str; 7] = [
     "decode_point",
@@ -74,7 +74,7 @@ fn the_seeds_are_valid_inputs() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fuzz")
         .join("seeds");
-    let limits = milstream::stream::record::DecodeLimits {
+    let limits = milstream::stream::ingest::record::DecodeLimits {
         max_message_bytes: 1 << 20,
         max_bag_instances: 10_000,
         max_id_bytes: 256,
@@ -86,7 +86,7 @@ fn the_seeds_are_valid_inputs() {
     ] {
         for p in inputs(&root.join(target)) {
             let data = std::fs::read(&p).unwrap();
-            let decoded = milstream::stream::record::decode(kind, &data, &limits);
+            let decoded = milstream::stream::ingest::record::decode(kind, &data, &limits);
             assert!(
                 decoded.iter().any(Result::is_ok),
                 "{} decodes: {decoded:?}",
@@ -100,7 +100,8 @@ fn the_seeds_are_valid_inputs() {
         let data = std::fs::read(&p).unwrap();
         let (first, rest) = data.split_first().expect("a window seed is not empty");
         if first % 2 == 0 {
-            let decoded = milstream::stream::record::decode(RecordKind::Point, rest, &limits);
+            let decoded =
+                milstream::stream::ingest::record::decode(RecordKind::Point, rest, &limits);
             assert!(decoded.iter().all(Result::is_ok), "{} decodes", p.display());
         } else {
             assert!(

@@ -5,10 +5,10 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use milstream::stream::sink::parquet::write_examples;
-use milstream::stream::sink::Segment;
-use milstream::stream::store::Store;
-use milstream::stream::training::{load_store_in, Example};
+use milstream::stream::lifecycle::training::{load_store_in, Example};
+use milstream::stream::output::sink::parquet::write_examples;
+use milstream::stream::output::sink::Segment;
+use milstream::stream::output::store::Store;
 
 /// The system allocator, counting the bytes live now and their peak since the last reset.
 struct Counting;

@@ -1,6 +1,6 @@
-//! The repository's structure stays as documented: README's Layout and docs/ARCHITECTURE.md
-//! name every file of `src/stream/`, the stream modules import one another without a
-//! circle and never the command line, no source file grows past about 800 lines of
+//! The repository's structure stays as documented: docs/ARCHITECTURE.md names every file
+//! of `src/stream/`, the stream files import one another without a circle and never the
+//! command line, the learning core's files name nothing outside the core and form no circle, no source file grows past about 800 lines of
 //! non-test code, and the dev-dependencies turn on no feature the build lacks (so the
 //! test command's build reuses the library and its dependencies instead of compiling
 //! them twice).
@@ -16,109 +16,132 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
 }
 
-/// The stream modules: `src/stream/*.rs` by stem, and `sink` for the `sink/` folder.
-fn stream_modules() -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for e in std::fs::read_dir(root().join("src/stream")).unwrap() {
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
         let path = e.unwrap().path();
         if path.is_dir() {
-            out.insert(path.file_name().unwrap().to_string_lossy().into_owned());
+            out.extend(rust_files(&path));
         } else if path.extension().is_some_and(|x| x == "rs") {
-            out.insert(path.file_stem().unwrap().to_string_lossy().into_owned());
+            out.push(path);
         }
     }
-    out.remove("mod");
+    out.sort();
     out
 }
 
-/// Every `name.rs` (no folder) and `name/` written in backticks in `text`.
-fn backticked_files(text: &str) -> BTreeSet<String> {
-    text.split('`')
-        .skip(1)
-        .step_by(2)
-        .filter(|t| !t.contains(' '))
-        .filter_map(|t| {
-            t.strip_suffix(".rs")
-                .filter(|s| !s.contains('/'))
-                .or_else(|| t.strip_suffix('/').filter(|s| !s.contains('/')))
-                .map(str::to_string)
-        })
-        .collect()
+/// The module path of a file under `dir` (`ingest/record/bounds.rs` -> [ingest, record,
+/// bounds]; a folder's `mod.rs` is the folder's module).
+fn module_path(dir: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(dir).unwrap().with_extension("");
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts
 }
 
-/// The lines of the README's section `## <title>`.
-fn section<'a>(text: &'a str, title: &str) -> &'a str {
-    let start = text
-        .find(&format!("\n## {title}\n"))
-        .unwrap_or_else(|| panic!("README has no `## {title}` section"));
-    let rest = &text[start + 1..];
-    let end = rest[3..].find("\n## ").map_or(rest.len(), |e| e + 3);
-    &rest[..end]
+/// The files of `src/stream/` that docs/ARCHITECTURE.md's Layout tree names: under a
+/// `src/stream/<folder>/` line, each indented line's first word ending in `.rs`.
+fn layout_tree_files(arch: &str) -> BTreeSet<String> {
+    let start = arch
+        .find("\n## Layout")
+        .expect("ARCHITECTURE has a Layout section");
+    let tree = &arch[start..];
+    let tree = &tree[tree.find("```").unwrap() + 3..];
+    let tree = &tree[..tree.find("```").unwrap()];
+    let mut folder: Option<String> = None;
+    let mut out = BTreeSet::new();
+    for line in tree.lines() {
+        if let Some(rest) = line.strip_prefix("src/stream/") {
+            folder = Some(rest[..rest.find(' ').unwrap_or(rest.len())].to_string());
+        } else if !line.starts_with(' ') {
+            folder = None;
+        } else if let Some(f) = &folder {
+            let word = line.split_whitespace().next().unwrap_or("");
+            if word.ends_with(".rs") {
+                out.insert(format!("{f}{word}"));
+            }
+        }
+    }
+    out
 }
 
 #[test]
-fn readme_layout_and_architecture_name_every_stream_file() {
-    let files = stream_modules();
-    let readme = read(&root().join("README.md"));
-    let layout = section(&readme, "Layout");
-    assert!(
-        layout.contains("docs/ARCHITECTURE.md"),
-        "README's Layout points to docs/ARCHITECTURE.md"
-    );
-    let bullet_start = layout
-        .find("- `src/stream/`")
-        .expect("README's Layout has a `src/stream/` bullet");
-    let bullet = &layout[bullet_start..];
-    let bullet = &bullet[..bullet[2..].find("\n- ").map_or(bullet.len(), |e| e + 2)];
-    let listed = backticked_files(bullet);
-    let missing: Vec<_> = files.difference(&listed).collect();
-    let stale: Vec<_> = listed.difference(&files).collect();
+fn architecture_names_every_stream_file() {
+    let dir = root().join("src/stream");
+    let files: BTreeSet<String> = rust_files(&dir)
+        .iter()
+        .map(|f| f.strip_prefix(&dir).unwrap().to_string_lossy().into_owned())
+        .collect();
+    let named = layout_tree_files(&read(&root().join("docs/ARCHITECTURE.md")));
+    let missing: Vec<_> = files.difference(&named).collect();
+    let stale: Vec<_> = named.difference(&files).collect();
     assert!(
         missing.is_empty() && stale.is_empty(),
-        "README's Layout and src/stream/ differ: not in README {missing:?}, not in src/stream {stale:?}"
-    );
-    let arch = read(&root().join("docs/ARCHITECTURE.md"));
-    let missing: Vec<_> = files
-        .iter()
-        .filter(|m| !arch.contains(&format!("{m}.rs")) && !arch.contains(&format!("{m}/")))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "docs/ARCHITECTURE.md does not name {missing:?}"
+        "docs/ARCHITECTURE.md's Layout and src/stream/ differ: not in the doc {missing:?}, \
+         not in src/stream {stale:?}"
     );
 }
 
-/// The first path segment of each item of `use` paths and expressions after `prefix`
-/// (`super::a::b`, `super::{a, b::c}`).
-fn referenced_after(code: &str, prefix: &str) -> BTreeSet<String> {
+/// The first segment of each item of a `{a, b::c}` group (`group` starts after its `{`).
+fn group_items(group: &str) -> Vec<String> {
+    let (mut depth, mut item_start, mut items) = (0, true, Vec::new());
+    for (j, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => item_start = true,
+            c if item_start && (c.is_alphanumeric() || c == '_') => {
+                item_start = false;
+                let end = group[j..]
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .map_or(group.len(), |e| j + e);
+                items.push(group[j..end].to_string());
+            }
+            _ => {}
+        }
+    }
+    items
+}
+
+/// The module paths named after `prefix` in `code`: `prefix a::b::C` -> [a, b, C], and
+/// `prefix a::{b::c, d}` -> [a, b, c] and [a, d] (items of a group by their first segments).
+fn paths_after(code: &str, prefix: &str) -> BTreeSet<Vec<String>> {
+    let ident = |t: &str| {
+        t.find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(t.len())
+    };
     let mut out = BTreeSet::new();
     let mut rest = code;
     while let Some(i) = rest.find(prefix) {
         rest = &rest[i + prefix.len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            let (mut depth, mut item_start, mut items) = (0, true, Vec::new());
-            for (j, c) in group.char_indices() {
-                match c {
-                    '{' => depth += 1,
-                    '}' if depth == 0 => break,
-                    '}' => depth -= 1,
-                    ',' if depth == 0 => item_start = true,
-                    c if item_start && (c.is_alphanumeric() || c == '_') => {
-                        item_start = false;
-                        let end = group[j..]
-                            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-                            .map_or(group.len(), |e| j + e);
-                        items.push(group[j..end].to_string());
-                    }
-                    _ => {}
-                }
+        let mut path = Vec::new();
+        let mut t = rest;
+        loop {
+            let n = ident(t);
+            if n == 0 {
+                break;
             }
-            out.extend(items);
-        } else {
-            let end = rest
-                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len());
-            out.insert(rest[..end].to_string());
+            path.push(t[..n].to_string());
+            match t[n..].strip_prefix("::") {
+                Some(next) => t = next,
+                None => break,
+            }
+        }
+        if let Some(group) = t.strip_prefix('{') {
+            for item in group_items(group) {
+                let mut p = path.clone();
+                p.push(item);
+                out.insert(p);
+            }
+        } else if !path.is_empty() {
+            out.insert(path);
         }
     }
     out
@@ -136,24 +159,32 @@ fn non_test_code(text: &str) -> String {
         .join("\n")
 }
 
-#[test]
-fn stream_modules_import_no_cli_and_no_circle() {
-    let modules = stream_modules();
-    let dir = root().join("src/stream");
-    // Edges between stream modules (`mod` stands for src/stream/mod.rs).
-    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let mut sources: Vec<(String, PathBuf)> = vec![("mod".into(), dir.join("mod.rs"))];
-    for m in &modules {
-        let file = dir.join(format!("{m}.rs"));
-        if file.exists() {
-            sources.push((m.clone(), file));
-        } else {
-            for e in std::fs::read_dir(dir.join(m)).unwrap() {
-                sources.push((m.clone(), e.unwrap().path()));
-            }
+/// The modules a file refers to through `super::` and `crate::stream::`, as absolute module
+/// paths under src/stream (`super::` resolved against the file's own module path).
+fn stream_references(code: &str, own: &[String]) -> BTreeSet<Vec<String>> {
+    // In `x.rs` (and a folder's `mod.rs`) `super` is the module holding x.
+    let parent: Vec<String> = own[..own.len().saturating_sub(1)].to_vec();
+    let mut out = BTreeSet::new();
+    out.extend(paths_after(code, "crate::stream::"));
+    for rel in paths_after(code, "super::") {
+        if rel.first().is_some_and(|s| s == "super") {
+            continue;
         }
+        let mut path = parent.clone();
+        path.extend(rel);
+        out.insert(path);
     }
-    for (m, file) in &sources {
+    out
+}
+
+#[test]
+fn stream_files_import_no_cli_and_no_circle() {
+    let dir = root().join("src/stream");
+    let files = rust_files(&dir);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_path(&dir, f)).collect();
+    // Per file, the files it reaches (`[]` is src/stream/mod.rs).
+    let mut reaches: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    for file in &files {
         let code = non_test_code(&read(file));
         for bad in ["crate::cli", "cli::", "main.rs"] {
             assert!(
@@ -162,61 +193,52 @@ fn stream_modules_import_no_cli_and_no_circle() {
                 file.display()
             );
         }
-        // `super::` in src/stream/x.rs and sink/mod.rs is the stream module; in sink/x.rs
-        // it is sink.
-        let super_is_sink = file.parent() != Some(dir.as_path()) && !file.ends_with("mod.rs");
-        let mut refs = referenced_after(&code, "crate::stream::");
-        if !super_is_sink {
-            refs.extend(referenced_after(&code, "super::"));
-        }
-        if m == "mod" {
-            for line in code.lines() {
-                let line = line.trim_start();
-                let path = line
-                    .strip_prefix("pub use ")
-                    .or_else(|| line.strip_prefix("use "));
-                if let Some(p) = path {
-                    refs.extend(
-                        modules
-                            .iter()
-                            .filter(|n| p.starts_with(&format!("{n}::")))
-                            .cloned(),
-                    );
-                }
-            }
-        }
-        for r in refs {
-            let target = if modules.contains(&r) {
-                r
-            } else {
-                "mod".into()
-            };
-            if &target != m {
-                edges.entry(m.clone()).or_default().insert(target);
-            }
+        let own = module_path(&dir, file);
+        for r in stream_references(&code, &own) {
+            // The longest module the reference names (an item of a module names the module).
+            let target = (1..=r.len())
+                .rev()
+                .map(|n| r[..n].to_vec())
+                .find(|p| modules.contains(p))
+                .unwrap_or_default();
+            reaches.entry(own.clone()).or_default().insert(target);
         }
     }
-    assert_no_circle(&edges, "src/stream");
-    // The trainer and the models topic reach the pipeline only through `serving`.
-    for side in ["trainer", "models_topic"] {
-        let reached: Vec<_> = edges[side]
-            .iter()
-            .filter(|t| {
-                [
-                    "pipeline",
-                    "worker",
-                    "consumer",
-                    "assignment",
-                    "writer",
-                    "labels",
-                    "mod",
-                ]
-                .contains(&t.as_str())
-            })
+    let files_edges: BTreeMap<String, BTreeSet<String>> = reaches
+        .iter()
+        .map(|(from, to)| {
+            let to = to
+                .iter()
+                .filter(|t| *t != from)
+                .map(|t| t.join("/"))
+                .collect();
+            (from.join("/"), to)
+        })
+        .collect();
+    assert_no_circle(&files_edges, "src/stream");
+    // The trainer and the models topic reach the pipeline only through `score/serving`.
+    let pipeline = |p: &Vec<String>| {
+        let p: Vec<&str> = p.iter().map(String::as_str).collect();
+        matches!(
+            p.as_slice(),
+            [] | ["pipeline"]
+                | ["ingest", ..]
+                | ["score", "worker", ..]
+                | ["output", "writer"]
+                | ["join", "labels"]
+        )
+    };
+    for side in [["lifecycle", "trainer"], ["lifecycle", "models_topic"]] {
+        let side: Vec<String> = side.iter().map(|s| s.to_string()).collect();
+        let reached: Vec<_> = reaches
+            .get(&side)
+            .into_iter()
+            .flatten()
+            .filter(|t| pipeline(t))
             .collect();
         assert!(
             reached.is_empty(),
-            "{side} imports the pipeline: {reached:?}"
+            "{side:?} imports the pipeline: {reached:?}"
         );
     }
 }
@@ -262,34 +284,40 @@ fn no_source_file_has_more_than_800_lines_of_non_test_code() {
 #[test]
 fn the_learning_core_imports_nothing_outside_it_and_has_no_circle() {
     let dir = root().join("crates/milstream-core/src/mil");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
-        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
+    let files = rust_files(&dir);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_path(&dir, f)).collect();
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for m in names.iter().filter(|m| *m != "mod") {
-        let code = non_test_code(&read(&dir.join(format!("{m}.rs"))));
+    for file in &files {
+        let code = non_test_code(&read(file));
+        let own = module_path(&dir, file);
         for (i, _) in code.match_indices("crate::") {
             assert!(
                 ["crate::mil::", "crate::data::", "crate::drift::"]
                     .iter()
                     .any(|p| code[i..].starts_with(p)),
-                "mil/{m}.rs refers outside the learning core: {}",
+                "{} refers outside the learning core: {}",
+                file.display(),
                 code[i..].lines().next().unwrap_or_default()
             );
         }
-        let mut refs = referenced_after(&code, "super::");
-        refs.extend(referenced_after(&code, "crate::mil::"));
+        let parent = own[..own.len().saturating_sub(1)].to_vec();
+        let mut refs = paths_after(&code, "crate::mil::");
+        for rel in paths_after(&code, "super::") {
+            if rel.first().is_some_and(|s| s != "super") {
+                refs.insert(parent.iter().cloned().chain(rel).collect());
+            }
+        }
         for r in refs {
-            if names.contains(&r) && r != *m && r != "mod" {
-                edges.entry(m.clone()).or_default().insert(r);
+            let target = (1..=r.len())
+                .rev()
+                .map(|n| r[..n].to_vec())
+                .find(|p| modules.contains(p));
+            if let Some(t) = target.filter(|t| !t.is_empty() && *t != own) {
+                edges.entry(own.join("/")).or_default().insert(t.join("/"));
             }
         }
     }
-    assert_no_circle(&edges, "src/mil");
+    assert_no_circle(&edges, "crates/milstream-core/src/mil");
     assert!(edges.contains_key("shapelet") && !edges["shapelet"].contains("model"));
 }
 

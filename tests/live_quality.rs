@@ -523,9 +523,9 @@ impl Rng {
 fn the_default_detectors_raise_no_false_alarm_on_20000_stationary_labels_and_find_a_change() {
     use milstream::config::DriftConfig;
     use milstream::metrics::Metrics;
-    use milstream::stream::label_free::{MarginWatch, ScoreWatch};
+    use milstream::stream::ingest::record::PredictionRecord;
+    use milstream::stream::quality::label_free::{MarginWatch, ScoreWatch};
     use milstream::stream::quality::{EvaluationRecord, PartitionQuality, Quality};
-    use milstream::stream::record::PredictionRecord;
 
     let model = milstream::stream::embedded::train_embedded_model().unwrap();
     let test = load("GunPoint_TEST.csv");

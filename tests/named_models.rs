@@ -460,7 +460,8 @@ ids = "mol-*"
     );
 
     // Every stored example is A's, b-0's among them: B's training data holds none of them.
-    let store = milstream::stream::training::load_store(&training, usize::MAX, None).unwrap();
+    let store =
+        milstream::stream::lifecycle::training::load_store(&training, usize::MAX, None).unwrap();
     assert!(
         store.iter().any(|e| e.key == "b-0"),
         "b-0's labels were stored"

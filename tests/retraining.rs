@@ -196,9 +196,10 @@ fn drift_is_recovered_by_retraining_and_a_restart_keeps_the_promoted_model() {
             "the pre-drift champion should fail after the drift: {h0}/{n0}"
         );
     }
-    let stored = milstream::stream::training::load_store(&dir.join("training"), 10_000, None)
-        .unwrap()
-        .len();
+    let stored =
+        milstream::stream::lifecycle::training::load_store(&dir.join("training"), 10_000, None)
+            .unwrap()
+            .len();
     assert!(stored >= 32, "{stored} examples in the store");
     // The offline CLI trains from the store folder as well.
     let cli = std::process::Command::new(env!("CARGO_BIN_EXE_milstream"))
@@ -251,9 +252,10 @@ fn drift_is_recovered_by_retraining_and_a_restart_keeps_the_promoted_model() {
             "after the restart the promoted model scores"
         );
     }
-    let stored_after = milstream::stream::training::load_store(&dir.join("training"), 10_000, None)
-        .unwrap()
-        .len();
+    let stored_after =
+        milstream::stream::lifecycle::training::load_store(&dir.join("training"), 10_000, None)
+            .unwrap()
+            .len();
     assert!(stored_after >= stored, "store {stored} -> {stored_after}");
 }
 
@@ -484,7 +486,8 @@ fn multichannel_labels_retrain_a_multichannel_model() {
     stop.send(true).unwrap();
     daemon.join().unwrap().expect("the daemon stops cleanly");
     let stored =
-        milstream::stream::training::load_store(&dir.join("training"), 10_000, None).unwrap();
+        milstream::stream::lifecycle::training::load_store(&dir.join("training"), 10_000, None)
+            .unwrap();
     assert!(stored.len() >= 16, "{} examples stored", stored.len());
     for e in &stored {
         assert_eq!(e.dim, 6, "a six-channel segment");

@@ -3,7 +3,7 @@
 //! valid under its schema and decodes; every bad one is invalid and is rejected. The output
 //! records the daemon writes validate against their schemas.
 
-use milstream::stream::record::{decode, DecodeLimits, RecordKind};
+use milstream::stream::ingest::record::{decode, DecodeLimits, RecordKind};
 use serde_json::{json, Value};
 
 const LIMITS: DecodeLimits = DecodeLimits {
@@ -126,7 +126,7 @@ fn labels() {
 /// What the daemon writes validates, and the schemas reject a row missing a required field.
 #[test]
 fn output_records() {
-    use milstream::stream::record::{
+    use milstream::stream::ingest::record::{
         DeadLetterRecord, DeadReason, FindingSummary, PredictionRecord, Rejected,
     };
     let prediction = PredictionRecord {

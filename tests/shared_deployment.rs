@@ -296,8 +296,8 @@ fn two_scorers_and_a_trainer_sharing_a_store_lose_nothing() {
 /// newer sequence was ever taken).
 #[test]
 fn a_registry_rollback_reaches_the_scorers() {
-    use milstream::stream::registry::{ModelCard, Registry};
-    use milstream::stream::registry_poll::poll_once;
+    use milstream::stream::lifecycle::registry::{ModelCard, Registry};
+    use milstream::stream::lifecycle::registry_poll::poll_once;
     let dir = common::scratch("rollback");
     let (_, model) = model_file(&dir);
     let reg = Registry::open(&dir.join("models")).unwrap();
@@ -337,10 +337,13 @@ fn a_record_on_the_models_topic_cannot_block_later_promotions() {
         &[record("v999999999-ffffffff"), record("v000002-00000000")],
     );
     let serving = std::sync::Arc::new(serving_slot(&model, "model-start"));
-    let follower =
-        milstream::stream::models_topic::follow(&cfg, &bootstrap, vec![(serving.clone(), None)])
-            .unwrap()
-            .expect("the models topic is followed");
+    let follower = milstream::stream::lifecycle::models_topic::follow(
+        &cfg,
+        &bootstrap,
+        vec![(serving.clone(), None)],
+    )
+    .unwrap()
+    .expect("the models topic is followed");
     let latest = wait_until(Duration::from_secs(60), || {
         serving.load().version == "v000002-00000000"
     });
@@ -352,14 +355,14 @@ fn a_record_on_the_models_topic_cannot_block_later_promotions() {
 fn serving_slot(
     model: &milstream::mil::Model,
     version: &str,
-) -> milstream::stream::serving::ServingModel {
-    use milstream::stream::window::ScoringModel;
+) -> milstream::stream::score::serving::ServingModel {
+    use milstream::stream::score::window::ScoringModel;
     let start = ScoringModel {
         model: model.clone(),
         version: version.to_string(),
         generation: 0,
     };
-    milstream::stream::serving::ServingModel::new(
+    milstream::stream::score::serving::ServingModel::new(
         "series",
         std::sync::Arc::new(start),
         milstream::metrics::Metrics::new(),

@@ -622,7 +622,7 @@ points_per_second = 3000
 /// file in those of the point at its first offset (one partition: offset = message index).
 #[test]
 fn files_are_dated_by_the_event_time_of_their_first_point() {
-    use milstream::stream::sink::parse_output_name;
+    use milstream::stream::output::sink::parse_output_name;
     let dir = scratch("e2e-event-date");
     let out = dir.join("out");
     let bootstrap = cluster(1);
@@ -823,7 +823,7 @@ fn files_roll_near_roll_bytes_by_their_measured_size() {
     let second: Vec<u64> = files
         .iter()
         .filter(|(name, _)| {
-            milstream::stream::sink::parse_output_name(name)
+            milstream::stream::output::sink::parse_output_name(name)
                 .unwrap()
                 .first_offset
                 >= half as i64

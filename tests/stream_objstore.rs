@@ -389,9 +389,11 @@ fn a_trainer_publishes_to_an_s3_registry_and_a_scorer_process_swaps_to_it() {
     let test = load("GunPoint_TEST.csv");
     let p = producer(&bootstrap);
     let out = moto.store("reg/out");
-    let reg =
-        milstream::stream::registry::Registry::open_with(Path::new(&registry), &moto.options())
-            .unwrap();
+    let reg = milstream::stream::lifecycle::registry::Registry::open_with(
+        Path::new(&registry),
+        &moto.options(),
+    )
+    .unwrap();
     let mut r = 0;
     // The version the scorer started with (it and the trainer may both publish a first
     // version when they start together on an empty registry); done when it has swapped to
@@ -820,9 +822,9 @@ fn a_partition_that_could_not_start_starts_when_the_store_is_back() {
 /// 12 MB object (uploaded in parts) costs a few KiB.
 #[test]
 fn the_replay_point_is_read_from_the_footer_of_the_newest_object_by_ranged_gets() {
-    use milstream::stream::sink::parquet::{encode_parquet, read_footer_metadata};
-    use milstream::stream::sink::{replay_point_from_files, Segment};
-    use milstream::stream::training::{example_batch, Example};
+    use milstream::stream::lifecycle::training::{example_batch, Example};
+    use milstream::stream::output::sink::parquet::{encode_parquet, read_footer_metadata};
+    use milstream::stream::output::sink::{replay_point_from_files, Segment};
     let moto = Moto::start();
     let store = moto.store("footer");
     // Incompressible values (an LCG's), 1.5 M doubles: about 12 MB of Parquet.
@@ -858,7 +860,7 @@ fn the_replay_point_is_read_from_the_footer_of_the_newest_object_by_ranged_gets(
     assert!(size > 10_000_000, "{size} bytes");
     // The newest file below the committed offset 200 holds the replay point 150 (the
     // partition's folders as its folder log has them, rebuilt from a listing).
-    let log = milstream::stream::sink::folders::FolderLog::rebuild(
+    let log = milstream::stream::output::sink::folders::FolderLog::rebuild(
         &[(&store, &["predictions"][..])],
         "labels",
         2,
@@ -909,7 +911,7 @@ fn tiny_model(shift: f64) -> milstream::mil::Model {
 /// the while loads a whole model each time, whose card names the version `current` named.
 #[test]
 fn concurrent_publishers_to_an_s3_registry_cannot_both_win() {
-    use milstream::stream::registry::{ModelCard, Registry};
+    use milstream::stream::lifecycle::registry::{ModelCard, Registry};
     let moto = Moto::start();
     let url = PathBuf::from(format!("s3://{BUCKET}/race-registry"));
     let options = moto.options();
@@ -996,7 +998,7 @@ fn concurrent_publishers_to_an_s3_registry_cannot_both_win() {
 /// and `current` falls back to a plain PUT (write-new-then-point, the last publisher wins).
 #[test]
 fn an_s3_registry_without_conditional_puts_falls_back_to_write_new_then_point() {
-    use milstream::stream::registry::{ModelCard, Registry};
+    use milstream::stream::lifecycle::registry::{ModelCard, Registry};
     let moto = Moto::start();
     let mut options = moto.options();
     options.insert("aws_conditional_put".into(), "disabled".into());

@@ -4,5 +4,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    milstream::fuzzing::decode(milstream::stream::record::RecordKind::Bag, data);
+    milstream::fuzzing::decode(milstream::stream::ingest::record::RecordKind::Bag, data);
 });

@@ -366,8 +366,8 @@ fn bench_score(opts: &FitOptions) -> Result<()> {
 /// Resident bytes per live series of 150-point windows with their scorers: `series` series
 /// of 300 points each through one partition's windows (GunPoint's model and values).
 fn series_memory(model: Model, stream: &[f64], series: usize) -> Result<serde_json::Value> {
-    use milstream::stream::record::Point;
-    use milstream::stream::window::{PartitionWindows, ScoringModel, WindowParams};
+    use milstream::stream::ingest::record::Point;
+    use milstream::stream::score::window::{PartitionWindows, ScoringModel, WindowParams};
     use std::sync::Arc;
     let rss = || -> Option<u64> {
         let status = std::fs::read_to_string("/proc/self/status").ok()?;

@@ -48,14 +48,16 @@ impl ModelOnData {
 /// examples, one per segment or bag, the newest label of each).
 pub fn load(path: &Path, format: Option<Format>) -> Result<Dataset> {
     if path.is_dir() {
-        let examples = milstream::stream::training::load_store(path, usize::MAX, None)
+        let examples = milstream::stream::lifecycle::training::load_store(path, usize::MAX, None)
             .with_context(|| format!("reading the training store {}", path.display()))?;
         anyhow::ensure!(
             !examples.is_empty(),
             "{}: no training examples (expected date=YYYY-MM-DD/*.parquet from the daemon's training.dir)",
             path.display()
         );
-        return Ok(milstream::stream::training::to_dataset(&examples));
+        return Ok(milstream::stream::lifecycle::training::to_dataset(
+            &examples,
+        ));
     }
     Ok(read_dataset(path, format)?)
 }

@@ -32,7 +32,8 @@ pub fn run(args: PredictArgs) -> Result<()> {
             let e = model
                 .explain(s)
                 .with_context(|| format!("explaining {}", ds.ids[i]))?;
-            let top = milstream::stream::record::TopContribution::top_named(&e, args.top, &model);
+            let top =
+                milstream::stream::ingest::record::TopContribution::top_named(&e, args.top, &model);
             // Positions count along the series (a bag has none), as in a window's row.
             let points = match s {
                 milstream::mil::Sample::Series(v) => v.len(),
@@ -40,7 +41,7 @@ pub fn run(args: PredictArgs) -> Result<()> {
                 milstream::mil::Sample::Bag(_) => 0,
             };
             let (findings, shown_share) =
-                milstream::stream::record::FindingSummary::of(&e, points, args.top, &model);
+                milstream::stream::ingest::record::FindingSummary::of(&e, points, args.top, &model);
             println!(
                 "{}",
                 json!({"id": ds.ids[i], "label": e.prediction.label, "scores": e.prediction.scores,

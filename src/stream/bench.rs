@@ -15,7 +15,7 @@ use serde_json::json;
 
 use super::embedded::{start_mock_cluster, train_embedded_model};
 use super::pipeline::run_pipeline;
-use super::window::ScoringModel;
+use super::score::window::ScoringModel;
 use crate::config::Config;
 use crate::http::Health;
 use crate::metrics::Metrics;
@@ -257,7 +257,10 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     let health = Arc::new(Health::default());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     // The series model alone: bench-stream measures points.
-    let start = vec![(super::models::specs(&cfg)[0].clone(), scoring.clone())];
+    let start = vec![(
+        super::score::models::specs(&cfg)[0].clone(),
+        scoring.clone(),
+    )];
     let cfg_without_drift = {
         let mut c = cfg.clone();
         c.drift.evaluate = false;
@@ -448,7 +451,7 @@ async fn timed_pass(
     let metrics = Metrics::new();
     let health = Arc::new(Health::default());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let start = vec![(super::models::specs(&cfg)[0].clone(), scoring)];
+    let start = vec![(super::score::models::specs(&cfg)[0].clone(), scoring)];
     let boot = bootstrap.to_string();
     let m = metrics.clone();
     let pipeline = tokio::spawn(run_pipeline(cfg, boot, start, m, health.clone(), stop_rx));

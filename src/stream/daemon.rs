@@ -8,9 +8,9 @@ use std::sync::Arc;
 use anyhow::Context;
 use tracing::{info, warn};
 
-use super::registry::{self, short_hash};
-use super::window::ScoringModel;
-use super::{embedded, models, pipeline};
+use super::lifecycle::registry::{self, short_hash};
+use super::score::window::ScoringModel;
+use super::{embedded, pipeline, score::models};
 use crate::config::{Config, ModelInput};
 use crate::http::Health;
 use crate::metrics::Metrics;
@@ -406,7 +406,7 @@ pub async fn run(
 
     // An object-store URL is shown as given (it holds no credentials: those come from the
     // environment and `[object_store]`, which are never printed).
-    let out = if super::store::is_url(&cfg.output.dir.to_string_lossy()) {
+    let out = if super::output::store::is_url(&cfg.output.dir.to_string_lossy()) {
         cfg.output.dir.clone()
     } else {
         std::path::absolute(&cfg.output.dir).unwrap_or_else(|_| cfg.output.dir.clone())

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int32Type, Int64Type, TimestampMicrosecondType};
 use arrow_array::Array;
-use milstream::stream::store::Store;
+use milstream::stream::output::store::Store;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::stream::{free_port, Row};

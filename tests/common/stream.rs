@@ -113,7 +113,7 @@ pub fn point_messages(stream: &[KnownSeries]) -> Vec<(String, String, Vec<u8>)> 
     msgs
 }
 
-/// The windows the daemon must emit, by the rule in stream::window: when a point crosses a
+/// The windows the daemon must emit, by the rule in stream::score::window: when a point crosses a
 /// hop boundary, the last W points before it, if there are W.
 pub fn expected_windows(stream: &[KnownSeries]) -> BTreeMap<(String, i64, i64), Vec<f64>> {
     let mut out = BTreeMap::new();
@@ -367,7 +367,8 @@ pub fn offline_findings(
     points: usize,
 ) -> (Vec<FindingCells>, Option<f64>) {
     let e = model.explain(sample).unwrap();
-    let (findings, share) = milstream::stream::record::FindingSummary::of(&e, points, 3, model);
+    let (findings, share) =
+        milstream::stream::ingest::record::FindingSummary::of(&e, points, 3, model);
     let findings = findings
         .unwrap_or_default()
         .into_iter()

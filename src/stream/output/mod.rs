@@ -1,0 +1,7 @@
+//! Output: segments made durable in every sink, in order (`writer`), into the Parquet,
+//! Arrow IPC and Kafka sinks and each partition's folder log (`sink`), on a local folder or
+//! an object store (`store`).
+
+pub mod sink;
+pub mod store;
+pub(crate) mod writer;
