@@ -54,6 +54,18 @@ pub fn is_secret_key(key: &str) -> bool {
         .any(|w| key.contains(w))
 }
 
+/// Serializes `kafka.properties` as `Debug` shows them: the values of secret keys redacted,
+/// so a serialized configuration never carries a secret.
+pub(super) fn serialize_properties<S: serde::Serializer>(
+    properties: &BTreeMap<String, String>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_map(properties.iter().map(|(k, v)| {
+        let v = if is_secret_key(k) { "<redacted>" } else { v };
+        (k, v)
+    }))
+}
+
 /// Expands `${VAR}` and `${VAR:-default}` in every string of `value` (keys stay as written);
 /// true when something changed. An unset variable without a default is an error naming the
 /// key path (`kafka.properties."sasl.password"`) and the variable.
