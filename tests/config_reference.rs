@@ -735,3 +735,18 @@ aws_endpoint = "http://minio:9000"
         "{shown}"
     );
 }
+
+/// README's configuration example is a valid configuration (its keys are the reference's).
+#[test]
+fn the_readme_configuration_example_parses() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let toml = readme
+        .split("\n## Configuration\n")
+        .nth(1)
+        .and_then(|s| s.split("```toml\n").nth(1))
+        .and_then(|s| s.split("```").next())
+        .expect("README's Configuration section has a TOML block");
+    let cfg = Config::parse("README.md", toml).unwrap();
+    assert!(!cfg.is_embedded());
+    assert_eq!(cfg.training.every, "1h");
+}
