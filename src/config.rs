@@ -63,13 +63,6 @@ pub struct Config {
 #[serde(transparent)]
 pub struct StoreOptions(pub BTreeMap<String, String>);
 
-/// Serialized as `Debug` shows it: the keys, never the values.
-impl Serialize for StoreOptions {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(self.0.keys().map(|k| (k, "<redacted>")))
-    }
-}
-
 impl std::fmt::Debug for StoreOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_map()
