@@ -4,7 +4,8 @@
 //!
 //! How: the sources under `src/` are parsed with `syn` (the doc comments exist only there),
 //! and the walk starts at `Config` and follows each field's type by name to the struct or
-//! enum that defines it, wherever it lives under `src/`: moving a file changes nothing here.
+//! enum that defines it, wherever it lives under `src/` or `crates/*/src/`: moving a file
+//! changes nothing here.
 //! Defaults are not read from the source but from the program: `Config::default()`
 //! serialized to TOML (the structs derive `Serialize`; secrets serialize redacted), and for
 //! a `[[models]]` entry the entry a minimal file parses to. The two sources are checked
@@ -47,7 +48,8 @@ enum Def {
     Enum(Vec<(String, String)>),
 }
 
-/// Every type under `src/` that derives `Deserialize`, by name, with the files defining it.
+/// Every type under `src/` and `crates/*/src/` that derives `Deserialize`, by name, with the
+/// files defining it.
 fn definitions() -> BTreeMap<String, Vec<(PathBuf, Def)>> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for e in std::fs::read_dir(dir).unwrap() {
@@ -130,8 +132,18 @@ fn definitions() -> BTreeMap<String, Vec<(PathBuf, Def)>> {
             }
         }
     }
+    // The daemon's sources and the workspace's crates (the learning core's types, such as
+    // the model kind and the detectors' parameters, may live in a crate of their own).
     let mut files = Vec::new();
     walk(&root().join("src"), &mut files);
+    if let Ok(crates) = std::fs::read_dir(root().join("crates")) {
+        for c in crates {
+            let src = c.unwrap().path().join("src");
+            if src.is_dir() {
+                walk(&src, &mut files);
+            }
+        }
+    }
     files.sort();
     let mut out = BTreeMap::new();
     for f in files {
@@ -341,7 +353,7 @@ impl Walker {
                 },
                 None => panic!(
                     "type {other} of a config field: not a known scalar, and no struct or enum \
-                     of that name derives Deserialize under src/"
+                     of that name derives Deserialize under src/ or crates/"
                 ),
             },
         };
