@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Runs README's stream benchmark set once and prints one markdown table: the commit, the
-machine, and every figure beside the bare consumer of the same run (each bench-stream run
-drains its topic with a bare consumer too). The README's benchmark table is this output,
+"""Runs the stream benchmark set of docs/BENCHMARKS.md once and prints one markdown table:
+the commit, the machine, and every figure beside the bare consumer of the same run (each bench-stream run
+drains its topic with a bare consumer too). docs/BENCHMARKS.md's tables are this output,
 pasted, never edited by hand.
 
     scripts/bench-table.py [--bin target/release/milstream] [--quick] [--score]
@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-# (label, bench-stream arguments): README's "Benchmarks" commands, S3 aside
+# (label, bench-stream arguments): docs/BENCHMARKS.md's commands, S3 aside
 # (scripts/bench-s3.sh needs a local S3 server).
 RUNS = [
     ("one point per message", "--points 200000 --partitions 4"),

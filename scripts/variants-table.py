@@ -79,7 +79,11 @@ def main():
           "lengths only); bags `milstream cv --folds 10`, "
           "the mean of seeds 0, 1, 2, beside MILES (`scripts/miles.py`: Chen et al. 2006, "
           "the same protocol, single-threaded). The variants are derived by `scripts/variants.py` "
-          "(`--list` says what each is); defaults were chosen on these rows only.\n")
+          "(`--list` says what each is); defaults were chosen on these rows only. Regenerate it "
+          "rather than edit it: `python scripts/variants-table.py ../shared/data > docs/VARIANTS.md` "
+          "with aeon 1.6 in that Python (the script's docstring); what was tried on the way to "
+          "these defaults is in the history of this file (`git show 601be8f:docs/VARIANTS.md`) "
+          "and the reasons in docs/MODEL.md.\n")
     print("| series set | milstream | fit s | peak MB | RDST | fit s | MiniRocket | fit s | MultiRocket | fit s |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name in SERIES_DEV + SERIES_VARIANTS:

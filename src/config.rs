@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 mod drift;
 mod env;
@@ -18,24 +18,38 @@ pub use named::{ModelInput, NamedModelConfig, NamedTrainingConfig};
 pub use training::TrainingConfig;
 
 /// The whole configuration.
-#[derive(Debug, Clone, Deserialize, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
+    /// Where records come from: the cluster, the consumer group, the topics and librdkafka's
+    /// own settings.
     pub kafka: KafkaConfig,
+    /// How each series' points become windows (bags of subsequences) to score.
     pub window: WindowConfig,
+    /// Input limits: what goes past one is a dead letter with its reason, never a larger
+    /// allocation.
     pub limits: LimitsConfig,
+    /// The process's role and how the work is spread over scoring threads.
     pub pipeline: PipelineConfig,
+    /// The series model and the bag model that score when there are no `[[models]]`, and the
+    /// model registry.
     pub model: ModelConfig,
     /// Named models (`[[models]]`), each scoring the ids its route matches. Empty: the
     /// `[model]` table serves every series (and its bag model every bag) as before.
     pub models: Vec<NamedModelConfig>,
+    /// Retraining from the labels on the stream, and the label-join history.
     pub training: TrainingConfig,
     /// Live accuracy on the stream's labels and drift detection (`[drift]`).
     pub drift: DriftConfig,
+    /// Where predictions, dead letters, evaluations and drift events go, and when files roll.
     pub output: OutputConfig,
+    /// Offset commits.
     pub commit: CommitConfig,
+    /// The ops endpoints: `/metrics`, `/healthz`, `/readyz`.
     pub http: HttpConfig,
+    /// Stopping: on SIGTERM and on a partition revoke.
     pub shutdown: ShutdownConfig,
+    /// The demo feed of the embedded cluster (only with `kafka.bootstrap_servers = "embedded"`).
     pub demo: DemoConfig,
     /// Object-store settings passed through to the `object_store` crate's builder of the
     /// URL's scheme (`aws_endpoint`, `aws_region`, `aws_allow_http`, `google_*`, `azure_*`,
@@ -59,7 +73,7 @@ impl std::fmt::Debug for StoreOptions {
 
 /// Where records come from. Its `Debug` redacts the values of secret `properties` (see
 /// [`is_secret_key`]).
-#[derive(Clone, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct KafkaConfig {
     /// `embedded` starts librdkafka's in-process mock cluster (no external service);
@@ -90,6 +104,7 @@ pub struct KafkaConfig {
     /// fetch sizes, session.timeout.ms, ...). `enable.auto.commit` is always false. Give a
     /// secret from the environment, e.g. `"sasl.password" = "${KAFKA_SASL_PASSWORD}"` (every
     /// string of the file expands `${VAR}`); secret values never show in logs or probes.
+    #[serde(serialize_with = "env::serialize_properties")]
     pub properties: BTreeMap<String, String>,
 }
 
@@ -110,7 +125,7 @@ impl Default for KafkaConfig {
 }
 
 /// Per-series event-time windows.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct WindowConfig {
     /// A window is the last `points` points of a series; its bag is all subsequences of the
@@ -153,7 +168,7 @@ impl Default for WindowConfig {
 }
 
 /// What a process does when the work is split across processes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Score, join labels, train and publish: one process does everything.
@@ -168,7 +183,7 @@ pub enum Role {
 }
 
 /// How the work is spread over threads.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PipelineConfig {
     /// all | scorer | trainer.
@@ -210,7 +225,7 @@ impl PipelineConfig {
 }
 
 /// Input limits; what breaks them goes to the dead-letter sink.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LimitsConfig {
     /// Largest message payload decoded, in bytes (`oversized` beyond).
@@ -240,7 +255,7 @@ impl Default for LimitsConfig {
 }
 
 /// The models that score.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ModelConfig {
     /// Model artifact (JSON, from `milstream train`) for series windows. Unset: train the
@@ -383,7 +398,7 @@ pub fn parse_duration_ms(s: &str) -> Result<Option<u64>, String> {
 }
 
 /// Where predictions go.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OutputConfig {
     /// Root folder: `predictions/date=YYYY-MM-DD/`, `dead_letters/date=.../` (and `arrow/`) under it.
@@ -432,7 +447,7 @@ impl Default for OutputConfig {
 }
 
 /// Offset commits.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CommitConfig {
     /// How often durable offsets are committed.
@@ -453,7 +468,7 @@ impl Default for CommitConfig {
 }
 
 /// The ops endpoints.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpConfig {
     /// `/metrics`, `/healthz`, `/readyz` listen here; empty = off.
@@ -469,7 +484,7 @@ impl Default for HttpConfig {
 }
 
 /// Stopping.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ShutdownConfig {
     /// On SIGTERM / SIGINT: finish files, commit and exit within this time. A sink still
@@ -491,7 +506,7 @@ impl Default for ShutdownConfig {
 }
 
 /// The embedded demo feed (only with `bootstrap_servers = "embedded"`).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DemoConfig {
     /// Replay the demo dataset's series as live sensors.
@@ -508,7 +523,7 @@ pub struct DemoConfig {
 }
 
 /// The bundled series data of the embedded default.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DemoDataset {
     /// GunPoint (UCR): one channel, 150 points per series.

@@ -250,20 +250,21 @@ seed = 11
     );
 }
 
-/// README's two-model example is a valid configuration, and each entry keeps its settings.
+/// docs/DAEMON.md's example of several models is a valid configuration, and each entry
+/// keeps its settings.
 #[test]
-fn the_readme_example_of_several_models_parses() {
-    let readme = std::fs::read_to_string(common::data_path("../../README.md")).unwrap();
-    let section = readme
-        .split("### Several models in one daemon")
+fn the_documented_example_of_several_models_parses() {
+    let page = std::fs::read_to_string(common::data_path("../../docs/DAEMON.md")).unwrap();
+    let section = page
+        .split("## Several models in one daemon")
         .nth(1)
-        .expect("README has the section");
+        .expect("docs/DAEMON.md has the section");
     let toml = section
         .split("```toml\n")
         .nth(1)
         .and_then(|s| s.split("```").next())
         .expect("the section has a TOML block");
-    let cfg = milstream::config::Config::parse("README", toml).unwrap();
+    let cfg = milstream::config::Config::parse("docs/DAEMON.md", toml).unwrap();
     let names: Vec<&str> = cfg.models.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(names, ["pumps", "fans", "molecules"]);
     assert_eq!(cfg.models[1].training.holdout, Some(0.3));
@@ -275,7 +276,7 @@ fn the_readme_example_of_several_models_parses() {
     assert!(cfg.models[0].fit_params(cfg.model.kind).unwrap().is_none());
     // An unknown key fails when the config loads, naming it.
     let bad = toml.replace("lengths = [", "lenghts = [");
-    let e = milstream::config::Config::parse("README", &bad)
+    let e = milstream::config::Config::parse("docs/DAEMON.md", &bad)
         .unwrap_err()
         .to_string();
     assert!(

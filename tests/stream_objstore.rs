@@ -166,7 +166,7 @@ fn predictions_land_in_s3_once_each_and_pyarrow_reads_them_from_the_endpoint() {
 
 /// DuckDB (with the httpfs extension that scripts/test.sh installs from PyPI, no download)
 /// queries `s3://BUCKET/<prefix>/predictions/*/*/*.parquet` (date and hour partitions) on
-/// the endpoint, as the README shows analysts: rows, distinct (key, window_end), the type
+/// the endpoint, as docs/OPERATIONS.md shows analysts: rows, distinct (key, window_end), the type
 /// of the timestamps and the count of date partitions.
 fn duckdb_summary(moto: &Moto, prefix: &str) -> serde_json::Value {
     let out = moto.python(&format!(

@@ -22,8 +22,8 @@ use milstream::stream::bench::{bench, BenchOptions};
 /// the fixed code, 0.0267 and 0.0225): both stay far below this one.
 const FLOOR: f64 = 0.076;
 
-/// One point per message, four partitions, 64 series: the README's first stream benchmark,
-/// which is the one the regression hit (per-message costs dominate it).
+/// One point per message, four partitions, 64 series: the first stream benchmark of
+/// docs/BENCHMARKS.md, which is the one the regression hit (per-message costs dominate it).
 fn options() -> BenchOptions {
     BenchOptions {
         points: 200_000,

@@ -1,12 +1,12 @@
 //! `[drift]`: prequential evaluation of the serving models on the stream's labels, drift
 //! detection on their errors and on their margins, and what a drift does.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::drift::{Adwin, AdwinParams, Ddm, DdmParams, Detector, PageHinkley, PageHinkleyParams};
 
 /// What a detected drift of a model's errors does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum OnDrift {
     /// Retrain the model now; the candidate is promoted by the usual champion/challenger
@@ -25,8 +25,8 @@ pub enum OnDrift {
 /// ADWIN is the default because it keeps the promise of no false alarm on a stationary
 /// stream: with River's defaults it raised none on 80 seeded streams of 20,000 labels (error
 /// rates 0.01 to 0.3), where DDM (River's defaults) raised a drift on 5 to 9 of 20 of them,
-/// mostly within its first few hundred labels (see README, "Live accuracy and drift").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+/// mostly within its first few hundred labels (docs/DRIFT.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorDetector {
     /// ADWIN on the error rate, River's defaults in `[drift.adwin]`.
@@ -36,7 +36,8 @@ pub enum ErrorDetector {
     Ddm,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// Live accuracy on the stream's labels and drift detection.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DriftConfig {
     /// Compare each joined label with the serving model's prediction for its segment or bag:

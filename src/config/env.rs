@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use super::KafkaConfig;
+use super::{KafkaConfig, StoreOptions};
 
 /// Replaces every `${VAR}` in `text` with that environment variable, and `${VAR:-default}`
 /// with `default` when VAR is unset or empty. An unset `${VAR}` (no default) is an error
@@ -52,6 +52,25 @@ pub fn is_secret_key(key: &str) -> bool {
     ["password", "secret", "sasl.jaas", "token", "key"]
         .iter()
         .any(|w| key.contains(w))
+}
+
+/// `[object_store]` serialized as its `Debug` shows it: the keys, never the values.
+impl serde::Serialize for StoreOptions {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.keys().map(|k| (k, "<redacted>")))
+    }
+}
+
+/// Serializes `kafka.properties` as `Debug` shows them: the values of secret keys redacted,
+/// so a serialized configuration never carries a secret.
+pub(super) fn serialize_properties<S: serde::Serializer>(
+    properties: &BTreeMap<String, String>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_map(properties.iter().map(|(k, v)| {
+        let v = if is_secret_key(k) { "<redacted>" } else { v };
+        (k, v)
+    }))
 }
 
 /// Expands `${VAR}` and `${VAR:-default}` in every string of `value` (keys stay as written);

@@ -3,10 +3,10 @@
 
 use std::path::PathBuf;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// What a model scores.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum ModelInput {
     /// Windows of series (points).
@@ -17,7 +17,7 @@ pub enum ModelInput {
 }
 
 /// One named model (`[[models]]`).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NamedModelConfig {
     /// Its name: the `model_name` of its rows, the `model` label of its metrics, its key on
@@ -75,12 +75,17 @@ impl NamedModelConfig {
 }
 
 /// A named model's training settings; unset keys take `[training]`'s.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NamedTrainingConfig {
     /// false: this model is never retrained (its labels are still stored).
     pub enabled: Option<bool>,
+    /// Its `training.holdout`: the fraction of its newest examples held out to compare
+    /// candidate and champion.
     pub holdout: Option<f64>,
+    /// Its `training.tolerance`: how much lower a candidate's held-out accuracy may be than
+    /// the champion's and still be promoted.
     pub tolerance: Option<f64>,
+    /// Its `training.min_examples`: fewer of its examples and a run fails without training.
     pub min_examples: Option<usize>,
 }

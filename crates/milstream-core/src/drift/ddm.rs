@@ -12,7 +12,10 @@ use super::{RunningMean, Signal};
 pub struct DdmParams {
     /// Errors seen before any test.
     pub warm_start: u64,
+    /// A warning while the error rate plus its standard deviation exceeds the lowest such
+    /// sum's rate by more than this many of its standard deviations.
     pub warning_threshold: f64,
+    /// A drift at this many standard deviations.
     pub drift_threshold: f64,
 }
 

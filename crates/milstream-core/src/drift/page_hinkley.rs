@@ -9,8 +9,11 @@ use super::{RunningMean, Signal};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PageHinkleyMode {
+    /// Only an increase of the mean is a drift.
     Up,
+    /// Only a decrease.
     Down,
+    /// Either.
     Both,
 }
 
@@ -19,10 +22,16 @@ pub enum PageHinkleyMode {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PageHinkleyParams {
+    /// Values seen before any test.
     pub min_instances: u64,
+    /// The change of the mean tolerated: each value's deviation is taken less (upwards) or
+    /// plus (downwards) this much.
     pub delta: f64,
+    /// A drift when the cumulative deviation moves this far from its extreme.
     pub threshold: f64,
+    /// The fading factor of the cumulative deviations.
     pub alpha: f64,
+    /// Which way a change counts: "up", "down" or "both".
     pub mode: PageHinkleyMode,
 }
 
