@@ -135,14 +135,39 @@ fn resolve_model(
     let registry = registry_dir
         .map(|dir| registry::Registry::open_with(dir, options))
         .transpose()?;
+    // A `current` naming a version that does not load (a hand-edited pointer, a deleted
+    // version) must not keep a scorer from starting: running scorers skip such a version,
+    // so a restarting one serves the newest version that loads, publishes nothing, and
+    // follows `current` once it loads (registry_poll). A store that cannot be read still
+    // fails start-up.
+    let mut current_unloadable = false;
     if let Some(reg) = &registry {
-        if let Some((m, card)) = reg.load_current()? {
-            info!(
-                version = card.version,
-                registry = %reg_display(registry_dir),
-                "scoring with the registry's current model"
-            );
-            return Ok((m, card.version, ModelSource::Registry));
+        if let Some(current) = reg.current()? {
+            match reg.load(&current) {
+                Ok((m, card)) => {
+                    info!(
+                        version = card.version,
+                        registry = %reg_display(registry_dir),
+                        "scoring with the registry's current model"
+                    );
+                    return Ok((m, card.version, ModelSource::Registry));
+                }
+                Err(e) => {
+                    warn!(
+                        current,
+                        e = format!("{e:#}"),
+                        "the registry's current version does not load"
+                    );
+                    if let Some((m, card)) = reg.newest_loadable()? {
+                        warn!(
+                            version = card.version,
+                            "serving the newest version that loads until `current` does"
+                        );
+                        return Ok((m, card.version, ModelSource::Registry));
+                    }
+                    current_unloadable = true;
+                }
+            }
         }
     }
     let from = if path.is_some() {
@@ -167,7 +192,7 @@ fn resolve_model(
             (m, v, format!("embedded {embedded}"))
         }
     };
-    match &registry {
+    match registry.as_ref().filter(|_| !current_unloadable) {
         Some(reg) => match reg.publish(&model, &registry::ModelCard::describe(&model, &source)) {
             Ok(v) => {
                 info!(
@@ -542,6 +567,46 @@ mod tests {
         std::fs::remove_file(&file).unwrap();
         let (m2, v2) = resolve_series_model(&cfg).unwrap();
         assert_eq!((m2, v2), (model, v1));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A `current` that names no loadable version (here "named", the folder of the named
+    /// models) does not stop a start: the newest version that loads serves, and nothing is
+    /// published over the pointer; with no loadable version the artifact serves, unpublished.
+    #[test]
+    fn a_current_that_does_not_load_serves_the_newest_version_that_does() {
+        let dir = std::env::temp_dir().join(format!("milstream-unloadable-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let model = embedded::train_embedded_model().unwrap();
+        let file = dir.join("first.json");
+        std::fs::write(&file, model.to_json()).unwrap();
+        let mut cfg = Config::default();
+        cfg.model.series_path = Some(file.clone());
+        let registry = dir.join("models");
+        cfg.model.registry_dir = Some(registry.clone());
+        let (_, v1) = resolve_series_model(&cfg).unwrap();
+        std::fs::write(registry.join("current"), "named").unwrap();
+        let (m, v) = resolve_series_model(&cfg).unwrap();
+        assert_eq!((m, v), (model.clone(), v1.clone()));
+        assert_eq!(
+            std::fs::read_to_string(registry.join("current")).unwrap(),
+            "named"
+        );
+        // No version loads: the artifact serves, the pointer stays as the operator left it.
+        std::fs::remove_dir_all(registry.join(&v1)).unwrap();
+        let (m, v) = resolve_series_model(&cfg).unwrap();
+        assert_eq!(m, model);
+        assert!(!v.starts_with('v'), "{v}");
+        assert_eq!(
+            std::fs::read_to_string(registry.join("current")).unwrap(),
+            "named"
+        );
+        assert!(registry::Registry::open(&registry)
+            .unwrap()
+            .versions()
+            .unwrap()
+            .is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::mil::Model;
 use crate::stream::output::store::{Store, Swap, UpdateVersion};
+use tracing::warn;
 
 /// What a model is and how it was made: stored beside it as `card.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,6 +96,8 @@ pub struct Registry {
 }
 
 const CURRENT: &str = "current";
+/// How many versions, newest first, a start-up tries when `current` does not load.
+const NEWEST_TRIED: usize = 16;
 
 fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let mut f = File::create(path)?;
@@ -335,6 +338,23 @@ impl Registry {
         let card = serde_json::from_str(&self.read_text(&cp)?)
             .with_context(|| format!("parsing {}/{cp}", self.shown()))?;
         Ok((model, card))
+    }
+
+    /// The newest of the newest [`NEWEST_TRIED`] versions that loads (a version that does
+    /// not load is skipped with a warning); None when none does. An error when the registry
+    /// cannot be listed.
+    pub fn newest_loadable(&self) -> anyhow::Result<Option<(Model, ModelCard)>> {
+        for v in self.versions()?.iter().rev().take(NEWEST_TRIED) {
+            match self.load(v) {
+                Ok(loaded) => return Ok(Some(loaded)),
+                Err(e) => warn!(
+                    version = v,
+                    e = format!("{e:#}"),
+                    "version does not load; skipped"
+                ),
+            }
+        }
+        Ok(None)
     }
 
     /// The current model, if any.
