@@ -34,7 +34,7 @@ pub fn shown_shares(m: &ShapeletModel, ds: &Dataset, top: usize) -> Vec<f64> {
                 prediction,
                 contributions,
             };
-            Some(crate::figure::explanation_findings(m, &e, points, top).2)
+            Some(crate::mil::findings::explanation_findings(m, &e, points, top).2)
         })
         .collect()
 }

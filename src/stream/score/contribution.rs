@@ -100,7 +100,7 @@ impl FindingSummary {
         let crate::mil::Model::LpboostShapelet(m) = model else {
             return (None, None);
         };
-        let (findings, _, share) = crate::figure::explanation_findings(m, e, points, k);
+        let (findings, _, share) = crate::mil::findings::explanation_findings(m, e, points, k);
         let multi = matches!(m.input, crate::mil::InputKind::Multi { .. });
         let out = findings
             .into_iter()

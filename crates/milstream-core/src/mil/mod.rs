@@ -9,6 +9,7 @@ pub mod bag;
 pub mod cancel;
 pub mod ensemble;
 pub mod error;
+pub mod findings;
 pub mod head;
 pub mod kinds;
 pub mod lp;

@@ -1,4 +1,4 @@
-//! Findings: the hypotheses of a figure grouped by the positions their maximising
+//! Findings: the hypotheses of an explanation grouped by the positions their maximising
 //! subsequence covers, each with what it asserts in words; the `top` kept, the rest summed.
 
 use std::collections::HashMap;
@@ -8,11 +8,11 @@ use crate::mil::prediction::{Asserts, Contribution};
 use crate::mil::space::{Extraction, View};
 
 /// (first channel, channels, first position, last position): what a finding covers.
-pub(super) type FindingKey = (usize, usize, usize, usize);
+pub type FindingKey = (usize, usize, usize, usize);
 
 /// `raw d1 z`: a space's view, dilation and normalisation, as findings name them; `level`
 /// for a level space (single raw points).
-pub(super) fn space_name(c: &Contribution) -> String {
+pub fn space_name(c: &Contribution) -> String {
     if extraction(c).is_level() {
         return "level".into();
     }
@@ -26,7 +26,7 @@ pub(super) fn space_name(c: &Contribution) -> String {
 }
 
 /// The space a contribution reads, as an extraction at its first channel.
-pub(super) fn extraction(c: &Contribution) -> Extraction {
+pub fn extraction(c: &Contribution) -> Extraction {
     Extraction {
         view: c.view,
         length: c.length,
@@ -194,7 +194,7 @@ fn merge_overlapping<'a>(
 /// Groups the hypotheses by what their maximising subsequence covers, orders the groups by
 /// |summed value| and keeps the `top` largest; the rest become one `Other`. Also the share
 /// of the contributions' sum the kept ones carry. `n`: the series' length (0 for a bag).
-pub(super) fn findings_of(
+pub fn findings_of(
     parts: Vec<(FindingKey, f64, &Contribution)>,
     top: usize,
     n: usize,
