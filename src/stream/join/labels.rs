@@ -225,9 +225,37 @@ impl LabelJoiner {
     ) -> Option<((i64, i64), i64)> {
         let mut taken: Option<((i64, i64), i64)> = None;
         let wait = Duration::from_millis(self.cfg.label_wait_ms);
-        while let Some(l) = waiting.queue.front() {
-            let unjoined = || {
-                LabelJoin::Dead(Rejected {
+        while let Some(front) = waiting.queue.front() {
+            // A message's labels leave the queue together. The replay point is an offset: a
+            // replay from a message joins all of its labels again, so had some of them left
+            // (and become durable) while a sibling waited, they would be written twice.
+            let offset = front.offset;
+            let mut outcomes = Vec::new();
+            for l in waiting.queue.iter().take_while(|l| l.offset == offset) {
+                match self.outcome(l, wait) {
+                    Some(o) => outcomes.push(o),
+                    None => return taken,
+                }
+            }
+            for outcome in outcomes {
+                self.take_front(
+                    waiting,
+                    outcome,
+                    src,
+                    examples,
+                    dead,
+                    (graded, state),
+                    &mut taken,
+                );
+            }
+        }
+        taken
+    }
+
+    /// What becomes of a waiting label now; None while it must keep waiting.
+    fn outcome(&self, l: &PendingLabel, wait: Duration) -> Option<LabelJoin> {
+        let unjoined = || {
+            LabelJoin::Dead(Rejected {
                 reason: DeadReason::Unjoined,
                 detail: match &l.label {
                     LabelRecord::Segment { .. } => format!(
@@ -241,56 +269,69 @@ impl LabelJoiner {
                     ),
                 },
             })
-            };
-            let outcome = match self.join(l, true) {
-                LabelJoin::Wait | LabelJoin::Held if l.since.elapsed() < wait => break,
-                LabelJoin::Wait => unjoined(),
-                // Its points are here, but their partition's commit never came to cover
-                // them (commits failing): joined anyway, as before the holds.
-                LabelJoin::Held => match self.join(l, false) {
-                    LabelJoin::Wait | LabelJoin::Held => unjoined(),
-                    other => other,
-                },
+        };
+        Some(match self.join(l, true) {
+            LabelJoin::Wait | LabelJoin::Held if l.since.elapsed() < wait => return None,
+            LabelJoin::Wait => unjoined(),
+            // Its points are here, but their partition's commit never came to cover
+            // them (commits failing): joined anyway, as before the holds.
+            LabelJoin::Held => match self.join(l, false) {
+                LabelJoin::Wait | LabelJoin::Held => unjoined(),
                 other => other,
-            };
-            let l = waiting.queue.pop_front().expect("front seen");
-            taken = Some(match taken {
-                None => ((l.offset, l.offset), l.labeled_at_ms),
-                Some(((first, _), ts)) => ((first, l.offset), ts),
-            });
-            match outcome {
-                LabelJoin::Joined(mut e, eval) => {
-                    e.source_topic = src.topic.to_string();
-                    e.source_partition = src.partition;
-                    if let (Some(q), Some(mut eval)) = (&self.quality, eval) {
-                        eval.source_topic = src.topic.to_string();
-                        eval.source_partition = src.partition;
-                        graded.drift_events.extend(q.record(state, &eval));
-                        graded.evaluations.push(*eval);
-                    }
-                    examples.push(e);
+            },
+            other => other,
+        })
+    }
+
+    /// Takes the queue's front label off with its `outcome`: its example and grade, or its
+    /// dead letter (from `emit_from` on); `taken` spans the labels taken.
+    #[allow(clippy::too_many_arguments)]
+    fn take_front(
+        &self,
+        waiting: &mut WaitingLabels,
+        outcome: LabelJoin,
+        src: &LabelSource,
+        examples: &mut Vec<Example>,
+        dead: &mut Vec<DeadLetterRecord>,
+        (graded, state): (&mut QualityRows, &mut PartitionQuality),
+        taken: &mut Option<((i64, i64), i64)>,
+    ) {
+        let l = waiting.queue.pop_front().expect("front seen");
+        *taken = Some(match *taken {
+            None => ((l.offset, l.offset), l.labeled_at_ms),
+            Some(((first, _), ts)) => ((first, l.offset), ts),
+        });
+        match outcome {
+            LabelJoin::Joined(mut e, eval) => {
+                e.source_topic = src.topic.to_string();
+                e.source_partition = src.partition;
+                if let (Some(q), Some(mut eval)) = (&self.quality, eval) {
+                    eval.source_topic = src.topic.to_string();
+                    eval.source_partition = src.partition;
+                    graded.drift_events.extend(q.record(state, &eval));
+                    graded.evaluations.push(*eval);
                 }
-                LabelJoin::Dead(rej) => {
-                    // A replay dead-letters it again: nothing to hold for it.
-                    self.holds()
-                        .release(&(src.topic.to_string(), src.partition), (l.offset, l.index));
-                    if l.offset >= src.emit_from {
-                        dead.push(DeadLetterRecord::new(
-                            src.topic,
-                            src.partition,
-                            l.offset,
-                            &rej,
-                            &l.raw_prefix,
-                            now_ms(),
-                        ));
-                    }
-                }
-                LabelJoin::Wait | LabelJoin::Held => {
-                    unreachable!("a waiting label stays queued")
+                examples.push(e);
+            }
+            LabelJoin::Dead(rej) => {
+                // A replay dead-letters it again: nothing to hold for it.
+                self.holds()
+                    .release(&(src.topic.to_string(), src.partition), (l.offset, l.index));
+                if l.offset >= src.emit_from {
+                    dead.push(DeadLetterRecord::new(
+                        src.topic,
+                        src.partition,
+                        l.offset,
+                        &rej,
+                        &l.raw_prefix,
+                        now_ms(),
+                    ));
                 }
             }
+            LabelJoin::Wait | LabelJoin::Held => {
+                unreachable!("a waiting label stays queued")
+            }
         }
-        taken
     }
 
     /// Joins a label; with `covered`, only once its points' (or bag's) partitions have
@@ -375,5 +416,99 @@ impl LabelJoiner {
                 .map(Box::new)
         });
         LabelJoin::Joined(example, eval)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::metrics::Metrics;
+    use crate::stream::join::history::{BagCache, SeriesHistory};
+    use crate::stream::output::store::Store;
+    use crate::stream::score::models::specs;
+    use crate::stream::score::window::ScoringModel;
+
+    fn joiner() -> LabelJoiner {
+        let metrics = Metrics::new();
+        let cfg = Config::default();
+        let spec = specs(&cfg).swap_remove(1);
+        assert_eq!(spec.input, ModelInput::Bags);
+        let model = crate::stream::embedded::train_embedded_bag_model(cfg.model.kind).unwrap();
+        let served = Arc::new(ScoringModel {
+            model,
+            version: "v1".into(),
+            generation: 0,
+        });
+        let training = Arc::new(TrainingRuntime {
+            history: SeriesHistory::new(1_000, 1_000),
+            bags: BagCache::new(16),
+            holds: Default::default(),
+            store: Arc::new(Store::Local(
+                std::env::temp_dir().join("milstream-labels-unused"),
+            )),
+            examples_durable: Default::default(),
+        });
+        let models = Arc::new(Models::new(vec![(spec, served)], &metrics));
+        LabelJoiner::new(training, cfg.training.clone(), models, None)
+    }
+
+    fn bag_label(id: &str) -> LabelRecord {
+        LabelRecord::Bag {
+            bag_id: id.into(),
+            label: "1".into(),
+            model: None,
+        }
+    }
+
+    /// Labels of one message leave the queue together: the replay point is an offset, and a
+    /// replay from it joins every label of the message again. (Were the first label's
+    /// example written while its sibling waited, a crash before the sibling joined would
+    /// write it a second time, under another file name: the cluster soak found two.)
+    #[test]
+    fn labels_of_one_message_join_together() {
+        let j = joiner();
+        let labels: PartitionKey = ("labels".into(), 0);
+        let mut waiting = WaitingLabels::default();
+        let raw: Arc<[u8]> = Arc::from(&b"[...]"[..]);
+        j.queue(
+            &mut waiting,
+            &labels,
+            ((7, 0), 1),
+            bag_label("a"),
+            raw.clone(),
+        );
+        j.queue(
+            &mut waiting,
+            &labels,
+            ((7, 1), 1),
+            bag_label("b"),
+            raw.clone(),
+        );
+        j.queue(&mut waiting, &labels, ((8, 0), 1), bag_label("a"), raw);
+        let src = LabelSource {
+            topic: "labels",
+            partition: 0,
+            emit_from: 0,
+        };
+        let resolve = |waiting: &mut WaitingLabels| {
+            let (mut examples, mut dead) = (Vec::new(), Vec::new());
+            let (mut graded, mut state) = (QualityRows::default(), PartitionQuality::default());
+            let taken = j.resolve(
+                waiting,
+                &src,
+                &mut examples,
+                &mut dead,
+                (&mut graded, &mut state),
+            );
+            (taken, examples.len(), dead.len())
+        };
+        j.training.bags.insert("a", 1, &[1.0], ("bags", 0, 10));
+        // "a" is here, "b" is not: neither label of offset 7 leaves, nor the one after.
+        assert_eq!(resolve(&mut waiting), (None, 0, 0));
+        assert_eq!(waiting.oldest_offset(), Some(7));
+        j.training.bags.insert("b", 1, &[1.0], ("bags", 0, 11));
+        assert_eq!(resolve(&mut waiting), (Some(((7, 8), 1)), 3, 0));
+        assert_eq!(waiting.oldest_offset(), None);
     }
 }
