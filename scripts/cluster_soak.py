@@ -481,9 +481,11 @@ class Soak:
                 # was the group's last change (only the member whose heartbeat notices is
                 # told to rejoin, and it gets its old share back): lagging partitions no
                 # live daemon holds are the broker's, and a broker restart re-forms the group.
-                held = set().union(*(p.owned() for p in self.scorers[:self.replicas] + [self.trainer]
-                                     if p.alive()))
-                stalled = [k for k in lagging(self.bootstrap) if (k[1], k[2]) not in held]
+                held = {("milstream", t, n) for p in self.scorers[:self.replicas] if p.alive()
+                        for t, n in p.owned()}
+                if self.trainer.alive():
+                    held |= {("milstream.trainer", t, n) for t, n in self.trainer.owned()}
+                stalled = [k for k in lagging(self.bootstrap) if k not in held]
                 if stalled:
                     repaired = stalled
                     self.broker.kill()
