@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
-use crate::mil::ensemble::Ensemble;
+use crate::mil::boost::ensemble::Ensemble;
 use crate::mil::prediction::Explanation;
 use crate::mil::prediction::ShownShares;
 use crate::mil::shapelet::ShapeletModel;

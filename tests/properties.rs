@@ -3,7 +3,7 @@
 
 mod common;
 
-use milstream::mil::lpboost::solve_master;
+use milstream::mil::boost::lpboost::solve_master;
 use milstream::mil::model::KernelSpec;
 use milstream::mil::{Dataset, FitParams, Model, Sample, ShapeletLength};
 use proptest::prelude::*;

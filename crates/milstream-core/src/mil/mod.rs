@@ -6,14 +6,12 @@
 //! Boosting Infinitely Many Shapelet-based Classifiers"; cited below as "the paper").
 
 pub mod bag;
+pub mod boost;
 pub mod cancel;
-pub mod ensemble;
 pub mod error;
 pub mod findings;
-pub mod head;
 pub mod kinds;
 pub mod lp;
-pub mod lpboost;
 pub mod model;
 pub mod online;
 pub mod params;
@@ -22,8 +20,6 @@ pub mod score;
 pub mod select;
 pub mod shapelet;
 pub mod space;
-pub mod stump;
-pub mod weak;
 
 pub use bag::{Bag, Dataset, InputKind, Sample};
 pub use error::MilError;

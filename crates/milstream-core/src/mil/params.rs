@@ -5,13 +5,13 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+pub use super::boost::weak::WeakKind;
 use super::error::{MilError, Result};
 pub use super::kinds::boxsvm::BoxKernelParams;
 pub use super::kinds::miordm::MiordmParams;
 pub use super::kinds::svm::SvmParams;
 pub use super::lp::pricing::PartialPricing;
 pub use super::space::{ChannelMode, Extraction, View};
-pub use super::weak::WeakKind;
 
 /// A shapelet (subsequence) length: absolute, or a fraction of the shortest training series.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -10,13 +10,18 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::bag::{Dataset, InputKind, Standardizer};
+use super::boost::ensemble::majority_fallback;
+pub use super::boost::ensemble::{Ensemble, WeightedHypothesis};
+use super::boost::head::PooledHead;
+use super::boost::lpboost::{lpboost, BoostParams, Boosted};
+pub use super::boost::stump::Threshold;
+use super::boost::stump::{best_threshold, column_key, ColumnKey, ThresholdTable};
+use super::boost::weak::{
+    active_bags, best_mean, dc_candidates, weak_learn, WeakHypothesis, WeakParams, WorkingSet,
+};
 use super::cancel::Cancel;
-use super::ensemble::majority_fallback;
-pub use super::ensemble::{Ensemble, WeightedHypothesis};
 use super::error::{MilError, Result};
-use super::head::PooledHead;
 use super::lp::pricing::Focus;
-use super::lpboost::{lpboost, BoostParams, Boosted};
 use super::params::{BinaryMode, FitParams, KernelSpec, WidthChoice};
 use super::space::kernel::Kernel;
 use super::space::kernel_table::KernelTable;
@@ -24,9 +29,6 @@ use super::space::prepare::prepare_lean;
 pub use super::space::prepare::{
     median_heuristic_sigma, prepare, resolve_kernel, resolve_lengths, Prepared, PreparedSpace,
 };
-pub use super::stump::Threshold;
-use super::stump::{best_threshold, column_key, ColumnKey, ThresholdTable};
-use super::weak::{active_bags, best_mean, dc_candidates, weak_learn, WeakParams, WorkingSet};
 
 pub use super::space::{BlockedReps, ShapeletSpace};
 
@@ -280,7 +282,7 @@ impl ShapeletModel {
                     // The hypothesis class is the union over spaces: take the largest edge.
                     // The bags of positive weight, which every space's pricing sums over.
                     let active = active_bags(y.len(), d);
-                    type Best = (usize, bool, Option<Threshold>, super::weak::WeakHypothesis);
+                    type Best = (usize, bool, Option<Threshold>, WeakHypothesis);
                     // Under a weight cap a column already in the master is not offered
                     // again: its copy would carry a cap of its own.
                     let taken: HashSet<ColumnKey> = if params.max_weight.is_some() {
@@ -295,7 +297,7 @@ impl ShapeletModel {
                             !taken.is_empty() && taken.contains(&column_key(s, mean, t, alpha))
                         };
                     let n_spaces = tables.len();
-                    type Hyp = super::weak::WeakHypothesis;
+                    type Hyp = WeakHypothesis;
                     let mut one_hots: Vec<Option<Result<Hyp>>> =
                         (0..n_spaces).map(|_| None).collect();
                     let mut means: Vec<Option<Hyp>> = vec![None; n_spaces];
@@ -406,7 +408,7 @@ impl ShapeletModel {
                                 CONSTANT,
                                 false,
                                 None,
-                                super::weak::WeakHypothesis::constant(sign, e.abs(), y.len()),
+                                WeakHypothesis::constant(sign, e.abs(), y.len()),
                             ));
                         }
                     }

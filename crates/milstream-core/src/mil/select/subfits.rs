@@ -22,9 +22,9 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::mil::bag::{Dataset, InputKind};
-use crate::mil::ensemble::Ensemble;
+use crate::mil::boost::ensemble::Ensemble;
+use crate::mil::boost::head::PooledHead;
 use crate::mil::error::Result;
-use crate::mil::head::PooledHead;
 use crate::mil::params::FitParams;
 use crate::mil::shapelet::ShapeletModel;
 use crate::mil::space::ShapeletSpace;

@@ -5,10 +5,10 @@
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::error::{MilError, Result};
-use super::lp::solver::ConicProgram;
-use super::online::rowsum::add_weighted_rows;
-use super::space::kernel_table::KernelTable;
+use crate::mil::error::{MilError, Result};
+use crate::mil::lp::solver::ConicProgram;
+use crate::mil::online::rowsum::add_weighted_rows;
+use crate::mil::space::kernel_table::KernelTable;
 
 /// Which constraint bounds the shapelet u = sum_z alpha_z Phi(z).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::stump::Threshold;
+use crate::mil::boost::stump::Threshold;
 
 /// One weighted hypothesis of an ensemble.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -16,18 +16,18 @@ pub struct WeightedHypothesis {
     /// Sparse alpha: (representative index within the space, coefficient).
     pub alpha: Vec<(u32, f64)>,
     /// Aggregates by the mean over the bag's instances instead of the max (beyond the
-    /// paper; see [`super::weak::best_mean`]). False in older artifacts.
+    /// paper; see [`crate::mil::boost::weak::best_mean`]). False in older artifacts.
     #[serde(default)]
     pub mean: bool,
     /// A threshold hypothesis: 1 or 0 by which side of a threshold the (max or mean) value
-    /// falls (see [`super::stump`]). Absent in older artifacts.
+    /// falls (see [`crate::mil::boost::stump`]). Absent in older artifacts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threshold: Option<Threshold>,
 }
 
 impl WeightedHypothesis {
     /// h(B) from the aggregated value sum_z alpha_z K(z, x) (max or mean over the bag) and
-    /// the relative position of its maximiser (see [`super::space::kernel_table::position`]).
+    /// the relative position of its maximiser (see [`crate::mil::space::kernel_table::position`]).
     pub fn output(&self, value: f64, position: f64) -> f64 {
         match self.threshold {
             Some(t) => t.output(value, position),
@@ -71,7 +71,7 @@ const NO_MARGIN: f64 = 1e-6;
 /// hypotheses' weight off a positive margin, else the majority decision's 2 n_c / n - 1
 /// (its sign is the binary majority; with more classes the most frequent class scores
 /// highest). The card says so in each stop reason.
-pub(super) fn majority_fallback(
+pub(crate) fn majority_fallback(
     ensembles: &mut [Ensemble],
     outputs: &mut [Vec<Vec<f64>>],
     labels: &[String],

@@ -1,11 +1,11 @@
 //! LPBoost by column generation (the paper, Algorithm 1; Demiriz et al., 2002).
 
-use super::cancel::Cancel;
-use super::error::{MilError, Result};
-use super::lp::simplex::SimplexError;
-use super::lp::solver::ConicProgram;
-pub use super::lp::warm_master::MasterSolution;
-use super::lp::warm_master::{margin, WarmMaster};
+use crate::mil::cancel::Cancel;
+use crate::mil::error::{MilError, Result};
+use crate::mil::lp::simplex::SimplexError;
+use crate::mil::lp::solver::ConicProgram;
+pub use crate::mil::lp::warm_master::MasterSolution;
+use crate::mil::lp::warm_master::{margin, WarmMaster};
 
 /// Stopping and soft-margin parameters of Algorithm 1.
 #[derive(Debug, Clone, Copy)]

@@ -10,8 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::space::kernel_table::KernelTable;
-use super::weak::WeakHypothesis;
+use crate::mil::boost::weak::WeakHypothesis;
+use crate::mil::space::kernel_table::KernelTable;
 
 /// Thresholds tried per feature at most (cut points between quantiles of the bags' values).
 const MAX_CUTS: usize = 32;
@@ -196,7 +196,7 @@ const LANES: usize = 8;
 
 /// The threshold hypothesis of largest edge sum_i d_i y_i h(B_i) in a space, as (hypothesis
 /// with one-hot alpha, mean aggregate?, threshold), or None when no feature has a cut;
-/// `active` are the bags of positive weight ([`super::weak::active_bags`]). Its
+/// `active` are the bags of positive weight ([`crate::mil::boost::weak::active_bags`]). Its
 /// `outputs` are left empty: every space offers its best each round and few become
 /// columns, so the caller asks [`ThresholdTable::outputs`] for those it keeps.
 pub fn best_threshold(
@@ -368,7 +368,7 @@ pub(crate) fn column_key(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mil::weak::active_bags;
+    use crate::mil::boost::weak::active_bags;
 
     #[test]
     fn no_training_value_sits_on_a_cut_and_bins_count_the_cuts_below() {
