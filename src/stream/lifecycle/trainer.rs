@@ -493,21 +493,8 @@ fn challenge(env: &TrainerEnv, trained: &ServedModel, c: Candidate, since_ms: i6
 fn promote(env: &TrainerEnv, trained: &ServedModel, c: Candidate) -> RunOutcome {
     let cfg = &trained.spec.training;
     let name = trained.serving.name.as_str();
-    let champion = trained.serving.load_full();
-    if trained.spec.input == ModelInput::Bags {
-        if c.model.input() != champion.model.input() {
-            return failed(
-                "window",
-                "the candidate takes other bags than the champion".to_string(),
-            );
-        }
-    } else if let Err(e) =
-        crate::mil::online::incremental::WindowScorer::new(&c.model, env.cfg.window.points)
-    {
-        return failed(
-            "window",
-            format!("the candidate does not fit the window: {e}"),
-        );
+    if let Err(e) = trained.serving.accepts(&c.model, env.cfg.window.points) {
+        return failed("window", format!("the candidate cannot serve here: {e}"));
     }
     if c.champion_accuracy
         .is_some_and(|ch| c.accuracy + cfg.tolerance < ch)

@@ -44,7 +44,8 @@ impl ServingModel {
 
     /// Whether `model` may take this slot: a series model must fit the window
     /// (`window_points`), a bag model must take the bags the serving one takes. The one
-    /// check every path that swaps a model (registry, models topic) makes first.
+    /// check every path that swaps a model (registry, models topic, the trainer's promotion)
+    /// makes first.
     pub fn accepts(&self, model: &Model, window_points: usize) -> Result<(), String> {
         let current = self.current.load();
         if current.model.input().is_series() {
