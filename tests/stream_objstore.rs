@@ -907,7 +907,7 @@ fn tiny_model(shift: f64) -> milstream::mil::Model {
 /// The registry's `current` on S3 moves by compare-and-swap (If-None-Match / If-Match,
 /// which moto honours): of publishers racing from the same `current`, those that succeed
 /// form one chain, each having replaced the version the one before it published, so no two
-/// won from the same state; the others get an error naming the race. A reader polling all
+/// won from the same state; the others get an error naming the race and leave no version. A reader polling all
 /// the while loads a whole model each time, whose card names the version `current` named.
 #[test]
 fn concurrent_publishers_to_an_s3_registry_cannot_both_win() {
@@ -991,6 +991,13 @@ fn concurrent_publishers_to_an_s3_registry_cannot_both_win() {
     }
     assert_eq!(reg.current().unwrap(), tip);
     assert!(reads > 0, "the reader never saw a current model");
+    // A loser leaves no version behind: what is listed is what won, the chain above.
+    let listed: BTreeSet<String> = reg.versions().unwrap().into_iter().collect();
+    let winners: BTreeSet<String> = won.iter().map(|v| v.to_string()).collect();
+    assert_eq!(
+        listed, winners,
+        "versions that never became current are listed"
+    );
 }
 
 /// A store configured without conditional puts (`aws_conditional_put = "disabled"`, for

@@ -223,17 +223,31 @@ impl Registry {
                 // lists a version whose card is missing. A version that exists already was
                 // published by another process from the same model (the name holds the
                 // model's hash), as when scorers and a trainer start together.
+                let mut created = true;
                 for (name, bytes) in [
                     ("card.json", card_json.into_bytes()),
                     ("model.json", json.into_bytes()),
                 ] {
                     match self.store.put_new(&format!("{version}/{name}"), bytes) {
-                        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => created = false,
+                        Err(e) => {
                             return Err(e).with_context(|| format!("publishing {version}/{name}"))
                         }
-                        _ => {}
+                        Ok(()) => {}
                     }
                 }
+                if let Err(e) = self.point_current(&version, seen) {
+                    // Another publisher's version became current first: this one would stay
+                    // listed, never served, a version a rollback could pick. Its model goes
+                    // first (a version is listed by its model), then its card; a version
+                    // this process did not create (the same model, the same name) stays.
+                    if created {
+                        let _ = self.store.delete(&format!("{version}/model.json"));
+                        let _ = self.store.delete(&format!("{version}/card.json"));
+                    }
+                    return Err(e);
+                }
+                return Ok(version);
             }
         }
         self.point_current(&version, seen)?;
