@@ -183,7 +183,7 @@ fn resolve_model(
         None => {
             let t = std::time::Instant::now();
             let m = train_embedded()?;
-            let v = format!("{embedded}-embedded-{}", short_hash(&m.to_json()));
+            let v = format!("{embedded}-embedded-{}", registry::model_hash(&m));
             info!(
                 seconds = t.elapsed().as_secs_f64(),
                 version = v,

@@ -85,6 +85,30 @@ pub fn short_hash(text: &str) -> String {
     format!("{:08x}", h.finish() as u32)
 }
 
+/// A model's name-giving hash: [`short_hash`] of its JSON without the fit's wall-clock
+/// seconds, so processes that fit the same data with the same parameters (scorers and a
+/// trainer starting together on the embedded model) name the same model alike.
+pub fn model_hash(model: &Model) -> String {
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(m) => {
+                m.remove("train_seconds");
+                m.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let json = model.to_json();
+    match serde_json::from_str::<serde_json::Value>(&json) {
+        Ok(mut v) => {
+            strip(&mut v);
+            short_hash(&v.to_string())
+        }
+        Err(_) => short_hash(&json),
+    }
+}
+
 /// The registry: a local folder (today's layout, renames for atomicity) or an object-store
 /// prefix (write-new-then-point: a version's objects are created before `current` names it,
 /// and `current` is one PUT, so a reader sees the old or the new model, never a mix). On a
@@ -186,6 +210,15 @@ impl Registry {
         let _turn = self.local_turn()?;
         // What `current` was before this version existed: it moves only from there.
         let seen = self.read_current()?;
+        // The model `current` already names (processes that start together fit the same
+        // first model): it is published; a second copy would only lengthen the chain.
+        let hash = model_hash(model);
+        if let Some((v, _)) = seen
+            .as_ref()
+            .filter(|(v, _)| v.ends_with(&format!("-{hash}")))
+        {
+            return Ok(v.clone());
+        }
         let json = model.to_json();
         let seq = self
             .versions()?
@@ -193,7 +226,7 @@ impl Registry {
             .and_then(|v| version_seq_of(v))
             .map_or(1, |s| s + 1);
         // The name holds the model's hash: two processes publishing one model name it alike.
-        let version = format!("v{seq:06}-{}", short_hash(&json));
+        let version = format!("v{seq:06}-{hash}");
         let mut card = card.clone();
         card.version = version.clone();
         card.previous = seen.as_ref().map(|(v, _)| v.clone());
@@ -388,6 +421,60 @@ mod tests {
     /// Version names are a fixed function of the model's text: these values (FNV-1a 64, low
     /// 32 bits; the first two are the published test vectors) hold on every build and
     /// toolchain. With std's DefaultHasher they were whatever that release's SipHash gave.
+    /// The same data and parameters make the same version name in every process: the
+    /// fit's seconds (which differ run to run) are not part of the hash.
+    #[test]
+    fn one_model_fitted_twice_is_named_alike() {
+        let (a, b) = (tiny_model(0.0), tiny_model(0.0));
+        let mut slower = a.clone();
+        let mut json: serde_json::Value = serde_json::from_str(&slower.to_json()).unwrap();
+        fn bump(v: &mut serde_json::Value) {
+            match v {
+                serde_json::Value::Object(m) => {
+                    if let Some(t) = m.get_mut("train_seconds") {
+                        *t = serde_json::json!(123.0);
+                    }
+                    m.values_mut().for_each(bump);
+                }
+                serde_json::Value::Array(x) => x.iter_mut().for_each(bump),
+                _ => {}
+            }
+        }
+        bump(&mut json);
+        assert!(
+            json.to_string().contains("123"),
+            "the artifact records its seconds"
+        );
+        slower = Model::from_json(&json.to_string()).unwrap();
+        assert_ne!(short_hash(&slower.to_json()), short_hash(&a.to_json()));
+        assert_eq!(model_hash(&slower), model_hash(&a));
+        assert_eq!(model_hash(&a), model_hash(&b));
+        assert_ne!(model_hash(&a), model_hash(&tiny_model(1.0)));
+    }
+
+    /// Publishing the model `current` already names adds no version: processes that start
+    /// together on one registry and fit the same first model serve one version.
+    #[test]
+    fn publishing_the_current_model_again_adds_no_version() {
+        let root =
+            std::env::temp_dir().join(format!("milstream-registry-same-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let reg = Registry::open(&root).unwrap();
+        let m = tiny_model(0.0);
+        let v1 = reg.publish(&m, &ModelCard::describe(&m, "a")).unwrap();
+        let again = reg
+            .publish(&m.clone(), &ModelCard::describe(&m, "b"))
+            .unwrap();
+        assert_eq!(again, v1);
+        assert_eq!(reg.versions().unwrap(), vec![v1.clone()]);
+        let other = tiny_model(1.0);
+        let v2 = reg
+            .publish(&other, &ModelCard::describe(&other, "c"))
+            .unwrap();
+        assert!(v2.starts_with("v000002-"), "{v2}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
     #[test]
     fn short_hash_is_a_fixed_function_golden_values() {
         assert_eq!(short_hash(""), "84222325");
@@ -432,7 +519,7 @@ mod tests {
             "{v1} {v2}"
         );
         // The registry names a version by the fixed hash of the model's text too.
-        assert_eq!(v1, format!("v000001-{}", short_hash(&m1.to_json())));
+        assert_eq!(v1, format!("v000001-{}", model_hash(&m1)));
         let (cur, card) = reg.load_current().unwrap().unwrap();
         assert_eq!(cur, m2);
         assert_eq!(card.version, v2);
@@ -468,14 +555,21 @@ mod tests {
             std::env::temp_dir().join(format!("milstream-registry-cas-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).unwrap();
-        let models: Vec<Model> = (0..2).map(|i| tiny_model(i as f64)).collect();
+        // A model per publication: publishing the model `current` already names adds none.
         let per_thread = 12;
+        let models: Vec<Vec<Model>> = (0..2)
+            .map(|t| {
+                (0..per_thread)
+                    .map(|i| tiny_model((t * per_thread + i) as f64))
+                    .collect()
+            })
+            .collect();
         std::thread::scope(|s| {
-            for (t, m) in models.iter().enumerate() {
+            for (t, ms) in models.iter().enumerate() {
                 let root = &root;
                 s.spawn(move || {
                     let reg = Registry::open(root).unwrap();
-                    for i in 0..per_thread {
+                    for (i, m) in ms.iter().enumerate() {
                         let mut card = ModelCard::describe(m, "test");
                         card.source = format!("publisher {t} #{i}");
                         reg.publish(m, &card).unwrap();

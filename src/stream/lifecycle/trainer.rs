@@ -24,7 +24,7 @@ use crate::config::ModelInput;
 use crate::config::{parse_duration_ms, Config};
 use crate::metrics::Metrics;
 use crate::mil::{FitParams, Model};
-use crate::stream::lifecycle::registry::{short_hash, ModelCard, Registry};
+use crate::stream::lifecycle::registry::{model_hash, ModelCard, Registry};
 use crate::stream::lifecycle::training::{self, Example, TrainingRuntime};
 use crate::stream::quality::{Quality, TrainerRequest};
 use crate::stream::score::models::{Models, ServedModel};
@@ -517,7 +517,7 @@ fn promote(env: &TrainerEnv, trained: &ServedModel, c: Candidate) -> RunOutcome 
             Ok(v) => v,
             Err(e) => return failed("registry", format!("publishing to the registry: {e}")),
         },
-        None => format!("trained-{}", short_hash(&c.model.to_json())),
+        None => format!("trained-{}", model_hash(&c.model)),
     };
     if let Err(e) = crate::stream::lifecycle::models_topic::publish(
         &env.cfg,
