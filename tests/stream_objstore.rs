@@ -916,7 +916,15 @@ fn concurrent_publishers_to_an_s3_registry_cannot_both_win() {
     let url = PathBuf::from(format!("s3://{BUCKET}/race-registry"));
     let options = moto.options();
     let open = || Registry::open_with(&url, &options).unwrap();
-    let models: Vec<_> = (0..6).map(|i| tiny_model(i as f64 * 0.5)).collect();
+    // A model per publisher and round: publishing the model `current` already names adds
+    // no version (and would return it to a second "winner").
+    let models: Vec<Vec<_>> = (0..3)
+        .map(|round| {
+            (0..6)
+                .map(|i| tiny_model((round * 6 + i) as f64 * 0.5))
+                .collect()
+        })
+        .collect();
     let done = AtomicBool::new(false);
     let (results, reads) = std::thread::scope(|s| {
         let reader = s.spawn(|| {
@@ -934,8 +942,8 @@ fn concurrent_publishers_to_an_s3_registry_cannot_both_win() {
         let mut results = Vec::new();
         for round in 0..3 {
             // Each round: every publisher starts together from the same `current`.
-            let barrier = Arc::new(std::sync::Barrier::new(models.len()));
-            let handles: Vec<_> = models
+            let barrier = Arc::new(std::sync::Barrier::new(models[round].len()));
+            let handles: Vec<_> = models[round]
                 .iter()
                 .enumerate()
                 .map(|(i, m)| {
