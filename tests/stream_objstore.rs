@@ -940,10 +940,10 @@ fn concurrent_publishers_to_an_s3_registry_cannot_both_win() {
             reads
         });
         let mut results = Vec::new();
-        for round in 0..3 {
+        for (round, models) in models.iter().enumerate() {
             // Each round: every publisher starts together from the same `current`.
-            let barrier = Arc::new(std::sync::Barrier::new(models[round].len()));
-            let handles: Vec<_> = models[round]
+            let barrier = Arc::new(std::sync::Barrier::new(models.len()));
+            let handles: Vec<_> = models
                 .iter()
                 .enumerate()
                 .map(|(i, m)| {
