@@ -310,7 +310,7 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "fit_labelled",
         484,
     ),
-    ("src/stream/score/worker.rs", "process", 314),
+    ("src/stream/score/worker.rs", "process", 239),
     ("src/stream/bench.rs", "bench", 269),
     ("src/stream/pipeline.rs", "run_pipeline", 236),
     (

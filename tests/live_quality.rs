@@ -384,7 +384,9 @@ fn a_warning_fits_a_candidate_that_the_drift_promotes() {
         f.to_promoted >= f.to_drift as usize,
         "promoted before the drift: {f:?}"
     );
-    assert!(f.held_seen, "the candidate was never seen held: {f:?}");
+    // That it was held in between is what the counters say: fitted once, promoted once at
+    // the drift, none dropped. (The held gauge, sampled once a round, may fall between two
+    // samples on a loaded machine: `held_seen` is printed, not asserted.)
     let [fitted, promoted, rejected, dropped] = f.candidates;
     assert_eq!(
         (fitted, promoted, rejected, dropped),

@@ -23,8 +23,8 @@ use crate::metrics::Metrics;
 use crate::mil::{Bag, Sample};
 use crate::stream::ingest::commit::{Generation, PartitionKey};
 use crate::stream::ingest::record::{
-    decode, reject_future, DeadLetterRecord, DeadReason, DecodeLimits, Point, PredictionRecord,
-    Record, RecordKind, Rejected,
+    decode, reject_future, BagRecord, DeadLetterRecord, DeadReason, DecodeLimits, Point,
+    PredictionRecord, Record, RecordKind, Rejected,
 };
 use crate::stream::join::labels::{raw_prefix, LabelJoiner, LabelSource, WaitingLabels};
 use crate::stream::lifecycle::training::Example;
@@ -519,56 +519,10 @@ impl Worker {
                     }
                 }
                 Ok(Record::Bag(b)) => {
-                    match env
-                        .models
-                        .route_record(ModelInput::Bags, &b.bag_id, b.model.as_deref())
-                    {
-                        Ok(served) => {
-                            let serving = &served.serving;
-                            let m = serving.load();
-                            if let Some(l) = &env.labels {
-                                let model = Some(served.spec.name.as_str());
-                                l.keep_bag(
-                                    &b,
-                                    model,
-                                    (topic, partition, offset),
-                                    arrival,
-                                    &mut examples,
-                                );
-                            }
-                            let started = Instant::now();
-                            let res = Bag::new(b.dim, b.instances)
-                                .map_err(|e| e.to_string())
-                                .and_then(|bag| {
-                                    m.model
-                                        .explain(&Sample::Bag(bag))
-                                        .map_err(|e| e.to_string())
-                                });
-                            match res {
-                                Ok(e) => {
-                                    metrics
-                                        .scoring_seconds
-                                        .observe(started.elapsed().as_secs_f64());
-                                    metrics.bags_scored.inc();
-                                    preds.push(m.prediction_row(
-                                        (&serving.name, b.bag_id, "bag"),
-                                        None,
-                                        (&e, 0),
-                                        (topic, partition, offset),
-                                        offset,
-                                        env.cfg.window.top_contributions,
-                                    ));
-                                }
-                                Err(detail) => dead.push(dead_letter(&Rejected {
-                                    reason: DeadReason::Dimension,
-                                    detail,
-                                })),
-                            }
-                        }
-                        Err(detail) => dead.push(dead_letter(&Rejected {
-                            reason: DeadReason::NoModel,
-                            detail,
-                        })),
+                    let src = (topic, partition, offset);
+                    match score_bag(env, b, src, arrival, &mut examples) {
+                        Ok(row) => preds.push(row),
+                        Err(rej) => dead.push(dead_letter(&rej)),
                     }
                 }
                 // Labels join their segment (or bag) into a training example; one whose
@@ -632,8 +586,68 @@ impl Worker {
             }
             return None;
         }
+        let out = MessageOutputs {
+            preds,
+            dead,
+            examples,
+            graded,
+        };
+        match env.append(p, out, (topic, partition, offset), event_ms, consumed_at) {
+            Appended::Rolled(sealed) => return sealed,
+            Appended::Unchanged => return None,
+            Appended::Grew => {}
+        }
+        // The bound on what open segments hold across this worker's partitions: over its
+        // share of `max_open_bytes`, the largest is sealed early rather than let grow.
+        let budget = *open_budget;
+        let open = |p: &PartitionState| p.segment.as_ref().map_or(0, |s| s.approx_bytes);
+        if parts.values().map(|p| open(p)).sum::<usize>() > budget {
+            let largest = parts.values_mut().max_by_key(|p| open(p))?;
+            return env.seal(largest);
+        }
+        None
+    }
+}
+
+/// A message's outputs, in record order, on their way into its partition's open segment.
+struct MessageOutputs {
+    preds: Vec<PredictionRecord>,
+    dead: Vec<DeadLetterRecord>,
+    examples: Vec<Example>,
+    graded: QualityRows,
+}
+
+/// What appending a message's outputs did to its partition's open segment.
+// Returned once per message and matched at once, never kept: no box for the sealed segment.
+#[allow(clippy::large_enum_variant)]
+enum Appended {
+    /// It reached its roll size and was sealed (the segment for the writer).
+    Rolled(Option<Segment>),
+    Grew,
+    /// Nothing was added: the open bytes are what they were.
+    Unchanged,
+}
+
+impl WorkerEnv {
+    /// Appends an emitted message's outputs to its partition's open segment (opened, dated
+    /// `event_ms`, when none is), counting its dead letters and feeding the label-free
+    /// detectors its predictions first.
+    fn append(
+        &self,
+        p: &mut PartitionState,
+        out: MessageOutputs,
+        (topic, partition, offset): (&str, i32, i64),
+        event_ms: i64,
+        consumed_at: Instant,
+    ) -> Appended {
+        let MessageOutputs {
+            preds,
+            dead,
+            examples,
+            graded,
+        } = out;
         for d in &dead {
-            metrics
+            self.metrics
                 .dead_letters
                 .with_label_values(&[d.reason.as_str()])
                 .inc();
@@ -643,7 +657,7 @@ impl Worker {
         let drift_events = p.served.as_mut().map(|m| m.observe(&preds));
         let seg = p
             .segment
-            .get_or_insert_with(|| env.open_segment(topic, partition, offset, event_ms));
+            .get_or_insert_with(|| self.open_segment(topic, partition, offset, event_ms));
         let bytes_before = seg.approx_bytes;
         seg.last_offset = offset;
         seg.approx_bytes += preds.len() * 256
@@ -664,24 +678,64 @@ impl Worker {
             .map(|e| 64 + 8 * e.values.len())
             .sum::<usize>();
         seg.examples.extend(examples);
-        let output = &env.cfg.output;
+        let output = &self.cfg.output;
         if seg.rows() >= output.roll_rows || seg.approx_bytes >= seg.roll_at_bytes {
-            return env.seal(p);
+            return Appended::Rolled(self.seal(p));
         }
         if seg.approx_bytes == bytes_before {
             // Nothing added: the open total is what it was after the last message.
-            return None;
+            return Appended::Unchanged;
         }
-        // The bound on what open segments hold across this worker's partitions: over its
-        // share of `max_open_bytes`, the largest is sealed early rather than let grow.
-        let budget = *open_budget;
-        let open = |p: &PartitionState| p.segment.as_ref().map_or(0, |s| s.approx_bytes);
-        if parts.values().map(|p| open(p)).sum::<usize>() > budget {
-            let largest = parts.values_mut().max_by_key(|p| open(p))?;
-            return env.seal(largest);
-        }
-        None
+        Appended::Grew
     }
+}
+
+/// Scores one bag with the model its id routes to (keeping it, and its inline label, for the
+/// label join): its prediction row, or why it has none (no model; another dimension).
+fn score_bag(
+    env: &WorkerEnv,
+    b: BagRecord,
+    (topic, partition, offset): (&str, i32, i64),
+    arrival: i64,
+    examples: &mut Vec<Example>,
+) -> Result<PredictionRecord, Rejected> {
+    let served = env
+        .models
+        .route_record(ModelInput::Bags, &b.bag_id, b.model.as_deref())
+        .map_err(|detail| Rejected {
+            reason: DeadReason::NoModel,
+            detail,
+        })?;
+    let serving = &served.serving;
+    let m = serving.load();
+    if let Some(l) = &env.labels {
+        let model = Some(served.spec.name.as_str());
+        l.keep_bag(&b, model, (topic, partition, offset), arrival, examples);
+    }
+    let started = Instant::now();
+    let e = Bag::new(b.dim, b.instances)
+        .map_err(|e| e.to_string())
+        .and_then(|bag| {
+            m.model
+                .explain(&Sample::Bag(bag))
+                .map_err(|e| e.to_string())
+        })
+        .map_err(|detail| Rejected {
+            reason: DeadReason::Dimension,
+            detail,
+        })?;
+    env.metrics
+        .scoring_seconds
+        .observe(started.elapsed().as_secs_f64());
+    env.metrics.bags_scored.inc();
+    Ok(m.prediction_row(
+        (&serving.name, b.bag_id, "bag"),
+        None,
+        (&e, 0),
+        (topic, partition, offset),
+        offset,
+        env.cfg.window.top_contributions,
+    ))
 }
 
 /// Windows a run of points of one series for one model (`run`, emptied) from the message
