@@ -11,7 +11,6 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -71,24 +70,7 @@ struct Published {
 }
 
 /// The follower thread of a scorer.
-pub struct Follower {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Follower {
-    pub fn stop(mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-
-    /// Whether the thread has ended (before `stop`: it died, see `pipeline::watch_threads`).
-    pub fn is_finished(&self) -> bool {
-        self.thread.as_ref().is_none_or(|t| t.is_finished())
-    }
-}
+pub type Follower = super::StoppableThread;
 
 /// Follows the models topic (roles scorer and all) when one is configured: each model in
 /// `serving` follows the records of its name, through its registry when it has one (see
@@ -129,10 +111,7 @@ pub fn follow(
                 follow_loop(&want, consumer, stop)
             })?
     };
-    Ok(Some(Follower {
-        stop,
-        thread: Some(thread),
-    }))
+    Ok(Some(Follower::new(stop, thread)))
 }
 
 fn assign_all(consumer: &BaseConsumer, topic: &str) -> bool {

@@ -10,7 +10,6 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
@@ -20,24 +19,7 @@ use crate::stream::lifecycle::registry::Registry;
 use crate::stream::score::serving::ServingModel;
 
 /// The polling thread.
-pub struct RegistryPoller {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl RegistryPoller {
-    pub fn stop(mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-
-    /// Whether the thread has ended (before `stop`: it died, see `pipeline::watch_threads`).
-    pub fn is_finished(&self) -> bool {
-        self.thread.as_ref().is_none_or(|t| t.is_finished())
-    }
-}
+pub type RegistryPoller = super::StoppableThread;
 
 /// Starts polling when a registry is configured, `registry_poll_ms` > 0 and this process
 /// does not train itself (a trainer promotes its own versions).
@@ -72,10 +54,7 @@ pub fn spawn(
                 }
             })?
     };
-    Ok(Some(RegistryPoller {
-        stop,
-        thread: Some(thread),
-    }))
+    Ok(Some(RegistryPoller::new(stop, thread)))
 }
 
 /// One registry per model (each named model keeps its own), opened.

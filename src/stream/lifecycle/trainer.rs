@@ -15,7 +15,6 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
@@ -70,25 +69,8 @@ fn failed(reason: &'static str, detail: impl Into<String>) -> RunOutcome {
     }
 }
 
-/// The trainer thread; stops (after a run in progress) when dropped or stopped.
-pub struct TrainerHandle {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl TrainerHandle {
-    pub fn stop(mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-
-    /// Whether the thread has ended (before `stop`: it died, see `pipeline::watch_threads`).
-    pub fn is_finished(&self) -> bool {
-        self.thread.as_ref().is_none_or(|t| t.is_finished())
-    }
-}
+/// The trainer thread; stops (after a run in progress) when stopped.
+pub type TrainerHandle = super::StoppableThread;
 
 /// Starts the trainer when a schedule or an example count is set.
 pub fn spawn(env: TrainerEnv) -> anyhow::Result<Option<TrainerHandle>> {
@@ -117,10 +99,7 @@ pub fn spawn(env: TrainerEnv) -> anyhow::Result<Option<TrainerHandle>> {
             .name("milstream-trainer".into())
             .spawn(move || trainer_loop(&env, schedules, stop))?
     };
-    Ok(Some(TrainerHandle {
-        stop,
-        thread: Some(thread),
-    }))
+    Ok(Some(TrainerHandle::new(stop, thread)))
 }
 
 /// When one model is due: every `every`, and/or after `after` new durable examples of its
