@@ -597,8 +597,8 @@ fn generate() -> (String, Vec<String>, Vec<Section>) {
     let mut md = String::new();
     md.push_str(
         "# Configuration reference\n\n\
-         Generated from the doc comments of the configuration structs (`src/config.rs`, \
-         `src/config/`) and from `Config::default()` by `tests/config_reference.rs`; do not \
+         Generated from the doc comments of the configuration structs (`crates/milstream-daemon/src/config.rs`, \
+         `crates/milstream-daemon/src/config/`) and from `Config::default()` by `tests/config_reference.rs`; do not \
          edit it by hand. After changing a key, rewrite it with\n\n\
          ```sh\nMILSTREAM_BLESS=1 cargo test --release --test config_reference\n```\n\n\
          `milstream run --config FILE` reads one TOML file. Every key has a default, so an \

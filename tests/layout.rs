@@ -1,6 +1,7 @@
-//! The repository's structure stays as documented: docs/ARCHITECTURE.md names every file
-//! of `src/stream/`, the stream files import one another without a circle and never the
-//! command line or the plotting, the learning core's files name nothing outside the core
+//! The repository's structure stays as documented: the crates depend on one another only
+//! in the documented direction (core <- daemon, core <- tools, all <- the command line), so
+//! the compiler refuses a wrong arrow; docs/ARCHITECTURE.md names every file of the
+//! daemon's `stream/`, the stream files import one another without a circle, the learning core's files name nothing outside the core
 //! and form no circle, no function grows past 120 lines (those that predate the rule may
 //! only shrink), and the dev-dependencies turn on no feature the build lacks (so the
 //! test command's build reuses the library and its dependencies instead of compiling
@@ -8,6 +9,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+/// The daemon's stages.
+const STREAM: &str = "crates/milstream-daemon/src/stream";
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -46,8 +50,8 @@ fn module_path(dir: &Path, file: &Path) -> Vec<String> {
     parts
 }
 
-/// The files of `src/stream/` that docs/ARCHITECTURE.md's Layout tree names: under a
-/// `src/stream/<folder>/` line, each indented line's first word ending in `.rs`.
+/// The files of the daemon's `stream/` that docs/ARCHITECTURE.md's Layout tree names: under a
+/// `crates/milstream-daemon/src/stream/<folder>/` line, each indented line's first word ending in `.rs`.
 fn layout_tree_files(arch: &str) -> BTreeSet<String> {
     let start = arch
         .find("\n## Layout")
@@ -58,7 +62,7 @@ fn layout_tree_files(arch: &str) -> BTreeSet<String> {
     let mut folder: Option<String> = None;
     let mut out = BTreeSet::new();
     for line in tree.lines() {
-        if let Some(rest) = line.strip_prefix("src/stream/") {
+        if let Some(rest) = line.strip_prefix("crates/milstream-daemon/src/stream/") {
             folder = Some(rest[..rest.find(' ').unwrap_or(rest.len())].to_string());
         } else if !line.starts_with(' ') {
             folder = None;
@@ -74,7 +78,7 @@ fn layout_tree_files(arch: &str) -> BTreeSet<String> {
 
 #[test]
 fn architecture_names_every_stream_file() {
-    let dir = root().join("src/stream");
+    let dir = root().join(STREAM);
     let files: BTreeSet<String> = rust_files(&dir)
         .iter()
         .map(|f| f.strip_prefix(&dir).unwrap().to_string_lossy().into_owned())
@@ -84,8 +88,8 @@ fn architecture_names_every_stream_file() {
     let stale: Vec<_> = named.difference(&files).collect();
     assert!(
         missing.is_empty() && stale.is_empty(),
-        "docs/ARCHITECTURE.md's Layout and src/stream/ differ: not in the doc {missing:?}, \
-         not in src/stream {stale:?}"
+        "docs/ARCHITECTURE.md's Layout and {STREAM} differ: not in the doc {missing:?}, \
+         not in {STREAM} {stale:?}"
     );
 }
 
@@ -161,7 +165,7 @@ fn non_test_code(text: &str) -> String {
 }
 
 /// The modules a file refers to through `super::` and `crate::stream::`, as absolute module
-/// paths under src/stream (`super::` resolved against the file's own module path).
+/// paths under the daemon's stream/ (`super::` resolved against the file's own module path).
 fn stream_references(code: &str, own: &[String]) -> BTreeSet<Vec<String>> {
     // In `x.rs` (and a folder's `mod.rs`) `super` is the module holding x.
     let parent: Vec<String> = own[..own.len().saturating_sub(1)].to_vec();
@@ -180,7 +184,7 @@ fn stream_references(code: &str, own: &[String]) -> BTreeSet<Vec<String>> {
 
 #[test]
 fn stream_files_import_no_cli_and_no_circle() {
-    let dir = root().join("src/stream");
+    let dir = root().join(STREAM);
     let files = rust_files(&dir);
     let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_path(&dir, f)).collect();
     // Per file, the files it reaches (`[]` is src/stream/mod.rs).
@@ -222,7 +226,7 @@ fn stream_files_import_no_cli_and_no_circle() {
             (from.join("/"), to)
         })
         .collect();
-    assert_no_circle(&files_edges, "src/stream");
+    assert_no_circle(&files_edges, STREAM);
     // The trainer and the models topic reach the pipeline only through `score/serving`.
     let pipeline = |p: &Vec<String>| {
         let p: Vec<&str> = p.iter().map(String::as_str).collect();
@@ -310,15 +314,15 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "fit_labelled",
         484,
     ),
-    ("src/stream/score/worker.rs", "process", 239),
-    ("src/stream/bench.rs", "bench", 269),
-    ("src/stream/pipeline.rs", "run_pipeline", 236),
+    ("crates/milstream-daemon/src/stream/score/worker.rs", "process", 239),
+    ("crates/milstream-daemon/src/stream/bench.rs", "bench", 269),
+    ("crates/milstream-daemon/src/stream/pipeline.rs", "run_pipeline", 236),
     (
         "crates/milstream-core/src/data/multichannel.rs",
         "parse_ts",
         210,
     ),
-    ("src/card.rs", "shapelet_text", 204),
+    ("crates/milstream-tools/src/card.rs", "shapelet_text", 204),
     // The simplex's pivot loop: pricing, ratio test and update read as one algorithm.
     (
         "crates/milstream-core/src/mil/lp/simplex.rs",
@@ -330,17 +334,17 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "solve_dc_step",
         197,
     ),
-    ("src/stream/daemon.rs", "run", 195),
+    ("crates/milstream-daemon/src/stream/daemon.rs", "run", 195),
     (
         "crates/milstream-core/src/mil/boost/lpboost.rs",
         "lpboost",
         195,
     ),
-    ("src/fit_options.rs", "params", 193),
+    ("crates/milstream-tools/src/fit_options.rs", "params", 193),
     ("src/cli/bench.rs", "bench_score", 183),
-    ("src/figure.rs", "figure", 155),
+    ("crates/milstream-tools/src/figure.rs", "figure", 155),
     // A flat list of independent checks, one per key.
-    ("src/config.rs", "validate", 152),
+    ("crates/milstream-daemon/src/config.rs", "validate", 152),
     // The factorisation kernel, one loop nest.
     (
         "crates/milstream-core/src/mil/lp/basis_inverse.rs",
@@ -349,9 +353,9 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ),
     // A flat list of independent checks, one per field.
     ("crates/milstream-core/src/mil/shapelet.rs", "validate", 137),
-    ("src/stream/lifecycle/trainer.rs", "tend", 130),
+    ("crates/milstream-daemon/src/stream/lifecycle/trainer.rs", "tend", 130),
     ("crates/milstream-core/src/mil/kinds/svm.rs", "fit", 127),
-    ("src/figure/render.rs", "series_panel", 124),
+    ("crates/milstream-tools/src/figure/render.rs", "series_panel", 124),
 ];
 
 #[test]
@@ -438,6 +442,46 @@ fn the_learning_core_imports_nothing_outside_it_and_has_no_circle() {
     }
     assert_no_circle(&edges, "crates/milstream-core/src/mil");
     assert!(edges.contains_key("shapelet") && !edges["shapelet"].contains("model"));
+}
+
+/// The milstream crates a crate's manifest depends on (normal dependencies only).
+fn milstream_dependencies(manifest: &str) -> BTreeSet<String> {
+    let text = read(&root().join(manifest));
+    let deps = &text[text.find("\n[dependencies]").expect("a [dependencies] table")..];
+    let deps = &deps[..deps[1..].find("\n[").map_or(deps.len(), |i| i + 1)];
+    deps.lines()
+        .filter_map(|l| l.split(['=', ' ']).next())
+        .filter(|name| name.starts_with("milstream"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The layering is the crates': the core depends on no other milstream crate, the daemon
+/// and the tools only on the core (so the daemon cannot reach the plotting, nor the tools
+/// the daemon), the Python package on the core and the tools, never on the daemon (its
+/// build compiles no Kafka client).
+#[test]
+fn crate_arrows_go_one_way() {
+    let expect = |manifest: &str, names: &[&str]| {
+        let got = milstream_dependencies(manifest);
+        let want: BTreeSet<String> = names.iter().map(|s| s.to_string()).collect();
+        assert_eq!(got, want, "{manifest} depends on other milstream crates than documented");
+    };
+    expect("crates/milstream-core/Cargo.toml", &[]);
+    expect("crates/milstream-daemon/Cargo.toml", &["milstream-core"]);
+    expect("crates/milstream-tools/Cargo.toml", &["milstream-core"]);
+    expect("python/Cargo.toml", &["milstream-core", "milstream-tools"]);
+    expect(
+        "Cargo.toml",
+        &["milstream-core", "milstream-daemon", "milstream-tools"],
+    );
+    for manifest in ["crates/milstream-core/Cargo.toml", "crates/milstream-daemon/Cargo.toml"] {
+        let text = read(&root().join(manifest));
+        assert!(
+            !text.contains("plotters"),
+            "{manifest} depends on the plotting"
+        );
+    }
 }
 
 /// Depth-first search for a back edge among the files of `dir` (edges: file -> files it

@@ -1,6 +1,6 @@
 //! The native core of the `milstream` Python package (`milstream._core`): the library's fit,
 //! predict, explain, figure and artifact, with the command line's fit options
-//! (`milstream::fit_options::FitOptions`, so names and defaults have one source). The
+//! (`milstream_tools::fit_options::FitOptions`, so names and defaults have one source). The
 //! estimators with scikit-learn's and aeon's conventions are Python (`milstream/`).
 //!
 //! Every long call runs on a thread of its own with the GIL released; the calling thread
@@ -13,8 +13,8 @@ use clap::{CommandFactory, Parser};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
-use milstream::fit_options::{fit, FitOptions};
-use milstream::mil::{Bag, Dataset, MilError, Model, Sample};
+use milstream_tools::fit_options::{fit, FitOptions};
+use milstream_tools::mil::{Bag, Dataset, MilError, Model, Sample};
 
 /// How often a waiting call looks for a pending KeyboardInterrupt.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
@@ -78,7 +78,7 @@ fn run_released<T: Send + 'static>(
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if let Err(interrupt) = py.check_signals() {
                     // Ctrl-C: the fit in progress stops at its next boosting round.
-                    milstream::mil::cancel::cancel_all();
+                    milstream_tools::mil::cancel::cancel_all();
                     return Err(interrupt);
                 }
             }
@@ -184,7 +184,7 @@ impl PyModel {
             };
             let mut model = fit(&ds, &[], &opts)?.0;
             // The card's explanation shares, as `milstream train` records them.
-            milstream::card::record_shown_shares(&mut model, &ds);
+            milstream_tools::mil::findings::record_shown_shares(&mut model, &ds);
             Ok(model)
         })?;
         Ok(Self {
@@ -255,9 +255,9 @@ impl PyModel {
         let model = Arc::clone(&self.model);
         run_released(py, None, move || {
             let sample = samples(vec![case], bags)?.pop().expect("one case");
-            let m = milstream::figure::shapelet_model(&model)?;
-            let fig = milstream::figure::figure(m, &sample, &title, truth.as_deref(), top)?;
-            Ok(milstream::figure::render_svg(&fig)?)
+            let m = milstream_tools::figure::shapelet_model(&model)?;
+            let fig = milstream_tools::figure::figure(m, &sample, &title, truth.as_deref(), top)?;
+            Ok(milstream_tools::figure::render_svg(&fig)?)
         })
     }
 

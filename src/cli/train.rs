@@ -23,7 +23,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
     let TrainArgs { data, out, opts } = args;
     let train = load(&data, opts.format)?;
     let (mut model, _, secs) = fit(&train, &[], &opts)?;
-    milstream::card::record_shown_shares(&mut model, &train);
+    milstream::mil::findings::record_shown_shares(&mut model, &train);
     std::fs::write(&out, model.to_json()).with_context(|| format!("writing {}", out.display()))?;
     let mut s = summary_json(&model);
     s["train_seconds"] = json!(secs);

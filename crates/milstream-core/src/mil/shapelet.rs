@@ -55,7 +55,7 @@ pub struct TrainingSummary {
     #[serde(default)]
     pub last_weak_failure: Option<String>,
     /// The share of the decision margin the top findings carry on the training set
-    /// (`card::record_shown_shares`); absent when not measured.
+    /// (`findings::record_shown_shares`); absent when not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shown_shares: Option<super::prediction::ShownShares>,
     /// With the width chosen by inner cross-validation: each scale and its accuracy.

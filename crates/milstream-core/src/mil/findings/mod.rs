@@ -7,8 +7,10 @@
 use serde::Serialize;
 
 mod group;
+mod shares;
 
 pub use group::{extraction, findings_of, space_name, FindingKey};
+pub use shares::{quartiles, record_shown_shares, shown_shares, TOP_FINDINGS};
 
 use crate::mil::prediction::{Asserts, Contribution, Explanation, Prediction};
 use crate::mil::shapelet::ShapeletModel;

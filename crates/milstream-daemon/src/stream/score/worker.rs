@@ -1236,7 +1236,7 @@ mod tests {
     #[test]
     fn six_channel_points_yield_the_offline_predictions() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/BasicMotions_TRAIN.ts");
+            .join("../../tests/data/BasicMotions_TRAIN.ts");
         let data = crate::data::read_dataset(&path, None).unwrap();
         let params = crate::mil::FitParams {
             k: Some(20),

@@ -582,7 +582,7 @@ pub fn train_candidate(
     }
     let mut model =
         Model::fit(&ds, &params).map_err(|e| ("fit", format!("fitting the candidate: {e}")))?;
-    crate::card::record_shown_shares(&mut model, &ds);
+    crate::mil::findings::record_shown_shares(&mut model, &ds);
     let (accuracy, champion_accuracy) = if test.is_empty() {
         (1.0, None)
     } else {

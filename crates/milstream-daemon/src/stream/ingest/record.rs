@@ -1528,11 +1528,11 @@ mod schema_tests {
 
     use super::*;
 
-    const POINT: &str = include_str!("../../../schemas/point.schema.json");
-    const BAG: &str = include_str!("../../../schemas/bag.schema.json");
-    const LABEL: &str = include_str!("../../../schemas/label.schema.json");
-    const PREDICTION: &str = include_str!("../../../schemas/prediction.schema.json");
-    const DEAD_LETTER: &str = include_str!("../../../schemas/dead_letter.schema.json");
+    const POINT: &str = include_str!("../../../../../schemas/point.schema.json");
+    const BAG: &str = include_str!("../../../../../schemas/bag.schema.json");
+    const LABEL: &str = include_str!("../../../../../schemas/label.schema.json");
+    const PREDICTION: &str = include_str!("../../../../../schemas/prediction.schema.json");
+    const DEAD_LETTER: &str = include_str!("../../../../../schemas/dead_letter.schema.json");
 
     const LIMITS: DecodeLimits = DecodeLimits {
         max_message_bytes: 1 << 20,

@@ -17,15 +17,15 @@ use crate::config::DemoDataset;
 use crate::data::{parse_mil, parse_ucr};
 use crate::mil::{Dataset, FitParams, Model, Sample};
 
-const GUNPOINT_TRAIN: &str = include_str!("../../tests/data/GunPoint_TRAIN.csv");
-const GUNPOINT_TEST: &str = include_str!("../../tests/data/GunPoint_TEST.csv");
+const GUNPOINT_TRAIN: &str = include_str!("../../../../tests/data/GunPoint_TRAIN.csv");
+const GUNPOINT_TEST: &str = include_str!("../../../../tests/data/GunPoint_TEST.csv");
 /// MUSK1 (UCI, CC BY 4.0; see tests/data/README.md): 92 bags of 166 features, 321 kB.
-const MUSK1: &str = include_str!("../../tests/data/musk1.csv");
+const MUSK1: &str = include_str!("../../../../tests/data/musk1.csv");
 /// The instance dimension of the MUSK1 bags the demo feed sends.
 pub const MUSK1_FEATURES: usize = 166;
 /// UEA BasicMotions (6 channels x 100 steps, 4 classes), the multichannel sample data.
-const BASICMOTIONS_TRAIN: &str = include_str!("../../tests/data/BasicMotions_TRAIN.csv");
-const BASICMOTIONS_TEST: &str = include_str!("../../tests/data/BasicMotions_TEST.csv");
+const BASICMOTIONS_TRAIN: &str = include_str!("../../../../tests/data/BasicMotions_TRAIN.csv");
+const BASICMOTIONS_TEST: &str = include_str!("../../../../tests/data/BasicMotions_TEST.csv");
 /// GunPoint series are 150 points; the demo spaces points 10 ms apart, so one series spans
 /// 1,500 ms, the default hop.
 pub const DEMO_POINT_SPACING_MS: i64 = 10;

@@ -1049,7 +1049,7 @@ dir = "${MILSTREAM_SURELY_UNSET_DIR:-/var/lib/milstream/out}"
 
     #[test]
     fn the_annotated_example_parses() {
-        let text = include_str!("../deploy/milstream.example.toml");
+        let text = include_str!("../../../deploy/milstream.example.toml");
         Config::parse("deploy/milstream.example.toml", text).unwrap();
     }
 
