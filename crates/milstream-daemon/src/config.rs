@@ -379,6 +379,12 @@ impl Config {
     }
 }
 
+/// True when an output or store location is an object-store URL (`s3://`, `gs://`,
+/// `az://`, ...) rather than a local path (`file://` is a path).
+pub fn is_url(location: &str) -> bool {
+    location.contains("://") && !location.starts_with("file://")
+}
+
 /// Parses a duration ("250ms", "30s", "15m", "1h", "7d", or humantime's other forms such
 /// as "1h 30m") into milliseconds; "" is None. One that does not fit in u64 milliseconds
 /// is an error, not a wrap.

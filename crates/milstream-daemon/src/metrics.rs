@@ -16,9 +16,6 @@ use prometheus::{
     TextEncoder,
 };
 
-use crate::stream::ingest::commit::ReplaySource;
-use crate::stream::ingest::record::DeadReason;
-
 /// Declares the metric name constants and, from the same doc comments, the help table.
 macro_rules! metric_names {
     ($($(#[doc = $doc:literal])+ $ident:ident = $name:literal;)+) => {
@@ -125,12 +122,6 @@ metric_names! {
 /// Every `outcome` label value of [`WARNING_CANDIDATES`].
 pub const WARNING_CANDIDATE_OUTCOMES: [&str; 4] = ["fitted", "promoted", "rejected", "dropped"];
 
-/// Every `reason` label value of [`DEAD_LETTERS`]: the dead-letter reason codes, taken
-/// from [`DeadReason`] so a new reason is pre-touched here without a second list.
-pub fn dead_letter_reasons() -> [&'static str; DeadReason::ALL.len()] {
-    DeadReason::ALL.map(|r| r.as_str())
-}
-
 /// The labels of the per-version quality metrics.
 const MODEL_VERSION: [&str; 2] = ["model", "model_version"];
 
@@ -224,7 +215,7 @@ pub struct Metrics {
     pub replayed_records: IntCounter,
     /// [`FILES_SWEPT`].
     pub files_swept: IntCounter,
-    /// [`REPLAY_POINT_SOURCE`]`{source}`, source in [`ReplaySource::ALL`].
+    /// [`REPLAY_POINT_SOURCE`]`{source}`, source one of the replay point's sources.
     pub replay_point_source: IntCounterVec,
     /// [`MODEL_SWAPS`].
     pub model_swaps: IntCounter,
@@ -278,6 +269,18 @@ pub const LABEL_JOIN_KINDS: [&str; 2] = ["series", "bag"];
 pub const HISTORY_IO_OPS: [&str; 2] = ["read", "write"];
 
 impl Metrics {
+    /// Pre-touches the label values the stages own, the dead-letter reason codes and the
+    /// replay point's sources (`stream::pretouch_metrics` passes them), so those series
+    /// exist at 0 from the first scrape as the others do.
+    pub fn pretouch(&self, dead_letter_reasons: &[&str], replay_sources: &[&str]) {
+        for reason in dead_letter_reasons {
+            self.dead_letters.with_label_values(&[reason]);
+        }
+        for source in replay_sources {
+            self.replay_point_source.with_label_values(&[source]);
+        }
+    }
+
     /// A fresh registry with every metric registered and every known label value at 0.
     pub fn new() -> Arc<Metrics> {
         let r = Registry::new();
@@ -345,9 +348,6 @@ impl Metrics {
         };
         // Pre-touch the known label values so every series exists at 0 from the first scrape:
         // `rate()` and `increase()` then see the first increment instead of a series appearing.
-        for reason in dead_letter_reasons() {
-            metrics.dead_letters.with_label_values(&[reason]);
-        }
         for op in HISTORY_IO_OPS {
             metrics.history_io_errors.with_label_values(&[op]);
         }
@@ -364,11 +364,6 @@ impl Metrics {
             metrics
                 .sink_rows_refused
                 .with_label_values(&["kafka", outcome]);
-        }
-        for source in ReplaySource::ALL {
-            metrics
-                .replay_point_source
-                .with_label_values(&[source.as_str()]);
         }
         for sink in SINKS {
             metrics.files_written.with_label_values(&[sink]);
@@ -616,6 +611,7 @@ mod tests {
 
     fn exposition() -> String {
         let m = Metrics::new();
+        crate::stream::pretouch_metrics(&m);
         m.register_topic("points");
         m.encode()
     }
@@ -636,7 +632,11 @@ mod tests {
                 "{name}: one-line help"
             );
         }
-        for values in [&dead_letter_reasons()[..], &SINKS[..], &EVICTION_CAUSES[..]] {
+        for values in [
+            &crate::stream::dead_letter_reasons()[..],
+            &SINKS[..],
+            &EVICTION_CAUSES[..],
+        ] {
             let set: BTreeSet<_> = values.iter().collect();
             assert_eq!(set.len(), values.len(), "label values are unique");
         }
@@ -721,7 +721,10 @@ mod tests {
                 .collect()
         };
         let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
-        assert_eq!(values(DEAD_LETTERS, "reason"), set(&dead_letter_reasons()));
+        assert_eq!(
+            values(DEAD_LETTERS, "reason"),
+            set(&crate::stream::dead_letter_reasons())
+        );
         assert_eq!(values(FILES_WRITTEN, "sink"), set(&SINKS));
         assert_eq!(values(BYTES_WRITTEN, "sink"), set(&SINKS));
         assert_eq!(values(SERIES_EVICTED, "cause"), set(&EVICTION_CAUSES));
@@ -731,6 +734,7 @@ mod tests {
     #[test]
     fn updates_show_up_and_buckets_span_the_ranges() {
         let m = Metrics::new();
+        crate::stream::pretouch_metrics(&m);
         m.records_consumed
             .with_label_values(&["bags", "2"])
             .inc_by(3);

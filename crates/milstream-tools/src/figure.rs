@@ -62,7 +62,7 @@ type Result<T> = std::result::Result<T, FigureError>;
 /// One coloured thing on the figure: a matched subsequence (a), an important pattern (b),
 /// or a bar segment (bags).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Segment {
+pub struct Highlight {
     /// The class of the hypothesis's ensemble (its positive class); with a pooled head, the
     /// predicted class, whose score every hypothesis adds to (as in `explain`).
     pub class: String,
@@ -126,9 +126,9 @@ pub struct Figure {
     pub bias: f64,
     pub input: Input,
     /// Figure 1(a) (or the bars of a bag): one per hypothesis, largest |value| first.
-    pub maximizers: Vec<Segment>,
+    pub maximizers: Vec<Highlight>,
     /// Figure 1(b): one per non-zero w_j alpha_{j,z}, largest |value| first; empty for bags.
-    pub patterns: Vec<Segment>,
+    pub patterns: Vec<Highlight>,
     /// What is drawn and listed: the hypotheses grouped by the positions their maximising
     /// subsequence covers (one finding, their contributions summed), the `top` largest by
     /// |value|, largest first.
@@ -181,7 +181,7 @@ pub fn figure(
             continue;
         };
         let e = extraction(c);
-        let segment = |channel: usize, positions: Vec<usize>, values: Vec<f64>| Segment {
+        let segment = |channel: usize, positions: Vec<usize>, values: Vec<f64>| Highlight {
             class: c.class.clone(),
             hypothesis: c.hypothesis,
             representative: None,
@@ -236,7 +236,7 @@ pub fn figure(
                     };
                     let (offset, per_channel) = drawn;
                     for (channel, positions, values) in per_channel {
-                        patterns.push(Segment {
+                        patterns.push(Highlight {
                             class: class.clone(),
                             hypothesis: if model.head.is_some() { flat - 1 } else { j },
                             representative: Some(z),
@@ -251,7 +251,7 @@ pub fn figure(
                 }
             }
         }
-        patterns.sort_by(|a: &Segment, b| b.value.abs().total_cmp(&a.value.abs()));
+        patterns.sort_by(|a: &Highlight, b| b.value.abs().total_cmp(&a.value.abs()));
     }
     let (findings, other, shown_share) =
         findings_of(parts, top, channels.first().map_or(0, |v| v.len()));

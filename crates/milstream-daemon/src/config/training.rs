@@ -113,7 +113,7 @@ impl TrainingConfig {
     /// local `dir`, else `milstream-data/history`.
     pub fn history_dir(&self) -> PathBuf {
         self.history_dir.clone().unwrap_or_else(|| {
-            let local = !crate::stream::output::store::is_url(&self.dir.to_string_lossy());
+            let local = !super::is_url(&self.dir.to_string_lossy());
             match self.dir.parent() {
                 Some(p) if local => p.join("history"),
                 _ => PathBuf::from("milstream-data/history"),
@@ -135,7 +135,7 @@ impl TrainingConfig {
                 ),
             ));
         }
-        let url = |d: &PathBuf| crate::stream::output::store::is_url(&d.to_string_lossy());
+        let url = |d: &PathBuf| super::is_url(&d.to_string_lossy());
         if self.history_dir.as_ref().is_some_and(url) {
             return Err((
                 "training.history_dir",

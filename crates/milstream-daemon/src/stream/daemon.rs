@@ -362,6 +362,7 @@ pub async fn run(
         embedded::for_mock_broker(&mut cfg.kafka);
     }
     let metrics = Metrics::new();
+    super::pretouch_metrics(&metrics);
     let health = Arc::new(Health::default());
     // A probe's answer may quote an error that quotes a setting.
     health.set_secrets(cfg.secrets());
@@ -378,22 +379,7 @@ pub async fn run(
     let start: Vec<_> = start.into_iter().map(|(spec, m, _)| (spec, m)).collect();
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    {
-        // SIGTERM / SIGINT or the caller's stop: one shutdown signal for every task.
-        let stop_tx = stop_tx.clone();
-        let mut outer = stop;
-        tokio::spawn(async move {
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
-                _ = async { while !*outer.borrow() { if outer.changed().await.is_err() { std::future::pending::<()>().await; } } } => {}
-            }
-            info!("stop requested");
-            let _ = stop_tx.send(true);
-        });
-    }
+    forward_stop(stop, stop_tx.clone());
 
     let bootstrap = if cfg.is_embedded() {
         let mut topics = vec![cfg.kafka.points_topic.clone()];
@@ -431,7 +417,7 @@ pub async fn run(
 
     // An object-store URL is shown as given (it holds no credentials: those come from the
     // environment and `[object_store]`, which are never printed).
-    let out = if super::output::store::is_url(&cfg.output.dir.to_string_lossy()) {
+    let out = if crate::config::is_url(&cfg.output.dir.to_string_lossy()) {
         cfg.output.dir.clone()
     } else {
         std::path::absolute(&cfg.output.dir).unwrap_or_else(|_| cfg.output.dir.clone())
@@ -543,6 +529,24 @@ pub async fn run(
         ));
     }
     pipeline::run_pipeline(cfg, bootstrap, start, metrics, health, stop_rx).await
+}
+
+/// SIGTERM / SIGINT or the caller's stop (`outer`): one shutdown signal for every task.
+fn forward_stop(
+    mut outer: tokio::sync::watch::Receiver<bool>,
+    stop_tx: tokio::sync::watch::Sender<bool>,
+) {
+    tokio::spawn(async move {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+            _ = async { while !*outer.borrow() { if outer.changed().await.is_err() { std::future::pending::<()>().await; } } } => {}
+        }
+        info!("stop requested");
+        let _ = stop_tx.send(true);
+    });
 }
 
 #[cfg(test)]

@@ -24,3 +24,21 @@ pub mod embedded;
 mod pipeline;
 
 pub use daemon::{resolve_series_model, run, RunOptions};
+
+use crate::metrics::Metrics;
+use ingest::commit::ReplaySource;
+use ingest::record::DeadReason;
+
+/// Every `reason` label value of the dead-letter counter: the stages' reason codes.
+pub fn dead_letter_reasons() -> [&'static str; DeadReason::ALL.len()] {
+    DeadReason::ALL.map(|r| r.as_str())
+}
+
+/// Pre-touches the metric series the stages label with their own vocabularies (the
+/// dead-letter reasons, the replay point's sources), so a new code needs no second list.
+pub fn pretouch_metrics(metrics: &Metrics) {
+    metrics.pretouch(
+        &dead_letter_reasons(),
+        &ReplaySource::ALL.map(|s| s.as_str()),
+    );
+}

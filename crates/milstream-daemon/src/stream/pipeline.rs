@@ -21,8 +21,9 @@ use rdkafka::producer::FutureProducer;
 use tracing::{error, info, warn};
 
 use super::ingest::assignment::{Assignments, Ctx};
-use super::ingest::commit::{DurableOffsets, PartitionKey};
+use super::ingest::commit::DurableOffsets;
 use super::ingest::consumer;
+use super::ingest::position::PartitionKey;
 use super::ingest::record::{DecodeLimits, RecordKind};
 use super::join::history::{BagCache, SeriesHistory};
 use super::join::labels::LabelJoiner;

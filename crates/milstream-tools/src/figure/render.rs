@@ -8,7 +8,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 
-use super::{Figure, FigureError, Input, Result, Segment};
+use super::{Figure, FigureError, Highlight, Input, Result};
 use crate::mil::prediction::Asserts;
 
 /// The diverging colour scale: t in [-1, 1]; 0 is pale, +1 deep red through orange and
@@ -167,7 +167,7 @@ fn finding_entries(fig: &Figure) -> Vec<Entry> {
 
 /// Panel (a)'s lines: each finding's first hypothesis's segments (all of them cover the
 /// finding's positions), coloured by the finding's summed value.
-fn finding_segments(fig: &Figure) -> Vec<Segment> {
+fn finding_segments(fig: &Figure) -> Vec<Highlight> {
     let mut out = Vec::new();
     for f in &fig.findings {
         let (class, h) = &f.hypotheses[0];
@@ -176,7 +176,7 @@ fn finding_segments(fig: &Figure) -> Vec<Segment> {
             .iter()
             .filter(|s| s.class == *class && s.hypothesis == *h)
         {
-            out.push(Segment {
+            out.push(Highlight {
                 value: f.value,
                 ..s.clone()
             });
@@ -225,12 +225,12 @@ fn marks(fig: &Figure) -> Vec<Mark> {
 /// Entry k belongs to finding k (None: it has no pattern to draw, or their weights cancel:
 /// a pooled head weighs a pattern alike in two classes, and a sum a thousand times smaller
 /// than the largest would print as zero).
-fn pattern_view(fig: &Figure) -> (Vec<Segment>, Vec<Option<Entry>>) {
-    let per_finding: Vec<(Vec<&Segment>, f64)> = fig
+fn pattern_view(fig: &Figure) -> (Vec<Highlight>, Vec<Option<Entry>>) {
+    let per_finding: Vec<(Vec<&Highlight>, f64)> = fig
         .findings
         .iter()
         .map(|f| {
-            let mine: Vec<&Segment> = fig
+            let mine: Vec<&Highlight> = fig
                 .patterns
                 .iter()
                 .filter(|s| f.hypotheses.contains(&(s.class.clone(), s.hypothesis)))
@@ -266,7 +266,7 @@ fn pattern_view(fig: &Figure) -> (Vec<Segment>, Vec<Option<Entry>>) {
             ),
             value,
         )));
-        segments.extend(mine.into_iter().map(|s| Segment { value, ..s.clone() }));
+        segments.extend(mine.into_iter().map(|s| Highlight { value, ..s.clone() }));
     }
     (segments, entries)
 }
@@ -371,7 +371,7 @@ fn draw<DB: DrawingBackend>(
             let rows = body.split_evenly((channels.len(), 1));
             for (c, row) in rows.iter().enumerate() {
                 let (left, right) = row.split_horizontally(row.dim_in_pixel().0 / 2);
-                let on = |segments: &[Segment]| -> Vec<Segment> {
+                let on = |segments: &[Highlight]| -> Vec<Highlight> {
                     segments
                         .iter()
                         .filter(|s| s.channel == c)
@@ -380,7 +380,7 @@ fn draw<DB: DrawingBackend>(
                 };
                 // Each channel's legend lists the findings drawn on it (entry k is finding
                 // k); the rest, drawn nowhere, is listed under the first channel's (a).
-                let here = |segments: &[Segment], entries: &[Option<Entry>]| -> Vec<Entry> {
+                let here = |segments: &[Highlight], entries: &[Option<Entry>]| -> Vec<Entry> {
                     entries
                         .iter()
                         .zip(&fig.findings)
@@ -482,7 +482,7 @@ fn draw_legend<DB: DrawingBackend>(
     Ok(())
 }
 
-fn max_abs(segments: &[Segment]) -> f64 {
+fn max_abs(segments: &[Highlight]) -> f64 {
     let m = segments.iter().map(|s| s.value.abs()).fold(0.0, f64::max);
     if m > 0.0 {
         m
@@ -506,7 +506,7 @@ struct Style {
 fn series_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     series: &[f64],
-    (segments, marks): (&[Segment], &[&Mark]),
+    (segments, marks): (&[Highlight], &[&Mark]),
     entries: &[Entry],
     caption: &str,
     style: Style,
@@ -637,7 +637,7 @@ fn max_entry(entries: &[Entry]) -> f64 {
 fn bag_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     instances: usize,
-    segments: &[Segment],
+    segments: &[Highlight],
     entries: &[Entry],
 ) -> Result<()> {
     let (plot, legend) = legend_split(area);

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::{Offset, TopicPartitionList};
 
-pub type PartitionKey = (String, i32);
+use super::position::PartitionKey;
 
 /// One ownership of a partition by this process: each assignment starts a new one. A
 /// segment carries the generation it was made under, and only the current generation's

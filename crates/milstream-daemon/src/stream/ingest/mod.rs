@@ -6,4 +6,5 @@
 pub(crate) mod assignment;
 pub mod commit;
 pub(crate) mod consumer;
+pub mod position;
 pub mod record;

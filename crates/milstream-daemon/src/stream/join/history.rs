@@ -25,7 +25,7 @@ use lru::LruCache;
 use prometheus::IntCounter;
 use tracing::warn;
 
-use crate::stream::ingest::commit::PartitionKey;
+use crate::stream::ingest::position::{PartitionKey, Position};
 use crate::stream::join::history_blocks::{Block, OpenBlock, Points, BLOCK_POINTS};
 use crate::stream::join::history_index::BlockIndex;
 use crate::stream::join::history_log::{BlockLog, BlockStore, Closed, Reader, Unreadable, Writer};
@@ -34,10 +34,6 @@ mod bags;
 pub use bags::BagCache;
 
 const SHARDS: usize = 16;
-
-/// Where a point or bag came from: its topic (the consumer's interned name), partition and
-/// offset.
-pub type Source<'a> = (&'a Arc<str>, i32, i64);
 
 /// A series' kept points, in event-time order: closed blocks of [`BLOCK_POINTS`] encoded
 /// exactly (`history_blocks.rs`), then the newest points uncompressed.
@@ -467,7 +463,7 @@ impl SeriesHistory {
     /// Records a point from `source`, one value per channel (any order; a point at a kept
     /// timestamp replaces nothing). A point with another channel count than the kept ones
     /// starts the series afresh: its shape changed, and a segment never mixes shapes.
-    pub fn record(&self, series_id: &str, source: Source, ts_ms: i64, values: &[f64]) {
+    pub fn record(&self, series_id: &str, source: Position, ts_ms: i64, values: &[f64]) {
         if let Some((first, rest)) = values.split_first() {
             self.record_parts(series_id, source, ts_ms, *first, rest);
         }
@@ -478,7 +474,7 @@ impl SeriesHistory {
     pub fn record_parts(
         &self,
         series_id: &str,
-        source: Source,
+        source: Position,
         ts_ms: i64,
         first: f64,
         rest: &[f64],
@@ -492,7 +488,7 @@ impl SeriesHistory {
     pub fn record_run<'p>(
         &self,
         series_id: &str,
-        source: Source,
+        source: Position,
         points: impl IntoIterator<Item = (i64, f64, &'p [f64])>,
     ) {
         let now = chrono::Utc::now().timestamp_millis();
@@ -505,7 +501,7 @@ impl SeriesHistory {
         &self,
         now_ms: i64,
         series_id: &str,
-        source: Source,
+        source: Position,
         points: impl IntoIterator<Item = (i64, f64, &'p [f64])>,
     ) {
         let mut points = points.into_iter().peekable();
@@ -544,7 +540,11 @@ impl SeriesHistory {
         &self,
         kept: &mut Kept,
         w: &mut Writer,
-        (topic, partition, offset): Source,
+        Position {
+            topic,
+            partition,
+            offset,
+        }: Position,
         ts_ms: i64,
         first: f64,
         rest: &[f64],
@@ -766,7 +766,7 @@ mod reference {
     use std::collections::{HashMap, VecDeque};
     use std::sync::{Arc, Mutex};
 
-    use super::{PartitionKey, SegmentJoin, Source};
+    use super::{PartitionKey, Position, SegmentJoin};
 
     /// A series' kept points: event times in order, their values, `channels` per point (flat,
     /// so a univariate point costs no allocation of its own), and their source offsets.
@@ -841,7 +841,11 @@ mod reference {
         pub fn record_parts(
             &self,
             series_id: &str,
-            (topic, partition, offset): Source,
+            Position {
+                topic,
+                partition,
+                offset,
+            }: Position,
             ts_ms: i64,
             first: f64,
             rest: &[f64],
@@ -1000,9 +1004,9 @@ mod tests {
         }
     }
 
-    fn at(offset: i64) -> Source<'static> {
+    fn at(offset: i64) -> Position<'static> {
         static TOPIC: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
-        (TOPIC.get_or_init(|| Arc::from("points")), 0, offset)
+        Position::new(TOPIC.get_or_init(|| Arc::from("points")), 0, offset)
     }
 
     #[test]
@@ -1057,7 +1061,7 @@ mod tests {
         let h = SeriesHistory::new(3_600_000, 1_000).max_series(1_600);
         let topic: Arc<str> = Arc::from("points");
         for i in 0..20_000i64 {
-            h.record(&format!("u{i}"), (&topic, 0, i), i, &[1.0]);
+            h.record(&format!("u{i}"), Position::new(&topic, 0, i), i, &[1.0]);
         }
         // Each of the 16 shards keeps its share, 100; without the bound, all 20,000 stayed
         // for the whole hour of `history_ms`.
@@ -1069,7 +1073,7 @@ mod tests {
     fn idle_series_leave_the_history() {
         let h = SeriesHistory::new(60_000, 1_000);
         let topic: Arc<str> = Arc::from("points");
-        let src = (&topic, 0, 0);
+        let src = Position::new(&topic, 0, 0);
         let run = |now: i64, id: &str, n: i64| {
             let pts: Vec<(i64, f64, &[f64])> = (0..n).map(|i| (now + i, 1.0, &[][..])).collect();
             h.record_run_at(now, id, src, pts);
@@ -1109,7 +1113,7 @@ mod tests {
         ] {
             h.record("s", at(offset), ts, &[0.0]);
         }
-        h.record("s", (&other, 1, 100), 60, &[0.0]);
+        h.record("s", Position::new(&other, 1, 100), 60, &[0.0]);
         let from = |start, end| {
             let mut out = HashMap::new();
             h.replay_from("s", start, end, &mut out);
@@ -1198,7 +1202,7 @@ mod tests {
             let flush = |run: &mut Vec<(i64, Vec<f64>)>, src: Option<(i32, i64)>| {
                 if let Some((p, offset)) = src {
                     let points = run.iter().map(|(ts, v)| (*ts, v[0], &v[1..]));
-                    h.record_run("s", (&topics[p as usize], p, offset), points);
+                    h.record_run("s", Position::new(&topics[p as usize], p, offset), points);
                 }
                 run.clear();
             };
@@ -1215,7 +1219,7 @@ mod tests {
                         let (_, at) = *run_src.get_or_insert((p, 1_000 + 3 * offset as i64));
                         r.record_parts(
                             "s",
-                            (&topics[p as usize], p, at),
+                            Position::new(&topics[p as usize], p, at),
                             ts,
                             values[0],
                             &values[1..],
@@ -1369,12 +1373,12 @@ mod tests {
             let h = SeriesHistory::new(i64::MAX / 4, KEPT);
             let r = reference::SeriesHistory::new(i64::MAX / 4, KEPT);
             let per_point = (SERIES * points.len()) as f64;
-            let time = |f: &dyn Fn(&str, Source, i64, f64)| {
+            let time = |f: &dyn Fn(&str, Position, i64, f64)| {
                 let t = std::time::Instant::now();
                 for s in 0..SERIES {
                     let id = format!("s{s}");
                     for &(ts, v, off) in &points {
-                        f(&id, (&topic, 0, off), ts, v);
+                        f(&id, Position::new(&topic, 0, off), ts, v);
                     }
                 }
                 t.elapsed().as_nanos() as f64 / per_point
@@ -1445,8 +1449,8 @@ mod tests {
         let r = reference::SeriesHistory::new(1 << 40, 1 << 20);
         let topic: Arc<str> = Arc::from("points");
         let both = |ts: i64| {
-            h.record("s", (&topic, 0, ts), ts, &[ts as f64 * 0.5]);
-            r.record_parts("s", (&topic, 0, ts), ts, ts as f64 * 0.5, &[]);
+            h.record("s", Position::new(&topic, 0, ts), ts, &[ts as f64 * 0.5]);
+            r.record_parts("s", Position::new(&topic, 0, ts), ts, ts as f64 * 0.5, &[]);
         };
         for ts in 0..300 {
             both(ts * 10);
@@ -1464,7 +1468,7 @@ mod tests {
         h.replay_from("s", 0, 500, &mut out);
         assert!(out.is_empty(), "no replay point from an unreadable block");
         // A late point into the damaged block is dropped (counted), not misplaced.
-        h.record("s", (&topic, 0, 9_999), 15, &[1.0]);
+        h.record("s", Position::new(&topic, 0, 9_999), 15, &[1.0]);
         assert!(h.errors.read.get() >= 3);
         // The open points (both blocks were in the damaged file) still join exactly.
         assert_eq!(
@@ -1479,8 +1483,8 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
         let r = reference::SeriesHistory::new(1 << 40, 1 << 20);
         for ts in 0..1_000 {
-            h.record("s", (&topic, 0, ts), ts * 10, &[ts as f64]);
-            r.record_parts("s", (&topic, 0, ts), ts * 10, ts as f64, &[]);
+            h.record("s", Position::new(&topic, 0, ts), ts * 10, &[ts as f64]);
+            r.record_parts("s", Position::new(&topic, 0, ts), ts * 10, ts as f64, &[]);
         }
         assert!(
             h.errors.write.get() >= 6,

@@ -41,7 +41,7 @@ pub const MAX_SEGMENT_BYTES: u64 = 1 << 30;
 /// 4 % of a scoring thread's time with 1,000-point arrays (`perf`, `bench-stream`).
 const WRITE_BEHIND_BYTES: usize = 64 << 10;
 
-struct Segment {
+struct SegmentFile {
     file: File,
     /// Bytes written.
     len: u64,
@@ -54,7 +54,7 @@ struct Segment {
 pub struct BlockLog {
     dir: PathBuf,
     segment_bytes: u64,
-    segments: BTreeMap<u32, Segment>,
+    segments: BTreeMap<u32, SegmentFile>,
     current: u32,
     /// The current segment's last bytes, not written yet: they start at `len -
     /// tail.len()`. Reads of them come from here.
@@ -102,7 +102,7 @@ impl BlockLog {
             .open(self.path(id))?;
         self.segments.insert(
             id,
-            Segment {
+            SegmentFile {
                 file,
                 len: 0,
                 live_bytes: 0,

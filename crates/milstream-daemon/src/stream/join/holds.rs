@@ -26,7 +26,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
-use crate::stream::ingest::commit::{Mark, PartitionKey};
+use crate::stream::ingest::commit::Mark;
+use crate::stream::ingest::position::PartitionKey;
 use crate::stream::join::history::{BagCache, SeriesHistory};
 
 /// What a queued label needs from the history.
@@ -165,6 +166,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::stream::ingest::position::Position;
 
     fn key(topic: &str, p: i32) -> PartitionKey {
         (topic.to_string(), p)
@@ -198,7 +200,7 @@ mod tests {
         // No point yet: nothing to hold.
         assert!(holds.held(&history, &bags).is_empty());
         for (i, ts) in (50..=250).step_by(10).enumerate() {
-            history.record("s", (&topic, 0, 1_000 + i as i64), ts, &[0.0]);
+            history.record("s", Position::new(&topic, 0, 1_000 + i as i64), ts, &[0.0]);
         }
         // The point at ts 100 is the 6th (offset 1005).
         assert_eq!(
@@ -231,9 +233,9 @@ mod tests {
         holds.need(&labels, (7, 0), Need::Bag { id: "a".into() });
         holds.need(&labels, (7, 1), Need::Bag { id: "b".into() });
         holds.need(&labels, (7, 2), Need::Bag { id: "c".into() });
-        bags.insert("a", 1, &[1.0], ("bags", 0, 10));
-        bags.insert("b", 1, &[1.0], ("bags", 0, 20));
-        bags.insert("c", 1, &[1.0], ("bags", 1, 30));
+        bags.insert("a", 1, &[1.0], Position::on("bags", 0, 10));
+        bags.insert("b", 1, &[1.0], Position::on("bags", 0, 20));
+        bags.insert("c", 1, &[1.0], Position::on("bags", 1, 30));
         assert_eq!(holds.len(), 3);
         assert_eq!(
             holds.held(&history, &bags),
@@ -259,8 +261,8 @@ mod tests {
         let labels = key("labels", 1);
         holds.need(&labels, (3, 0), Need::Bag { id: "b".into() });
         holds.need(&labels, (4, 0), Need::Bag { id: "c".into() });
-        bags.insert("b", 1, &[1.0], ("bags", 2, 40));
-        bags.insert("c", 1, &[1.0], ("bags", 2, 41));
+        bags.insert("b", 1, &[1.0], Position::on("bags", 2, 40));
+        bags.insert("c", 1, &[1.0], Position::on("bags", 2, 41));
         assert_eq!(
             holds.held(&history, &bags),
             HashMap::from([(key("bags", 2), 40)])

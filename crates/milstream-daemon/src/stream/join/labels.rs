@@ -16,12 +16,12 @@ use std::time::{Duration, Instant};
 
 use crate::config::ModelInput;
 use crate::config::TrainingConfig;
-use crate::stream::ingest::commit::PartitionKey;
+use crate::stream::ingest::position::PartitionKey;
+use crate::stream::ingest::position::Position;
 use crate::stream::ingest::record::{
     BagRecord, DeadLetterRecord, DeadReason, LabelRecord, Point, Rejected, RAW_PREFIX_BYTES,
 };
 use crate::stream::join::history::SegmentJoin;
-use crate::stream::join::history::Source;
 use crate::stream::join::holds::{LabelAt, Need, ReplayHolds};
 use crate::stream::lifecycle::training::{Example, TrainingRuntime};
 use crate::stream::quality::{self, PartitionQuality, Quality, QualityRows};
@@ -141,7 +141,7 @@ impl LabelJoiner {
 
     /// Keeps an accepted point (its value per channel, and the message it came in) for
     /// labels that name its series.
-    pub fn record_point(&self, pt: &Point, source: Source) {
+    pub fn record_point(&self, pt: &Point, source: Position) {
         self.training
             .history
             .record_parts(&pt.series_id, source, pt.ts_ms, pt.value, &pt.rest);
@@ -153,7 +153,7 @@ impl LabelJoiner {
         &self,
         series_id: &str,
         points: impl IntoIterator<Item = &'p Point>,
-        source: Source,
+        source: Position,
     ) {
         let points = points
             .into_iter()
@@ -186,7 +186,7 @@ impl LabelJoiner {
         &self,
         b: &BagRecord,
         model: Option<&str>,
-        src: (&str, i32, i64),
+        src: Position,
         labeled_at_ms: i64,
         examples: &mut Vec<Example>,
     ) {
@@ -200,9 +200,9 @@ impl LabelJoiner {
                 label: label.clone(),
                 dim: b.dim,
                 values: b.instances.clone(),
-                source_topic: src.0.to_string(),
-                source_partition: src.1,
-                source_offset: src.2,
+                source_topic: src.topic.to_string(),
+                source_partition: src.partition,
+                source_offset: src.offset,
                 labeled_at_ms,
                 model: Some(model.to_string()),
             });
@@ -503,11 +503,15 @@ mod tests {
             );
             (taken, examples.len(), dead.len())
         };
-        j.training.bags.insert("a", 1, &[1.0], ("bags", 0, 10));
+        j.training
+            .bags
+            .insert("a", 1, &[1.0], Position::on("bags", 0, 10));
         // "a" is here, "b" is not: neither label of offset 7 leaves, nor the one after.
         assert_eq!(resolve(&mut waiting), (None, 0, 0));
         assert_eq!(waiting.oldest_offset(), Some(7));
-        j.training.bags.insert("b", 1, &[1.0], ("bags", 0, 11));
+        j.training
+            .bags
+            .insert("b", 1, &[1.0], Position::on("bags", 0, 11));
         assert_eq!(resolve(&mut waiting), (Some(((7, 8), 1)), 3, 0));
         assert_eq!(waiting.oldest_offset(), None);
     }

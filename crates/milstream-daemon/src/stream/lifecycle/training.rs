@@ -25,7 +25,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::mil::{Bag, Dataset, Sample};
-use crate::stream::ingest::commit::PartitionKey;
+use crate::stream::ingest::position::PartitionKey;
 use crate::stream::join::history::{BagCache, SeriesHistory};
 use crate::stream::join::holds::ReplayHolds;
 use crate::stream::output::store::Store;

@@ -20,6 +20,8 @@ use object_store::path::Path as ObjPath;
 pub use object_store::UpdateVersion;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutPayload};
 
+use crate::config::is_url;
+
 /// Above this an object is uploaded in parts (S3's smallest part is 5 MiB).
 pub const MULTIPART_THRESHOLD: usize = 8 << 20;
 const PART_SIZE: usize = 8 << 20;
@@ -74,11 +76,6 @@ pub enum Swap {
     Conflict,
     /// Not put: the store has no conditional put (a local folder, or one configured off).
     Unsupported,
-}
-
-/// True when `location` is an object-store URL rather than a local path.
-pub fn is_url(location: &str) -> bool {
-    location.contains("://") && !location.starts_with("file://")
 }
 
 /// A place for durable outputs.

@@ -43,6 +43,7 @@ use tracing::{info, warn};
 use crate::config::{DriftConfig, OnDrift};
 use crate::drift::{Adwin, Detector, Signal};
 use crate::metrics::Metrics;
+use crate::stream::ingest::position::PartitionKey;
 use crate::stream::lifecycle::training::{ms_to_us, ts_type, Example};
 use crate::stream::score::window::ScoringModel;
 
@@ -301,9 +302,6 @@ impl PartitionQuality {
         serde_json::to_string(self).expect("the quality state serializes")
     }
 }
-
-/// A label partition, by topic and partition.
-type PartitionKey = (String, i32);
 
 /// A label partition's accuracy window of one model: the version it last graded, its hits
 /// and its labels.

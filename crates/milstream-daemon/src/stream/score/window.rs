@@ -18,6 +18,7 @@ use lru::LruCache;
 use crate::mil::online::incremental::WindowScorer;
 use crate::mil::{Explanation, Model};
 
+use crate::stream::ingest::position::Position;
 use crate::stream::ingest::record::{FindingSummary, Point, PredictionRecord, TopContribution};
 
 /// A model in service, as the scorers see it.
@@ -38,7 +39,7 @@ impl ScoringModel {
         (name, key, kind): (&str, String, &str),
         window: Option<(i64, i64)>,
         (e, points): (&Explanation, usize),
-        src: (&str, i32, i64),
+        src: Position,
         first_offset: i64,
         top_k: usize,
     ) -> PredictionRecord {
@@ -57,9 +58,9 @@ impl ScoringModel {
             top: TopContribution::top_named(e, top_k, &self.model),
             findings,
             shown_share,
-            source_topic: src.0.to_string(),
-            source_partition: src.1,
-            source_offset: src.2,
+            source_topic: src.topic.to_string(),
+            source_partition: src.partition,
+            source_offset: src.offset,
             first_offset,
             emitted_at_ms: chrono::Utc::now().timestamp_millis(),
         }

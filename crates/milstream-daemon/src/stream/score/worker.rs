@@ -21,7 +21,8 @@ use arc_swap::Guard;
 use crate::config::{Config, ModelInput, Role};
 use crate::metrics::Metrics;
 use crate::mil::{Bag, Sample};
-use crate::stream::ingest::commit::{Generation, PartitionKey};
+use crate::stream::ingest::commit::Generation;
+use crate::stream::ingest::position::{PartitionKey, Position};
 use crate::stream::ingest::record::{
     decode, reject_future, BagRecord, DeadLetterRecord, DeadReason, DecodeLimits, Point,
     PredictionRecord, Record, RecordKind, Rejected,
@@ -379,6 +380,7 @@ impl Worker {
         } = self;
         let metrics = &env.metrics;
         let (topic, partition, offset) = (&*msg.topic, msg.partition, msg.offset);
+        let at = Position::new(&msg.topic, partition, offset);
         key.0.clear();
         key.0.push_str(topic);
         key.1 = partition;
@@ -469,7 +471,7 @@ impl Worker {
                 // A trainer keeps the raw history only (every channel of each point).
                 Ok(Record::Point(pt)) if p.windows.is_none() => {
                     if let Some(l) = &env.labels {
-                        l.record_point(&pt, (&msg.topic, partition, offset));
+                        l.record_point(&pt, at);
                     }
                 }
                 Ok(Record::Point(pt)) => {
@@ -514,17 +516,13 @@ impl Worker {
                             .route_record(ModelInput::Bags, &b.bag_id, b.model.as_deref())
                             .ok()
                             .map(|m| m.spec.name.as_str());
-                        let src = (topic, partition, offset);
-                        l.keep_bag(&b, model, src, arrival, &mut examples);
+                        l.keep_bag(&b, model, at, arrival, &mut examples);
                     }
                 }
-                Ok(Record::Bag(b)) => {
-                    let src = (topic, partition, offset);
-                    match score_bag(env, b, src, arrival, &mut examples) {
-                        Ok(row) => preds.push(row),
-                        Err(rej) => dead.push(dead_letter(&rej)),
-                    }
-                }
+                Ok(Record::Bag(b)) => match score_bag(env, b, at, arrival, &mut examples) {
+                    Ok(row) => preds.push(row),
+                    Err(rej) => dead.push(dead_letter(&rej)),
+                },
                 // Labels join their segment (or bag) into a training example; one whose
                 // points are still on their way waits, holding the replay point back.
                 Ok(Record::Label(l)) => {
@@ -553,7 +551,7 @@ impl Worker {
                 (name, w.series_id, "window"),
                 Some((w.start_ms, w.end_ms)),
                 (&w.explanation, w.points),
-                (topic, partition, offset),
+                at,
                 first,
                 env.cfg.window.top_contributions,
             ));
@@ -592,7 +590,7 @@ impl Worker {
             examples,
             graded,
         };
-        match env.append(p, out, (topic, partition, offset), event_ms, consumed_at) {
+        match env.append(p, out, at, event_ms, consumed_at) {
             Appended::Rolled(sealed) => return sealed,
             Appended::Unchanged => return None,
             Appended::Grew => {}
@@ -636,7 +634,11 @@ impl WorkerEnv {
         &self,
         p: &mut PartitionState,
         out: MessageOutputs,
-        (topic, partition, offset): (&str, i32, i64),
+        Position {
+            topic,
+            partition,
+            offset,
+        }: Position,
         event_ms: i64,
         consumed_at: Instant,
     ) -> Appended {
@@ -695,7 +697,7 @@ impl WorkerEnv {
 fn score_bag(
     env: &WorkerEnv,
     b: BagRecord,
-    (topic, partition, offset): (&str, i32, i64),
+    at: Position,
     arrival: i64,
     examples: &mut Vec<Example>,
 ) -> Result<PredictionRecord, Rejected> {
@@ -710,7 +712,7 @@ fn score_bag(
     let m = serving.load();
     if let Some(l) = &env.labels {
         let model = Some(served.spec.name.as_str());
-        l.keep_bag(&b, model, (topic, partition, offset), arrival, examples);
+        l.keep_bag(&b, model, at, arrival, examples);
     }
     let started = Instant::now();
     let e = Bag::new(b.dim, b.instances)
@@ -732,8 +734,8 @@ fn score_bag(
         (&serving.name, b.bag_id, "bag"),
         None,
         (&e, 0),
-        (topic, partition, offset),
-        offset,
+        at,
+        at.offset,
         env.cfg.window.top_contributions,
     ))
 }
@@ -777,7 +779,7 @@ fn window_run<'a>(
         l.record_points(
             &first.series_id,
             accepted,
-            (&msg.topic, msg.partition, offset),
+            Position::new(&msg.topic, msg.partition, offset),
         );
     }
     for (pt, outcome) in run.drain(..).zip(outcomes.iter()) {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use tracing::error;
 
 use crate::config::Config;
-use crate::stream::ingest::commit::PartitionKey;
+use crate::stream::ingest::position::PartitionKey;
 use crate::stream::output::sink::Segment;
 use crate::stream::output::writer::Writers;
 use crate::stream::score::worker::{Message, Work, Worker, WorkerEnv};

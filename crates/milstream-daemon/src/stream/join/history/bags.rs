@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use prometheus::IntCounter;
 
-use crate::stream::ingest::commit::PartitionKey;
+use crate::stream::ingest::position::{PartitionKey, Position};
 
 /// A kept bag: dim, row-major instances, and the partition and offset it came from.
 type KeptBag = (usize, Vec<f64>, PartitionKey, i64);
@@ -54,7 +54,11 @@ impl BagCache {
         bag_id: &str,
         dim: usize,
         instances: &[f64],
-        (topic, partition, offset): (&str, i32, i64),
+        Position {
+            topic,
+            partition,
+            offset,
+        }: Position,
     ) {
         if self.capacity == 0 {
             return;
@@ -133,20 +137,20 @@ mod tests {
         let c = BagCache::new(10_000).bounded_to(10_000, evicted.clone());
         let bag = vec![0.5; 400]; // 3,200 bytes of values
         for (i, id) in ["a", "b", "c", "d"].iter().enumerate() {
-            c.insert(id, 4, &bag, ("bags", 0, i as i64));
+            c.insert(id, 4, &bag, Position::on("bags", 0, i as i64));
         }
         assert!(c.bytes() <= 10_000, "{}", c.bytes());
         assert_eq!(c.get("a"), None, "the oldest went");
         assert!(c.get("d").is_some());
         assert_eq!(evicted.get(), 1);
-        c.insert("d", 4, &vec![0.5; 2_000], ("bags", 0, 9));
+        c.insert("d", 4, &vec![0.5; 2_000], Position::on("bags", 0, 9));
         assert_eq!(
             c.get("d"),
             None,
             "too large for the bound: not kept, the old one dropped"
         );
         assert_eq!(evicted.get(), 2);
-        c.insert("e", 4, &bag, ("bags", 0, 10));
+        c.insert("e", 4, &bag, Position::on("bags", 0, 10));
         assert!(c.get("b").is_some() && c.get("c").is_some() && c.get("e").is_some());
         assert!(c.bytes() <= 10_000);
     }
@@ -154,9 +158,9 @@ mod tests {
     #[test]
     fn the_bag_cache_forgets_the_oldest() {
         let c = BagCache::new(2);
-        c.insert("a", 1, &[1.0], ("bags", 0, 7));
-        c.insert("b", 1, &[2.0], ("bags", 0, 8));
-        c.insert("c", 1, &[3.0], ("bags", 1, 9));
+        c.insert("a", 1, &[1.0], Position::on("bags", 0, 7));
+        c.insert("b", 1, &[2.0], Position::on("bags", 0, 8));
+        c.insert("c", 1, &[3.0], Position::on("bags", 1, 9));
         assert!(c.get("a").is_none());
         assert_eq!(c.get("c"), Some((1, vec![3.0])));
         assert_eq!(c.source("c"), Some((("bags".into(), 1), 9)));
