@@ -345,9 +345,9 @@ fn the_operations_page_documents_every_metric() {
 /// The Parquet columns documented in schemas/README.md are exactly those written.
 #[test]
 fn the_parquet_schemas_are_documented() {
-    use milstream::stream::lifecycle::training::EXAMPLE_SCHEMA;
-    use milstream::stream::output::sink::parquet::{DEAD_LETTER_SCHEMA, PREDICTION_SCHEMA};
-    use milstream::stream::quality::{DRIFT_EVENT_SCHEMA, EVALUATION_SCHEMA};
+    use milstream::stream::output::arrow::examples::EXAMPLE_SCHEMA;
+    use milstream::stream::output::arrow::predictions::{DEAD_LETTER_SCHEMA, PREDICTION_SCHEMA};
+    use milstream::stream::output::arrow::quality::{DRIFT_EVENT_SCHEMA, EVALUATION_SCHEMA};
     let readme = std::fs::read_to_string(root().join("schemas/README.md")).unwrap();
     for schema in [
         &*PREDICTION_SCHEMA,

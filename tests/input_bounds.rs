@@ -5,7 +5,8 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use milstream::stream::lifecycle::training::{load_store_in, Example};
+use milstream::stream::lifecycle::training::load_store_in;
+use milstream::stream::output::arrow::examples::Example;
 use milstream::stream::output::sink::parquet::write_examples;
 use milstream::stream::output::sink::Segment;
 use milstream::stream::output::store::Store;

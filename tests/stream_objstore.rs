@@ -822,7 +822,7 @@ fn a_partition_that_could_not_start_starts_when_the_store_is_back() {
 /// 12 MB object (uploaded in parts) costs a few KiB.
 #[test]
 fn the_replay_point_is_read_from_the_footer_of_the_newest_object_by_ranged_gets() {
-    use milstream::stream::lifecycle::training::{example_batch, Example};
+    use milstream::stream::output::arrow::examples::{example_batch, Example};
     use milstream::stream::output::sink::parquet::{encode_parquet, read_footer_metadata};
     use milstream::stream::output::sink::{replay_point_from_files, Segment};
     let moto = Moto::start();

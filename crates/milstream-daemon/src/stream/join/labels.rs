@@ -23,7 +23,8 @@ use crate::stream::ingest::record::{
 };
 use crate::stream::join::history::SegmentJoin;
 use crate::stream::join::holds::{LabelAt, Need, ReplayHolds};
-use crate::stream::lifecycle::training::{Example, TrainingRuntime};
+use crate::stream::lifecycle::training::TrainingRuntime;
+use crate::stream::output::arrow::examples::Example;
 use crate::stream::quality::{self, PartitionQuality, Quality, QualityRows};
 use crate::stream::score::models::Models;
 

@@ -24,7 +24,8 @@ use crate::config::{parse_duration_ms, Config};
 use crate::metrics::Metrics;
 use crate::mil::{FitParams, Model};
 use crate::stream::lifecycle::registry::{model_hash, ModelCard, Registry};
-use crate::stream::lifecycle::training::{self, Example, TrainingRuntime};
+use crate::stream::lifecycle::training::{self, TrainingRuntime};
+use crate::stream::output::arrow::examples::Example;
 use crate::stream::quality::{Quality, TrainerRequest};
 use crate::stream::score::models::{Models, ServedModel};
 
@@ -804,7 +805,7 @@ mod tests {
         crate::stream::output::sink::parquet::write_parquet(
             &store,
             "p0/examples.parquet",
-            &training::example_batch(&rows),
+            &crate::stream::output::arrow::examples::example_batch(&rows),
             &[],
         )
         .unwrap();

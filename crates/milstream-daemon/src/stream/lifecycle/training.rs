@@ -11,23 +11,13 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 
-use arrow_array::builder::{
-    Float64Builder, Int32Builder, Int64Builder, ListBuilder, StringBuilder,
-    TimestampMicrosecondBuilder, UInt32Builder,
-};
-use arrow_array::{
-    Array, ArrayRef, Float64Array, Int32Array, Int64Array, ListArray, RecordBatch, StringArray,
-    TimestampMicrosecondArray, TimestampMillisecondArray, UInt32Array,
-};
-use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-
-use crate::mil::{Bag, Dataset, Sample};
+use crate::mil::Dataset;
 use crate::stream::ingest::position::PartitionKey;
 use crate::stream::join::history::{BagCache, SeriesHistory};
 use crate::stream::join::holds::ReplayHolds;
+use crate::stream::output::arrow::examples::{read_examples, Example, ExampleId};
 use crate::stream::output::store::Store;
 
 /// Label joins and the training store, when `training.enabled`: the workers record points
@@ -72,226 +62,6 @@ impl DurableCounts {
         let counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
         counts.get(model).copied().unwrap_or(0)
     }
-}
-
-/// What makes an example one: its key, its segment (None: a bag) and its model (a relabel
-/// of the same segment for another model is that model's example).
-type ExampleId = (String, Option<(i64, i64)>, Option<String>);
-
-/// One labeled example.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Example {
-    /// The series or bag id.
-    pub key: String,
-    /// Some for a series segment `[start, end]`; None for a bag.
-    pub segment: Option<(i64, i64)>,
-    pub label: String,
-    /// Values per instance of a bag; a series segment's channel count (1: univariate).
-    pub dim: usize,
-    /// The segment's points (point by point, channel by channel), or the bag's instances
-    /// row-major.
-    pub values: Vec<f64>,
-    pub source_topic: String,
-    pub source_partition: i32,
-    pub source_offset: i64,
-    /// When the label arrived (Kafka timestamp of its message).
-    pub labeled_at_ms: i64,
-    /// The model whose example it is (None: a row of a store from before the column).
-    pub model: Option<String>,
-}
-
-impl Example {
-    /// One example per key: a relabel of the same segment or bag replaces the old one.
-    fn identity(&self) -> ExampleId {
-        (self.key.clone(), self.segment, self.model.clone())
-    }
-
-    pub fn sample(&self) -> Option<Sample> {
-        match self.segment {
-            Some(_) if self.dim <= 1 => Some(Sample::Series(self.values.clone())),
-            Some(_) => {
-                let c = self.dim;
-                self.values.len().is_multiple_of(c).then(|| {
-                    Sample::Multi(
-                        (0..c)
-                            .map(|k| self.values.iter().skip(k).step_by(c).copied().collect())
-                            .collect(),
-                    )
-                })
-            }
-            None => Bag::new(self.dim, self.values.clone())
-                .ok()
-                .map(Sample::Bag),
-        }
-    }
-}
-
-/// Every timestamp column of the columnar outputs (this store's, and the predictions' and
-/// dead letters' in `sink::parquet`, which has it from here): microseconds since the epoch,
-/// UTC (`timestamp[us, tz=UTC]`, Parquet `TIMESTAMP(MICROS, isAdjustedToUTC)`), the unit
-/// Spark, DuckDB and Athena/Trino read natively; the daemon's records hold milliseconds
-/// and are scaled on the way out.
-pub fn ts_type() -> DataType {
-    DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
-}
-
-/// Milliseconds (the records' unit) to the columns' microseconds.
-pub fn ms_to_us(ms: i64) -> i64 {
-    ms.saturating_mul(1000)
-}
-
-pub static EXAMPLE_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
-    let ts = ts_type();
-    Arc::new(Schema::new(vec![
-        Field::new("key", DataType::Utf8, false),
-        Field::new("kind", DataType::Utf8, false),
-        Field::new("segment_start", ts.clone(), true),
-        Field::new("segment_end", ts.clone(), true),
-        Field::new("label", DataType::Utf8, false),
-        Field::new("dim", DataType::UInt32, false),
-        Field::new(
-            "values",
-            DataType::List(Arc::new(Field::new("item", DataType::Float64, true))),
-            false,
-        ),
-        Field::new("source_topic", DataType::Utf8, false),
-        Field::new("source_partition", DataType::Int32, false),
-        Field::new("source_offset", DataType::Int64, false),
-        Field::new("labeled_at", ts, false),
-        Field::new("model", DataType::Utf8, true),
-    ]))
-});
-
-pub fn example_batch(rows: &[Example]) -> RecordBatch {
-    let mut key = StringBuilder::new();
-    let mut kind = StringBuilder::new();
-    let mut start = TimestampMicrosecondBuilder::new().with_timezone("UTC");
-    let mut end = TimestampMicrosecondBuilder::new().with_timezone("UTC");
-    let mut label = StringBuilder::new();
-    let mut dim = UInt32Builder::new();
-    let mut values = ListBuilder::new(Float64Builder::new());
-    let mut topic = StringBuilder::new();
-    let mut partition = Int32Builder::new();
-    let mut offset = Int64Builder::new();
-    let mut at = TimestampMicrosecondBuilder::new().with_timezone("UTC");
-    let mut model = StringBuilder::new();
-    for e in rows {
-        key.append_value(&e.key);
-        kind.append_value(if e.segment.is_some() {
-            "segment"
-        } else {
-            "bag"
-        });
-        start.append_option(e.segment.map(|s| ms_to_us(s.0)));
-        end.append_option(e.segment.map(|s| ms_to_us(s.1)));
-        label.append_value(&e.label);
-        dim.append_value(e.dim as u32);
-        values.values().append_slice(&e.values);
-        values.append(true);
-        topic.append_value(&e.source_topic);
-        partition.append_value(e.source_partition);
-        offset.append_value(e.source_offset);
-        at.append_value(ms_to_us(e.labeled_at_ms));
-        model.append_option(e.model.as_deref());
-    }
-    let cols: Vec<ArrayRef> = vec![
-        Arc::new(key.finish()),
-        Arc::new(kind.finish()),
-        Arc::new(start.finish()),
-        Arc::new(end.finish()),
-        Arc::new(label.finish()),
-        Arc::new(dim.finish()),
-        Arc::new(values.finish()),
-        Arc::new(topic.finish()),
-        Arc::new(partition.finish()),
-        Arc::new(offset.finish()),
-        Arc::new(at.finish()),
-        Arc::new(model.finish()),
-    ];
-    RecordBatch::try_new(EXAMPLE_SCHEMA.clone(), cols).expect("builders match EXAMPLE_SCHEMA")
-}
-
-/// A timestamp column as milliseconds (None for nulls): microseconds as written today, or
-/// milliseconds as files written before the switch to microseconds hold.
-pub(crate) fn timestamps_ms(batch: &RecordBatch, name: &str) -> anyhow::Result<Vec<Option<i64>>> {
-    let col = batch
-        .column_by_name(name)
-        .ok_or_else(|| anyhow::anyhow!("column `{name}` is missing"))?;
-    let any = col.as_any();
-    if let Some(a) = any.downcast_ref::<TimestampMicrosecondArray>() {
-        Ok(a.iter().map(|v| v.map(|us| us.div_euclid(1000))).collect())
-    } else if let Some(a) = any.downcast_ref::<TimestampMillisecondArray>() {
-        Ok(a.iter().collect())
-    } else {
-        anyhow::bail!(
-            "column `{name}` is {}, not a timestamp in ms or us",
-            col.data_type()
-        )
-    }
-}
-
-pub(crate) fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> anyhow::Result<&'a T> {
-    batch
-        .column_by_name(name)
-        .and_then(|c| c.as_any().downcast_ref::<T>())
-        .ok_or_else(|| anyhow::anyhow!("column `{name}` is missing or of another type"))
-}
-
-/// The record batches of one Parquet file of the store (training examples, evaluations).
-pub(crate) fn read_batches(
-    store: &Store,
-    rel: &str,
-) -> anyhow::Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
-    let bytes = store
-        .get(rel)?
-        .ok_or_else(|| anyhow::anyhow!("{rel} is gone"))?;
-    Ok(ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))?.build()?)
-}
-
-/// Reads one store file.
-pub fn read_examples(store: &Store, rel: &str) -> anyhow::Result<Vec<Example>> {
-    let reader = read_batches(store, rel)?;
-    let mut out = Vec::new();
-    for batch in reader {
-        let b = batch?;
-        let key: &StringArray = column(&b, "key")?;
-        let start = timestamps_ms(&b, "segment_start")?;
-        let end = timestamps_ms(&b, "segment_end")?;
-        let label: &StringArray = column(&b, "label")?;
-        let dim: &UInt32Array = column(&b, "dim")?;
-        let values: &ListArray = column(&b, "values")?;
-        let topic: &StringArray = column(&b, "source_topic")?;
-        let partition: &Int32Array = column(&b, "source_partition")?;
-        let offset: &Int64Array = column(&b, "source_offset")?;
-        let at = timestamps_ms(&b, "labeled_at")?;
-        // Absent in files written before examples named their model.
-        let model: Option<&StringArray> = match b.column_by_name("model") {
-            Some(_) => Some(column(&b, "model")?),
-            None => None,
-        };
-        for i in 0..b.num_rows() {
-            let v = values.value(i);
-            let v = v
-                .as_any()
-                .downcast_ref::<Float64Array>()
-                .ok_or_else(|| anyhow::anyhow!("`values` is not a list of doubles"))?;
-            out.push(Example {
-                key: key.value(i).to_string(),
-                segment: start[i].zip(end[i]),
-                label: label.value(i).to_string(),
-                dim: dim.value(i) as usize,
-                values: v.values().to_vec(),
-                source_topic: topic.value(i).to_string(),
-                source_partition: partition.value(i),
-                source_offset: offset.value(i),
-                labeled_at_ms: at[i].ok_or_else(|| anyhow::anyhow!("`labeled_at` is null"))?,
-                model: model
-                    .filter(|m| !m.is_null(i))
-                    .map(|m| m.value(i).to_string()),
-            });
-        }
-    }
-    Ok(out)
 }
 
 /// Every visible store file, relative to the store (temp files of an interrupted local
@@ -487,8 +257,11 @@ pub fn to_dataset(examples: &[Example]) -> Dataset {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stream::output::arrow::examples::{example_batch, EXAMPLE_SCHEMA};
     use crate::stream::output::sink::parquet::write_examples;
     use crate::stream::output::sink::Segment;
+    use arrow_array::{ArrayRef, RecordBatch, TimestampMillisecondArray};
+    use arrow_schema::{DataType, Field, Schema, TimeUnit};
 
     fn ex(key: &str, start: i64, label: &str, at: i64, off: i64) -> Example {
         Example {

@@ -2,6 +2,7 @@
 //! Arrow IPC and Kafka sinks and each partition's folder log (`sink`), on a local folder or
 //! an object store (`store`).
 
+pub mod arrow;
 pub mod sink;
 pub mod store;
 pub(crate) mod writer;

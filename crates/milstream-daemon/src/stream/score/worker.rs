@@ -28,7 +28,7 @@ use crate::stream::ingest::record::{
     PredictionRecord, Record, RecordKind, Rejected,
 };
 use crate::stream::join::labels::{raw_prefix, LabelJoiner, LabelSource, WaitingLabels};
-use crate::stream::lifecycle::training::Example;
+use crate::stream::output::arrow::examples::Example;
 use crate::stream::output::sink::roll::FileSizes;
 use crate::stream::output::sink::Segment;
 use crate::stream::quality::label_free::ServedWatch;

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use arrow_ipc::writer::StreamWriter;
 
-use super::parquet::prediction_batch;
 use super::{Segment, ARROW_DIR};
+use crate::stream::output::arrow::predictions::prediction_batch;
 use crate::stream::output::store::Store;
 
 /// Writes the segment's predictions as an Arrow IPC stream file; returns the bytes written.

@@ -18,7 +18,8 @@ use crate::config::{DriftConfig, Role};
 use crate::stream::ingest::commit::Generation;
 use crate::stream::ingest::record::RecordKind;
 use crate::stream::ingest::record::{DeadLetterRecord, PredictionRecord};
-use crate::stream::lifecycle::training::{column, read_batches, timestamps_ms, Example};
+use crate::stream::output::arrow::examples::Example;
+use crate::stream::output::arrow::{column, read_batches, timestamps_ms};
 use crate::stream::output::store::Store;
 use crate::stream::quality::{PartitionQuality, QualityRows};
 

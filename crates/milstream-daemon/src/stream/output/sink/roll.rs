@@ -131,7 +131,7 @@ mod tests {
             })
             .collect();
         for rows in [&rows[..0], &rows[..]] {
-            let batch = crate::stream::output::sink::parquet::dead_letter_batch(rows);
+            let batch = crate::stream::output::arrow::predictions::dead_letter_batch(rows);
             let bytes = crate::stream::output::sink::parquet::encode_parquet(&batch, &[]).unwrap();
             let b = ParquetBytes::of(&bytes);
             assert_eq!(b.total, bytes.len() as u64);
