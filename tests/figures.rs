@@ -101,7 +101,7 @@ fn explain_to(index: usize, name: &str) -> (PathBuf, Value) {
 
 /// The lines panel (a) draws: each finding's first hypothesis's segments, in the finding's
 /// value; panel (b): the patterns of the findings shown.
-fn drawn_findings(fig: &Figure) -> Vec<&figure::Segment> {
+fn drawn_findings(fig: &Figure) -> Vec<&figure::Highlight> {
     fig.findings
         .iter()
         .flat_map(|f| {

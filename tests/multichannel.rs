@@ -207,7 +207,7 @@ fn check_channel_figure(model: &Model, sample: &Sample, names: &[String]) {
     assert_eq!(panels.len(), 12, "two panels per channel");
     // Panel (a) draws the findings shown (each finding's first hypothesis, on every channel
     // it spans), panel (b) their patterns.
-    let findings: Vec<figure::Segment> = fig
+    let findings: Vec<figure::Highlight> = fig
         .findings
         .iter()
         .flat_map(|f| {
