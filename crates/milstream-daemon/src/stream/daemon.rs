@@ -152,6 +152,8 @@ fn resolve_model(
                     );
                     return Ok((m, card.version, ModelSource::Registry));
                 }
+                // A store that cannot be read fails the start, as above.
+                Err(e) if !e.is_unloadable() => return Err(e.into()),
                 Err(e) => {
                     warn!(
                         current,
@@ -203,16 +205,17 @@ fn resolve_model(
             }
             // Another process starting on the same empty registry published first (its
             // `current` won the compare-and-swap): score with that.
-            Err(e) => match reg.load_current()? {
-                Some((m, card)) => {
-                    info!(
-                        version = card.version,
-                        "another process published the registry's first version: scoring with it"
-                    );
-                    Ok((m, card.version, ModelSource::Registry))
-                }
-                None => Err(e),
-            },
+            Err(registry::RegistryError::Lost { .. }) => {
+                let (m, card) = reg
+                    .load_current()?
+                    .ok_or_else(|| anyhow::anyhow!("the registry's current vanished"))?;
+                info!(
+                    version = card.version,
+                    "another process published the registry's first version: scoring with it"
+                );
+                Ok((m, card.version, ModelSource::Registry))
+            }
+            Err(e) => Err(e.into()),
         },
         None => Ok((model, version, from)),
     }

@@ -8,12 +8,64 @@ use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use crate::mil::Model;
 use crate::stream::output::store::{Store, Swap, UpdateVersion};
 use tracing::warn;
+
+/// Why a registry call failed, as its callers must tell apart: a store that cannot be read
+/// or written is retried (or stops a start), a version that does not load is skipped, a
+/// publisher that lost the race to `current` serves the winner.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// The store could not be read or written (unreachable, refused, a full disk).
+    #[error("{what}: {source}")]
+    Store {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A version's file is missing or does not load as a model or card.
+    #[error("{path} does not load: {reason}")]
+    Unloadable { path: String, reason: String },
+    /// `current` or a caller names a version the registry does not hold.
+    #[error("no model version {version} in {registry}")]
+    NoVersion { version: String, registry: String },
+    /// Another publisher moved `current` first: this version is stored but not current.
+    #[error(
+        "{registry}/current moved from {from} to {to} while {version} was being published \
+         by another publisher: {version} is stored but not current"
+    )]
+    Lost {
+        registry: String,
+        version: String,
+        from: String,
+        to: String,
+    },
+    /// A process that takes no turn (an old one) took this sequence number meanwhile.
+    #[error("sequence {seq} was taken in {registry} while {version} was being published")]
+    SequenceTaken {
+        seq: u64,
+        registry: String,
+        version: String,
+    },
+}
+
+impl RegistryError {
+    /// A version that cannot be served, as opposed to a store that cannot be reached.
+    pub fn is_unloadable(&self) -> bool {
+        matches!(self, Self::Unloadable { .. } | Self::NoVersion { .. })
+    }
+}
+
+pub type Result<T> = std::result::Result<T, RegistryError>;
+
+/// An I/O error of the store, with what was being done.
+fn store_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RegistryError {
+    let what = what.into();
+    move |source| RegistryError::Store { what, source }
+}
 
 /// What a model is and how it was made: stored beside it as `card.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -140,24 +192,27 @@ fn sync_dir(dir: &Path) -> std::io::Result<()> {
 
 impl Registry {
     /// A registry at a local path or object-store URL, with no store options.
-    pub fn open(root: &Path) -> anyhow::Result<Self> {
+    pub fn open(root: &Path) -> Result<Self> {
         Self::open_with(root, &BTreeMap::new())
     }
 
     /// A registry at `root` (a path or URL), with the `[object_store]` options.
-    pub fn open_with(root: &Path, options: &BTreeMap<String, String>) -> anyhow::Result<Self> {
-        let store = Store::open(root, options)
-            .with_context(|| format!("opening model registry {}", root.display()))?;
-        store
-            .ensure_root()
-            .with_context(|| format!("creating model registry {}", root.display()))?;
+    pub fn open_with(root: &Path, options: &BTreeMap<String, String>) -> Result<Self> {
+        let store = Store::open(root, options).map_err(store_err(format!(
+            "opening model registry {}",
+            root.display()
+        )))?;
+        store.ensure_root().map_err(store_err(format!(
+            "creating model registry {}",
+            root.display()
+        )))?;
         Ok(Self { store })
     }
 
     /// For a local registry, an exclusive lock on `<root>/.lock` until the guard drops
     /// (`flock`: released by the kernel if the holder dies, so a crash never leaves it
     /// taken); None for object stores, whose `current` moves by conditional put.
-    fn local_turn(&self) -> anyhow::Result<Option<File>> {
+    fn local_turn(&self) -> Result<Option<File>> {
         let Store::Local(root) = &self.store else {
             return Ok(None);
         };
@@ -167,9 +222,9 @@ impl Registry {
             .truncate(false)
             .write(true)
             .open(&path)
-            .with_context(|| format!("opening {}", path.display()))?;
+            .map_err(store_err(format!("opening {}", path.display())))?;
         f.lock()
-            .with_context(|| format!("locking {}", path.display()))?;
+            .map_err(store_err(format!("locking {}", path.display())))?;
         Ok(Some(f))
     }
 
@@ -178,10 +233,13 @@ impl Registry {
     }
 
     /// Published versions, oldest first.
-    pub fn versions(&self) -> anyhow::Result<Vec<String>> {
+    pub fn versions(&self) -> Result<Vec<String>> {
         let mut v: Vec<String> = match &self.store {
             Store::Local(root) => std::fs::read_dir(root)
-                .with_context(|| format!("reading model registry {}", root.display()))?
+                .map_err(store_err(format!(
+                    "reading model registry {}",
+                    root.display()
+                )))?
                 .flatten()
                 .filter(|e| e.path().join("model.json").is_file())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -189,7 +247,10 @@ impl Registry {
             Store::Object(_) => self
                 .store
                 .list("")
-                .with_context(|| format!("listing model registry {}", self.shown()))?
+                .map_err(store_err(format!(
+                    "listing model registry {}",
+                    self.shown()
+                )))?
                 .into_iter()
                 .filter_map(|rel| rel.strip_suffix("/model.json").map(str::to_string))
                 .filter(|v| !v.contains('/'))
@@ -204,7 +265,7 @@ impl Registry {
     /// written and fsynced in a temp folder, renamed into place. On an object store: both
     /// created with a conditional PUT (`PutMode::Create`, so two trainers never overwrite
     /// one version), then `current` pointed at it. Returns the version.
-    pub fn publish(&self, model: &Model, card: &ModelCard) -> anyhow::Result<String> {
+    pub fn publish(&self, model: &Model, card: &ModelCard) -> Result<String> {
         // A local registry has no conditional put: publishers on one host (or one shared
         // volume) take turns, so no two take the same sequence number.
         let _turn = self.local_turn()?;
@@ -230,26 +291,29 @@ impl Registry {
         let mut card = card.clone();
         card.version = version.clone();
         card.previous = seen.as_ref().map(|(v, _)| v.clone());
-        let card_json = serde_json::to_string_pretty(&card)?;
+        let card_json = serde_json::to_string_pretty(&card).expect("a model card serializes");
         match &self.store {
             Store::Local(root) => {
                 let tmp = root.join(format!(".tmp-{version}"));
                 let _ = std::fs::remove_dir_all(&tmp);
-                std::fs::create_dir_all(&tmp)?;
-                write_synced(&tmp.join("model.json"), json.as_bytes())?;
-                write_synced(&tmp.join("card.json"), card_json.as_bytes())?;
-                sync_dir(&tmp)?;
+                let writing = || store_err(format!("writing {}", tmp.display()));
+                std::fs::create_dir_all(&tmp).map_err(writing())?;
+                write_synced(&tmp.join("model.json"), json.as_bytes()).map_err(writing())?;
+                write_synced(&tmp.join("card.json"), card_json.as_bytes()).map_err(writing())?;
+                sync_dir(&tmp).map_err(writing())?;
                 // Under the turn no other version of this sequence can appear; the check says so
                 // should the folder be shared with a process that takes no turn (an old one).
                 let taken = self.versions()?;
-                anyhow::ensure!(
-                    !taken.iter().any(|v| version_seq_of(v) == Some(seq)),
-                    "sequence {seq} was taken in {} while {version} was being published",
-                    self.shown()
-                );
+                if taken.iter().any(|v| version_seq_of(v) == Some(seq)) {
+                    return Err(RegistryError::SequenceTaken {
+                        seq,
+                        registry: self.shown(),
+                        version,
+                    });
+                }
                 std::fs::rename(&tmp, root.join(&version))
-                    .with_context(|| format!("publishing {version}"))?;
-                sync_dir(root)?;
+                    .map_err(store_err(format!("publishing {version}")))?;
+                sync_dir(root).map_err(store_err(format!("publishing {version}")))?;
             }
             Store::Object(_) => {
                 // The card first: a version is listed by its model.json, so a reader never
@@ -263,9 +327,7 @@ impl Registry {
                 ] {
                     match self.store.put_new(&format!("{version}/{name}"), bytes) {
                         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => created = false,
-                        Err(e) => {
-                            return Err(e).with_context(|| format!("publishing {version}/{name}"))
-                        }
+                        Err(e) => return Err(store_err(format!("publishing {version}/{name}"))(e)),
                         Ok(()) => {}
                     }
                 }
@@ -289,39 +351,42 @@ impl Registry {
 
     /// `current`'s version and the object version a compare-and-swap expects (object
     /// stores; None when there is no `current` yet).
-    fn read_current(&self) -> anyhow::Result<Option<(String, UpdateVersion)>> {
+    fn read_current(&self) -> Result<Option<(String, UpdateVersion)>> {
         let got = self
             .store
             .get_versioned(CURRENT)
-            .with_context(|| format!("reading {}/{CURRENT}", self.shown()))?;
+            .map_err(store_err(format!("reading {}/{CURRENT}", self.shown())))?;
         Ok(got.map(|(b, v)| (String::from_utf8_lossy(&b).trim().to_string(), v)))
     }
 
     /// Points `current` at `version` (locally: temp file, fsync, rename, fsync the folder;
     /// on an object store: one PUT, atomic by itself, conditional where the store can).
-    pub fn set_current(&self, version: &str) -> anyhow::Result<()> {
+    pub fn set_current(&self, version: &str) -> Result<()> {
         let _turn = self.local_turn()?;
         let seen = self.read_current()?;
         self.point_current(version, seen)
     }
 
     /// [`Registry::set_current`] from `seen`, what `current` was when the caller began.
-    fn point_current(
-        &self,
-        version: &str,
-        seen: Option<(String, UpdateVersion)>,
-    ) -> anyhow::Result<()> {
+    fn point_current(&self, version: &str, seen: Option<(String, UpdateVersion)>) -> Result<()> {
         let exists = match &self.store {
             Store::Local(root) => root.join(version).join("model.json").is_file(),
             Store::Object(_) => self.versions()?.iter().any(|v| v == version),
         };
-        anyhow::ensure!(exists, "no model version {version} in {}", self.shown());
+        if !exists {
+            return Err(RegistryError::NoVersion {
+                version: version.to_string(),
+                registry: self.shown(),
+            });
+        }
         match &self.store {
             Store::Local(root) => {
                 let tmp = root.join(".current.tmp");
-                write_synced(&tmp, version.as_bytes())?;
-                std::fs::rename(&tmp, root.join(CURRENT))?;
-                sync_dir(root)?;
+                let pointing =
+                    || store_err(format!("pointing {}/{CURRENT} at {version}", self.shown()));
+                write_synced(&tmp, version.as_bytes()).map_err(pointing())?;
+                std::fs::rename(&tmp, root.join(CURRENT)).map_err(pointing())?;
+                sync_dir(root).map_err(pointing())?;
             }
             Store::Object(_) => {
                 let was = seen.as_ref().map(|(v, _)| v.clone());
@@ -329,26 +394,30 @@ impl Registry {
                 match self
                     .store
                     .put_if_unchanged(CURRENT, bytes.clone(), seen.map(|(_, tag)| tag))
-                    .with_context(|| format!("pointing {}/{CURRENT} at {version}", self.shown()))?
-                {
+                    .map_err(store_err(format!(
+                        "pointing {}/{CURRENT} at {version}",
+                        self.shown()
+                    )))? {
                     Swap::Done => {}
                     // Write-new-then-point alone: the last publisher's PUT wins.
                     Swap::Unsupported => {
-                        self.store.put(CURRENT, bytes)?;
+                        self.store.put(CURRENT, bytes).map_err(store_err(format!(
+                            "pointing {}/{CURRENT} at {version}",
+                            self.shown()
+                        )))?;
                     }
                     Swap::Conflict => {
                         let now = self.current()?;
                         // Processes that start together publish the same first model under
                         // the same name (it holds the model's hash): nothing to choose.
-                        anyhow::ensure!(
-                            now.as_deref() == Some(version),
-                            "{}/{CURRENT} moved from {} to {} while {version} was being \
-                             published by another publisher: {version} is stored but not \
-                             current",
-                            self.shown(),
-                            was.as_deref().unwrap_or("nothing"),
-                            now.as_deref().unwrap_or("nothing"),
-                        );
+                        if now.as_deref() != Some(version) {
+                            return Err(RegistryError::Lost {
+                                registry: self.shown(),
+                                version: version.to_string(),
+                                from: was.unwrap_or_else(|| "nothing".into()),
+                                to: now.unwrap_or_else(|| "nothing".into()),
+                            });
+                        }
                     }
                 }
             }
@@ -357,40 +426,47 @@ impl Registry {
     }
 
     /// The current version, if one was published.
-    pub fn current(&self) -> anyhow::Result<Option<String>> {
+    pub fn current(&self) -> Result<Option<String>> {
         let got = self
             .store
             .get(CURRENT)
-            .with_context(|| format!("reading {}/{CURRENT}", self.shown()))?;
+            .map_err(store_err(format!("reading {}/{CURRENT}", self.shown())))?;
         Ok(got.map(|b| String::from_utf8_lossy(&b).trim().to_string()))
     }
 
-    fn read_text(&self, rel: &str) -> anyhow::Result<String> {
+    fn read_text(&self, rel: &str) -> Result<String> {
         let name = format!("{}/{rel}", self.shown());
+        let unloadable = |reason: String| RegistryError::Unloadable {
+            path: name.clone(),
+            reason,
+        };
         let bytes = self
             .store
             .get(rel)
-            .with_context(|| format!("reading {name}"))?
-            .ok_or_else(|| anyhow::anyhow!("reading {name}: not found"))?;
-        String::from_utf8(bytes).with_context(|| format!("reading {name}"))
+            .map_err(store_err(format!("reading {name}")))?
+            .ok_or_else(|| unloadable("not found".into()))?;
+        String::from_utf8(bytes).map_err(|e| unloadable(e.to_string()))
     }
 
     /// Loads one version's model and card; errors name the file.
-    pub fn load(&self, version: &str) -> anyhow::Result<(Model, ModelCard)> {
+    pub fn load(&self, version: &str) -> Result<(Model, ModelCard)> {
         let mp = format!("{version}/model.json");
         let text = self.read_text(&mp)?;
-        let model =
-            Model::from_json(&text).with_context(|| format!("loading {}/{mp}", self.shown()))?;
+        let unloadable = |path: &str, reason: String| RegistryError::Unloadable {
+            path: format!("{}/{path}", self.shown()),
+            reason,
+        };
+        let model = Model::from_json(&text).map_err(|e| unloadable(&mp, format!("{e:#}")))?;
         let cp = format!("{version}/card.json");
         let card = serde_json::from_str(&self.read_text(&cp)?)
-            .with_context(|| format!("parsing {}/{cp}", self.shown()))?;
+            .map_err(|e| unloadable(&cp, e.to_string()))?;
         Ok((model, card))
     }
 
     /// The newest of the newest [`NEWEST_TRIED`] versions that loads (a version that does
     /// not load is skipped with a warning); None when none does. An error when the registry
     /// cannot be listed.
-    pub fn newest_loadable(&self) -> anyhow::Result<Option<(Model, ModelCard)>> {
+    pub fn newest_loadable(&self) -> Result<Option<(Model, ModelCard)>> {
         for v in self.versions()?.iter().rev().take(NEWEST_TRIED) {
             match self.load(v) {
                 Ok(loaded) => return Ok(Some(loaded)),
@@ -405,7 +481,7 @@ impl Registry {
     }
 
     /// The current model, if any.
-    pub fn load_current(&self) -> anyhow::Result<Option<(Model, ModelCard)>> {
+    pub fn load_current(&self) -> Result<Option<(Model, ModelCard)>> {
         match self.current()? {
             Some(v) => Ok(Some(self.load(&v)?)),
             None => Ok(None),

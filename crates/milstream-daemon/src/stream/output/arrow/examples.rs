@@ -12,7 +12,7 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use super::{column, ms_to_us, read_batches, timestamps_ms, ts_type};
+use super::{bad_data, column, ms_to_us, read_batches, timestamps_ms, ts_type, ReadError};
 use crate::mil::{Bag, Sample};
 use crate::stream::output::store::Store;
 
@@ -140,7 +140,7 @@ pub fn example_batch(rows: &[Example]) -> RecordBatch {
 }
 
 /// Reads one store file.
-pub fn read_examples(store: &Store, rel: &str) -> anyhow::Result<Vec<Example>> {
+pub fn read_examples(store: &Store, rel: &str) -> Result<Vec<Example>, ReadError> {
     let reader = read_batches(store, rel)?;
     let mut out = Vec::new();
     for batch in reader {
@@ -165,7 +165,7 @@ pub fn read_examples(store: &Store, rel: &str) -> anyhow::Result<Vec<Example>> {
             let v = v
                 .as_any()
                 .downcast_ref::<Float64Array>()
-                .ok_or_else(|| anyhow::anyhow!("`values` is not a list of doubles"))?;
+                .ok_or_else(|| bad_data("`values` is not a list of doubles"))?;
             out.push(Example {
                 key: key.value(i).to_string(),
                 segment: start[i].zip(end[i]),
@@ -175,7 +175,7 @@ pub fn read_examples(store: &Store, rel: &str) -> anyhow::Result<Vec<Example>> {
                 source_topic: topic.value(i).to_string(),
                 source_partition: partition.value(i),
                 source_offset: offset.value(i),
-                labeled_at_ms: at[i].ok_or_else(|| anyhow::anyhow!("`labeled_at` is null"))?,
+                labeled_at_ms: at[i].ok_or_else(|| bad_data("`labeled_at` is null"))?,
                 model: model
                     .filter(|m| !m.is_null(i))
                     .map(|m| m.value(i).to_string()),

@@ -19,7 +19,7 @@ use crate::stream::ingest::commit::Generation;
 use crate::stream::ingest::record::RecordKind;
 use crate::stream::ingest::record::{DeadLetterRecord, PredictionRecord};
 use crate::stream::output::arrow::examples::Example;
-use crate::stream::output::arrow::{column, read_batches, timestamps_ms};
+use crate::stream::output::arrow::{bad_data, column, read_batches, timestamps_ms, ReadError};
 use crate::stream::output::store::Store;
 use crate::stream::quality::{PartitionQuality, QualityRows};
 
@@ -473,12 +473,12 @@ impl Unreadable {
         }
     }
 
-    /// An error of decoding `rel`'s rows: an I/O error inside it is I/O, anything else
-    /// (Parquet, Arrow, a missing column) is data.
-    fn of_rows(rel: &str, e: anyhow::Error) -> Self {
-        match e.downcast::<std::io::Error>() {
-            Ok(io) => Self::of_io(rel, io),
-            Err(e) => Unreadable::Data(format!("{rel}: {e:#}")),
+    /// An error of reading `rel`'s rows back: the store's is I/O, anything else (Parquet,
+    /// Arrow, a missing column) is data.
+    fn of_rows(rel: &str, e: ReadError) -> Self {
+        match e {
+            ReadError::Store(io) => Self::of_io(rel, io),
+            ReadError::Data(e) => Unreadable::Data(format!("{rel}: {e}")),
         }
     }
 }
@@ -575,7 +575,7 @@ struct Grade {
     offset: i64,
 }
 
-fn read_grades(store: &Store, rel: &str) -> anyhow::Result<Vec<Grade>> {
+fn read_grades(store: &Store, rel: &str) -> Result<Vec<Grade>, ReadError> {
     use arrow_array::{BooleanArray, Int64Array, StringArray};
     let reader = read_batches(store, rel)?;
     let mut out = Vec::new();
@@ -591,7 +591,7 @@ fn read_grades(store: &Store, rel: &str) -> anyhow::Result<Vec<Grade>> {
                 model: model.value(i).to_string(),
                 version: version.value(i).to_string(),
                 correct: correct.value(i),
-                labeled_at_ms: at.ok_or_else(|| anyhow::anyhow!("`labeled_at` is null"))?,
+                labeled_at_ms: at.ok_or_else(|| bad_data("`labeled_at` is null"))?,
                 offset: offset.value(i),
             });
         }
