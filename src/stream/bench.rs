@@ -46,6 +46,10 @@ pub struct BenchOptions {
     /// Throughput runs: a second daemon pass over the same topic with `[drift]` off (no
     /// evaluation, no detectors), reported beside the first (drift on, the default).
     pub compare_drift: bool,
+    /// Throughput runs: Some(n) adds daemon passes over the same topic with the live view
+    /// on, alternately with no page open and with `n` pages reading its event stream (each
+    /// watching a series), reported side by side.
+    pub view_clients: Option<usize>,
     /// Event time between a series' points (10 ms: the demo's 100 Hz; 1,000 ms: a 1 Hz
     /// sensor, whose hour of label-join history is 3,600 points).
     pub spacing_ms: i64,
@@ -261,6 +265,7 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         super::score::models::specs(&cfg)[0].clone(),
         scoring.clone(),
     )];
+    let cfg_view = cfg.clone();
     let cfg_without_drift = {
         let mut c = cfg.clone();
         c.drift.evaluate = false;
@@ -272,8 +277,7 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         cfg,
         bootstrap.clone(),
         start,
-        metrics.clone(),
-        health.clone(),
+        (metrics.clone(), health.clone(), None),
         stop_rx,
     ));
     while !health.is_ready() {
@@ -296,16 +300,7 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     // long it waited). Half was not enough at 100,000 series of 1,000-point messages: the
     // lag is counted over all partitions, a slow partition holds more than its share, and
     // 0.1-0.6 % of the messages were dropped near the end of such runs.
-    let lag_cap = {
-        let msg_bytes = feed
-            .message(0)
-            .1
-            .len()
-            .max(feed.message(n_msgs.saturating_sub(1)).1.len())
-            .max(1);
-        let per_partition = (5usize << 20) / msg_bytes;
-        (opts.partitions.max(1) as usize * per_partition.min(100_000) * opts.batch / 4).max(1)
-    };
+    let lag_cap = lag_cap(&feed, &opts, n_msgs);
     let feeder_waited = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let feeder = opts.rate.map(|rate| {
         let (feed, topic, m) = (feed.clone(), topic.clone(), metrics.clone());
@@ -380,9 +375,13 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     let _ = stop_tx.send(true);
     pipeline.await??;
     // The same stream again with [drift] off, in the same run: the detectors' cost.
+    let with_view = match (opts.view_clients, opts.rate) {
+        (Some(n), None) => Some(view_cost(&cfg_view, &bootstrap, &scoring, &topic, n_points, n).await?),
+        _ => None,
+    };
     let without_drift = match (opts.compare_drift, opts.rate) {
         (true, None) => {
-            Some(timed_pass(cfg_without_drift, &bootstrap, scoring, &topic, n_points).await?)
+            Some(timed_pass(cfg_without_drift, &bootstrap, scoring, &topic, n_points, None).await?.0)
         }
         _ => None,
     };
@@ -436,25 +435,48 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         "output": opts.output.as_deref().unwrap_or("local"),
         "points_per_second_without_drift": without_drift.map(|s| n_points as f64 / s),
         "drift_cost": without_drift.map(|s| 1.0 - s / secs),
+        "view": with_view,
     }))
 }
 
+/// How far the paced feeder may run ahead of the daemon, in points: a quarter of what the
+/// mock cluster keeps over all partitions (see `bench`).
+fn lag_cap(feed: &Feed, opts: &BenchOptions, n_msgs: usize) -> usize {
+    let msg_bytes = feed
+        .message(0)
+        .1
+        .len()
+        .max(feed.message(n_msgs.saturating_sub(1)).1.len())
+        .max(1);
+    let per_partition = (5usize << 20) / msg_bytes;
+    (opts.partitions.max(1) as usize * per_partition.min(100_000) * opts.batch / 4).max(1)
+}
+
 /// One more daemon pass over the pre-produced topic (its own consumer group): seconds from
-/// its first record to its last.
+/// its first record to its last, and with `pages` (Some(n): the live view on, n pages
+/// reading its event stream) the bytes those pages read.
 async fn timed_pass(
     cfg: Config,
     bootstrap: &str,
     scoring: Arc<ScoringModel>,
     topic: &str,
     n_points: usize,
-) -> anyhow::Result<f64> {
+    pages: Option<usize>,
+) -> anyhow::Result<(f64, u64)> {
     let metrics = Metrics::new();
     let health = Arc::new(Health::default());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let start = vec![(super::score::models::specs(&cfg)[0].clone(), scoring)];
+    let (feed, readers) = match pages {
+        Some(n) => {
+            let (feed, readers) = open_pages(&cfg, &metrics, &health, &stop_rx, n).await?;
+            (Some(feed), Some(readers))
+        }
+        None => (None, None),
+    };
     let boot = bootstrap.to_string();
-    let m = metrics.clone();
-    let pipeline = tokio::spawn(run_pipeline(cfg, boot, start, m, health.clone(), stop_rx));
+    let m = (metrics.clone(), health.clone(), feed);
+    let pipeline = tokio::spawn(run_pipeline(cfg, boot, start, m, stop_rx));
     let consumed = |m: &Metrics| m.records_consumed_total(topic) as usize;
     let ready_at = Instant::now();
     while consumed(&metrics) == 0 && ready_at.elapsed() < Duration::from_secs(60) {
@@ -464,13 +486,66 @@ async fn timed_pass(
     while consumed(&metrics) < n_points {
         tokio::time::sleep(Duration::from_millis(2)).await;
         if start.elapsed() > Duration::from_secs(600) {
-            anyhow::bail!("bench: the pass without drift stalled");
+            anyhow::bail!("bench: a timed pass stalled");
         }
     }
     let secs = start.elapsed().as_secs_f64();
+    let read = readers.map_or(0, |r| r.bytes.load(std::sync::atomic::Ordering::Relaxed));
     let _ = stop_tx.send(true);
     pipeline.await??;
-    Ok(secs)
+    Ok((secs, read))
+}
+
+/// The live view of a bench pass, served on a free port, and `n` pages reading it (each
+/// watching one of the bench's series).
+async fn open_pages(
+    cfg: &Config,
+    metrics: &Arc<Metrics>,
+    health: &Arc<Health>,
+    stop: &tokio::sync::watch::Receiver<bool>,
+    n: usize,
+) -> anyhow::Result<(Arc<super::view::feed::ViewFeed>, super::view::load::Readers)> {
+    let hub = super::view::ViewHub::start(&cfg.view, metrics.clone(), health.clone(), stop.clone());
+    let routes = super::view::routes::router(hub.clone());
+    let mut rx = stop.clone();
+    let shutdown = async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    let (addr, _) =
+        crate::http::serve_with("127.0.0.1:0", metrics.clone(), health.clone(), routes, shutdown)
+            .await?;
+    let series: Vec<String> = (0..n).map(|i| format!("bench-{i}")).collect();
+    Ok((hub.feed.clone(), super::view::load::open(addr, n, &series)))
+}
+
+/// The live view's cost: passes with the view on, alternately with no page open and with
+/// `pages` pages open (two of each, in one run), as points/s.
+async fn view_cost(
+    cfg: &Config,
+    bootstrap: &str,
+    scoring: &Arc<ScoringModel>,
+    topic: &str,
+    n_points: usize,
+    pages: usize,
+) -> anyhow::Result<serde_json::Value> {
+    let (mut none, mut open, mut read) = (Vec::new(), Vec::new(), 0);
+    for round in 0..4 {
+        let n = if round % 2 == 0 { 0 } else { pages };
+        let mut c = cfg.clone();
+        c.kafka.group_id.push_str(&format!(".view-{round}"));
+        c.output.dir = c.output.dir.join(format!("view-{round}"));
+        let (secs, bytes) = timed_pass(c, bootstrap, scoring.clone(), topic, n_points, Some(n)).await?;
+        let pps = n_points as f64 / secs;
+        if n == 0 { none.push(pps) } else { open.push(pps); read += bytes }
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    Ok(json!({
+        "pages": pages,
+        "points_per_second_no_page": none,
+        "points_per_second_pages_open": open,
+        "bytes_read_by_pages": read,
+        "cost": 1.0 - mean(&open) / mean(&none),
+    }))
 }
 
 /// The process's resident memory now (Linux), in bytes.
