@@ -475,7 +475,8 @@ impl Default for CommitConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpConfig {
-    /// `/metrics`, `/healthz`, `/readyz` listen here; empty = off.
+    /// `/metrics`, `/healthz`, `/readyz` and the live view (`/`, see `[view]`) listen here;
+    /// empty = off.
     pub listen: String,
 }
 

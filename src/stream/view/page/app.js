@@ -134,6 +134,7 @@ function draw(x) {
   box.dataset.key = x.key;
   box.dataset.scores = JSON.stringify(x.scores);
   box.dataset.classes = JSON.stringify(x.classes);
+  box.dataset.end = String(x.window_end_ms ?? x.emitted_at_ms);
   const lg = x.legend;
   $("#explained-title").textContent = `${x.key}: ${x.label} (${x.model} ${x.version}, window ${time(x.window_start_ms)}–${time(x.window_end_ms)})`;
   const svg = $("#window-svg");
