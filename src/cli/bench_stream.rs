@@ -42,9 +42,9 @@ pub struct BenchStreamArgs {
     /// report both (throughput runs).
     #[arg(long)]
     compare_drift: bool,
-    /// Also run the daemon with the live view on over the same stream, alternately with no
-    /// page open and with this many pages reading its event stream (throughput runs): the
-    /// view's cost with pages open.
+    /// Also run the daemon over the same stream in turn with the live view off, on with no
+    /// page open and on with this many pages reading its event stream (throughput runs):
+    /// the view's cost, and that of its pages.
     #[arg(long)]
     view_clients: Option<usize>,
     /// Event time between a series' points, in ms (10: the demo's 100 Hz; 1000: a 1 Hz

@@ -125,6 +125,9 @@ function onSeries(s) {
   else $("#explained-title").textContent = `${s.key}: waiting for its next window`;
 }
 
+// The height below the series kept for the findings' bars.
+const lanes = (findings) => 6 + 11 * findings.length;
+
 // Warm for the positive class, cool for the negative one, as the figure of `explain`.
 const side = (v) => (v >= 0 ? "var(--warm)" : "var(--cool)");
 
@@ -143,13 +146,22 @@ function draw(x) {
   if (n > 1) {
     const lo = Math.min(...x.values), hi = Math.max(...x.values), span = hi - lo || 1;
     const px = (i) => pad + (i * (W - 2 * pad)) / (n - 1);
-    const py = (v) => H - pad - ((v - lo) * (H - 2 * pad)) / span;
+    const py = (v) => H - lanes(lg ? lg.findings : []) - pad - ((v - lo) * (H - lanes(lg ? lg.findings : []) - 2 * pad)) / span;
     const line = (a, b) => x.values.slice(a, b + 1).map((v, j) => `${j ? "L" : "M"}${px(a + j).toFixed(1)},${py(v).toFixed(1)}`).join("");
+    // Each finding: a faint band over the positions it covers, its match drawn over the
+    // series, and a numbered bar in its own lane below (findings often overlap).
+    const findings = lg ? lg.findings : [];
+    findings.forEach((f, i) => {
+      const a = Math.max(0, Math.min(f.start, n - 1)), b = Math.max(a, Math.min(f.end, n - 1));
+      svg.append(svgEl("rect", { class: "band", x: px(a).toFixed(1), y: 0, width: Math.max(2, px(b) - px(a)).toFixed(1), height: H - lanes(findings), fill: side(f.value) }));
+    });
     svg.append(svgEl("path", { class: "series", d: line(0, n - 1) }));
-    (lg ? lg.findings : []).forEach((f, i) => {
+    findings.forEach((f, i) => {
       const a = Math.max(0, Math.min(f.start, n - 1)), b = Math.max(a, Math.min(f.end, n - 1));
       svg.append(svgEl("path", { class: "finding", d: line(a, b), stroke: side(f.value), "data-index": i + 1 }));
-      const t = svgEl("text", { class: "num", x: px((a + b) / 2).toFixed(1), y: 12, fill: side(f.value), "text-anchor": "middle" });
+      const y = H - lanes(findings) + 9 + 11 * i;
+      svg.append(svgEl("path", { class: "bar", d: `M${px(a).toFixed(1)},${y}H${Math.max(px(a) + 2, px(b)).toFixed(1)}`, stroke: side(f.value) }));
+      const t = svgEl("text", { class: "num", x: (px(a) - 4).toFixed(1), y: y + 4, fill: side(f.value), "text-anchor": "end" });
       t.textContent = String(i + 1);
       svg.append(t);
     });
@@ -224,7 +236,8 @@ function onPipeline(p) {
   const item = (k, v, cls) => { const s = el("span", {}, `${k} `); s.append(el("b", cls ? { class: cls } : {}, v)); kv.append(s); };
   item("records/s", fmt(p.records_per_second, 0));
   item("predictions/s", fmt(p.predictions_per_second, 1));
-  item("p99 consume→durable", p.consume_to_durable_p99_seconds === null ? "–" : `${fmt(p.consume_to_durable_p99_seconds, 3)} s`);
+  // A histogram's quantile is known to its bucket: the bucket's upper bound.
+  item("p99 consume→durable", p.consume_to_durable_p99_seconds === null ? "–" : `≤ ${p.consume_to_durable_p99_seconds} s`);
   item("live series", String(p.live_series));
   item("partitions", String(p.partitions));
   item("ready", p.ready ? "no" : "yes", p.ready ? "bad" : "good");
