@@ -643,8 +643,7 @@ impl Config {
 
     /// Cross-field checks, run at start-up.
     fn validate(&self) -> Result<(), (&'static str, String)> {
-        self.drift.validate()?;
-        self.view.validate()?;
+        self.drift.validate().and(self.view.validate())?;
         let w = &self.window;
         if w.points < 2 {
             return Err(("window.points", format!("must be >= 2, got {}", w.points)));

@@ -330,7 +330,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "solve_dc_step",
         197,
     ),
-    ("src/stream/daemon.rs", "run", 195),
     (
         "crates/milstream-core/src/mil/boost/lpboost.rs",
         "lpboost",

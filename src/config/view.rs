@@ -12,7 +12,7 @@ pub struct ViewConfig {
     pub enabled: bool,
     /// Series and bags the page lists at most: past it the least recently scored leaves.
     pub max_series: usize,
-    /// Predictions kept per series for its strip (the newest first).
+    /// Predictions kept per series for its strip.
     pub recent_predictions: usize,
     /// Events queued per open page: a page that falls this far behind is disconnected (its
     /// browser reconnects and starts from the current state), never buffered further.
