@@ -1,4 +1,5 @@
-//! The ops endpoints: `/metrics` (Prometheus text), `/healthz` (liveness), `/readyz` (readiness).
+//! The ops endpoints: `/metrics` (Prometheus text), `/healthz` (liveness), `/readyz` (readiness);
+//! the live view's routes (`stream/view/routes.rs`) are merged beside them (`serve_with`).
 //!
 //! Liveness and readiness differ on purpose: `/healthz` answers 200 while the process can
 //! serve HTTP and every thread of the pipeline is alive (a scoring worker, a writer, the
