@@ -56,7 +56,11 @@ fn the_live_view_shows_streams_explanations_drift_and_promotion_in_a_browser() {
     let printed = wait_until(Duration::from_secs(180), || {
         std::fs::read_to_string(&log).is_ok_and(|l| l.contains(&format!("live view:        {url}")))
     });
-    assert!(printed, "no live view address in the log:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+    assert!(
+        printed,
+        "no live view address in the log:\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
     let shot = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/live-view.png");
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/live_view.py");
     let out = common::tools::python_with("playwright", "playwright")

@@ -376,13 +376,24 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     pipeline.await??;
     // The same stream again with [drift] off, in the same run: the detectors' cost.
     let with_view = match (opts.view_clients, opts.rate) {
-        (Some(n), None) => Some(view_cost(&cfg_view, &bootstrap, &scoring, &topic, n_points, n).await?),
+        (Some(n), None) => {
+            Some(view_cost(&cfg_view, &bootstrap, &scoring, &topic, n_points, n).await?)
+        }
         _ => None,
     };
     let without_drift = match (opts.compare_drift, opts.rate) {
-        (true, None) => {
-            Some(timed_pass(cfg_without_drift, &bootstrap, scoring, &topic, n_points, None).await?.0)
-        }
+        (true, None) => Some(
+            timed_pass(
+                cfg_without_drift,
+                &bootstrap,
+                scoring,
+                &topic,
+                n_points,
+                None,
+            )
+            .await?
+            .0,
+        ),
         _ => None,
     };
     let _ = std::fs::remove_dir_all(&dir);
@@ -511,9 +522,14 @@ async fn open_pages(
     let shutdown = async move {
         let _ = rx.wait_for(|s| *s).await;
     };
-    let (addr, _) =
-        crate::http::serve_with("127.0.0.1:0", metrics.clone(), health.clone(), routes, shutdown)
-            .await?;
+    let (addr, _) = crate::http::serve_with(
+        "127.0.0.1:0",
+        metrics.clone(),
+        health.clone(),
+        routes,
+        shutdown,
+    )
+    .await?;
     let series: Vec<String> = (0..n).map(|i| format!("bench-{i}")).collect();
     Ok((hub.feed.clone(), super::view::load::open(addr, n, &series)))
 }
@@ -537,7 +553,8 @@ async fn view_cost(
         let mut c = cfg.clone();
         c.kafka.group_id.push_str(&format!(".view-{round}"));
         c.output.dir = c.output.dir.join(format!("view-{round}"));
-        let (secs, bytes) = timed_pass(c, bootstrap, scoring.clone(), topic, n_points, open).await?;
+        let (secs, bytes) =
+            timed_pass(c, bootstrap, scoring.clone(), topic, n_points, open).await?;
         pps[which].push(n_points as f64 / secs);
         read += bytes;
     }

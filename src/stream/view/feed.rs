@@ -126,7 +126,13 @@ pub struct ViewBatch<'a> {
 
 impl ViewBatch<'_> {
     /// A scored window (`values`, `e` its explanation) or bag (no values) and its row.
-    pub fn scored(&mut self, row: &PredictionRecord, e: &Explanation, values: &[f64], model: &Model) {
+    pub fn scored(
+        &mut self,
+        row: &PredictionRecord,
+        e: &Explanation,
+        values: &[f64],
+        model: &Model,
+    ) {
         let key = display_key(&row.key, self.feed.max_id_bytes);
         let watched = self.watched.get_or_insert_with(|| self.feed.watched.load());
         if !watched.is_empty() && watched.contains(key.as_ref()) {

@@ -31,7 +31,10 @@ pub fn open(addr: SocketAddr, n: usize, series: &[String]) -> Readers {
     let bytes = Arc::new(AtomicU64::new(0));
     let tasks = (0..n)
         .map(|i| {
-            let key = series.get(i % series.len().max(1)).cloned().unwrap_or_default();
+            let key = series
+                .get(i % series.len().max(1))
+                .cloned()
+                .unwrap_or_default();
             let bytes = bytes.clone();
             tokio::spawn(async move {
                 loop {
@@ -49,7 +52,9 @@ async fn read_stream(addr: SocketAddr, key: &str, bytes: &AtomicU64) -> std::io:
     let path: String = url::form_urlencoded::Serializer::new(String::new())
         .append_pair("series", key)
         .finish();
-    let req = format!("GET /view/events?{path} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n");
+    let req = format!(
+        "GET /view/events?{path} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n"
+    );
     s.write_all(req.as_bytes()).await?;
     let mut buf = vec![0u8; 16 * 1024];
     loop {

@@ -68,7 +68,12 @@ impl ViewHub {
             events: Events::new(cfg.client_buffer, cfg.max_clients),
             panels: Mutex::new((Value::Null, Value::Null)),
         });
-        tokio::spawn(aggregate(hub.clone(), rx, Panels::new(metrics, health), stop));
+        tokio::spawn(aggregate(
+            hub.clone(),
+            rx,
+            Panels::new(metrics, health),
+            stop,
+        ));
         hub
     }
 
@@ -80,7 +85,11 @@ impl ViewHub {
     /// The events a page starts with: the summary, the panels, its series (if any).
     pub fn first_events(&self, key: Option<&str>) -> Vec<Event> {
         let mut out = vec![self.summary_event()];
-        let (models, pipeline) = self.panels.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let (models, pipeline) = self
+            .panels
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         if !models.is_null() {
             out.push(event("models", &models));
             out.push(event("pipeline", &pipeline));
@@ -94,8 +103,16 @@ impl ViewHub {
     fn summary_event(&self) -> Event {
         let mut s = self.state().summary();
         s["clients"] = self.events.clients().into();
-        s["clients_dropped"] = self.events.dropped.load(std::sync::atomic::Ordering::Relaxed).into();
-        s["feed_dropped"] = self.feed.dropped.load(std::sync::atomic::Ordering::Relaxed).into();
+        s["clients_dropped"] = self
+            .events
+            .dropped
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .into();
+        s["feed_dropped"] = self
+            .feed
+            .dropped
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .into();
         event("summary", &s)
     }
 
@@ -103,7 +120,8 @@ impl ViewHub {
     fn tick(&self) {
         let rows = self.state().take_changed();
         if !rows.is_empty() {
-            self.events.publish("rows", Value::Array(rows).to_string(), None);
+            self.events
+                .publish("rows", Value::Array(rows).to_string(), None);
         }
         let s = self.summary_event();
         self.events.publish(s.name, s.data, None);

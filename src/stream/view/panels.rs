@@ -92,13 +92,20 @@ impl Panels {
         let mut r = Reading {
             versions: metrics_of(&m.model_info)
                 .iter()
-                .map(|x| (label(x, "model").to_string(), label(x, "model_version").to_string()))
+                .map(|x| {
+                    (
+                        label(x, "model").to_string(),
+                        label(x, "model_version").to_string(),
+                    )
+                })
                 .collect(),
             drift: counters(&m.drift_events, &["model", "detector", "signal"]),
             runs: counters(&m.training_runs, &["model", "outcome"]),
             ..Reading::default()
         };
-        r.consumed = counters(&m.records_consumed, &["topic", "partition"]).values().sum();
+        r.consumed = counters(&m.records_consumed, &["topic", "partition"])
+            .values()
+            .sum();
         r.predictions = (m.windows_scored.get() + m.bags_scored.get()) as f64;
         let h = &m.consume_to_durable_seconds;
         r.durable = metrics_of(h)
@@ -138,7 +145,8 @@ impl Panels {
                     self.serving.insert(model.clone(), (now_ms, None));
                 }
                 (Some(_), Some(b)) if b != version => {
-                    self.serving.insert(model.clone(), (now_ms, Some(b.clone())));
+                    self.serving
+                        .insert(model.clone(), (now_ms, Some(b.clone())));
                     let e = json!({"at_ms": now_ms, "model": model, "what": "promoted",
                         "detail": format!("{b} -> {version}")});
                     out.push(e);
@@ -184,12 +192,20 @@ impl Panels {
             .versions
             .iter()
             .map(|(model, version)| {
-                let mine = |x: &&Metric| label(x, "model") == model && label(x, "model_version") == version;
+                let mine = |x: &&Metric| {
+                    label(x, "model") == model && label(x, "model_version") == version
+                };
                 let (since, from) = self.serving.get(model).cloned().unwrap_or((0, None));
                 let cells: Vec<Value> = confusion
                     .iter()
                     .filter(mine)
-                    .map(|x| json!([label(x, "label"), label(x, "predicted"), x.get_counter().get_value()]))
+                    .map(|x| {
+                        json!([
+                            label(x, "label"),
+                            label(x, "predicted"),
+                            x.get_counter().get_value()
+                        ])
+                    })
                     .collect();
                 json!({
                     "model": model, "version": version, "since_ms": since, "from": from,
@@ -219,7 +235,11 @@ impl Panels {
             (Some((t0, a)), Some((t1, b))) if t1 > t0 => {
                 let secs = (t1 - t0) as f64 / 1e3;
                 let p99 = quantile(&a.durable, &b.durable, 0.99);
-                ((b.consumed - a.consumed) / secs, (b.predictions - a.predictions) / secs, p99)
+                (
+                    (b.consumed - a.consumed) / secs,
+                    (b.predictions - a.predictions) / secs,
+                    p99,
+                )
             }
             _ => (0.0, 0.0, None),
         };
@@ -238,7 +258,10 @@ impl Panels {
 /// buckets (the upper bound of the bucket it falls in); None when nothing was.
 fn quantile(before: &[(f64, u64)], now: &[(f64, u64)], q: f64) -> Option<f64> {
     let count = |b: &[(f64, u64)], i: usize| b.get(i).map_or(0, |x| x.1);
-    let total = now.last().map_or(0, |x| x.1).saturating_sub(before.last().map_or(0, |x| x.1));
+    let total = now
+        .last()
+        .map_or(0, |x| x.1)
+        .saturating_sub(before.last().map_or(0, |x| x.1));
     if total == 0 {
         return None;
     }
@@ -279,7 +302,10 @@ mod tests {
         let (models, _) = p.read(2_000);
         let events = models["events"].as_array().unwrap();
         let what: Vec<&str> = events.iter().map(|e| e["what"].as_str().unwrap()).collect();
-        assert!(what.contains(&"promoted") && what.contains(&"drift"), "{what:?}");
+        assert!(
+            what.contains(&"promoted") && what.contains(&"drift"),
+            "{what:?}"
+        );
         assert_eq!(models["models"][0]["from"], "v1");
     }
 }

@@ -19,9 +19,18 @@ use super::ViewHub;
 /// The view's routes, with their state.
 pub fn router(hub: Arc<ViewHub>) -> Router {
     Router::new()
-        .route("/", get(|| async { asset("text/html; charset=utf-8", INDEX_HTML) }))
-        .route("/view/app.js", get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }))
-        .route("/view/style.css", get(|| async { asset("text/css; charset=utf-8", STYLE_CSS) }))
+        .route(
+            "/",
+            get(|| async { asset("text/html; charset=utf-8", INDEX_HTML) }),
+        )
+        .route(
+            "/view/app.js",
+            get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
+        )
+        .route(
+            "/view/style.css",
+            get(|| async { asset("text/css; charset=utf-8", STYLE_CSS) }),
+        )
         .route("/view/api/series", get(series_page))
         .route("/view/api/one", get(one_series))
         .route("/view/events", get(events))
@@ -72,7 +81,11 @@ async fn one_series(State(hub): State<Arc<ViewHub>>, uri: Uri) -> Response {
 async fn events(State(hub): State<Arc<ViewHub>>, uri: Uri) -> Response {
     let key = key_param(&hub, &uri, "series");
     let Some((mut seat, rx)) = hub.events.join() else {
-        return (StatusCode::SERVICE_UNAVAILABLE, "too many live-view pages open (view.max_clients)").into_response();
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many live-view pages open (view.max_clients)",
+        )
+            .into_response();
     };
     if let Some(k) = &key {
         let watched = hub.state().watch(k);

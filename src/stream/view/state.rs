@@ -122,7 +122,10 @@ impl ViewState {
     }
 
     fn count(&mut self, model: &Arc<str>, label: &Arc<str>, up: bool) {
-        let c = self.counts.entry((model.clone(), label.clone())).or_insert(0);
+        let c = self
+            .counts
+            .entry((model.clone(), label.clone()))
+            .or_insert(0);
         if up {
             *c += 1;
         } else {
@@ -132,7 +135,11 @@ impl ViewState {
 
     fn row(&mut self, r: ViewRow) {
         self.scored += 1;
-        let (model, version, label) = (self.name(&r.model), self.name(&r.version), self.name(&r.label));
+        let (model, version, label) = (
+            self.name(&r.model),
+            self.name(&r.version),
+            self.name(&r.label),
+        );
         let recent = Recent {
             label: label.clone(),
             margin: r.margin,
@@ -306,7 +313,10 @@ mod tests {
         };
         let mut s = ViewState::new(&cfg);
         for i in 0..10 {
-            let rows = vec![row(&format!("s{}", i % 5), if i % 2 == 0 { "1" } else { "2" })];
+            let rows = vec![row(
+                &format!("s{}", i % 5),
+                if i % 2 == 0 { "1" } else { "2" },
+            )];
             s.apply(FeedItem::Rows(rows));
         }
         assert_eq!(s.series.len(), 3);
