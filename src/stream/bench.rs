@@ -265,14 +265,7 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         super::score::models::specs(&cfg)[0].clone(),
         scoring.clone(),
     )];
-    let cfg_view = cfg.clone();
-    let cfg_without_drift = {
-        let mut c = cfg.clone();
-        c.drift.evaluate = false;
-        c.kafka.group_id.push_str(".without-drift");
-        c.output.dir = dir.join("without-drift");
-        c
-    };
+    let cfg_after = cfg.clone();
     let pipeline = tokio::spawn(run_pipeline(
         cfg,
         bootstrap.clone(),
@@ -374,28 +367,8 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     tokio::time::sleep(Duration::from_millis(opts.roll_age_ms * 2 + 500)).await;
     let _ = stop_tx.send(true);
     pipeline.await??;
-    // The same stream again with [drift] off, in the same run: the detectors' cost.
-    let with_view = match (opts.view_clients, opts.rate) {
-        (Some(n), None) => {
-            Some(view_cost(&cfg_view, &bootstrap, &scoring, &topic, n_points, n).await?)
-        }
-        _ => None,
-    };
-    let without_drift = match (opts.compare_drift, opts.rate) {
-        (true, None) => Some(
-            timed_pass(
-                cfg_without_drift,
-                &bootstrap,
-                scoring,
-                &topic,
-                n_points,
-                None,
-            )
-            .await?
-            .0,
-        ),
-        _ => None,
-    };
+    let (with_view, without_drift) =
+        more_passes(&opts, cfg_after, (&bootstrap, &topic), &scoring, n_points).await?;
     let _ = std::fs::remove_dir_all(&dir);
     // Paced: the topic holds the whole stream now; the bare consumer drains it after.
     let bare = match bare {
@@ -461,6 +434,34 @@ fn lag_cap(feed: &Feed, opts: &BenchOptions, n_msgs: usize) -> usize {
         .max(1);
     let per_partition = (5usize << 20) / msg_bytes;
     (opts.partitions.max(1) as usize * per_partition.min(100_000) * opts.batch / 4).max(1)
+}
+
+/// The passes after the first over the same topic, in the same run (throughput runs): the
+/// live view's cost (`view_clients`) and the same stream with `[drift]` off (the
+/// detectors' cost, `compare_drift`), as the view's report and the seconds without drift.
+async fn more_passes(
+    opts: &BenchOptions,
+    cfg: Config,
+    (bootstrap, topic): (&str, &str),
+    scoring: &Arc<ScoringModel>,
+    n_points: usize,
+) -> anyhow::Result<(Option<serde_json::Value>, Option<f64>)> {
+    let with_view = match (opts.view_clients, opts.rate) {
+        (Some(n), None) => Some(view_cost(&cfg, bootstrap, scoring, topic, n_points, n).await?),
+        _ => None,
+    };
+    let without_drift = match (opts.compare_drift, opts.rate) {
+        (true, None) => {
+            let mut c = cfg;
+            c.drift.evaluate = false;
+            c.kafka.group_id.push_str(".without-drift");
+            c.output.dir = c.output.dir.join("without-drift");
+            let pass = timed_pass(c, bootstrap, scoring.clone(), topic, n_points, None);
+            Some(pass.await?.0)
+        }
+        _ => None,
+    };
+    Ok((with_view, without_drift))
 }
 
 /// One more daemon pass over the pre-produced topic (its own consumer group): seconds from

@@ -167,7 +167,7 @@ async fn aggregate(
             }
             _ = tick.tick() => {
                 hub.tick();
-                if ticks % 2 == 0 {
+                if ticks.is_multiple_of(2) {
                     hub.read_panels(&mut panels);
                 }
                 ticks += 1;
