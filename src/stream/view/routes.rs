@@ -101,3 +101,82 @@ async fn events(State(hub): State<Arc<ViewHub>>, uri: Uri) -> Response {
         .keep_alive(KeepAlive::default())
         .into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::SocketAddr;
+    use std::time::Duration;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    use crate::config::ViewConfig;
+    use crate::http::{serve_with, Health};
+    use crate::metrics::Metrics;
+    use crate::stream::view::ViewHub;
+
+    /// The first `n` bytes (or all, at EOF) of `GET path`.
+    async fn get(addr: SocketAddr, path: &str, n: usize) -> String {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        while out.len() < n {
+            match tokio::time::timeout(Duration::from_secs(10), s.read(&mut buf)).await {
+                Ok(Ok(0)) | Err(_) => break,
+                Ok(Ok(k)) => out.extend_from_slice(&buf[..k]),
+                Ok(Err(e)) => panic!("{e}"),
+            }
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    /// The page, its script and the API answer beside /metrics; the event stream starts with
+    /// the summary; pages past `view.max_clients` get 503.
+    #[tokio::test]
+    async fn the_view_is_served_beside_the_metrics() {
+        let (metrics, health) = (Metrics::new(), std::sync::Arc::new(Health::default()));
+        let (_stop, stop) = tokio::sync::watch::channel(false);
+        let cfg = ViewConfig {
+            max_clients: 1,
+            ..ViewConfig::default()
+        };
+        let hub = ViewHub::start(&cfg, metrics.clone(), health.clone(), stop);
+        let routes = super::router(hub);
+        let pending = std::future::pending();
+        let (addr, _) = serve_with("127.0.0.1:0", metrics, health, routes, pending)
+            .await
+            .unwrap();
+        let page = get(addr, "/", usize::MAX).await;
+        assert!(
+            page.starts_with("HTTP/1.1 200") && page.contains("/view/app.js"),
+            "{page}"
+        );
+        assert!(get(addr, "/view/app.js", usize::MAX)
+            .await
+            .contains("EventSource"));
+        let api = get(addr, "/view/api/series?q=x&limit=5", usize::MAX).await;
+        assert!(api.contains("\"matched\":0"), "{api}");
+        assert!(get(addr, "/metrics", usize::MAX)
+            .await
+            .starts_with("HTTP/1.1 200"));
+        // One page open (its stream stays open while we read it) ...
+        let mut first = TcpStream::connect(addr).await.unwrap();
+        let req = "GET /view/events?series=a HTTP/1.1\r\nHost: x\r\n\r\n";
+        first.write_all(req.as_bytes()).await.unwrap();
+        let mut buf = vec![0u8; 4096];
+        let mut got = String::new();
+        while !got.contains("event: summary") {
+            let k = tokio::time::timeout(Duration::from_secs(10), first.read(&mut buf))
+                .await
+                .expect("the summary in time")
+                .unwrap();
+            assert!(k > 0, "the stream closed: {got}");
+            got.push_str(&String::from_utf8_lossy(&buf[..k]));
+        }
+        // ... is all `max_clients` allows.
+        let second = get(addr, "/view/events", 200).await;
+        assert!(second.starts_with("HTTP/1.1 503"), "{second}");
+    }
+}
