@@ -5,13 +5,15 @@
 # by itself:
 #   - Debian packages: the C build tools of rdkafka's bundled librdkafka (libssl-dev,
 #     zlib1g-dev, pkg-config, make, g++), promtool (prometheus) and docker-compose (the
-#     compose file check; it needs no Docker engine). Installed with apt-get when missing
+#     compose file check; it needs no Docker engine), chromium (the live view's browser test,
+#     tests/live_view.rs, drives it with Playwright). Installed with apt-get when missing
 #     (as root; otherwise the script prints the command and stops).
 #   - Python packages (pyarrow: the independent Parquet reader, also through S3; PyYAML: the
 #     deployment YAML; moto[server]: a real S3-protocol server, with boto3; DuckDB and its
 #     httpfs extension: the analysts' reader over s3://; River: the oracle the drift
 #     detectors are checked against; maturin, pytest, NumPy, pandas, scikit-learn and aeon
-#     for the Python package and its tests, pinned) into the project-local virtual
+#     for the Python package and its tests, Playwright for the live view's browser test,
+#     pinned) into the project-local virtual
 #     environment .venv, never into the system.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +24,7 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 
 missing=()
-for pkg in libssl-dev zlib1g-dev pkg-config make g++ prometheus docker-compose; do
+for pkg in libssl-dev zlib1g-dev pkg-config make g++ prometheus docker-compose chromium; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
@@ -55,7 +57,9 @@ if ! "$venv/bin/python" -c "import pyarrow, yaml, moto, boto3, flask" >/dev/null
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pyarrow pyyaml "moto[server]" "${duckdb_pins[@]}" "$river_pin"
 fi
 # The Python package's build and test dependencies, pinned (aeon is also the peer benchmark).
-python_pins=("maturin==1.16.0" "pytest==9.2.0" "numpy==2.3.5" "pandas==3.0.6" "scikit-learn==1.9.1" "aeon==1.6.0")
+# Playwright drives Debian's chromium (never its own browser download: `playwright install`
+# is not run) in tests/live_view.rs.
+python_pins=("maturin==1.16.0" "pytest==9.2.0" "numpy==2.3.5" "pandas==3.0.6" "scikit-learn==1.9.1" "aeon==1.6.0" "playwright==1.58.0")
 pins_installed='
 import sys
 from importlib.metadata import version

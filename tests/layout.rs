@@ -342,7 +342,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "solve_dc_step",
         197,
     ),
-    ("crates/milstream-daemon/src/stream/daemon.rs", "run", 181),
     (
         "crates/milstream-core/src/mil/boost/lpboost.rs",
         "lpboost",

@@ -42,6 +42,11 @@ pub struct BenchStreamArgs {
     /// report both (throughput runs).
     #[arg(long)]
     compare_drift: bool,
+    /// Also run the daemon over the same stream in turn with the live view off, on with no
+    /// page open and on with this many pages reading its event stream (throughput runs):
+    /// the view's cost, and that of its pages.
+    #[arg(long)]
+    view_clients: Option<usize>,
     /// Event time between a series' points, in ms (10: the demo's 100 Hz; 1000: a 1 Hz
     /// sensor). The label-join history keeps `training.history_ms` of it (an hour).
     #[arg(long, default_value_t = milstream::stream::embedded::DEMO_POINT_SPACING_MS)]
@@ -74,6 +79,7 @@ pub fn run(args: BenchStreamArgs) -> Result<()> {
         store_options,
         channels: args.channels,
         compare_drift: args.compare_drift,
+        view_clients: args.view_clients,
         spacing_ms: args.spacing_ms.max(1),
     };
     let report = rt.block_on(milstream::stream::bench::bench(opts))?;

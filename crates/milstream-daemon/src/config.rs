@@ -12,10 +12,12 @@ mod env;
 mod named;
 mod roles;
 mod training;
+mod view;
 pub use drift::{DriftConfig, ErrorDetector, OnDrift};
 pub use env::{expand_env, is_secret_key, Secrets};
 pub use named::{ModelInput, NamedModelConfig, NamedTrainingConfig};
 pub use training::TrainingConfig;
+pub use view::ViewConfig;
 
 /// The whole configuration.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -47,6 +49,8 @@ pub struct Config {
     pub commit: CommitConfig,
     /// The ops endpoints: `/metrics`, `/healthz`, `/readyz`.
     pub http: HttpConfig,
+    /// The live view: a read-only page at `/` on `http.listen`, updated by server-sent events.
+    pub view: ViewConfig,
     /// Stopping: on SIGTERM and on a partition revoke.
     pub shutdown: ShutdownConfig,
     /// The demo feed of the embedded cluster (only with `kafka.bootstrap_servers = "embedded"`).
@@ -477,7 +481,8 @@ impl Default for CommitConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpConfig {
-    /// `/metrics`, `/healthz`, `/readyz` listen here; empty = off.
+    /// `/metrics`, `/healthz`, `/readyz` and the live view (`/`, see `[view]`) listen here;
+    /// empty = off.
     pub listen: String,
 }
 
@@ -644,7 +649,7 @@ impl Config {
 
     /// Cross-field checks, run at start-up.
     fn validate(&self) -> Result<(), (&'static str, String)> {
-        self.drift.validate()?;
+        self.drift.validate().and(self.view.validate())?;
         let w = &self.window;
         if w.points < 2 {
             return Err(("window.points", format!("must be >= 2, got {}", w.points)));

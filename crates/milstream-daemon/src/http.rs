@@ -1,4 +1,5 @@
-//! The ops endpoints: `/metrics` (Prometheus text), `/healthz` (liveness), `/readyz` (readiness).
+//! The ops endpoints: `/metrics` (Prometheus text), `/healthz` (liveness), `/readyz` (readiness);
+//! the live view's routes (`stream/view/routes.rs`) are merged beside them (`serve_with`).
 //!
 //! Liveness and readiness differ on purpose: `/healthz` answers 200 while the process can
 //! serve HTTP and every thread of the pipeline is alive (a scoring worker, a writer, the
@@ -180,6 +181,17 @@ pub async fn serve(
     health: Arc<Health>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<(SocketAddr, JoinHandle<()>)> {
+    serve_with(addr, metrics, health, Router::new(), shutdown).await
+}
+
+/// [`serve`], with `more` routes beside the ops endpoints (the live view's).
+pub async fn serve_with(
+    addr: &str,
+    metrics: Arc<Metrics>,
+    health: Arc<Health>,
+    more: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<(SocketAddr, JoinHandle<()>)> {
     let with_addr =
         |e: io::Error| io::Error::new(e.kind(), format!("ops HTTP endpoint on {addr}: {e}"));
     let listener = TcpListener::bind(addr).await.map_err(with_addr)?;
@@ -189,7 +201,8 @@ pub async fn serve(
         .route("/metrics", get(metrics_text))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .with_state(Ops { metrics, health });
+        .with_state(Ops { metrics, health })
+        .merge(more);
 
     // Bound before spawning, so the caller (and a test) can connect as soon as we return.
     let task = tokio::spawn(async move {

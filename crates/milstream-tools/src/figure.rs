@@ -270,20 +270,7 @@ pub fn figure(
         score,
         single,
         classes: classes.len(),
-        bias: {
-            let b = |c: usize| -> f64 {
-                model
-                    .ensembles
-                    .iter()
-                    .find(|e| e.positive_class == c)
-                    .map_or(0.0, |e| e.bias)
-            };
-            match &model.head {
-                Some(h) => h.bias[pos] - h.bias[neg],
-                None if single => b(1),
-                None => b(pos) - b(neg),
-            }
-        },
+        bias: crate::mil::findings::bias(model, &o),
         input: match sample {
             Sample::Series(v) => Input::Series(v.clone()),
             Sample::Bag(b) => Input::Bag { instances: b.len() },

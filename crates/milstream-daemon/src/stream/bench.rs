@@ -46,6 +46,10 @@ pub struct BenchOptions {
     /// Throughput runs: a second daemon pass over the same topic with `[drift]` off (no
     /// evaluation, no detectors), reported beside the first (drift on, the default).
     pub compare_drift: bool,
+    /// Throughput runs: Some(n) adds daemon passes over the same topic in turn with the live
+    /// view off, on with no page open and on with `n` pages reading its event stream (each
+    /// watching a series), reported side by side.
+    pub view_clients: Option<usize>,
     /// Event time between a series' points (10 ms: the demo's 100 Hz; 1,000 ms: a 1 Hz
     /// sensor, whose hour of label-join history is 3,600 points).
     pub spacing_ms: i64,
@@ -261,19 +265,12 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         super::score::models::specs(&cfg)[0].clone(),
         scoring.clone(),
     )];
-    let cfg_without_drift = {
-        let mut c = cfg.clone();
-        c.drift.evaluate = false;
-        c.kafka.group_id.push_str(".without-drift");
-        c.output.dir = dir.join("without-drift");
-        c
-    };
+    let cfg_after = cfg.clone();
     let pipeline = tokio::spawn(run_pipeline(
         cfg,
         bootstrap.clone(),
         start,
-        metrics.clone(),
-        health.clone(),
+        (metrics.clone(), health.clone(), None),
         stop_rx,
     ));
     while !health.is_ready() {
@@ -296,16 +293,7 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     // long it waited). Half was not enough at 100,000 series of 1,000-point messages: the
     // lag is counted over all partitions, a slow partition holds more than its share, and
     // 0.1-0.6 % of the messages were dropped near the end of such runs.
-    let lag_cap = {
-        let msg_bytes = feed
-            .message(0)
-            .1
-            .len()
-            .max(feed.message(n_msgs.saturating_sub(1)).1.len())
-            .max(1);
-        let per_partition = (5usize << 20) / msg_bytes;
-        (opts.partitions.max(1) as usize * per_partition.min(100_000) * opts.batch / 4).max(1)
-    };
+    let lag_cap = lag_cap(&feed, &opts, n_msgs);
     let feeder_waited = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let feeder = opts.rate.map(|rate| {
         let (feed, topic, m) = (feed.clone(), topic.clone(), metrics.clone());
@@ -379,13 +367,8 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     tokio::time::sleep(Duration::from_millis(opts.roll_age_ms * 2 + 500)).await;
     let _ = stop_tx.send(true);
     pipeline.await??;
-    // The same stream again with [drift] off, in the same run: the detectors' cost.
-    let without_drift = match (opts.compare_drift, opts.rate) {
-        (true, None) => {
-            Some(timed_pass(cfg_without_drift, &bootstrap, scoring, &topic, n_points).await?)
-        }
-        _ => None,
-    };
+    let (with_view, without_drift) =
+        more_passes(&opts, cfg_after, (&bootstrap, &topic), &scoring, n_points).await?;
     let _ = std::fs::remove_dir_all(&dir);
     // Paced: the topic holds the whole stream now; the bare consumer drains it after.
     let bare = match bare {
@@ -436,25 +419,76 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         "output": opts.output.as_deref().unwrap_or("local"),
         "points_per_second_without_drift": without_drift.map(|s| n_points as f64 / s),
         "drift_cost": without_drift.map(|s| 1.0 - s / secs),
+        "view": with_view,
     }))
 }
 
+/// How far the paced feeder may run ahead of the daemon, in points: a quarter of what the
+/// mock cluster keeps over all partitions (see `bench`).
+fn lag_cap(feed: &Feed, opts: &BenchOptions, n_msgs: usize) -> usize {
+    let msg_bytes = feed
+        .message(0)
+        .1
+        .len()
+        .max(feed.message(n_msgs.saturating_sub(1)).1.len())
+        .max(1);
+    let per_partition = (5usize << 20) / msg_bytes;
+    (opts.partitions.max(1) as usize * per_partition.min(100_000) * opts.batch / 4).max(1)
+}
+
+/// The passes after the first over the same topic, in the same run (throughput runs): the
+/// live view's cost (`view_clients`) and the same stream with `[drift]` off (the
+/// detectors' cost, `compare_drift`), as the view's report and the seconds without drift.
+async fn more_passes(
+    opts: &BenchOptions,
+    cfg: Config,
+    (bootstrap, topic): (&str, &str),
+    scoring: &Arc<ScoringModel>,
+    n_points: usize,
+) -> anyhow::Result<(Option<serde_json::Value>, Option<f64>)> {
+    let with_view = match (opts.view_clients, opts.rate) {
+        (Some(n), None) => Some(view_cost(&cfg, bootstrap, scoring, topic, n_points, n).await?),
+        _ => None,
+    };
+    let without_drift = match (opts.compare_drift, opts.rate) {
+        (true, None) => {
+            let mut c = cfg;
+            c.drift.evaluate = false;
+            c.kafka.group_id.push_str(".without-drift");
+            c.output.dir = c.output.dir.join("without-drift");
+            let pass = timed_pass(c, bootstrap, scoring.clone(), topic, n_points, None);
+            Some(pass.await?.0)
+        }
+        _ => None,
+    };
+    Ok((with_view, without_drift))
+}
+
 /// One more daemon pass over the pre-produced topic (its own consumer group): seconds from
-/// its first record to its last.
+/// its first record to its last, and with `pages` (Some(n): the live view on, n pages
+/// reading its event stream) the bytes those pages read.
 async fn timed_pass(
     cfg: Config,
     bootstrap: &str,
     scoring: Arc<ScoringModel>,
     topic: &str,
     n_points: usize,
-) -> anyhow::Result<f64> {
+    pages: Option<usize>,
+) -> anyhow::Result<(f64, u64)> {
     let metrics = Metrics::new();
     let health = Arc::new(Health::default());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let start = vec![(super::score::models::specs(&cfg)[0].clone(), scoring)];
+    let (feed, readers) = match pages {
+        Some(n) => {
+            let (feed, readers) = open_pages(&cfg, &metrics, &health, &stop_rx, n).await?;
+            (Some(feed), Some(readers))
+        }
+        None => (None, None),
+    };
     let boot = bootstrap.to_string();
-    let m = metrics.clone();
-    let pipeline = tokio::spawn(run_pipeline(cfg, boot, start, m, health.clone(), stop_rx));
+    let m = (metrics.clone(), health.clone(), feed);
+    let pipeline = tokio::spawn(run_pipeline(cfg, boot, start, m, stop_rx));
     let consumed = |m: &Metrics| m.records_consumed_total(topic) as usize;
     let ready_at = Instant::now();
     while consumed(&metrics) == 0 && ready_at.elapsed() < Duration::from_secs(60) {
@@ -464,13 +498,88 @@ async fn timed_pass(
     while consumed(&metrics) < n_points {
         tokio::time::sleep(Duration::from_millis(2)).await;
         if start.elapsed() > Duration::from_secs(600) {
-            anyhow::bail!("bench: the pass without drift stalled");
+            anyhow::bail!("bench: a timed pass stalled");
         }
     }
     let secs = start.elapsed().as_secs_f64();
+    let read = readers.map_or(0, |r| r.bytes.load(std::sync::atomic::Ordering::Relaxed));
     let _ = stop_tx.send(true);
     pipeline.await??;
-    Ok(secs)
+    Ok((secs, read))
+}
+
+/// The live view of a bench pass, served on a free port, and `n` pages reading it (each
+/// watching one of the bench's series).
+async fn open_pages(
+    cfg: &Config,
+    metrics: &Arc<Metrics>,
+    health: &Arc<Health>,
+    stop: &tokio::sync::watch::Receiver<bool>,
+    n: usize,
+) -> anyhow::Result<(Arc<super::view::feed::ViewFeed>, super::view::load::Readers)> {
+    let hub = super::view::ViewHub::start(&cfg.view, metrics.clone(), health.clone(), stop.clone());
+    let routes = super::view::routes::router(hub.clone());
+    let mut rx = stop.clone();
+    let shutdown = async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    let (addr, _) = crate::http::serve_with(
+        "127.0.0.1:0",
+        metrics.clone(),
+        health.clone(),
+        routes,
+        shutdown,
+    )
+    .await?;
+    let series: Vec<String> = (0..n).map(|i| format!("bench-{i}")).collect();
+    Ok((hub.feed.clone(), super::view::load::open(addr, n, &series)))
+}
+
+/// The live view's cost: passes over the same topic in turn with the view off, on with no
+/// page open and on with `pages` pages open (three times each, in one run, in mirrored
+/// order), as points/s.
+async fn view_cost(
+    cfg: &Config,
+    bootstrap: &str,
+    scoring: &Arc<ScoringModel>,
+    topic: &str,
+    n_points: usize,
+    pages: usize,
+) -> anyhow::Result<serde_json::Value> {
+    let (mut pps, mut read) = ([Vec::new(), Vec::new(), Vec::new()], 0);
+    // Off, none, open, open, none, off, off, none, open: a drift of the machine's speed
+    // over the run weighs on each about the same.
+    for (round, which) in [0, 1, 2, 2, 1, 0, 0, 1, 2].into_iter().enumerate() {
+        let open = [None, Some(0), Some(pages)][which];
+        let mut c = cfg.clone();
+        c.kafka.group_id.push_str(&format!(".view-{round}"));
+        c.output.dir = c.output.dir.join(format!("view-{round}"));
+        let (secs, bytes) =
+            timed_pass(c, bootstrap, scoring.clone(), topic, n_points, open).await?;
+        pps[which].push(n_points as f64 / secs);
+        read += bytes;
+    }
+    // The median and the best of each: another load on the machine only slows a pass, so
+    // the best is the least disturbed.
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let best = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+    let [off, none, open] = pps;
+    Ok(json!({
+        "pages": pages,
+        "points_per_second_view_off": off,
+        "points_per_second_no_page": none,
+        "points_per_second_pages_open": open,
+        "bytes_read_by_pages": read,
+        // The cost of the pages: with them against the view on without them.
+        "cost_median": 1.0 - median(&open) / median(&none),
+        "cost_best": 1.0 - best(&open) / best(&none),
+        "cost_of_the_view_median": 1.0 - median(&none) / median(&off),
+        "cost_of_the_view_best": 1.0 - best(&none) / best(&off),
+    }))
 }
 
 /// The process's resident memory now (Linux), in bytes.

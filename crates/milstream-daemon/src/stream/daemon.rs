@@ -10,6 +10,7 @@ use tracing::{info, warn};
 
 use super::lifecycle::registry::{self, short_hash};
 use super::score::window::ScoringModel;
+use super::view::{self, ViewHub};
 use super::{embedded, pipeline, score::models};
 use crate::config::{Config, ModelInput};
 use crate::http::Health;
@@ -402,22 +403,71 @@ pub async fn run(
         cfg.kafka.bootstrap_servers.clone()
     };
 
-    let http_addr = if cfg.http.listen.is_empty() {
-        None
-    } else {
-        let mut rx = stop_rx.clone();
-        let (addr, _) = crate::http::serve(
-            &cfg.http.listen,
-            metrics.clone(),
-            health.clone(),
-            async move {
-                let _ = rx.wait_for(|s| *s).await;
-            },
-        )
-        .await?;
-        Some(addr)
-    };
+    let (http_addr, view) = serve_http(&cfg, &metrics, &health, &stop_rx).await?;
 
+    print_banner(&cfg, &opts, &start, &bootstrap, (http_addr, view.is_some()));
+
+    if demo_feed {
+        tokio::spawn(embedded::demo_feed(
+            bootstrap.clone(),
+            embedded::DemoTopics {
+                points: cfg.kafka.points_topic.clone(),
+                bags: cfg.kafka.bags_topic.clone(),
+                labels: cfg.kafka.labels_topic.clone(),
+            },
+            cfg.demo.dataset,
+            cfg.demo.sensors,
+            cfg.demo.points_per_second,
+            crate::config::parse_duration_ms(&cfg.demo.drift_after)
+                .ok()
+                .flatten()
+                .map(std::time::Duration::from_millis),
+            stop_rx.clone(),
+        ));
+    }
+    let feed = view.map(|v| v.feed.clone());
+    pipeline::run_pipeline(cfg, bootstrap, start, (metrics, health, feed), stop_rx).await
+}
+
+/// The ops endpoints and, with `view.enabled`, the live view beside them, until `stop`:
+/// the bound address (None: `http.listen` is empty) and the view.
+async fn serve_http(
+    cfg: &Config,
+    metrics: &Arc<Metrics>,
+    health: &Arc<Health>,
+    stop: &tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<(Option<std::net::SocketAddr>, Option<Arc<ViewHub>>)> {
+    if cfg.http.listen.is_empty() {
+        return Ok((None, None));
+    }
+    let view = cfg
+        .view
+        .enabled
+        .then(|| ViewHub::start(&cfg.view, metrics.clone(), health.clone(), stop.clone()));
+    let routes = view.clone().map(view::routes::router).unwrap_or_default();
+    let mut rx = stop.clone();
+    let (addr, _) = crate::http::serve_with(
+        &cfg.http.listen,
+        metrics.clone(),
+        health.clone(),
+        routes,
+        async move {
+            let _ = rx.wait_for(|s| *s).await;
+        },
+    )
+    .await?;
+    Ok((Some(addr), view))
+}
+
+/// The start-up banner: each model, the topics, where the predictions go and how to read
+/// them, the metrics and the live view's addresses (one log event with JSON logs).
+fn print_banner(
+    cfg: &Config,
+    opts: &RunOptions,
+    start: &[(models::ModelSpec, Arc<ScoringModel>)],
+    bootstrap: &str,
+    (http_addr, view): (Option<std::net::SocketAddr>, bool),
+) {
     // An object-store URL is shown as given (it holds no credentials: those come from the
     // environment and `[object_store]`, which are never printed).
     let out = if crate::config::is_url(&cfg.output.dir.to_string_lossy()) {
@@ -471,6 +521,7 @@ pub async fn run(
             predictions = format!("{}/predictions", out.display()),
             bag_predictions,
             metrics = ?http_addr.map(|a| format!("http://{a}/metrics")),
+            live_view = ?http_addr.filter(|_| view).map(|a| format!("http://{a}/")),
             "milstream started"
         );
     } else {
@@ -510,28 +561,11 @@ pub async fn run(
         eprintln!("                    duckdb -c \"select key, label, scores from read_parquet('{}/predictions/*/*.parquet')\"", out.display());
         if let Some(a) = http_addr {
             eprintln!("  metrics:          http://{a}/metrics   (/healthz, /readyz)");
+            if view {
+                eprintln!("  live view:        http://{a}/   (open it in a browser: the streams classified and explained, live)");
+            }
         }
     }
-
-    if demo_feed {
-        tokio::spawn(embedded::demo_feed(
-            bootstrap.clone(),
-            embedded::DemoTopics {
-                points: cfg.kafka.points_topic.clone(),
-                bags: cfg.kafka.bags_topic.clone(),
-                labels: cfg.kafka.labels_topic.clone(),
-            },
-            cfg.demo.dataset,
-            cfg.demo.sensors,
-            cfg.demo.points_per_second,
-            crate::config::parse_duration_ms(&cfg.demo.drift_after)
-                .ok()
-                .flatten()
-                .map(std::time::Duration::from_millis),
-            stop_rx.clone(),
-        ));
-    }
-    pipeline::run_pipeline(cfg, bootstrap, start, metrics, health, stop_rx).await
 }
 
 /// SIGTERM / SIGINT or the caller's stop (`outer`): one shutdown signal for every task.

@@ -16,6 +16,7 @@ pub mod lifecycle;
 pub mod output;
 pub mod quality;
 pub mod score;
+pub mod view;
 
 // Around them: start-up, the pipeline that runs them, the embedded default, the benchmark.
 pub mod bench;

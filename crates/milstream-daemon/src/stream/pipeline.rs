@@ -38,6 +38,7 @@ use super::score::models::{ModelSpec, Models};
 use super::score::window::{ScoringModel, WindowParams};
 use super::score::worker::{Work, WorkerEnv};
 use super::score::worker_pool::{panic_text, seal_check_interval, WorkerPool};
+use super::view::feed::ViewFeed;
 use super::{lifecycle::models_topic, lifecycle::registry_poll, lifecycle::trainer};
 use crate::config::{Config, Role};
 use crate::http::Health;
@@ -127,8 +128,7 @@ pub async fn run_pipeline(
     cfg: Config,
     bootstrap: String,
     start: Vec<(ModelSpec, Arc<ScoringModel>)>,
-    metrics: Arc<Metrics>,
-    health: Arc<Health>,
+    (metrics, health, view): (Arc<Metrics>, Arc<Health>, Option<Arc<ViewFeed>>),
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let kinds = topic_kinds(&cfg);
@@ -188,6 +188,7 @@ pub async fn run_pipeline(
         quality: quality.clone(),
         limits: decode_limits(&cfg),
         file_sizes,
+        view,
     });
     let (workers, worker_threads) = WorkerPool::start(
         &worker_env,
@@ -196,24 +197,7 @@ pub async fn run_pipeline(
         &writers,
     )?;
     let workers = Arc::new(workers);
-    // The age check of idle workers.
-    let ticker = {
-        let txs = workers.queues();
-        let every = seal_check_interval(&cfg);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            loop {
-                tick.tick().await;
-                for tx in &txs {
-                    if let Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) =
-                        tx.try_send(Work::Tick)
-                    {
-                        return;
-                    }
-                }
-            }
-        })
-    };
+    let ticker = spawn_ticker(&workers, &cfg);
 
     let trainer = match &training {
         Some(store) => trainer::spawn(trainer::TrainerEnv {
@@ -358,6 +342,25 @@ pub async fn run_pipeline(
     }
     info!("stopped");
     Ok(())
+}
+
+/// The age check of idle workers: a tick on every worker's queue, dropped when it is full.
+fn spawn_ticker(workers: &WorkerPool, cfg: &Config) -> tokio::task::JoinHandle<()> {
+    let txs = workers.queues();
+    let every = seal_check_interval(cfg);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            for tx in &txs {
+                if let Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) =
+                    tx.try_send(Work::Tick)
+                {
+                    return;
+                }
+            }
+        }
+    })
 }
 
 /// How long shutdown waits for the writers after the grace period, at least: long enough

@@ -80,6 +80,24 @@ pub fn orientation(model: &ShapeletModel, prediction: &Prediction) -> Orientatio
     Orientation { pos, neg, score }
 }
 
+/// The bias of the oriented score (the weight of the constant hypotheses; 0 in the paper's
+/// form): the findings, the rest and this sum to `o.score`. The figure and the live view
+/// state it beside their legends.
+pub fn bias(model: &ShapeletModel, o: &Orientation) -> f64 {
+    let b = |c: usize| -> f64 {
+        model
+            .ensembles
+            .iter()
+            .find(|e| e.positive_class == c)
+            .map_or(0.0, |e| e.bias)
+    };
+    match &model.head {
+        Some(h) => h.bias[o.pos] - h.bias[o.neg],
+        None if model.ensembles.len() == 1 => b(1),
+        None => b(o.pos) - b(o.neg),
+    }
+}
+
 /// A hypothesis's weight in the oriented score: with the pooled head the difference of its
 /// weights in the two classes' scores (`flat`: its index in model order); else its own
 /// ensemble's weight `w`, signed by that ensemble's class (None: neither class's).

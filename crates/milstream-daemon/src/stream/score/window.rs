@@ -91,6 +91,8 @@ pub struct ScoredWindow {
     /// The points scored (its findings' positions count from its first).
     pub points: usize,
     pub explanation: Explanation,
+    /// The window's values (its first channel), oldest first: what the live view draws.
+    pub values: Vec<f64>,
 }
 
 /// Heap bytes of a partition's live series by part (see [`PartitionWindows::memory`]).
@@ -618,13 +620,16 @@ fn release(
                         sc.explain(&model.model)
                     };
                     if let Ok(Some(explanation)) = explained {
+                        let points = if duration { len } else { params.points };
+                        let values = sc.last_values(points).to_vec();
                         out.push(ScoredWindow {
                             series_id: series_id.to_string(),
                             start_ms: s.points.front_ts().expect("full window"),
                             end_ms: prev_ts,
                             first_offset: s.points.min_offset().expect("full window"),
-                            points: if duration { len } else { params.points },
+                            points,
                             explanation,
+                            values,
                         });
                     }
                 }

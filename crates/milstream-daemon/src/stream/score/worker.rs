@@ -35,6 +35,7 @@ use crate::stream::quality::label_free::ServedWatch;
 use crate::stream::quality::{PartitionQuality, Quality, QualityRows};
 use crate::stream::score::models::{Models, ServedModel};
 use crate::stream::score::window::{PartitionWindows, PointOutcome, ScoredWindow, ScoringModel};
+use crate::stream::view::feed::ViewFeed;
 
 mod panicked;
 
@@ -156,6 +157,8 @@ pub struct WorkerEnv {
     pub limits: DecodeLimits,
     /// The writers' measurements, which say where a segment rolls for `roll_bytes` of files.
     pub file_sizes: Arc<FileSizes>,
+    /// The live view's feed (`view.enabled` with `http.listen`): each message's predictions.
+    pub view: Option<Arc<ViewFeed>>,
 }
 
 impl WorkerEnv {
@@ -544,18 +547,7 @@ impl Worker {
         if env.cfg.pipeline.role == Role::Trainer && p.kind != RecordKind::Label {
             dead.clear();
         }
-        for (w, name, series_model) in windows_out {
-            metrics.windows_scored.inc();
-            let first = w.first_offset;
-            preds.push(series_model.prediction_row(
-                (name, w.series_id, "window"),
-                Some((w.start_ms, w.end_ms)),
-                (&w.explanation, w.points),
-                at,
-                first,
-                env.cfg.window.top_contributions,
-            ));
-        }
+        env.window_rows(windows_out, at, &mut preds);
         p.next_offset = offset + 1;
         if let Some(l) = &env.labels {
             let src = LabelSource {
@@ -627,6 +619,35 @@ enum Appended {
 }
 
 impl WorkerEnv {
+    /// The prediction rows of a message's scored windows (each with the model that scored
+    /// it), handed to the live view too, in one batch.
+    fn window_rows(
+        &self,
+        windows: Vec<(ScoredWindow, &str, Arc<ScoringModel>)>,
+        src: Position,
+        preds: &mut Vec<PredictionRecord>,
+    ) {
+        let mut view = self.view.as_ref().map(|v| v.batch());
+        for (w, name, series_model) in windows {
+            self.metrics.windows_scored.inc();
+            let row = series_model.prediction_row(
+                (name, w.series_id, "window"),
+                Some((w.start_ms, w.end_ms)),
+                (&w.explanation, w.points),
+                src,
+                w.first_offset,
+                self.cfg.window.top_contributions,
+            );
+            if let Some(v) = view.as_mut() {
+                v.scored(&row, &w.explanation, &w.values, &series_model.model);
+            }
+            preds.push(row);
+        }
+        if let Some(v) = view {
+            v.send();
+        }
+    }
+
     /// Appends an emitted message's outputs to its partition's open segment (opened, dated
     /// `event_ms`, when none is), counting its dead letters and feeding the label-free
     /// detectors its predictions first.
@@ -653,6 +674,9 @@ impl WorkerEnv {
                 .dead_letters
                 .with_label_values(&[d.reason.as_str()])
                 .inc();
+        }
+        if let Some(v) = &self.view {
+            v.dead_letters(&dead);
         }
         // Before the segment is touched: a panic in a detector then leaves it as it was (see
         // `panicked`).
@@ -730,14 +754,20 @@ fn score_bag(
         .scoring_seconds
         .observe(started.elapsed().as_secs_f64());
     env.metrics.bags_scored.inc();
-    Ok(m.prediction_row(
+    let row = m.prediction_row(
         (&serving.name, b.bag_id, "bag"),
         None,
         (&e, 0),
         at,
         at.offset,
         env.cfg.window.top_contributions,
-    ))
+    );
+    if let Some(v) = &env.view {
+        let mut batch = v.batch();
+        batch.scored(&row, &e, &[], &m.model);
+        batch.send();
+    }
+    Ok(row)
 }
 
 /// Windows a run of points of one series for one model (`run`, emptied) from the message
@@ -849,6 +879,7 @@ mod tests {
                 max_id_bytes: 256,
             },
             file_sizes: Default::default(),
+            view: None,
         };
         (Arc::new(env), metrics)
     }
