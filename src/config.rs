@@ -409,6 +409,13 @@ pub struct OutputConfig {
     /// first point's `ts`; the Kafka timestamp for bags and labels), UTC: `date`
     /// (`date=YYYY-MM-DD/`) or `hour` (`date=YYYY-MM-DD/hour=HH/`).
     pub partition_by: String,
+    /// `parquet`: Parquet files in Hive folders (the default). `delta`: `predictions/`,
+    /// `dead_letters/`, `evaluations/` and `drift_events/` are each a Delta Lake table;
+    /// every flush of a partition is one table commit carrying the partition's next offset
+    /// as a `txn` (app id `milstream/<group>/<topic>/<partition>`), so a replay never
+    /// appends a row twice (docs/DELIVERY.md). On S3 the commit needs conditional puts
+    /// (`aws_conditional_put = "etag"`, the default of `[object_store]`).
+    pub format: String,
     /// Roll a partition's file after this many rows ...
     pub roll_rows: usize,
     /// ... or at about this many bytes of Parquet: the rows' in-memory estimate scaled by
@@ -434,6 +441,7 @@ impl Default for OutputConfig {
         Self {
             dir: PathBuf::from("milstream-out"),
             partition_by: "date".into(),
+            format: "parquet".into(),
             roll_rows: 50_000,
             roll_bytes: 64 << 20,
             roll_age_ms: 5_000,
@@ -712,6 +720,12 @@ impl Config {
             return Err((
                 "output.partition_by",
                 format!("{:?} is not `date` or `hour`", self.output.partition_by),
+            ));
+        }
+        if !matches!(self.output.format.as_str(), "parquet" | "delta") {
+            return Err((
+                "output.format",
+                format!("{:?} is not `parquet` or `delta`", self.output.format),
             ));
         }
         if self.output.max_pending_files == 0 {

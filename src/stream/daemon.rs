@@ -11,6 +11,7 @@ use tracing::{info, warn};
 use super::lifecycle::registry::{self, short_hash};
 use super::score::window::ScoringModel;
 use super::{embedded, pipeline, score::models};
+use super::output::delta::{read_command as delta_read_command, FORMAT_DELTA};
 use crate::config::{Config, ModelInput};
 use crate::http::Health;
 use crate::metrics::Metrics;
@@ -514,11 +515,15 @@ pub async fn run(
         if let Some(b) = &bag_predictions {
             eprintln!("  bag predictions:  {b}");
         }
-        eprintln!(
-            "  read them:        python3 -c \"import pyarrow.dataset as d; print(d.dataset('{}/predictions', format='parquet', partitioning='hive').to_table().to_pandas())\"",
-            out.display()
-        );
-        eprintln!("                    duckdb -c \"select key, label, scores from read_parquet('{}/predictions/*/*.parquet')\"", out.display());
+        if cfg.output.format == FORMAT_DELTA {
+            eprintln!("  read them:        {}", delta_read_command(&out.display().to_string()));
+        } else {
+            eprintln!(
+                "  read them:        python3 -c \"import pyarrow.dataset as d; print(d.dataset('{}/predictions', format='parquet', partitioning='hive').to_table().to_pandas())\"",
+                out.display()
+            );
+            eprintln!("                    duckdb -c \"select key, label, scores from read_parquet('{}/predictions/*/*.parquet')\"", out.display());
+        }
         if let Some(a) = http_addr {
             eprintln!("  metrics:          http://{a}/metrics   (/healthz, /readyz)");
         }

@@ -1,7 +1,9 @@
 //! Output: segments made durable in every sink, in order (`writer`), into the Parquet,
 //! Arrow IPC and Kafka sinks and each partition's folder log (`sink`), on a local folder or
-//! an object store (`store`).
+//! an object store (`store`); with `output.format = "delta"` the Parquet outputs are Delta
+//! tables (`delta`).
 
+pub mod delta;
 pub mod sink;
 pub mod store;
 pub(crate) mod writer;

@@ -62,7 +62,12 @@ impl Assignments {
             });
             let r = r.and_then(|(r, log)| {
                 found = Some(r);
-                let quality = self.quality.as_ref().filter(|_| kind == RecordKind::Label);
+                // Delta tables: the detectors start over (their checkpoints are not read
+                // back from the tables yet; docs/DELIVERY.md, "Delta tables").
+                let quality = self
+                    .quality
+                    .as_ref()
+                    .filter(|_| kind == RecordKind::Label && self.delta.is_none());
                 // The highest label already counted: read before the sweep removes the
                 // durable rows beyond the commit, which the replay writes (and would count)
                 // again. Found once, kept across attempts (a failed sweep may remove some).
@@ -80,7 +85,7 @@ impl Assignments {
                 // file left them (after the sweep: the replay emits from the commit on).
                 let scored = kind != RecordKind::Label && self.cfg.pipeline.role != Role::Trainer;
                 let served = match (commit, &self.quality) {
-                    (Some(c), Some(_)) if scored && may_sweep => {
+                    (Some(c), Some(_)) if scored && may_sweep && self.delta.is_none() => {
                         sink::served_checkpoint(&self.output, &log, (topic, partition), c)?
                     }
                     _ => None,
@@ -134,8 +139,13 @@ impl Assignments {
             .copied()
             .filter(|d| *d != sink::ARROW_DIR)
             .collect();
-        let mut from_file =
-            sink::replay_point_from_files(&self.output, &dirs, log, (topic, partition), committed)?;
+        let mut from_file = match &self.delta {
+            // The tables' own txn versions: no file is listed or read.
+            Some(tables) => tables
+                .replay_point(&self.output, self.cfg.pipeline.role, (topic, partition, self.kind(topic)))?
+                .map(|(r, next)| (r, next, "delta table txn".to_string())),
+            None => sink::replay_point_from_files(&self.output, &dirs, log, (topic, partition), committed)?,
+        };
         if let Some(t) = &self.training_store {
             // The training store's files carry the replay point too; the newest file wins.
             let from_store =
@@ -174,7 +184,12 @@ impl Assignments {
         from: i64,
         log: &FolderLog,
     ) -> std::io::Result<()> {
-        let trees = sink::owned_trees(self.cfg.pipeline.role, self.kind(topic));
+        // Delta tables are append-only: what a replay rewrites is filtered at the commit
+        // (by the partition's txn version), so nothing is swept from them.
+        let trees = match self.delta {
+            Some(_) => &[],
+            None => sink::owned_trees(self.cfg.pipeline.role, self.kind(topic)),
+        };
         let mut n = sink::sweep_partition(&self.output, trees, log, (topic, partition), from)?;
         if let Some(t) = &self.training_store {
             n += sink::sweep_tree(t, "", log, (topic, partition), from)?;
