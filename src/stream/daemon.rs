@@ -469,8 +469,9 @@ pub async fn run(
     // Bag predictions are rows of the same files, told apart by `kind`.
     let bag_predictions = (!cfg.kafka.bags_topic.is_empty()).then(|| {
         format!(
-            "{}/predictions/date=*/*.parquet, rows with kind = 'bag'",
-            out.display()
+            "{}/predictions{}, rows with kind = 'bag'",
+            out.display(),
+            if cfg.output.format == FORMAT_DELTA { "" } else { "/date=*/*.parquet" }
         )
     });
     if opts.json_logs {
@@ -508,8 +509,9 @@ pub async fn run(
                 cfg.kafka.bags_topic
             );
         }
+        let table = if cfg.output.format == FORMAT_DELTA { "  (a Delta table)" } else { "/date=*/*.parquet" };
         eprintln!(
-            "  predictions:      {}/predictions/date=*/*.parquet  (series windows and bags alike; model_name says which model)",
+            "  predictions:      {}/predictions{table}  (series windows and bags alike; model_name says which model)",
             out.display()
         );
         if let Some(b) = &bag_predictions {
