@@ -443,3 +443,56 @@ fn the_store_stopped_for_30_s_loses_and_duplicates_nothing_in_the_delta_table() 
         }
     }
 }
+
+/// Schema evolution: a predictions table made before the finding columns existed (its
+/// `metaData` without them) takes rows with them as an additive change (a new `metaData`
+/// whose added columns are nullable), and deltalake reads the new schema.
+#[test]
+fn a_table_without_the_finding_columns_grows_them() {
+    use milstream::stream::output::delta::actions::{encode, Action, Format, Metadata, Protocol};
+    use milstream::stream::output::delta::commit::put_commit;
+    use milstream::stream::output::delta::schema::{for_delta, schema_string};
+    use milstream::stream::output::sink::parquet::PREDICTION_SCHEMA;
+    let dir = scratch("delta-evolve");
+    let out = dir.join("out");
+    let store = Store::Local(out.clone());
+    let empty = arrow_array::RecordBatch::new_empty(PREDICTION_SCHEMA.clone());
+    let full = schema_string(&for_delta(&empty).unwrap().schema()).unwrap();
+    let mut old: Value = serde_json::from_str(&full).unwrap();
+    let fields = old["fields"].as_array_mut().unwrap();
+    fields.retain(|f| {
+        let n = f["name"].as_str().unwrap();
+        !n.starts_with("finding_") && n != "shown_share"
+    });
+    let old_names = fields.len();
+    let v0 = encode(&[
+        Action::Protocol(Protocol::plain()),
+        Action::MetaData(Metadata {
+            id: "5f0c7a4e-0000-4000-8000-000000000001".into(),
+            name: None,
+            format: Format {
+                provider: "parquet".into(),
+                options: Default::default(),
+            },
+            schema_string: old.to_string(),
+            partition_columns: vec![],
+            configuration: Default::default(),
+            created_time: Some(1_700_000_000_000),
+        }),
+    ]);
+    put_commit(&store, "predictions", 0, v0).unwrap();
+    DeltaTables::new("g")
+        .write_segment(&store, &segment(0, 9), false)
+        .unwrap();
+    let check = delta_check(&format!("{}/predictions", out.display()), &[], None);
+    let schema: Vec<&str> = check["schema"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(old_names < schema.len(), "{schema:?}");
+    assert_eq!(schema.last(), Some(&"shown_share"), "added last: {schema:?}");
+    assert_eq!(window_rows(&check).len(), 10);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -97,13 +97,44 @@ pub fn schema_string(schema: &Schema) -> Result<String, String> {
 
 /// The column names of a `schemaString`, in order (empty when it does not parse).
 pub fn column_names(schema_string: &str) -> Vec<String> {
-    let v: Value = serde_json::from_str(schema_string).unwrap_or_default();
-    v["fields"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    fields(schema_string)
+        .iter()
         .filter_map(|f| f["name"].as_str().map(String::from))
         .collect()
+}
+
+fn fields(schema_string: &str) -> Vec<Value> {
+    let v: Value = serde_json::from_str(schema_string).unwrap_or_default();
+    v["fields"].as_array().cloned().unwrap_or_default()
+}
+
+/// How a table's schema (`current`) must change for rows of schema `ours`: None when it
+/// has every column of ours; else the table's columns followed by ours it lacks, each
+/// nullable (the table's older files hold none of it: an additive change). An error lists
+/// the table's columns ours lacks (a newer writer made the table).
+pub fn grown(current: &str, ours: &str) -> Result<Option<String>, Vec<String>> {
+    let have = column_names(current);
+    let ours_fields = fields(ours);
+    let ours_names = column_names(ours);
+    let missing: Vec<String> = have
+        .iter()
+        .filter(|c| !ours_names.contains(c))
+        .cloned()
+        .collect();
+    if !missing.is_empty() {
+        return Err(missing);
+    }
+    let mut all = fields(current);
+    for mut f in ours_fields {
+        if !have.iter().any(|h| f["name"] == json!(h)) {
+            f["nullable"] = json!(true);
+            all.push(f);
+        }
+    }
+    if all.len() == have.len() {
+        return Ok(None);
+    }
+    Ok(Some(json!({"type": "struct", "fields": all}).to_string()))
 }
 
 #[cfg(test)]
@@ -120,5 +151,17 @@ mod tests {
         let names = column_names(&s);
         assert_eq!(names.len(), PREDICTION_SCHEMA.fields().len());
         assert!(s.contains(r#"{"containsNull":true,"elementType":"long","type":"array"}"#), "{s}");
+    }
+
+    #[test]
+    fn a_schema_grows_by_nullable_columns_at_its_end_and_never_shrinks() {
+        let old = r#"{"type":"struct","fields":[{"name":"a","type":"long","nullable":false,"metadata":{}}]}"#;
+        let new = r#"{"type":"struct","fields":[{"name":"a","type":"long","nullable":false,"metadata":{}},{"name":"b","type":"double","nullable":false,"metadata":{}}]}"#;
+        assert_eq!(grown(old, old), Ok(None));
+        let g = grown(old, new).unwrap().unwrap();
+        assert_eq!(column_names(&g), ["a", "b"]);
+        assert!(g.contains(r#""name":"b","nullable":true"#), "{g}");
+        assert_eq!(grown(new, old), Err(vec!["b".to_string()]));
+        assert_eq!(grown(&g, new), Ok(None), "once grown, no further metaData");
     }
 }

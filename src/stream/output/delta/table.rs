@@ -14,7 +14,7 @@ use arrow_array::RecordBatch;
 use super::actions::{self, Action, Add, CommitInfo, Format, Metadata, Protocol, Txn};
 use super::commit::{put_commit, CommitError};
 use super::log::TableLog;
-use super::schema::{column_names, for_delta, schema_string};
+use super::schema::{for_delta, grown, schema_string};
 use crate::stream::output::sink::parquet::encode_parquet;
 use crate::stream::output::sink::roll::ParquetBytes;
 use crate::stream::output::sink::Segment;
@@ -180,8 +180,8 @@ fn commit_file(
 
 /// The actions a commit needs besides its file and txns: `protocol` and `metaData` when it
 /// creates the table, a new `metaData` when the rows bring columns the table lacks (an
-/// additive schema change: older files read those columns as null). Rows that lack one of
-/// the table's columns are refused: a newer writer made the table.
+/// additive schema change, see [`grown`]: older files read those columns as null). Rows
+/// that lack one of the table's columns are refused: a newer writer made the table.
 fn table_actions(l: &TableLog, schema: &str) -> Result<Vec<Action>, CommitError> {
     let metadata = |id: String, created: Option<i64>| Metadata {
         id,
@@ -202,24 +202,18 @@ fn table_actions(l: &TableLog, schema: &str) -> Result<Vec<Action>, CommitError>
             Action::MetaData(metadata(uuid_text(&id), Some(now_ms()))),
         ]);
     };
-    if current.schema_string == schema {
-        return Ok(Vec::new());
-    }
-    let ours = column_names(schema);
-    let missing: Vec<String> = column_names(&current.schema_string)
-        .into_iter()
-        .filter(|c| !ours.contains(c))
-        .collect();
-    if !missing.is_empty() {
-        return Err(CommitError::Io(std::io::Error::new(
+    match grown(&current.schema_string, schema) {
+        Ok(None) => Ok(Vec::new()),
+        Ok(Some(wider)) => {
+            let mut m = metadata(current.id.clone(), current.created_time);
+            m.schema_string = wider;
+            Ok(vec![Action::MetaData(m)])
+        }
+        Err(missing) => Err(CommitError::Io(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             format!("{}: the table has columns these rows lack: {missing:?}", l.dir),
-        )));
+        ))),
     }
-    Ok(vec![Action::MetaData(metadata(
-        current.id.clone(),
-        current.created_time,
-    ))])
 }
 
 /// 32 hex digits as a UUID's text (8-4-4-4-12), the form readers show a table id in.
