@@ -716,18 +716,12 @@ impl Config {
         if self.output.max_open_bytes == 0 {
             return Err(("output.max_open_bytes", "must be >= 1".into()));
         }
-        if !matches!(self.output.partition_by.as_str(), "date" | "hour") {
-            return Err((
-                "output.partition_by",
-                format!("{:?} is not `date` or `hour`", self.output.partition_by),
-            ));
-        }
-        if !matches!(self.output.format.as_str(), "parquet" | "delta") {
-            return Err((
-                "output.format",
-                format!("{:?} is not `parquet` or `delta`", self.output.format),
-            ));
-        }
+        one_of(
+            "output.partition_by",
+            &self.output.partition_by,
+            &["date", "hour"],
+        )?;
+        one_of("output.format", &self.output.format, &["parquet", "delta"])?;
         if self.output.max_pending_files == 0 {
             return Err(("output.max_pending_files", "must be >= 1".into()));
         }
@@ -807,6 +801,15 @@ impl Config {
     pub fn is_embedded(&self) -> bool {
         self.kafka.bootstrap_servers == "embedded"
     }
+}
+
+/// `value` of the key `path` is one of `allowed`, or the error naming them.
+fn one_of(path: &'static str, value: &str, allowed: &[&str]) -> Result<(), (&'static str, String)> {
+    if allowed.contains(&value) {
+        return Ok(());
+    }
+    let names: Vec<String> = allowed.iter().map(|a| format!("`{a}`")).collect();
+    Err((path, format!("{value:?} is not {}", names.join(" or "))))
 }
 
 #[cfg(test)]

@@ -78,7 +78,9 @@ fn segment(first: i64, last: i64) -> Segment {
     let mut s = Segment::new("points", 0, first, 1_700_000_000_000);
     s.last_offset = last;
     s.replay_from = first;
-    s.predictions = (first..=last).map(|o| prediction(&format!("s{o}"), o)).collect();
+    s.predictions = (first..=last)
+        .map(|o| prediction(&format!("s{o}"), o))
+        .collect();
     s
 }
 
@@ -95,12 +97,23 @@ fn a_zombie_writer_loses_the_version_and_the_table_holds_each_row_once() {
     let store = Store::Local(out.clone());
     let zombie = DeltaTables::new("g");
     let owner = DeltaTables::new("g");
-    zombie.write_segment(&store, &segment(0, 99), false).unwrap();
+    zombie
+        .write_segment(&store, &segment(0, 99), false)
+        .unwrap();
     // The new owner replays from 50 (its Kafka commit) while the zombie still holds 100..=199.
-    owner.write_segment(&store, &segment(50, 149), false).unwrap();
-    owner.write_segment(&store, &segment(150, 249), false).unwrap();
-    let w = zombie.write_segment(&store, &segment(100, 199), false).unwrap();
-    assert_eq!(w.prediction_files, 0, "the zombie's segment was held by the table already");
+    owner
+        .write_segment(&store, &segment(50, 149), false)
+        .unwrap();
+    owner
+        .write_segment(&store, &segment(150, 249), false)
+        .unwrap();
+    let w = zombie
+        .write_segment(&store, &segment(100, 199), false)
+        .unwrap();
+    assert_eq!(
+        w.prediction_files, 0,
+        "the zombie's segment was held by the table already"
+    );
     // Both at once, overlapping segments of 25 offsets.
     let (a, b) = (Arc::new(zombie), Arc::new(owner));
     let threads: Vec<_> = [(a, 250), (b, 262)]
@@ -119,7 +132,11 @@ fn a_zombie_writer_loses_the_version_and_the_table_holds_each_row_once() {
         t.join().unwrap();
     }
     let app = "milstream/g/points/0".to_string();
-    let check = delta_check(&format!("{}/predictions", out.display()), &[app.clone()], None);
+    let check = delta_check(
+        &format!("{}/predictions", out.display()),
+        &[app.clone()],
+        None,
+    );
     let mut offsets: Vec<i64> = check["rows"]
         .as_array()
         .unwrap()
@@ -131,7 +148,11 @@ fn a_zombie_writer_loses_the_version_and_the_table_holds_each_row_once() {
     assert_eq!(offsets, want, "every offset once");
     assert_eq!(check["txn"][&app], json!(612), "{check}");
     assert_eq!(check["missing"], json!([]), "every committed file exists");
-    assert_eq!(check["duckdb_same"], json!(true), "DuckDB reads the same rows");
+    assert_eq!(
+        check["duckdb_same"],
+        json!(true),
+        "DuckDB reads the same rows"
+    );
     // What the restarted daemon reads on assignment: the tables' txn, no data file.
     let fresh = DeltaTables::new("g");
     let point = fresh
@@ -144,14 +165,18 @@ fn a_zombie_writer_loses_the_version_and_the_table_holds_each_row_once() {
 /// Any data file under the predictions table yet (committed or not).
 fn any_data_file(out: &Path) -> bool {
     fn walk(d: &Path) -> bool {
-        std::fs::read_dir(d).into_iter().flatten().flatten().any(|e| {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p)
-            } else {
-                p.extension().is_some_and(|x| x == "parquet")
-            }
-        })
+        std::fs::read_dir(d)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p)
+                } else {
+                    p.extension().is_some_and(|x| x == "parquet")
+                }
+            })
     }
     walk(&out.join("predictions"))
 }
@@ -228,9 +253,10 @@ fn delta_crash_loop(
         child.wait().unwrap();
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         history.push_str(&format!("--- child {i}\n"));
-        for l in text.lines().filter(|l| {
-            l.contains("replay point") || l.contains("WARN") || l.contains("ERROR")
-        }) {
+        for l in text
+            .lines()
+            .filter(|l| l.contains("replay point") || l.contains("WARN") || l.contains("ERROR"))
+        {
             history.push_str(l);
             history.push('\n');
         }
@@ -246,7 +272,11 @@ fn delta_crash_loop(
     while Instant::now() < deadline {
         if out.join("predictions/_delta_log").exists() {
             let check = delta_check(&table, &apps, None);
-            if window_rows(&check).into_iter().collect::<BTreeSet<_>>().is_superset(&want) {
+            if window_rows(&check)
+                .into_iter()
+                .collect::<BTreeSet<_>>()
+                .is_superset(&want)
+            {
                 break;
             }
         }
@@ -270,7 +300,14 @@ fn delta_crash_loop(
 fn sigkill_three_times_then_restart_gives_each_window_once_in_the_delta_table() {
     let bootstrap = cluster(3);
     let (check, expected, model, history) = delta_crash_loop(&bootstrap, "delta-crash", "");
-    assert_crash_loop_exact(&bootstrap, "delta-crash", &check, &expected, &model, &history);
+    assert_crash_loop_exact(
+        &bootstrap,
+        "delta-crash",
+        &check,
+        &expected,
+        &model,
+        &history,
+    );
 }
 
 /// The same with bare Kafka commits (as a broker that drops commit metadata leaves them,
@@ -279,8 +316,7 @@ fn sigkill_three_times_then_restart_gives_each_window_once_in_the_delta_table() 
 fn without_commit_metadata_the_replay_point_comes_from_the_table_txn() {
     let bootstrap = cluster(3);
     let group = "delta-bare";
-    let (check, expected, model, history) =
-        delta_crash_loop(&bootstrap, group, "metadata = false");
+    let (check, expected, model, history) = delta_crash_loop(&bootstrap, group, "metadata = false");
     assert!(
         history.contains("delta table txn"),
         "no replay point came from the tables:\n{history}"
@@ -312,7 +348,9 @@ fn assert_crash_loop_exact(
             r[1].as_i64().unwrap(),
             r[2].as_i64().unwrap(),
         );
-        let Some(w) = expected.get(&key) else { continue };
+        let Some(w) = expected.get(&key) else {
+            continue;
+        };
         let scores: Vec<f64> = serde_json::from_value(r[3].clone()).unwrap();
         if scores != model.predict(&Sample::Series(w.clone())).unwrap().scores {
             differing += 1;
@@ -325,9 +363,21 @@ fn assert_crash_loop_exact(
         check["files"],
         check["unreferenced"].as_array().map_or(0, Vec::len)
     );
-    assert_eq!((lost, duplicated, differing, extra), (0, 0, 0, 0), "earlier runs:\n{history}");
-    assert_eq!(check["missing"], json!([]), "a commit without its data file");
-    assert_eq!(check["duckdb_same"], json!(true), "DuckDB reads other rows: {check}");
+    assert_eq!(
+        (lost, duplicated, differing, extra),
+        (0, 0, 0, 0),
+        "earlier runs:\n{history}"
+    );
+    assert_eq!(
+        check["missing"],
+        json!([]),
+        "a commit without its data file"
+    );
+    assert_eq!(
+        check["duckdb_same"],
+        json!(true),
+        "DuckDB reads other rows: {check}"
+    );
     assert!(history.contains("replay point"), "{history}");
     // Each partition's txn: past its last row, and never past what Kafka has committed
     // (the commit waits for the table).
@@ -343,7 +393,10 @@ fn assert_crash_loop_exact(
             .map(|r| r[5].as_i64().unwrap())
             .max()
             .unwrap();
-        assert!(txn > last, "partition {p}: txn {txn} not past its last row {last}");
+        assert!(
+            txn > last,
+            "partition {p}: txn {txn} not past its last row {last}"
+        );
         assert!(
             committed.get(&p).is_some_and(|c| txn <= *c),
             "partition {p}: txn {txn} beyond the Kafka commit {committed:?}"
@@ -379,7 +432,10 @@ fn the_store_stopped_for_30_s_loses_and_duplicates_nothing_in_the_delta_table() 
         &format!("dir = \"{}\"", local_out.display()),
         &format!("dir = \"s3://{BUCKET}/doutage\"\nformat = \"delta\""),
     );
-    let text = format!("{text}\n{}timeout = \"1s\"\nconnect_timeout = \"1s\"\n", moto.config_table());
+    let text = format!(
+        "{text}\n{}timeout = \"1s\"\nconnect_timeout = \"1s\"\n",
+        moto.config_table()
+    );
     let cfg = milstream::config::Config::parse("delta s3 config", &text).expect("config parses");
     let stream = known_stream(4, 8, 1_700_000_001_500);
     let want: BTreeSet<_> = expected_windows(&stream).keys().cloned().collect();
@@ -408,7 +464,10 @@ fn the_store_stopped_for_30_s_loses_and_duplicates_nothing_in_the_delta_table() 
     let deadline = Instant::now() + Duration::from_secs(90);
     let mut check = delta_check(&uri, &apps, Some(&opts));
     while Instant::now() < deadline
-        && !window_rows(&check).into_iter().collect::<BTreeSet<_>>().is_superset(&want)
+        && !window_rows(&check)
+            .into_iter()
+            .collect::<BTreeSet<_>>()
+            .is_superset(&want)
     {
         std::thread::sleep(Duration::from_secs(2));
         check = delta_check(&uri, &apps, Some(&opts));
@@ -439,7 +498,10 @@ fn the_store_stopped_for_30_s_loses_and_duplicates_nothing_in_the_delta_table() 
             .max();
         if let Some(last) = last {
             let txn = check["txn"][app].as_i64();
-            assert!(txn.is_some_and(|t| t > last), "{app}: txn {txn:?}, last row {last}");
+            assert!(
+                txn.is_some_and(|t| t > last),
+                "{app}: txn {txn:?}, last row {last}"
+            );
         }
     }
 }
@@ -492,7 +554,11 @@ fn a_table_without_the_finding_columns_grows_them() {
         .map(|c| c.as_str().unwrap())
         .collect();
     assert!(old_names < schema.len(), "{schema:?}");
-    assert_eq!(schema.last(), Some(&"shown_share"), "added last: {schema:?}");
+    assert_eq!(
+        schema.last(),
+        Some(&"shown_share"),
+        "added last: {schema:?}"
+    );
     assert_eq!(window_rows(&check).len(), 10);
     std::fs::remove_dir_all(&dir).unwrap();
 }

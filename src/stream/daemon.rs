@@ -9,9 +9,9 @@ use anyhow::Context;
 use tracing::{info, warn};
 
 use super::lifecycle::registry::{self, short_hash};
+use super::output::delta::{read_command as delta_read_command, FORMAT_DELTA};
 use super::score::window::ScoringModel;
 use super::{embedded, pipeline, score::models};
-use super::output::delta::{read_command as delta_read_command, FORMAT_DELTA};
 use crate::config::{Config, ModelInput};
 use crate::http::Health;
 use crate::metrics::Metrics;
@@ -349,6 +349,20 @@ fn bag_dim(model: &Model) -> usize {
     }
 }
 
+/// Where the banner says the predictions are (a glob of files, or a note that they are a
+/// Delta table) and its lines that read them.
+fn predictions_hint(cfg: &Config, out: &str) -> (&'static str, Vec<String>) {
+    if cfg.output.format == FORMAT_DELTA {
+        let read = format!("  read them:        {}", delta_read_command(out));
+        return ("  (a Delta table)", vec![read]);
+    }
+    let read = vec![
+        format!("  read them:        python3 -c \"import pyarrow.dataset as d; print(d.dataset('{out}/predictions', format='parquet', partitioning='hive').to_table().to_pandas())\""),
+        format!("                    duckdb -c \"select key, label, scores from read_parquet('{out}/predictions/*/*.parquet')\""),
+    ];
+    ("/date=*/*.parquet", read)
+}
+
 /// Runs the daemon until SIGTERM / SIGINT (or `stop` turns true).
 pub async fn run(
     cfg: Config,
@@ -466,12 +480,12 @@ pub async fn run(
             }
         })
         .collect();
+    let (glob, read_them) = predictions_hint(&cfg, &out.display().to_string());
     // Bag predictions are rows of the same files, told apart by `kind`.
     let bag_predictions = (!cfg.kafka.bags_topic.is_empty()).then(|| {
         format!(
-            "{}/predictions{}, rows with kind = 'bag'",
-            out.display(),
-            if cfg.output.format == FORMAT_DELTA { "" } else { "/date=*/*.parquet" }
+            "{}/predictions{glob}, rows with kind = 'bag'",
+            out.display()
         )
     });
     if opts.json_logs {
@@ -509,22 +523,15 @@ pub async fn run(
                 cfg.kafka.bags_topic
             );
         }
-        let table = if cfg.output.format == FORMAT_DELTA { "  (a Delta table)" } else { "/date=*/*.parquet" };
         eprintln!(
-            "  predictions:      {}/predictions{table}  (series windows and bags alike; model_name says which model)",
+            "  predictions:      {}/predictions{glob}  (series windows and bags alike; model_name says which model)",
             out.display()
         );
         if let Some(b) = &bag_predictions {
             eprintln!("  bag predictions:  {b}");
         }
-        if cfg.output.format == FORMAT_DELTA {
-            eprintln!("  read them:        {}", delta_read_command(&out.display().to_string()));
-        } else {
-            eprintln!(
-                "  read them:        python3 -c \"import pyarrow.dataset as d; print(d.dataset('{}/predictions', format='parquet', partitioning='hive').to_table().to_pandas())\"",
-                out.display()
-            );
-            eprintln!("                    duckdb -c \"select key, label, scores from read_parquet('{}/predictions/*/*.parquet')\"", out.display());
+        for line in &read_them {
+            eprintln!("{line}");
         }
         if let Some(a) = http_addr {
             eprintln!("  metrics:          http://{a}/metrics   (/healthz, /readyz)");

@@ -28,7 +28,6 @@ use super::join::history::{BagCache, SeriesHistory};
 use super::join::labels::LabelJoiner;
 use super::lifecycle::registry::Registry;
 use super::lifecycle::training::TrainingRuntime;
-use super::output::delta::DeltaTables;
 use super::output::sink::kafka::producer_config;
 use super::output::sink::roll::FileSizes;
 use super::output::store::Store;
@@ -157,9 +156,6 @@ pub async fn run_pipeline(
         .drift
         .evaluate
         .then(|| Quality::new(cfg.drift.clone(), metrics.clone()));
-    // One log per table, shared by the writers and the assignments.
-    let delta = (cfg.output.format == super::output::delta::FORMAT_DELTA)
-        .then(|| Arc::new(DeltaTables::new(&cfg.group_id())));
     let writer_env = Arc::new(WriterEnv {
         cfg: cfg.clone(),
         metrics: metrics.clone(),
@@ -170,7 +166,6 @@ pub async fn run_pipeline(
         file_sizes: file_sizes.clone(),
         give_up: give_up.clone(),
         quality: quality.clone(),
-        delta: delta.clone(),
     });
     let (writers, writer_threads) =
         Writers::start(writer_env, producer, tokio::runtime::Handle::current())?;
@@ -261,8 +256,7 @@ pub async fn run_pipeline(
         (output.clone(), training.clone()),
         workers.clone(),
         quality.clone(),
-    )
-    .with_delta(delta));
+    ));
     let ctx = Ctx::default();
     let consumer = consumer::create(&cfg, &bootstrap, ctx)?;
     consumer.context().attach(state.clone());

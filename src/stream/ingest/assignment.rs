@@ -28,7 +28,6 @@ use crate::metrics::Metrics;
 use crate::stream::ingest::commit::{DurableOffsets, Mark, PartitionKey};
 use crate::stream::ingest::record::RecordKind;
 use crate::stream::lifecycle::training::TrainingRuntime;
-use crate::stream::output::delta::DeltaTables;
 use crate::stream::output::store::Store;
 use crate::stream::quality::label_free::ServedWatch;
 use crate::stream::quality::Quality;
@@ -81,9 +80,6 @@ pub struct Assignments {
     /// Live quality (`drift.evaluate`): a label partition's detectors are restored from the
     /// durable evaluations when it is assigned.
     pub quality: Option<Arc<Quality>>,
-    /// `output.format = "delta"`: the tables the replay point is read from (nothing is
-    /// swept from them; see `recovery.rs`).
-    pub delta: Option<Arc<DeltaTables>>,
     /// Assigned partitions that could not be started yet; the lock is held through each
     /// rebalance callback and each retry, so the two never interleave.
     pending: Mutex<Vec<Unstarted>>,
@@ -123,15 +119,8 @@ impl Assignments {
             first_commit_logged: AtomicBool::new(false),
             workers: Mutex::new(Some(workers)),
             quality,
-            delta: None,
             pending: Mutex::new(Vec::new()),
         }
-    }
-
-    /// The Delta tables the replay point is read from (`output.format = "delta"`).
-    pub fn with_delta(mut self, delta: Option<Arc<DeltaTables>>) -> Self {
-        self.delta = delta;
-        self
     }
 
     /// The oldest offset, per partition, that labels in flight still need (see `holds.rs`).

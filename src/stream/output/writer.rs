@@ -50,8 +50,6 @@ pub struct WriterEnv {
     pub give_up: Arc<GiveUp>,
     /// Live quality: its counters count a graded label when its row is durable.
     pub quality: Option<Arc<Quality>>,
-    /// `output.format = "delta"`: the tables the Parquet outputs are committed to.
-    pub delta: Option<Arc<DeltaTables>>,
 }
 
 /// When the writers stop retrying: the end of shutdown's grace period (`shutdown.grace_ms`),
@@ -291,7 +289,7 @@ fn write_segment(
     let folder = seg.partition_folder(by_hour);
     logs.record(out, env.cfg.pipeline.role, seg, &folder, low)
         .map_err(SinkError::io("parquet", "folder log"))?;
-    let w = match &env.delta {
+    let w = match DeltaTables::for_output(&env.cfg, out) {
         Some(tables) => tables
             .write_segment(out, seg, by_hour)
             .map_err(SinkError::io("delta", "delta table"))?,

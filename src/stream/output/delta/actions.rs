@@ -11,9 +11,10 @@ use serde::{Deserialize, Serialize};
 /// Reader and writer versions 1 and 2: plain Parquet data files, `txn` actions and column
 /// invariants, no table features; every Delta reader reads them.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
 pub struct Protocol {
+    #[serde(rename = "minReaderVersion")]
     pub min_reader_version: i32,
+    #[serde(rename = "minWriterVersion")]
     pub min_writer_version: i32,
 }
 
@@ -35,29 +36,33 @@ pub struct Format {
 
 /// The table's identity and schema (`schemaString`: the Delta JSON schema).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
 pub struct Metadata {
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     pub format: Format,
+    #[serde(rename = "schemaString")]
     pub schema_string: String,
     #[serde(default)]
+    #[serde(rename = "partitionColumns")]
     pub partition_columns: Vec<String>,
     #[serde(default)]
     pub configuration: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "createdTime")]
     pub created_time: Option<i64>,
 }
 
 /// A data file joining the table. `path` is relative to the table's root and URI-encoded.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
 pub struct Add {
     pub path: String,
+    #[serde(rename = "partitionValues")]
     pub partition_values: BTreeMap<String, Option<String>>,
     pub size: i64,
+    #[serde(rename = "modificationTime")]
     pub modification_time: i64,
+    #[serde(rename = "dataChange")]
     pub data_change: bool,
     /// `{"numRecords": n}`: lets readers count rows without opening the file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -67,34 +72,40 @@ pub struct Add {
 /// An application's progress, committed atomically with the files it covers: the latest
 /// `version` per `appId` is what a reader (and a restarted writer) sees.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
 pub struct Txn {
+    #[serde(rename = "appId")]
     pub app_id: String,
     pub version: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "lastUpdated")]
     pub last_updated: Option<i64>,
 }
 
 /// Provenance for `DeltaTable.history()`; free-form by the protocol.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
 pub struct CommitInfo {
     pub timestamp: i64,
     pub operation: String,
     #[serde(default)]
+    #[serde(rename = "operationParameters")]
     pub operation_parameters: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "clientVersion")]
     pub client_version: Option<String>,
 }
 
 /// One line of a commit file.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
 pub enum Action {
+    #[serde(rename = "protocol")]
     Protocol(Protocol),
+    #[serde(rename = "metaData")]
     MetaData(Metadata),
+    #[serde(rename = "add")]
     Add(Add),
+    #[serde(rename = "txn")]
     Txn(Txn),
+    #[serde(rename = "commitInfo")]
     CommitInfo(CommitInfo),
 }
 
@@ -159,11 +170,17 @@ mod tests {
         bytes.extend_from_slice(b"{\"remove\":{\"path\":\"x\",\"dataChange\":true}}\n");
         assert_eq!(decode(&bytes).unwrap(), vec![Action::Txn(txn)]);
         let line = String::from_utf8(encode(&[Action::Protocol(Protocol::plain())])).unwrap();
-        assert_eq!(line, "{\"protocol\":{\"minReaderVersion\":1,\"minWriterVersion\":2}}\n");
+        assert_eq!(
+            line,
+            "{\"protocol\":{\"minReaderVersion\":1,\"minWriterVersion\":2}}\n"
+        );
     }
 
     #[test]
     fn add_paths_are_uri_encoded() {
-        assert_eq!(uri_path("date=2026-01-01/a b%.parquet"), "date=2026-01-01/a%20b%25.parquet");
+        assert_eq!(
+            uri_path("date=2026-01-01/a b%.parquet"),
+            "date=2026-01-01/a%20b%25.parquet"
+        );
     }
 }

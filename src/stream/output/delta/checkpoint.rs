@@ -73,7 +73,8 @@ fn actions_of(batch: &RecordBatch, out: &mut Vec<Action>) {
 }
 
 fn string_field<'a>(s: &'a StructArray, name: &str) -> Option<&'a arrow_array::StringArray> {
-    s.column_by_name(name).and_then(|c| c.as_string_opt::<i32>())
+    s.column_by_name(name)
+        .and_then(|c| c.as_string_opt::<i32>())
 }
 
 /// The checkpoint a listing of `_delta_log/` offers: its version and the files that make it

@@ -54,7 +54,10 @@ pub fn put_commit(
 fn link_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().expect("a log file has a folder");
     create_dir_durably(dir)?;
-    let name = path.file_name().expect("a log file has a name").to_string_lossy();
+    let name = path
+        .file_name()
+        .expect("a log file has a name")
+        .to_string_lossy();
     let tmp = dir.join(format!(".{name}.{:016x}.tmp", rand::random::<u64>()));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
@@ -80,7 +83,9 @@ mod tests {
         assert!(matches!(again, Err(CommitError::Conflict(0))), "{again:?}");
         let kept = std::fs::read(dir.join("t/_delta_log/00000000000000000000.json")).unwrap();
         assert_eq!(kept, b"a\n");
-        let left: Vec<_> = std::fs::read_dir(dir.join("t/_delta_log")).unwrap().collect();
+        let left: Vec<_> = std::fs::read_dir(dir.join("t/_delta_log"))
+            .unwrap()
+            .collect();
         assert_eq!(left.len(), 1, "no temp file left");
         std::fs::remove_dir_all(dir).unwrap();
     }

@@ -150,7 +150,10 @@ mod tests {
         assert!(!s.contains("UInt32"));
         let names = column_names(&s);
         assert_eq!(names.len(), PREDICTION_SCHEMA.fields().len());
-        assert!(s.contains(r#"{"containsNull":true,"elementType":"long","type":"array"}"#), "{s}");
+        assert!(
+            s.contains(r#"{"containsNull":true,"elementType":"long","type":"array"}"#),
+            "{s}"
+        );
     }
 
     #[test]

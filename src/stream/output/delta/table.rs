@@ -211,7 +211,10 @@ fn table_actions(l: &TableLog, schema: &str) -> Result<Vec<Action>, CommitError>
         }
         Err(missing) => Err(CommitError::Io(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
-            format!("{}: the table has columns these rows lack: {missing:?}", l.dir),
+            format!(
+                "{}: the table has columns these rows lack: {missing:?}",
+                l.dir
+            ),
         ))),
     }
 }

@@ -3,18 +3,17 @@
 //! process: a segment's rows go to each table that gets some, and an assignment reads the
 //! partition's replay point from the tables its role writes.
 
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use super::log::TableLog;
 use super::table::{append, AppIds, Appended, Rows};
-use crate::config::Role;
+use crate::config::{Config, Role};
 use crate::stream::ingest::record::RecordKind;
-use crate::stream::output::sink::parquet::{
-    dead_letter_batch, prediction_batch, Written,
-};
+use crate::stream::output::sink::parquet::{dead_letter_batch, prediction_batch, Written};
 use crate::stream::output::sink::{
-    owned_trees, Segment, DEAD_LETTERS_DIR, DRIFT_EVENTS_DIR, EVALUATIONS_DIR,
-    META_QUALITY_STATE, META_QUALITY_THROUGH, META_SERVED_STATE, PREDICTIONS_DIR,
+    owned_trees, Segment, DEAD_LETTERS_DIR, DRIFT_EVENTS_DIR, EVALUATIONS_DIR, META_QUALITY_STATE,
+    META_QUALITY_THROUGH, META_SERVED_STATE, PREDICTIONS_DIR,
 };
 use crate::stream::output::store::Store;
 use crate::stream::quality::{drift_event_batch, evaluation_batch};
@@ -35,7 +34,26 @@ fn from_offset<T: Clone>(rows: &[T], from: i64, offset: impl Fn(&T) -> i64) -> O
     (!kept.is_empty()).then_some(kept)
 }
 
+/// The tables of each output store and group in this process, made on first use: the
+/// writer threads and the assignments share one view of each log, so an assignment's
+/// catch-up spares the writers' (a view that is behind only costs a lost commit race).
+static SHARED: LazyLock<Mutex<HashMap<(String, String), Arc<DeltaTables>>>> =
+    LazyLock::new(Default::default);
+
 impl DeltaTables {
+    /// The tables under `store` for `cfg`'s consumer group when `output.format = "delta"`.
+    pub fn for_output(cfg: &Config, store: &Store) -> Option<Arc<Self>> {
+        if cfg.output.format != super::FORMAT_DELTA {
+            return None;
+        }
+        let group = cfg.group_id();
+        let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+        let tables = shared
+            .entry((store.display(), group.clone()))
+            .or_insert_with(|| Arc::new(Self::new(&group)));
+        Some(tables.clone())
+    }
+
     pub fn new(group: &str) -> Self {
         Self {
             group: group.to_string(),
@@ -145,7 +163,12 @@ impl DeltaTables {
     }
 
     /// The latest `txn` version of `app_id` in the table at `dir` (tests, the start banner).
-    pub fn txn_version(&self, store: &Store, dir: &str, app_id: &str) -> std::io::Result<Option<i64>> {
+    pub fn txn_version(
+        &self,
+        store: &Store,
+        dir: &str,
+        app_id: &str,
+    ) -> std::io::Result<Option<i64>> {
         let Some(t) = self.table(dir) else {
             return Ok(None);
         };
