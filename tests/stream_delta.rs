@@ -562,3 +562,81 @@ fn a_table_without_the_finding_columns_grows_them() {
     assert_eq!(window_rows(&check).len(), 10);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Two daemons briefly owning the same partitions: daemon A is frozen (SIGSTOP) mid-stream
+/// with its writers' queues as they were, daemon B joins and takes every partition once A's
+/// session runs out, replays from the Kafka commit and commits on; then A is thawed and its
+/// writers flush what they held (a zombie) before it learns it lost the partitions. The
+/// tables hold every window once: what A commits is filtered by the txn B moved, and a
+/// commit racing B's loses the put-if-absent (counted from A's log, not asserted: whether
+/// A held a segment at the freeze is a matter of timing).
+#[test]
+fn two_daemons_owning_one_partition_leave_each_window_once_in_the_table() {
+    let bootstrap = cluster(3);
+    let group = "delta-zombie2";
+    let dir = scratch(group);
+    let out = dir.join("out");
+    let (model_path, model) = model_file(&dir);
+    let stream = known_stream(6, 6, 1_700_000_001_500);
+    let expected = expected_windows(&stream);
+    let want: BTreeSet<_> = expected.keys().cloned().collect();
+    let _ = config(&bootstrap, &out, &model_path, group, "");
+    let cfg_path = config_path(&out, group);
+    let text = std::fs::read_to_string(&cfg_path)
+        .unwrap()
+        .replace("[output]\n", "[output]\nformat = \"delta\"\n");
+    std::fs::write(&cfg_path, text).unwrap();
+    let msgs = point_messages(&stream);
+    let feed = {
+        let bootstrap = bootstrap.clone();
+        std::thread::spawn(move || {
+            let p = producer(&bootstrap);
+            for chunk in msgs.chunks(50) {
+                produce_all(&p, chunk);
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        })
+    };
+    let log_a = dir.join("a.log");
+    let mut a = spawn_child(&cfg_path, &log_a);
+    assert!(
+        wait_until(Duration::from_secs(60), || any_data_file(&out)),
+        "A wrote nothing"
+    );
+    std::thread::sleep(Duration::from_millis(700));
+    unsafe { libc::kill(a.id() as i32, libc::SIGSTOP) };
+    let log_b = dir.join("b.log");
+    let mut b = spawn_child(&cfg_path, &log_b);
+    // B owns the partitions once A's session (6 s) ran out and has committed since.
+    let b_owns = wait_until(Duration::from_secs(60), || {
+        std::fs::read_to_string(&log_b).is_ok_and(|t| t.contains("first offsets committed"))
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    unsafe { libc::kill(a.id() as i32, libc::SIGCONT) };
+    let table = format!("{}/predictions", out.display());
+    let apps: Vec<String> = (0..3)
+        .map(|p| format!("milstream/{group}/{POINTS}/{p}"))
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while Instant::now() < deadline {
+        let check = delta_check(&table, &apps, None);
+        if window_rows(&check).into_iter().collect::<BTreeSet<_>>().is_superset(&want) {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    feed.join().unwrap();
+    for c in [&mut a, &mut b] {
+        unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        c.wait().unwrap();
+    }
+    assert!(b_owns, "B never committed");
+    let check = delta_check(&table, &apps, None);
+    let lost_races = std::fs::read_to_string(&log_a)
+        .unwrap_or_default()
+        .matches("delta commit lost to another writer")
+        .count();
+    println!("two daemons: A lost {lost_races} commit races to B");
+    let history = std::fs::read_to_string(&log_b).unwrap_or_default();
+    assert_crash_loop_exact(&bootstrap, group, &check, &expected, &model, &history);
+}

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use arrow_array::RecordBatch;
+use tracing::info;
 
 use super::actions::{self, Action, Add, CommitInfo, Format, Metadata, Protocol, Txn};
 use super::commit::{put_commit, CommitError};
@@ -172,7 +173,15 @@ fn commit_file(
                 l.apply(version, &actions);
                 return Ok(true);
             }
-            Err(CommitError::Conflict(_)) => l.catch_up(store)?,
+            Err(CommitError::Conflict(v)) => {
+                info!(
+                    table = l.dir,
+                    version = v,
+                    app_id = app.next,
+                    "delta commit lost to another writer: reading its commits"
+                );
+                l.catch_up(store)?
+            }
             Err(e) => return Err(e),
         }
     }
