@@ -37,6 +37,7 @@ fn options() -> BenchOptions {
         store_options: Default::default(),
         channels: 1,
         compare_drift: false,
+        compare_delta: false,
         spacing_ms: milstream::stream::embedded::DEMO_POINT_SPACING_MS,
     }
 }

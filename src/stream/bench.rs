@@ -46,6 +46,9 @@ pub struct BenchOptions {
     /// Throughput runs: a second daemon pass over the same topic with `[drift]` off (no
     /// evaluation, no detectors), reported beside the first (drift on, the default).
     pub compare_drift: bool,
+    /// Throughput runs: two more passes over the same topic (`[drift]` off), writing
+    /// Parquet files, then Delta tables (`output.format`), reported side by side.
+    pub compare_delta: bool,
     /// Event time between a series' points (10 ms: the demo's 100 Hz; 1,000 ms: a 1 Hz
     /// sensor, whose hour of label-join history is 3,600 points).
     pub spacing_ms: i64,
@@ -379,6 +382,12 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     tokio::time::sleep(Duration::from_millis(opts.roll_age_ms * 2 + 500)).await;
     let _ = stop_tx.send(true);
     pipeline.await??;
+    let formats = match (opts.compare_delta, opts.rate) {
+        (true, None) => {
+            Some(compare_formats(&cfg_without_drift, &bootstrap, &scoring, &topic, n_points).await?)
+        }
+        _ => None,
+    };
     // The same stream again with [drift] off, in the same run: the detectors' cost.
     let without_drift = match (opts.compare_drift, opts.rate) {
         (true, None) => {
@@ -436,6 +445,7 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         "output": opts.output.as_deref().unwrap_or("local"),
         "points_per_second_without_drift": without_drift.map(|s| n_points as f64 / s),
         "drift_cost": without_drift.map(|s| 1.0 - s / secs),
+        "output_formats": formats,
     }))
 }
 
@@ -471,6 +481,56 @@ async fn timed_pass(
     let _ = stop_tx.send(true);
     pipeline.await??;
     Ok(secs)
+}
+
+/// Two more daemon passes over the pre-produced topic at `base`'s settings (`[drift]` off),
+/// the first writing Parquet files, the second Delta tables: each one's points/s, data
+/// files and files per minute (of its pass), and Delta's throughput as a ratio to Parquet's.
+async fn compare_formats(
+    base: &Config,
+    bootstrap: &str,
+    scoring: &Arc<ScoringModel>,
+    topic: &str,
+    n_points: usize,
+) -> anyhow::Result<serde_json::Value> {
+    let mut report = serde_json::Map::new();
+    let mut pps = Vec::new();
+    for format in ["parquet", "delta"] {
+        let mut c = base.clone();
+        c.kafka.group_id = format!("{}.{format}", base.kafka.group_id);
+        c.output.dir = base.output.dir.join(format);
+        c.output.format = format.into();
+        let dir = c.output.dir.clone();
+        let secs = timed_pass(c, bootstrap, scoring.clone(), topic, n_points).await?;
+        let files = count_files(&dir, ".parquet");
+        let commits = count_files(&dir.join("predictions/_delta_log"), ".json");
+        pps.push(n_points as f64 / secs);
+        report.insert(
+            format.into(),
+            json!({"points_per_second": n_points as f64 / secs, "seconds": secs,
+                   "data_files": files, "files_per_minute": files as f64 * 60.0 / secs,
+                   "log_commits": commits}),
+        );
+    }
+    report.insert("delta_to_parquet".into(), json!(pps[1] / pps[0]));
+    Ok(serde_json::Value::Object(report))
+}
+
+/// Files under `dir` (any depth) whose names end in `suffix`; hidden ones not counted.
+fn count_files(dir: &std::path::Path, suffix: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| {
+            let (p, name) = (e.path(), e.file_name().to_string_lossy().into_owned());
+            match p.is_dir() {
+                true => count_files(&p, suffix),
+                false => usize::from(name.ends_with(suffix) && !name.starts_with('.')),
+            }
+        })
+        .sum()
 }
 
 /// The process's resident memory now (Linux), in bytes.

@@ -5,6 +5,12 @@
 //! it moved this partition's `txn` (an earlier owner still flushing, or a new one), the
 //! rows are filtered again and the data file written anew, so a zombie's overlap is
 //! dropped, never appended twice.
+//!
+//! What makes the `txn` mean "every row of the partition below it is in the table": each
+//! writer's segments run on without a gap from where its replay emits, the Kafka commit,
+//! which is never past rows no table holds (it follows the commits). A writer whose first
+//! segment started past the table's version with rows between would lose those rows to a
+//! later writer's filter; the daemon never makes one.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
