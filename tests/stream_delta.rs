@@ -135,7 +135,7 @@ fn a_zombie_writer_loses_the_version_and_the_table_holds_each_row_once() {
     let app = "milstream/g/points/0".to_string();
     let check = delta_check(
         &format!("{}/predictions", out.display()),
-        &[app.clone()],
+        std::slice::from_ref(&app),
         None,
     );
     let mut offsets: Vec<i64> = check["rows"]
@@ -191,7 +191,7 @@ fn a_zombie_writer_loses_the_version_and_the_table_holds_each_row_once() {
     after
         .write_segment(&store, &segment(600, 629), false)
         .unwrap();
-    let check = delta_check(&table, &[app.clone()], None);
+    let check = delta_check(&table, std::slice::from_ref(&app), None);
     assert_eq!(
         window_rows(&check).len(),
         630,
@@ -374,7 +374,7 @@ fn assert_crash_loop_exact(
     model: &milstream::mil::Model,
     history: &str,
 ) {
-    let rows = window_rows(&check);
+    let rows = window_rows(check);
     let want: BTreeSet<_> = expected.keys().cloned().collect();
     let got: BTreeSet<_> = rows.iter().cloned().collect();
     let lost = want.difference(&got).count();

@@ -37,8 +37,11 @@ fn from_offset<T: Clone>(rows: &[T], from: i64, offset: impl Fn(&T) -> i64) -> O
 /// The tables of each output store and group in this process, made on first use: the
 /// writer threads and the assignments share one view of each log, so an assignment's
 /// catch-up spares the writers' (a view that is behind only costs a lost commit race).
-static SHARED: LazyLock<Mutex<HashMap<(String, String), Arc<DeltaTables>>>> =
+static SHARED: LazyLock<Mutex<HashMap<StoreAndGroup, Arc<DeltaTables>>>> =
     LazyLock::new(Default::default);
+
+/// An output store (as `Store::display` names it) and a consumer group.
+type StoreAndGroup = (String, String);
 
 impl DeltaTables {
     /// The tables under `store` for `cfg`'s consumer group when `output.format = "delta"`.
