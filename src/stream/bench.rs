@@ -382,19 +382,9 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     tokio::time::sleep(Duration::from_millis(opts.roll_age_ms * 2 + 500)).await;
     let _ = stop_tx.send(true);
     pipeline.await??;
-    let formats = match (opts.compare_delta, opts.rate) {
-        (true, None) => {
-            Some(compare_formats(&cfg_without_drift, &bootstrap, &scoring, &topic, n_points).await?)
-        }
-        _ => None,
-    };
-    // The same stream again with [drift] off, in the same run: the detectors' cost.
-    let without_drift = match (opts.compare_drift, opts.rate) {
-        (true, None) => {
-            Some(timed_pass(cfg_without_drift, &bootstrap, scoring, &topic, n_points).await?)
-        }
-        _ => None,
-    };
+    // The same stream again with [drift] off, and as Parquet files against Delta tables.
+    let (without_drift, formats) =
+        extra_passes(&opts, cfg_without_drift, &bootstrap, scoring, n_points).await?;
     let _ = std::fs::remove_dir_all(&dir);
     // Paced: the topic holds the whole stream now; the bare consumer drains it after.
     let bare = match bare {
@@ -483,16 +473,40 @@ async fn timed_pass(
     Ok(secs)
 }
 
+/// The throughput runs' extra passes over the same topic: Parquet files against Delta
+/// tables (`compare_delta`), then `[drift]` off (`compare_drift`; the detectors' cost);
+/// None for one not asked for.
+async fn extra_passes(
+    opts: &BenchOptions,
+    base: Config,
+    bootstrap: &str,
+    scoring: Arc<ScoringModel>,
+    n_points: usize,
+) -> anyhow::Result<(Option<f64>, Option<serde_json::Value>)> {
+    let formats = compare_formats(opts, &base, bootstrap, &scoring, n_points).await?;
+    let topic = base.kafka.points_topic.clone();
+    let without_drift = match (opts.compare_drift, opts.rate) {
+        (true, None) => Some(timed_pass(base, bootstrap, scoring, &topic, n_points).await?),
+        _ => None,
+    };
+    Ok((without_drift, formats))
+}
+
 /// Two more daemon passes over the pre-produced topic at `base`'s settings (`[drift]` off),
 /// the first writing Parquet files, the second Delta tables: each one's points/s, data
 /// files and files per minute (of its pass), and Delta's throughput as a ratio to Parquet's.
+/// None unless asked for (`compare_delta`) in a throughput run.
 async fn compare_formats(
+    opts: &BenchOptions,
     base: &Config,
     bootstrap: &str,
     scoring: &Arc<ScoringModel>,
-    topic: &str,
     n_points: usize,
-) -> anyhow::Result<serde_json::Value> {
+) -> anyhow::Result<Option<serde_json::Value>> {
+    if !opts.compare_delta || opts.rate.is_some() {
+        return Ok(None);
+    }
+    let topic = &base.kafka.points_topic;
     let mut report = serde_json::Map::new();
     let mut pps = Vec::new();
     for format in ["parquet", "delta"] {
@@ -513,7 +527,7 @@ async fn compare_formats(
         );
     }
     report.insert("delta_to_parquet".into(), json!(pps[1] / pps[0]));
-    Ok(serde_json::Value::Object(report))
+    Ok(Some(serde_json::Value::Object(report)))
 }
 
 /// Files under `dir` (any depth) whose names end in `suffix`; hidden ones not counted.
