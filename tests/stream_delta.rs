@@ -683,3 +683,89 @@ fn two_daemons_owning_one_partition_leave_each_window_once_in_the_table() {
     let history = std::fs::read_to_string(&log_b).unwrap_or_default();
     assert_crash_loop_exact(&bootstrap, group, &check, &expected, &model, &history);
 }
+
+/// Every table reads back: a segment with predictions, dead letters, a graded label and a
+/// drift event makes one commit in each of the four tables, and deltalake and DuckDB (over
+/// the files the log names) read each table's rows; the types Delta has no name for
+/// (`uint32`) arrive as int64.
+#[test]
+fn all_four_tables_read_back_with_deltalake_and_duckdb() {
+    use milstream::stream::ingest::record::DeadLetterRecord;
+    use milstream::stream::quality::{DriftEventRecord, EvaluationRecord};
+    let dir = scratch("delta-four");
+    let out = dir.join("out");
+    let store = Store::Local(out.clone());
+    let mut seg = segment(0, 9);
+    seg.dead_letters = (3..5)
+        .map(|o| DeadLetterRecord {
+            topic: "points".into(),
+            partition: 0,
+            offset: o,
+            reason: "parse".into(),
+            detail: "not JSON".into(),
+            raw_prefix: "{".into(),
+            at_ms: 1_700_000_000_000,
+        })
+        .collect();
+    seg.quality.evaluations.push(EvaluationRecord {
+        key: "s1".into(),
+        segment: Some((10, 19)),
+        label: "a".into(),
+        predicted: "b".into(),
+        correct: false,
+        classes: vec!["a".into(), "b".into()],
+        scores: vec![-0.1, 0.1],
+        model_name: "m".into(),
+        model_version: "v1".into(),
+        source_topic: "points".into(),
+        source_partition: 0,
+        source_offset: 7,
+        labeled_at_ms: 1_700_000_000_000,
+    });
+    seg.quality.drift_events.push(DriftEventRecord {
+        model_name: "m".into(),
+        model_version: "v1".into(),
+        detector: "errors",
+        method: "adwin",
+        signal: "drift",
+        observations: 40,
+        action: "retrain",
+        source_topic: "points".into(),
+        source_partition: 0,
+        source_offset: 8,
+        at_ms: 1_700_000_000_000,
+    });
+    DeltaTables::new("g")
+        .write_segment(&store, &seg, false)
+        .unwrap();
+    let script = format!(
+        r#"
+import duckdb, json
+from deltalake import DeltaTable
+out = {{}}
+for t in ["predictions", "dead_letters", "evaluations", "drift_events"]:
+    dt = DeltaTable("{root}/" + t)
+    files = [f.removeprefix("file://") for f in dt.file_uris()]
+    duck = duckdb.execute("select count(*) from read_parquet(?)", [files]).fetchone()[0]
+    out[t] = [dt.to_pyarrow_table().num_rows, duck, dt.transaction_version("milstream/g/points/0")]
+print(json.dumps(out))
+"#,
+        root = out.display()
+    );
+    let run = common::tools::python_with("deltalake, duckdb", "deltalake==1.6.6 duckdb")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let got: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(
+        got,
+        json!({"predictions": [10, 10, 10], "dead_letters": [2, 2, 10],
+               "evaluations": [1, 1, 10], "drift_events": [1, 1, 10]}),
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

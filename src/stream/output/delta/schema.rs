@@ -1,12 +1,12 @@
 //! The tables' schemas: the Arrow schema of the daemon's Parquet files as a Delta
 //! `schemaString`, and the one change the data needs first. Delta has no unsigned integers,
-//! so `UInt32` columns (and lists of them) are written as `long` (Int64): every Delta reader
-//! then reads the file's physical type as the log declares it.
+//! so `UInt32` and `UInt64` columns (and lists of them) are written as `long` (Int64): every
+//! Delta reader then reads the file's physical type as the log declares it.
 
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::UInt32Type;
+use arrow_array::types::{UInt32Type, UInt64Type};
 use arrow_array::{Array, ArrayRef, Int64Array, ListArray, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use serde_json::{json, Value};
@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 /// `t` as Delta stores it: unsigned 32-bit integers widened to Int64, inside lists too.
 fn delta_type(t: &DataType) -> DataType {
     match t {
-        DataType::UInt32 => DataType::Int64,
+        DataType::UInt32 | DataType::UInt64 => DataType::Int64,
         DataType::List(f) => DataType::List(Arc::new(delta_field(f))),
         t => t.clone(),
     }
@@ -40,7 +40,7 @@ pub fn for_delta(batch: &RecordBatch) -> Result<RecordBatch, arrow_schema::Arrow
     RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
 }
 
-/// A `UInt32` column, or a list of them, as Int64 (the only change [`delta_type`] makes;
+/// A `UInt32` or `UInt64` column, or a list of them, as Int64 (the only change [`delta_type`] makes;
 /// done here rather than with arrow-cast, which is not otherwise in the build).
 fn widen(col: &ArrayRef) -> ArrayRef {
     match col.data_type() {
@@ -48,6 +48,13 @@ fn widen(col: &ArrayRef) -> ArrayRef {
             col.as_primitive::<UInt32Type>()
                 .iter()
                 .map(|v| v.map(i64::from))
+                .collect::<Int64Array>(),
+        ),
+        // Counts (a detector's observations) far below i64::MAX; saturated, never wrapped.
+        DataType::UInt64 => Arc::new(
+            col.as_primitive::<UInt64Type>()
+                .iter()
+                .map(|v| v.map(|v| i64::try_from(v).unwrap_or(i64::MAX)))
                 .collect::<Int64Array>(),
         ),
         DataType::List(_) => {
