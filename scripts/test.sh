@@ -49,12 +49,15 @@ fi
 # move together.
 duckdb_pins=("duckdb==1.4.4" "duckdb-ext-httpfs==1.4.4.20260205")
 river_pin="river==0.26.1"
+# delta-rs's Python binding reads the Delta tables back (tests/stream_delta.rs).
+deltalake_pin="deltalake==1.6.6"
 if ! "$venv/bin/python" -c "import pyarrow, yaml, moto, boto3, flask" >/dev/null 2>&1 \
   || [ ! -x "$venv/bin/moto_server" ] \
   || ! "$venv/bin/python" -c "import duckdb, duckdb_ext; assert duckdb.__version__ == '1.4.4'" >/dev/null 2>&1 \
-  || ! "$venv/bin/python" -c "import river; assert river.__version__ == '0.26.1'" >/dev/null 2>&1; then
-  echo "installing pyarrow, PyYAML, moto[server], DuckDB with httpfs and River into $venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pyarrow pyyaml "moto[server]" "${duckdb_pins[@]}" "$river_pin"
+  || ! "$venv/bin/python" -c "import river; assert river.__version__ == '0.26.1'" >/dev/null 2>&1 \
+  || ! "$venv/bin/python" -c "import deltalake; assert deltalake.__version__ == '1.6.6'" >/dev/null 2>&1; then
+  echo "installing pyarrow, PyYAML, moto[server], DuckDB with httpfs, River and deltalake into $venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pyarrow pyyaml "moto[server]" "${duckdb_pins[@]}" "$river_pin" "$deltalake_pin"
 fi
 # The Python package's build and test dependencies, pinned (aeon is also the peer benchmark).
 # Playwright drives Debian's chromium (never its own browser download: `playwright install`

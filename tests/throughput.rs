@@ -38,6 +38,7 @@ fn options() -> BenchOptions {
         channels: 1,
         compare_drift: false,
         view_clients: None,
+        compare_delta: false,
         spacing_ms: milstream::stream::embedded::DEMO_POINT_SPACING_MS,
     }
 }

@@ -47,6 +47,10 @@ pub struct BenchStreamArgs {
     /// the view's cost, and that of its pages.
     #[arg(long)]
     view_clients: Option<usize>,
+    /// Also run the daemon twice more over the same stream (`[drift]` off), writing Parquet
+    /// files, then Delta tables (`output.format = "delta"`), and report both (throughput runs).
+    #[arg(long)]
+    compare_delta: bool,
     /// Event time between a series' points, in ms (10: the demo's 100 Hz; 1000: a 1 Hz
     /// sensor). The label-join history keeps `training.history_ms` of it (an hour).
     #[arg(long, default_value_t = milstream::stream::embedded::DEMO_POINT_SPACING_MS)]
@@ -80,6 +84,7 @@ pub fn run(args: BenchStreamArgs) -> Result<()> {
         channels: args.channels,
         compare_drift: args.compare_drift,
         view_clients: args.view_clients,
+        compare_delta: args.compare_delta,
         spacing_ms: args.spacing_ms.max(1),
     };
     let report = rt.block_on(milstream::stream::bench::bench(opts))?;

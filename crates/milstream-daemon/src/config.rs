@@ -419,6 +419,13 @@ pub struct OutputConfig {
     /// first point's `ts`; the Kafka timestamp for bags and labels), UTC: `date`
     /// (`date=YYYY-MM-DD/`) or `hour` (`date=YYYY-MM-DD/hour=HH/`).
     pub partition_by: String,
+    /// `parquet`: Parquet files in Hive folders (the default). `delta`: `predictions/`,
+    /// `dead_letters/`, `evaluations/` and `drift_events/` are each a Delta Lake table;
+    /// every flush of a partition is one table commit carrying the partition's next offset
+    /// as a `txn` (app id `milstream/<group>/<topic>/<partition>`), so a replay never
+    /// appends a row twice (docs/DELIVERY.md). On S3 the commit needs conditional puts
+    /// (`aws_conditional_put = "etag"`, the default of `[object_store]`).
+    pub format: String,
     /// Roll a partition's file after this many rows ...
     pub roll_rows: usize,
     /// ... or at about this many bytes of Parquet: the rows' in-memory estimate scaled by
@@ -444,6 +451,7 @@ impl Default for OutputConfig {
         Self {
             dir: PathBuf::from("milstream-out"),
             partition_by: "date".into(),
+            format: "parquet".into(),
             roll_rows: 50_000,
             roll_bytes: 64 << 20,
             roll_age_ms: 5_000,
@@ -719,12 +727,12 @@ impl Config {
         if self.output.max_open_bytes == 0 {
             return Err(("output.max_open_bytes", "must be >= 1".into()));
         }
-        if !matches!(self.output.partition_by.as_str(), "date" | "hour") {
-            return Err((
-                "output.partition_by",
-                format!("{:?} is not `date` or `hour`", self.output.partition_by),
-            ));
-        }
+        one_of(
+            "output.partition_by",
+            &self.output.partition_by,
+            &["date", "hour"],
+        )?;
+        one_of("output.format", &self.output.format, &["parquet", "delta"])?;
         if self.output.max_pending_files == 0 {
             return Err(("output.max_pending_files", "must be >= 1".into()));
         }
@@ -804,6 +812,15 @@ impl Config {
     pub fn is_embedded(&self) -> bool {
         self.kafka.bootstrap_servers == "embedded"
     }
+}
+
+/// `value` of the key `path` is one of `allowed`, or the error naming them.
+fn one_of(path: &'static str, value: &str, allowed: &[&str]) -> Result<(), (&'static str, String)> {
+    if allowed.contains(&value) {
+        return Ok(());
+    }
+    let names: Vec<String> = allowed.iter().map(|a| format!("`{a}`")).collect();
+    Err((path, format!("{value:?} is not {}", names.join(" or "))))
 }
 
 #[cfg(test)]

@@ -50,6 +50,9 @@ pub struct BenchOptions {
     /// view off, on with no page open and on with `n` pages reading its event stream (each
     /// watching a series), reported side by side.
     pub view_clients: Option<usize>,
+    /// Throughput runs: two more passes over the same topic (`[drift]` off), writing
+    /// Parquet files, then Delta tables (`output.format`), reported side by side.
+    pub compare_delta: bool,
     /// Event time between a series' points (10 ms: the demo's 100 Hz; 1,000 ms: a 1 Hz
     /// sensor, whose hour of label-join history is 3,600 points).
     pub spacing_ms: i64,
@@ -367,7 +370,7 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     tokio::time::sleep(Duration::from_millis(opts.roll_age_ms * 2 + 500)).await;
     let _ = stop_tx.send(true);
     pipeline.await??;
-    let (with_view, without_drift) =
+    let (with_view, without_drift, formats) =
         more_passes(&opts, cfg_after, (&bootstrap, &topic), &scoring, n_points).await?;
     let _ = std::fs::remove_dir_all(&dir);
     // Paced: the topic holds the whole stream now; the bare consumer drains it after.
@@ -420,6 +423,7 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         "points_per_second_without_drift": without_drift.map(|s| n_points as f64 / s),
         "drift_cost": without_drift.map(|s| 1.0 - s / secs),
         "view": with_view,
+        "output_formats": formats,
     }))
 }
 
@@ -445,11 +449,16 @@ async fn more_passes(
     (bootstrap, topic): (&str, &str),
     scoring: &Arc<ScoringModel>,
     n_points: usize,
-) -> anyhow::Result<(Option<serde_json::Value>, Option<f64>)> {
+) -> anyhow::Result<(
+    Option<serde_json::Value>,
+    Option<f64>,
+    Option<serde_json::Value>,
+)> {
     let with_view = match (opts.view_clients, opts.rate) {
         (Some(n), None) => Some(view_cost(&cfg, bootstrap, scoring, topic, n_points, n).await?),
         _ => None,
     };
+    let formats = compare_formats(opts, &cfg, bootstrap, scoring, n_points).await?;
     let without_drift = match (opts.compare_drift, opts.rate) {
         (true, None) => {
             let mut c = cfg;
@@ -461,7 +470,7 @@ async fn more_passes(
         }
         _ => None,
     };
-    Ok((with_view, without_drift))
+    Ok((with_view, without_drift, formats))
 }
 
 /// One more daemon pass over the pre-produced topic (its own consumer group): seconds from
@@ -580,6 +589,62 @@ async fn view_cost(
         "cost_of_the_view_median": 1.0 - median(&none) / median(&off),
         "cost_of_the_view_best": 1.0 - best(&none) / best(&off),
     }))
+}
+
+/// Two more daemon passes over the pre-produced topic at `base`'s settings (`[drift]` off),
+/// the first writing Parquet files, the second Delta tables: each one's points/s, data
+/// files and files per minute (of its pass), and Delta's throughput as a ratio to Parquet's.
+/// None unless asked for (`compare_delta`) in a throughput run.
+async fn compare_formats(
+    opts: &BenchOptions,
+    base: &Config,
+    bootstrap: &str,
+    scoring: &Arc<ScoringModel>,
+    n_points: usize,
+) -> anyhow::Result<Option<serde_json::Value>> {
+    if !opts.compare_delta || opts.rate.is_some() {
+        return Ok(None);
+    }
+    let topic = &base.kafka.points_topic;
+    let mut report = serde_json::Map::new();
+    let mut pps = Vec::new();
+    for format in ["parquet", "delta"] {
+        let mut c = base.clone();
+        c.drift.evaluate = false;
+        c.kafka.group_id = format!("{}.{format}", base.kafka.group_id);
+        c.output.dir = base.output.dir.join(format);
+        c.output.format = format.into();
+        let dir = c.output.dir.clone();
+        let (secs, _) = timed_pass(c, bootstrap, scoring.clone(), topic, n_points, None).await?;
+        let files = count_files(&dir, ".parquet");
+        let commits = count_files(&dir.join("predictions/_delta_log"), ".json");
+        pps.push(n_points as f64 / secs);
+        report.insert(
+            format.into(),
+            json!({"points_per_second": n_points as f64 / secs, "seconds": secs,
+                   "data_files": files, "files_per_minute": files as f64 * 60.0 / secs,
+                   "log_commits": commits}),
+        );
+    }
+    report.insert("delta_to_parquet".into(), json!(pps[1] / pps[0]));
+    Ok(Some(serde_json::Value::Object(report)))
+}
+
+/// Files under `dir` (any depth) whose names end in `suffix`; hidden ones not counted.
+fn count_files(dir: &std::path::Path, suffix: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| {
+            let (p, name) = (e.path(), e.file_name().to_string_lossy().into_owned());
+            match p.is_dir() {
+                true => count_files(&p, suffix),
+                false => usize::from(name.ends_with(suffix) && !name.starts_with('.')),
+            }
+        })
+        .sum()
 }
 
 /// The process's resident memory now (Linux), in bytes.

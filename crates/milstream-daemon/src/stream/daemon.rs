@@ -9,6 +9,7 @@ use anyhow::Context;
 use tracing::{info, warn};
 
 use super::lifecycle::registry::{self, short_hash};
+use super::output::delta::{read_command as delta_read_command, FORMAT_DELTA};
 use super::score::window::ScoringModel;
 use super::view::{self, ViewHub};
 use super::{embedded, pipeline, score::models};
@@ -352,6 +353,20 @@ fn bag_dim(model: &Model) -> usize {
     }
 }
 
+/// Where the banner says the predictions are (a glob of files, or a note that they are a
+/// Delta table) and its lines that read them.
+fn predictions_hint(cfg: &Config, out: &str) -> (&'static str, Vec<String>) {
+    if cfg.output.format == FORMAT_DELTA {
+        let read = format!("  read them:        {}", delta_read_command(out));
+        return ("  (a Delta table)", vec![read]);
+    }
+    let read = vec![
+        format!("  read them:        python3 -c \"import pyarrow.dataset as d; print(d.dataset('{out}/predictions', format='parquet', partitioning='hive').to_table().to_pandas())\""),
+        format!("                    duckdb -c \"select key, label, scores from read_parquet('{out}/predictions/*/*.parquet')\""),
+    ];
+    ("/date=*/*.parquet", read)
+}
+
 /// Runs the daemon until SIGTERM / SIGINT (or `stop` turns true).
 pub async fn run(
     cfg: Config,
@@ -504,10 +519,11 @@ fn print_banner(
             }
         })
         .collect();
+    let (glob, read_them) = predictions_hint(&cfg, &out.display().to_string());
     // Bag predictions are rows of the same files, told apart by `kind`.
     let bag_predictions = (!cfg.kafka.bags_topic.is_empty()).then(|| {
         format!(
-            "{}/predictions/date=*/*.parquet, rows with kind = 'bag'",
+            "{}/predictions{glob}, rows with kind = 'bag'",
             out.display()
         )
     });
@@ -548,17 +564,15 @@ fn print_banner(
             );
         }
         eprintln!(
-            "  predictions:      {}/predictions/date=*/*.parquet  (series windows and bags alike; model_name says which model)",
+            "  predictions:      {}/predictions{glob}  (series windows and bags alike; model_name says which model)",
             out.display()
         );
         if let Some(b) = &bag_predictions {
             eprintln!("  bag predictions:  {b}");
         }
-        eprintln!(
-            "  read them:        python3 -c \"import pyarrow.dataset as d; print(d.dataset('{}/predictions', format='parquet', partitioning='hive').to_table().to_pandas())\"",
-            out.display()
-        );
-        eprintln!("                    duckdb -c \"select key, label, scores from read_parquet('{}/predictions/*/*.parquet')\"", out.display());
+        for line in &read_them {
+            eprintln!("{line}");
+        }
         if let Some(a) = http_addr {
             eprintln!("  metrics:          http://{a}/metrics   (/healthz, /readyz)");
             if view {

@@ -24,6 +24,7 @@ use crate::http::Health;
 use crate::metrics::Metrics;
 use crate::stream::ingest::commit::DurableOffsets;
 use crate::stream::lifecycle::training::TrainingRuntime;
+use crate::stream::output::delta::DeltaTables;
 use crate::stream::output::sink::folders::WriterLogs;
 use crate::stream::output::sink::roll::FileSizes;
 use crate::stream::output::sink::{self, Segment};
@@ -288,8 +289,13 @@ fn write_segment(
     let folder = seg.partition_folder(by_hour);
     logs.record(out, env.cfg.pipeline.role, seg, &folder, low)
         .map_err(SinkError::io("parquet", "folder log"))?;
-    let w = sink::parquet::write_segment(out, seg, by_hour)
-        .map_err(SinkError::io("parquet", "parquet"))?;
+    let w = match DeltaTables::for_output(&env.cfg, out) {
+        Some(tables) => tables
+            .write_segment(out, seg, by_hour)
+            .map_err(SinkError::io("delta", "delta table"))?,
+        None => sink::parquet::write_segment(out, seg, by_hour)
+            .map_err(SinkError::io("parquet", "parquet"))?,
+    };
     count("parquet", w.prediction_files, w.prediction_bytes);
     count("dlq", w.dead_letter_files, w.dead_letter_bytes);
     let mut parquet = w.parquet;

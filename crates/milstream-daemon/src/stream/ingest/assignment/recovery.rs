@@ -11,6 +11,7 @@ use super::Assignments;
 use crate::config::Role;
 use crate::stream::ingest::commit::{choose_replay_point, decode_metadata};
 use crate::stream::ingest::record::RecordKind;
+use crate::stream::output::delta::{DeltaTables, FORMAT_DELTA};
 use crate::stream::output::sink::{self, folders::FolderLog};
 
 /// Attempts at listing the output store for a newly assigned partition before it is left
@@ -45,6 +46,7 @@ impl Assignments {
         let mut found: Option<Option<i64>> = None;
         let mut counted: Option<Option<i64>> = None;
         let mut attempt = 1;
+        let delta = self.cfg.output.format == FORMAT_DELTA;
         loop {
             // The folders the partition's files are in: all that is listed below.
             let log = FolderLog::for_assignment(
@@ -62,7 +64,12 @@ impl Assignments {
             });
             let r = r.and_then(|(r, log)| {
                 found = Some(r);
-                let quality = self.quality.as_ref().filter(|_| kind == RecordKind::Label);
+                // Delta tables: the detectors start over (their checkpoints are not read
+                // back from the tables yet; docs/DELIVERY.md, "Delta tables").
+                let quality = self
+                    .quality
+                    .as_ref()
+                    .filter(|_| kind == RecordKind::Label && !delta);
                 // The highest label already counted: read before the sweep removes the
                 // durable rows beyond the commit, which the replay writes (and would count)
                 // again. Found once, kept across attempts (a failed sweep may remove some).
@@ -80,7 +87,7 @@ impl Assignments {
                 // file left them (after the sweep: the replay emits from the commit on).
                 let scored = kind != RecordKind::Label && self.cfg.pipeline.role != Role::Trainer;
                 let served = match (commit, &self.quality) {
-                    (Some(c), Some(_)) if scored && may_sweep => {
+                    (Some(c), Some(_)) if scored && may_sweep && !delta => {
                         sink::served_checkpoint(&self.output, &log, (topic, partition), c)?
                     }
                     _ => None,
@@ -134,8 +141,23 @@ impl Assignments {
             .copied()
             .filter(|d| *d != sink::ARROW_DIR)
             .collect();
-        let mut from_file =
-            sink::replay_point_from_files(&self.output, &dirs, log, (topic, partition), committed)?;
+        let mut from_file = match DeltaTables::for_output(&self.cfg, &self.output) {
+            // The tables' own txn versions: no file is listed or read.
+            Some(tables) => tables
+                .replay_point(
+                    &self.output,
+                    self.cfg.pipeline.role,
+                    (topic, partition, self.kind(topic)),
+                )?
+                .map(|(r, next)| (r, next, "delta table txn".to_string())),
+            None => sink::replay_point_from_files(
+                &self.output,
+                &dirs,
+                log,
+                (topic, partition),
+                committed,
+            )?,
+        };
         if let Some(t) = &self.training_store {
             // The training store's files carry the replay point too; the newest file wins.
             let from_store =
@@ -174,7 +196,12 @@ impl Assignments {
         from: i64,
         log: &FolderLog,
     ) -> std::io::Result<()> {
-        let trees = sink::owned_trees(self.cfg.pipeline.role, self.kind(topic));
+        // Delta tables are append-only: what a replay rewrites is filtered at the commit
+        // (by the partition's txn version), so nothing is swept from them.
+        let trees = match DeltaTables::for_output(&self.cfg, &self.output) {
+            Some(_) => &[],
+            None => sink::owned_trees(self.cfg.pipeline.role, self.kind(topic)),
+        };
         let mut n = sink::sweep_partition(&self.output, trees, log, (topic, partition), from)?;
         if let Some(t) = &self.training_store {
             n += sink::sweep_tree(t, "", log, (topic, partition), from)?;
