@@ -19,6 +19,8 @@ fn root() -> PathBuf {
 /// Every metric family in the daemon's exposition, run-time label values touched.
 fn exposed() -> BTreeSet<String> {
     let m = Metrics::new();
+    // The daemon's start pretouches the stages' label vocabularies (dead-letter reasons).
+    milstream::stream::pretouch_metrics(&m);
     m.register_topic("milstream.points");
     m.records_consumed
         .with_label_values(&["milstream.points", "0"])
