@@ -550,10 +550,10 @@ fn the_store_stopped_for_30_s_loses_and_duplicates_nothing_in_the_delta_table() 
 /// whose added columns are nullable), and deltalake reads the new schema.
 #[test]
 fn a_table_without_the_finding_columns_grows_them() {
+    use milstream::stream::output::arrow::predictions::PREDICTION_SCHEMA;
     use milstream::stream::output::delta::actions::{encode, Action, Format, Metadata, Protocol};
     use milstream::stream::output::delta::commit::put_commit;
     use milstream::stream::output::delta::schema::{for_delta, schema_string};
-    use milstream::stream::output::arrow::predictions::PREDICTION_SCHEMA;
     let dir = scratch("delta-evolve");
     let out = dir.join("out");
     let store = Store::Local(out.clone());

@@ -519,7 +519,7 @@ fn print_banner(
             }
         })
         .collect();
-    let (glob, read_them) = predictions_hint(&cfg, &out.display().to_string());
+    let (glob, read_them) = predictions_hint(cfg, &out.display().to_string());
     // Bag predictions are rows of the same files, told apart by `kind`.
     let bag_predictions = (!cfg.kafka.bags_topic.is_empty()).then(|| {
         format!(
