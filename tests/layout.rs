@@ -366,11 +366,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         130,
     ),
     ("crates/milstream-core/src/mil/kinds/svm.rs", "fit", 127),
-    (
-        "crates/milstream-tools/src/figure/render.rs",
-        "series_panel",
-        124,
-    ),
 ];
 
 #[test]

@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
@@ -560,28 +561,7 @@ fn series_panel<DB: DrawingBackend>(
             BLACK.stroke_width(1),
         )))
         .map_err(draw_error)?;
-    for s in segments.iter().rev() {
-        let points: Vec<(f64, f64)> = s
-            .values
-            .iter()
-            .zip(&s.positions)
-            .map(|(&v, &x)| (x as f64, v))
-            .collect();
-        let stroke = diverging(s.value / scale).stroke_width(3);
-        if style.bitmap {
-            chart
-                .draw_series(
-                    points
-                        .windows(2)
-                        .map(|w| PathElement::new(w.to_vec(), stroke)),
-                )
-                .map_err(draw_error)?;
-        } else {
-            chart
-                .draw_series(std::iter::once(PathElement::new(points, stroke)))
-                .map_err(draw_error)?;
-        }
-    }
+    draw_highlights(&mut chart, segments, style)?;
     let font = ("sans-serif", 12).into_font();
     // Labels in rows above the series: each in the lowest row where it clears the label
     // to its left (findings close together would print over each other).
@@ -626,6 +606,39 @@ fn series_panel<DB: DrawingBackend>(
             .map_err(draw_error)?;
     }
     draw_legend(&legend, entries, scale)
+}
+
+/// `segments` over the series, each one line of its values at its positions (on a bitmap,
+/// one line per step), in reverse order so the first lie on top.
+fn draw_highlights<DB: DrawingBackend>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    segments: &[Highlight],
+    style: Style,
+) -> Result<()> {
+    let scale = style.scale;
+    for s in segments.iter().rev() {
+        let points: Vec<(f64, f64)> = s
+            .values
+            .iter()
+            .zip(&s.positions)
+            .map(|(&v, &x)| (x as f64, v))
+            .collect();
+        let stroke = diverging(s.value / scale).stroke_width(3);
+        if style.bitmap {
+            chart
+                .draw_series(
+                    points
+                        .windows(2)
+                        .map(|w| PathElement::new(w.to_vec(), stroke)),
+                )
+                .map_err(draw_error)?;
+        } else {
+            chart
+                .draw_series(std::iter::once(PathElement::new(points, stroke)))
+                .map_err(draw_error)?;
+        }
+    }
+    Ok(())
 }
 
 fn max_entry(entries: &[Entry]) -> f64 {
