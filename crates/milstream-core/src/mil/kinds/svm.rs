@@ -335,6 +335,39 @@ pub fn binary_bags<'a>(
     Ok((bags, [classes[0].clone(), classes[1].clone()], y))
 }
 
+/// One round's training set (Andrews et al.): MI-SVM takes each positive bag's witness and
+/// every instance of a negative bag; mi-SVM every instance with its current label.
+fn training_points(
+    variant: MiSvmVariant,
+    scaled: &[Vec<Vec<f64>>],
+    y: &[f64],
+    witness: &[Vec<f64>],
+    instance_label: &[Vec<f64>],
+) -> (Vec<Vec<f64>>, Vec<f64>) {
+    let (mut points, mut labels) = (Vec::new(), Vec::new());
+    for (i, inst) in scaled.iter().enumerate() {
+        match variant {
+            MiSvmVariant::Bag if y[i] > 0.0 => {
+                points.push(witness[i].clone());
+                labels.push(1.0);
+            }
+            MiSvmVariant::Bag => {
+                for x in inst {
+                    points.push(x.clone());
+                    labels.push(-1.0);
+                }
+            }
+            MiSvmVariant::Instance => {
+                for (x, l) in inst.iter().zip(&instance_label[i]) {
+                    points.push(x.clone());
+                    labels.push(*l);
+                }
+            }
+        }
+    }
+    (points, labels)
+}
+
 impl MiSvmModel {
     pub fn fit(ds: &Dataset, p: &SvmParams, variant: MiSvmVariant) -> Result<Self> {
         p.validate()?;
@@ -376,28 +409,7 @@ impl MiSvmModel {
         let mut dual;
         loop {
             rounds += 1;
-            points = Vec::new();
-            labels = Vec::new();
-            for (i, inst) in scaled.iter().enumerate() {
-                match variant {
-                    MiSvmVariant::Bag if y[i] > 0.0 => {
-                        points.push(witness[i].clone());
-                        labels.push(1.0);
-                    }
-                    MiSvmVariant::Bag => {
-                        for x in inst {
-                            points.push(x.clone());
-                            labels.push(-1.0);
-                        }
-                    }
-                    MiSvmVariant::Instance => {
-                        for (x, l) in inst.iter().zip(&instance_label[i]) {
-                            points.push(x.clone());
-                            labels.push(*l);
-                        }
-                    }
-                }
-            }
+            (points, labels) = training_points(variant, &scaled, &y, &witness, &instance_label);
             let n = points.len();
             let kernel = |a: usize, b: usize| rbf(gamma, &points[a], &points[b]);
             dual = fit_dual_chunked(n, &kernel, &labels, &vec![p.c; n], SVM_CHUNK)?;
