@@ -360,11 +360,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ),
     // A flat list of independent checks, one per field.
     ("crates/milstream-core/src/mil/shapelet.rs", "validate", 137),
-    (
-        "crates/milstream-daemon/src/stream/lifecycle/trainer.rs",
-        "tend",
-        130,
-    ),
 ];
 
 #[test]

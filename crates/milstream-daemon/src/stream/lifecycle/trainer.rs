@@ -161,24 +161,7 @@ fn tend(env: &TrainerEnv, m: &ServedModel, s: &mut Schedule, stop: &AtomicBool) 
     let t = &env.store;
     let name = m.spec.name.as_str();
     let durable = t.examples_durable.of(name);
-    let requests = env.quality.as_ref().map(|q| q.take_requests(name));
-    for r in requests.into_iter().flatten() {
-        match r {
-            // A new warning (another label partition's, or after a clear) starts
-            // its candidate over, as River's adaptive random forest does.
-            TrainerRequest::Warning { since_ms } => {
-                s.drop_held(env, name, "a new warning");
-                s.warning = Some((since_ms, None));
-            }
-            TrainerRequest::Cleared => {
-                s.drop_held(env, name, "the warning cleared");
-                s.warning = None;
-            }
-            // A drift of its errors makes a model due at once, trained on the
-            // examples from the detector's warning on (the new concept's).
-            TrainerRequest::Drift { since_ms } => s.drift = Some((since_ms, None)),
-        }
-    }
+    apply_requests(env, name, s);
     if stop.load(Ordering::SeqCst) {
         return;
     }
@@ -284,6 +267,28 @@ fn tend(env: &TrainerEnv, m: &ServedModel, s: &mut Schedule, stop: &AtomicBool) 
                 model = name,
                 "drift detected, no better candidate: the champion keeps serving"
             );
+        }
+    }
+}
+
+/// The model's detectors' requests since the last check, into its schedule.
+fn apply_requests(env: &TrainerEnv, name: &str, s: &mut Schedule) {
+    let requests = env.quality.as_ref().map(|q| q.take_requests(name));
+    for r in requests.into_iter().flatten() {
+        match r {
+            // A new warning (another label partition's, or after a clear) starts
+            // its candidate over, as River's adaptive random forest does.
+            TrainerRequest::Warning { since_ms } => {
+                s.drop_held(env, name, "a new warning");
+                s.warning = Some((since_ms, None));
+            }
+            TrainerRequest::Cleared => {
+                s.drop_held(env, name, "the warning cleared");
+                s.warning = None;
+            }
+            // A drift of its errors makes a model due at once, trained on the
+            // examples from the detector's warning on (the new concept's).
+            TrainerRequest::Drift { since_ms } => s.drift = Some((since_ms, None)),
         }
     }
 }
