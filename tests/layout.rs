@@ -311,11 +311,6 @@ fn long_functions(text: &str, limit: usize) -> Vec<(String, usize, usize)> {
 const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("crates/milstream-daemon/src/stream/bench.rs", "bench", 250),
     (
-        "crates/milstream-daemon/src/stream/pipeline.rs",
-        "run_pipeline",
-        219,
-    ),
-    (
         "crates/milstream-core/src/data/multichannel.rs",
         "parse_ts",
         210,
