@@ -656,6 +656,7 @@ impl Config {
     }
 
     /// Cross-field checks, run at start-up.
+    // Long on purpose: a flat list of independent checks, one per key, read top to bottom.
     fn validate(&self) -> Result<(), (&'static str, String)> {
         self.drift.validate().and(self.view.validate())?;
         let w = &self.window;

@@ -229,6 +229,7 @@ impl ShapeletModel {
     }
 
     /// Checks the shapes of a loaded model; the message says what is wrong.
+    // Long on purpose: a flat list of independent checks, one per field.
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(MilError::Artifact(m));
         if self.classes.len() < 2 {

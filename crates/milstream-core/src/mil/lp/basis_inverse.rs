@@ -200,6 +200,8 @@ impl BasisInverse {
         Self::factor_portable(basic)
     }
 
+    // One loop nest on purpose: the factorisation kernel, compiled twice (AVX2 and
+    // portable); split, its inner loops would not vectorise as one.
     #[inline(always)]
     fn factor_portable(basic: &[&[(usize, f64)]]) -> Option<Self> {
         let m = basic.len();

@@ -435,6 +435,8 @@ impl Simplex {
     }
 
     /// The pivots of [`Self::solve`], on the bounds as they stand (shifted or true).
+    // One piece on purpose (~200 lines): pricing, ratio test and update share the pivot's
+    // state and read as the textbook's one loop.
     fn iterate(&mut self, max_iter: usize) -> Result<usize, SimplexError> {
         let m = self.rows;
         let mut degenerate = 0usize;
