@@ -24,6 +24,7 @@ use super::ingest::assignment::{Assignments, Ctx};
 use super::ingest::commit::DurableOffsets;
 use super::ingest::consumer;
 use super::ingest::position::PartitionKey;
+use super::ingest::avro::AvroInput;
 use super::ingest::record::{DecodeLimits, RecordKind};
 use super::join::history::{BagCache, SeriesHistory};
 use super::join::labels::LabelJoiner;
@@ -132,14 +133,11 @@ pub async fn run_pipeline(
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let kinds = topic_kinds(&cfg);
-    for t in kinds.keys() {
-        metrics.register_topic(t);
-    }
+    kinds.keys().for_each(|t| metrics.register_topic(t));
     let out_dir = &cfg.output.dir;
     let output = Store::open(out_dir, &cfg.object_store.0)
-        .and_then(|s| s.ensure_root().map(|()| s))
+        .and_then(|s| s.ensure_root().map(|()| Arc::new(s)))
         .map_err(|e| anyhow::anyhow!("opening the output {}: {e}", out_dir.display()))?;
-    let output = Arc::new(output);
     let training = training_runtime(&cfg, &metrics)?;
     let models = Arc::new(Models::new(start, &metrics));
     let durable = Arc::new(DurableOffsets::new(cfg.commit.metadata));
@@ -180,6 +178,7 @@ pub async fn run_pipeline(
             quality.clone(),
         )
     });
+    let avro = AvroInput::new(&cfg)?;
     let worker_env = Arc::new(WorkerEnv {
         cfg: cfg.clone(),
         metrics: metrics.clone(),
@@ -189,6 +188,7 @@ pub async fn run_pipeline(
         limits: decode_limits(&cfg),
         file_sizes,
         view,
+        avro: avro.as_ref().map(|a| a.registry.clone()),
     });
     let (workers, worker_threads) = WorkerPool::start(
         &worker_env,
@@ -270,7 +270,7 @@ pub async fn run_pipeline(
             watched.push(Watched::new("milstream-registry", || p.is_finished()));
         }
         tokio::select! {
-            () = consumer::consume(&state, &consumer, &workers, &mut shutdown) => {}
+            () = consumer::consume(&state, &consumer, &workers, avro.as_ref(), &mut shutdown) => {}
             () = watch_threads(watched, &health) => {}
         }
     }
