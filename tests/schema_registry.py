@@ -12,6 +12,9 @@ PyPI), so this implements the REST subset the clients use, after Confluent's API
 - POST /compatibility/subjects/{subject}/versions/latest   {"is_compatible": bool}
 - GET  /_test/hits                       how often each id was fetched (for the test)
 
+Anything else is a 404, which the clients take as "not there" (confluent-kafka 2.16 first
+asks GET /associations/... and falls back to the topic's subject).
+
 The compatibility rule is Avro's BACKWARD one for records, in its simplest form: every field
 of the new schema without a default must be in the latest one, by name or by one of its
 aliases. Usage: python schema_registry.py PORT

@@ -104,3 +104,28 @@ impl SchemaRegistryConfig {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    #[test]
+    fn avro_needs_a_registry_url_and_the_password_stays_hidden() {
+        let err = |text: &str| Config::parse("t.toml", text).unwrap_err().to_string();
+        let e = err("[input]\npoints_format = \"avro\"\n");
+        assert!(e.contains("schema_registry.url"), "{e}");
+        let e = err("[input]\nbags_format = \"protobuf\"\n");
+        assert!(e.contains("input.bags_format"), "{e}");
+        let e = err("[schema_registry]\nurl = \"ftp://r\"\n");
+        assert!(e.contains("must be http or https"), "{e}");
+        let cfg = Config::parse(
+            "t.toml",
+            "[input]\nlabels_format = \"avro\"\n[schema_registry]\nurl = \"http://r:8081\"\n\
+             username = \"u\"\npassword = \"hunter22\"\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.schema_registry.password, "hunter22");
+        assert!(!format!("{cfg:?}").contains("hunter22"));
+        assert!(!toml::to_string(&cfg).unwrap().contains("hunter22"));
+    }
+}

@@ -135,9 +135,10 @@ pub async fn consume(
         // callback inside one of these polls queues the staged messages before its own work.
         loop {
             match next {
-                Some(Ok(msg)) => {
-                    let (topic, i) = routes.route(workers, msg.topic(), msg.partition());
-                    let msg = to_message(&msg, topic);
+                Some(Ok(m)) => {
+                    let (topic, i) = routes.route(workers, m.topic(), m.partition());
+                    let msg = to_message(&m, topic);
+                    drop(m);
                     // An Avro message's schema is known before its worker decodes it.
                     if let Some(avro) = avro {
                         avro.prefetch(&msg.topic, &msg.payload).await;
