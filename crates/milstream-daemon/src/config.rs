@@ -341,7 +341,7 @@ impl Config {
     }
 
     /// The values to keep out of logs and probes: secret `kafka.properties` (see
-    /// [`is_secret_key`]) and every `[object_store]` option.
+    /// [`is_secret_key`]), every `[object_store]` option and `schema_registry.password`.
     pub fn secrets(&self) -> Secrets {
         let kafka = self
             .kafka
@@ -351,7 +351,8 @@ impl Config {
         Secrets::new(
             kafka
                 .map(|(_, v)| v.clone())
-                .chain(self.object_store.0.values().cloned()),
+                .chain(self.object_store.0.values().cloned())
+                .chain([self.schema_registry.password.clone()]),
         )
     }
 
