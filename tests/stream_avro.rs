@@ -99,7 +99,10 @@ fn messages() -> (Vec<Value>, usize) {
             out.push(json!({"topic": POINTS, "key": s.id, "kind": kind, "value": points}));
         }
         if b == 5 {
-            for (i, bad) in ["unknown_id", "truncated", "incompatible"].iter().enumerate() {
+            for (i, bad) in ["unknown_id", "truncated", "incompatible"]
+                .iter()
+                .enumerate()
+            {
                 let key = &stream[i].id;
                 out.push(json!({"topic": POINTS, "key": key, "kind": "bad", "value": bad}));
             }
@@ -188,14 +191,21 @@ fn run(mode: &str, registry: &Registry) -> Run {
     let (msgs, labels) = messages();
     let path = dir.join("messages.json");
     std::fs::write(&path, serde_json::to_vec(&msgs).unwrap()).unwrap();
-    let o = common::tools::python_with("confluent_kafka.schema_registry.avro", "confluent-kafka[avro,schemaregistry]")
-        .arg(root().join("tests/avro_produce.py"))
-        .args([&broker.bootstrap, &registry.url(), mode])
-        .arg(&path)
-        .arg(root().join("schemas"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "producer: {}", String::from_utf8_lossy(&o.stderr));
+    let o = common::tools::python_with(
+        "confluent_kafka.schema_registry.avro",
+        "confluent-kafka[avro,schemaregistry]",
+    )
+    .arg(root().join("tests/avro_produce.py"))
+    .args([&broker.bootstrap, &registry.url(), mode])
+    .arg(&path)
+    .arg(root().join("schemas"))
+    .output()
+    .unwrap();
+    assert!(
+        o.status.success(),
+        "producer: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let format = if mode == "avro" { "avro" } else { "json" };
     let extra = format!(
         "[input]\npoints_format = \"{format}\"\nbags_format = \"{format}\"\n\
@@ -205,7 +215,13 @@ fn run(mode: &str, registry: &Registry) -> Run {
         registry.url(),
         dir.join("training").display()
     );
-    let cfg = config(&broker.bootstrap, &out, &model_path, &format!("avro-{mode}"), &extra);
+    let cfg = config(
+        &broker.bootstrap,
+        &out,
+        &model_path,
+        &format!("avro-{mode}"),
+        &extra,
+    );
     let (daemon, stop) = spawn_daemon(cfg);
     let windows = SERIES * (EACH - 1);
     let done = wait_until(Duration::from_secs(240), || {
@@ -222,7 +238,11 @@ fn run(mode: &str, registry: &Registry) -> Run {
         dead: read_dead_letters(&out),
     };
     assert_eq!(run.predictions.len(), windows + BAGS_SENT, "{mode}");
-    assert_eq!(run.evaluations.len(), labels, "{mode}: every label graded once");
+    assert_eq!(
+        run.evaluations.len(),
+        labels,
+        "{mode}: every label graded once"
+    );
     run
 }
 
@@ -275,7 +295,8 @@ fn tansu_broken_avro_messages_are_dead_letters_and_the_stream_goes_on() {
         .collect();
     avro.sort();
     assert_eq!(avro.len(), 3, "{avro:?}");
-    let has = |reason: &str, needle: &str| avro.iter().any(|(r, d)| r == reason && d.contains(needle));
+    let has =
+        |reason: &str, needle: &str| avro.iter().any(|(r, d)| r == reason && d.contains(needle));
     assert!(has("schema", "schema id 999999"), "{avro:?}");
     assert!(has("parse", "truncated"), "{avro:?}");
     assert!(has("schema", "field `ts` is string"), "{avro:?}");

@@ -206,7 +206,7 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     // consumer measured 330k messages/s in one run and 2M in the next.
     let props = cfg.kafka.properties.clone();
     let topic = cfg.kafka.points_topic.clone();
-    let bootstrap = start_mock_cluster(vec![topic.clone(), avro::avro_topic(&topic)], opts.partitions)?;
+    let bootstrap = start_mock_cluster(avro::with_avro_copy(&topic), opts.partitions)?;
     let data = bench_data(opts.channels)?;
     let model = if opts.channels == 1 {
         train_embedded_model()?
@@ -375,8 +375,8 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     tokio::time::sleep(Duration::from_millis(opts.roll_age_ms * 2 + 500)).await;
     let _ = stop_tx.send(true);
     pipeline.await??;
-    let (with_view, without_drift, formats, inputs) =
-        more_passes(&opts, cfg_after, (&bootstrap, &topic, &feed), &scoring, n_points).await?;
+    let (with_view, without_drift, formats) =
+        more_passes(&opts, cfg_after, (&bootstrap, &topic, &feed), &scoring).await?;
     let _ = std::fs::remove_dir_all(&dir);
     // Paced: the topic holds the whole stream now; the bare consumer drains it after.
     let bare = match bare {
@@ -428,7 +428,7 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         "points_per_second_without_drift": without_drift.map(|s| n_points as f64 / s),
         "drift_cost": without_drift.map(|s| 1.0 - s / secs),
         "view": with_view,
-        "output_formats": formats, "input_formats": inputs,
+        "output_formats": formats.0, "input_formats": formats.1,
     }))
 }
 
@@ -447,19 +447,19 @@ fn lag_cap(feed: &Feed, opts: &BenchOptions, n_msgs: usize) -> usize {
 
 /// The passes after the first over the same topic, in the same run (throughput runs): the
 /// live view's cost (`view_clients`) and the same stream with `[drift]` off (the
-/// detectors' cost, `compare_drift`), as the view's report and the seconds without drift.
+/// detectors' cost, `compare_drift`), as the view's report and the seconds without drift;
+/// then the output formats (`compare_delta`) and the input formats (`compare_avro`).
 async fn more_passes(
     opts: &BenchOptions,
     cfg: Config,
     (bootstrap, topic, feed): (&str, &str, &Feed),
     scoring: &Arc<ScoringModel>,
-    n_points: usize,
 ) -> anyhow::Result<(
     Option<serde_json::Value>,
     Option<f64>,
-    Option<serde_json::Value>,
-    Option<serde_json::Value>,
+    (Option<serde_json::Value>, Option<serde_json::Value>),
 )> {
+    let n_points = feed.points();
     let with_view = match (opts.view_clients, opts.rate) {
         (Some(n), None) => Some(view_cost(&cfg, bootstrap, scoring, topic, n_points, n).await?),
         _ => None,
@@ -477,7 +477,7 @@ async fn more_passes(
         }
         _ => None,
     };
-    Ok((with_view, without_drift, formats, inputs))
+    Ok((with_view, without_drift, (formats, inputs)))
 }
 
 /// One more daemon pass over the pre-produced topic (its own consumer group): seconds from

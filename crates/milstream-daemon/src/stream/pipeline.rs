@@ -21,10 +21,10 @@ use rdkafka::producer::FutureProducer;
 use tracing::{error, info, warn};
 
 use super::ingest::assignment::{Assignments, Ctx};
+use super::ingest::avro::AvroInput;
 use super::ingest::commit::DurableOffsets;
 use super::ingest::consumer;
 use super::ingest::position::PartitionKey;
-use super::ingest::avro::AvroInput;
 use super::ingest::record::{DecodeLimits, RecordKind};
 use super::join::history::{BagCache, SeriesHistory};
 use super::join::labels::LabelJoiner;

@@ -102,14 +102,18 @@ fn decode_cost(feed: &Feed, n_msgs: usize) -> anyhow::Result<Value> {
             decode(RecordKind::Point, j.as_bytes(), &limits),
             avro::decode(RecordKind::Point, a, &limits, &registry),
         );
-        anyhow::ensure!(from_json == from_avro, "Avro and JSON decode differently: {j}");
+        anyhow::ensure!(
+            from_json == from_avro,
+            "Avro and JSON decode differently: {j}"
+        );
     }
     let time = |f: &dyn Fn(usize) -> usize| {
         let start = Instant::now();
         let points: usize = (0..n).map(f).sum();
         (points, start.elapsed().as_secs_f64())
     };
-    let (points, json_secs) = time(&|i| decode(RecordKind::Point, json[i].as_bytes(), &limits).len());
+    let (points, json_secs) =
+        time(&|i| decode(RecordKind::Point, json[i].as_bytes(), &limits).len());
     let (_, avro_secs) =
         time(&|i| avro::decode(RecordKind::Point, &avro[i], &limits, &registry).len());
     let bytes = |total: usize| total as f64 / points.max(1) as f64;
@@ -184,7 +188,11 @@ pub(super) async fn compare_inputs(
     let mut secs = Vec::new();
     for format in [InputFormat::Json, InputFormat::Avro] {
         let mut c = base.clone();
-        let name = if format == InputFormat::Avro { "avro" } else { "json" };
+        let name = if format == InputFormat::Avro {
+            "avro"
+        } else {
+            "json"
+        };
         c.drift.evaluate = false;
         c.kafka.group_id = format!("{}.input-{name}", base.kafka.group_id);
         c.output.dir = base.output.dir.join(format!("input-{name}"));
@@ -208,8 +216,13 @@ pub(super) async fn compare_inputs(
 }
 
 /// The topic of the Avro copy of the feed (created with the points topic).
-pub(super) fn avro_topic(points_topic: &str) -> String {
+fn avro_topic(points_topic: &str) -> String {
     format!("{points_topic}.avro")
+}
+
+/// The bench's topics: the points topic and its Avro copy.
+pub(super) fn with_avro_copy(points_topic: &str) -> Vec<String> {
+    vec![points_topic.to_owned(), avro_topic(points_topic)]
 }
 
 #[cfg(test)]

@@ -55,7 +55,10 @@ impl<'a> Reader<'a> {
                 return Ok((value >> 1) as i64 ^ -((value & 1) as i64));
             }
         }
-        Err(format!("a varint longer than 10 bytes at byte {}", self.pos))
+        Err(format!(
+            "a varint longer than 10 bytes at byte {}",
+            self.pos
+        ))
     }
 
     fn int(&mut self) -> Result<i64, String> {

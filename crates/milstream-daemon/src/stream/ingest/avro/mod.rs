@@ -94,7 +94,8 @@ fn value(
         .as_ref()
         .map_err(|e| Rejected::new(DeadReason::Schema, format!("schema id {id}: {e}")))?;
     let mut reader = Reader::new(&payload[5..]);
-    let parse = |e: String| Rejected::new(DeadReason::Parse, format!("Avro of schema id {id}: {e}"));
+    let parse =
+        |e: String| Rejected::new(DeadReason::Parse, format!("Avro of schema id {id}: {e}"));
     let value = if resolved.many {
         reader.records(&resolved.record, &resolved.names)
     } else {
@@ -238,18 +239,38 @@ mod tests {
     fn broken_messages_are_dead_letters_with_reasons() {
         use DeadReason::*;
         let good = point("a", 1, 0.5, None);
-        rejected(RecordKind::Point, &good[..good.len() - 3], Parse, "truncated");
+        rejected(
+            RecordKind::Point,
+            &good[..good.len() - 3],
+            Parse,
+            "truncated",
+        );
         let mut trailing = good.clone();
         trailing.push(0);
         rejected(RecordKind::Point, &trailing, Parse, "1 bytes after");
-        rejected(RecordKind::Point, br#"{"series_id":"a"}"#, Parse, "wire format");
+        rejected(
+            RecordKind::Point,
+            br#"{"series_id":"a"}"#,
+            Parse,
+            "wire format",
+        );
         let mut unknown = good.clone();
         unknown[1..5].copy_from_slice(&77u32.to_be_bytes());
-        rejected(RecordKind::Point, &unknown, Schema, "schema id 77 is not known");
+        rejected(
+            RecordKind::Point,
+            &unknown,
+            Schema,
+            "schema id 77 is not known",
+        );
         let mut no_ts = Vec::new();
         string(&mut no_ts, "a");
         double(&mut no_ts, 0.5);
-        rejected(RecordKind::Point, &frame(4, &no_ts), Schema, "no field `ts`");
+        rejected(
+            RecordKind::Point,
+            &frame(4, &no_ts),
+            Schema,
+            "no field `ts`",
+        );
         // A point schema on the bags topic.
         rejected(RecordKind::Bag, &good, Schema, "no field `bag_id`");
         rejected(RecordKind::Point, &vec![0; 5000], Oversized, "4096");

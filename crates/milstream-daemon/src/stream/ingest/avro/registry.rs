@@ -131,12 +131,19 @@ impl SchemaRegistry {
     }
 
     fn put(&self, id: u32, entry: Entry) {
-        self.cache.lock().expect("no panics under the lock").put(id, entry);
+        self.cache
+            .lock()
+            .expect("no panics under the lock")
+            .put(id, entry);
     }
 
     /// What is known of `id`: None if it was never fetched (or was evicted since).
     pub fn lookup(&self, id: u32) -> Option<Entry> {
-        self.cache.lock().expect("no panics under the lock").get(&id).cloned()
+        self.cache
+            .lock()
+            .expect("no panics under the lock")
+            .get(&id)
+            .cloned()
     }
 
     /// Makes sure `id` is known: fetches it unless it is cached, or failed less than
@@ -153,7 +160,8 @@ impl SchemaRegistry {
             return;
         };
         let entry = match http.fetch(id).await.and_then(|text| {
-            WriterSchema::new(id, &text).map_err(|e| format!("schema id {id} is not a usable Avro schema: {e}"))
+            WriterSchema::new(id, &text)
+                .map_err(|e| format!("schema id {id} is not a usable Avro schema: {e}"))
         }) {
             Ok(schema) => {
                 info!(id, "schema fetched from the registry");

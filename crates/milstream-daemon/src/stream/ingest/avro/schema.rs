@@ -139,7 +139,11 @@ impl Parser {
                 .get(&full_name(name, namespace))
                 .or_else(|| self.named.get(name))
                 .cloned()
-                .ok_or_else(|| format!("unknown type `{name}` (recursive and referenced types are not supported)"))?,
+                .ok_or_else(|| {
+                    format!(
+                        "unknown type `{name}` (recursive and referenced types are not supported)"
+                    )
+                })?,
         })
     }
 
@@ -161,8 +165,16 @@ impl Parser {
             Ok::<_, String>((full_name(name, ns), ns.to_owned()))
         };
         let schema = match ty {
-            "array" => Schema::Array(Box::new(self.schema(child("items")?, namespace, depth + 1)?)),
-            "map" => Schema::Map(Box::new(self.schema(child("values")?, namespace, depth + 1)?)),
+            "array" => Schema::Array(Box::new(self.schema(
+                child("items")?,
+                namespace,
+                depth + 1,
+            )?)),
+            "map" => Schema::Map(Box::new(self.schema(
+                child("values")?,
+                namespace,
+                depth + 1,
+            )?)),
             "record" | "error" => {
                 let (name, ns) = named_full()?;
                 let fields = child("fields")?
@@ -225,7 +237,11 @@ impl Parser {
         let aliases = f
             .get("aliases")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default();
         Ok(Field {
             name: name.to_owned(),
@@ -259,7 +275,8 @@ mod tests {
         .unwrap();
         let Schema::Record(r) = s else { panic!() };
         assert_eq!(r.fields[0].schema, r.fields[1].schema);
-        let recursive = r#"{"type":"record","name":"L","fields":[{"name":"n","type":["null","L"]}]}"#;
+        let recursive =
+            r#"{"type":"record","name":"L","fields":[{"name":"n","type":["null","L"]}]}"#;
         assert!(parse(recursive).is_err());
         let deep = "[".repeat(40) + "\"int\"" + &"]".repeat(40);
         assert!(parse(&deep).unwrap_err().contains("deeper"));
