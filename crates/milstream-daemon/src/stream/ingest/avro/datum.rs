@@ -85,7 +85,7 @@ impl<'a> Reader<'a> {
 
     /// The item count of the next block of an array or map (0 at the end): at most the
     /// bytes left, as every item takes at least one.
-    fn block(&mut self) -> Result<usize, String> {
+    pub fn block(&mut self) -> Result<usize, String> {
         let n = self.long()?;
         if n < 0 {
             // A negative count is followed by the block's size in bytes.
@@ -119,6 +119,20 @@ impl<'a> Reader<'a> {
                 non_finite_marker(token)
             }
         }
+    }
+
+    /// A string borrowed from the datum.
+    pub fn str_ref(&mut self) -> Result<&'a str, String> {
+        let n = self.len()?;
+        let at = self.pos;
+        std::str::from_utf8(self.take(n)?)
+            .map_err(|_| format!("a string at byte {at} is not UTF-8"))
+    }
+
+    /// A double as it is (NaN and infinities too).
+    pub fn double(&mut self) -> Result<f64, String> {
+        let b = self.take(8)?;
+        Ok(f64::from_le_bytes(b.try_into().expect("8 bytes")))
     }
 
     fn string(&mut self) -> Result<String, String> {

@@ -3,12 +3,14 @@
 //! topic's kind or an array of them. The datum is read with the writer's schema, mapped
 //! onto ours (`schemas/*.avsc`, [`reader`]) and handed to the JSON path's record rules as a
 //! JSON value, so an Avro record gives exactly the record (or rejection) its JSON form does.
+//! Plain points skip the JSON value (`plain`), as plain JSON points do.
 //!
 //! Dead letters: a payload that is not the wire format, or whose datum is truncated or
 //! malformed, is `parse`; a schema id the registry does not have (or could not give), or a
 //! schema that does not carry milstream's fields, is `schema`.
 
 mod datum;
+mod plain;
 mod prefetch;
 mod reader;
 pub mod registry;
@@ -51,9 +53,17 @@ pub fn decode(
     registry: &SchemaRegistry,
 ) -> Vec<Result<Record, Rejected>> {
     match value(kind, payload, limits, registry) {
-        Ok((value, non_finite)) => decode_value(kind, value, limits, non_finite),
+        Ok(Decoded::Points(points)) => points.into_iter().map(|p| Ok(Record::Point(p))).collect(),
+        Ok(Decoded::Value(value, non_finite)) => decode_value(kind, value, limits, non_finite),
         Err(rejected) => vec![Err(rejected)],
     }
+}
+
+/// A message read: plain points (the fast path), or the JSON value of its records with
+/// whether it holds non-finite markers.
+enum Decoded {
+    Points(Vec<super::record::Point>),
+    Value(serde_json::Value, bool),
 }
 
 /// The message as the JSON value its records' JSON form would parse to.
@@ -62,7 +72,7 @@ fn value(
     payload: &[u8],
     limits: &DecodeLimits,
     registry: &SchemaRegistry,
-) -> Result<(serde_json::Value, bool), Rejected> {
+) -> Result<Decoded, Rejected> {
     if payload.len() > limits.max_message_bytes {
         return Err(Rejected::new(
             DeadReason::Oversized,
@@ -93,6 +103,11 @@ fn value(
         .resolved(kind)
         .as_ref()
         .map_err(|e| Rejected::new(DeadReason::Schema, format!("schema id {id}: {e}")))?;
+    if kind == RecordKind::Point {
+        if let Some(points) = plain::plain_points(resolved, &payload[5..], limits.max_id_bytes) {
+            return Ok(Decoded::Points(points));
+        }
+    }
     let mut reader = Reader::new(&payload[5..]);
     let parse =
         |e: String| Rejected::new(DeadReason::Parse, format!("Avro of schema id {id}: {e}"));
@@ -108,7 +123,7 @@ fn value(
             reader.remaining()
         )));
     }
-    Ok((value, reader.non_finite))
+    Ok(Decoded::Value(value, reader.non_finite))
 }
 
 #[cfg(test)]
@@ -233,6 +248,42 @@ mod tests {
             &frame(3, &d),
             r#"{"series_id":"s","start":1000,"end":2000,"label":"walk"}"#,
         );
+    }
+
+    /// An evolved writer (a renamed field with its alias, an int `ts`, a new field) and an
+    /// array per message: the fast path's points, and the general path's when one is not
+    /// plain, are those of the JSON form.
+    #[test]
+    fn evolved_arrays_decode_as_their_json_form_on_both_paths() {
+        let r = registry();
+        let evolved = r#"{"type":"array","items":{"type":"record","name":"P2","fields":[
+            {"name":"site","type":"string"},
+            {"name":"device","type":"string","aliases":["series_id"]},
+            {"name":"ts","type":"int"},
+            {"name":"value","type":["null","double"]}]}}"#;
+        r.insert(5, evolved).unwrap();
+        for second in [2.5, f64::INFINITY] {
+            let mut d = Vec::new();
+            long(&mut d, 2);
+            for (id, ts, v) in [("a", 7, 0.5), ("a", 8, second)] {
+                string(&mut d, "plant-1");
+                string(&mut d, id);
+                long(&mut d, ts);
+                long(&mut d, 1);
+                double(&mut d, v);
+            }
+            long(&mut d, 0);
+            let json = format!(
+                r#"[{{"series_id":"a","ts":7,"value":0.5}},{{"series_id":"a","ts":8,"value":{}}}]"#,
+                if second.is_finite() {
+                    "2.5"
+                } else {
+                    "Infinity"
+                }
+            );
+            let want = decode_json(RecordKind::Point, json.as_bytes(), &LIMITS);
+            assert_eq!(decode(RecordKind::Point, &frame(5, &d), &LIMITS, &r), want);
+        }
     }
 
     #[test]
