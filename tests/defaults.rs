@@ -536,3 +536,20 @@ fn protein_like_bags_with_the_bag_defaults() {
         );
     }
 }
+
+/// With only the DC step's max hypotheses (no bias, means or thresholds), a round in which
+/// no chosen space is asked ends boosting; it used to panic.
+#[test]
+fn a_fit_with_only_max_hypotheses_ends_when_no_space_offers_one() {
+    let train = load("GunPoint_TRAIN.csv");
+    let params = FitParams {
+        bias: false,
+        mean_hypotheses: false,
+        threshold_hypotheses: false,
+        position_thresholds: false,
+        ..FitParams::default()
+    };
+    let model = Model::fit(&train, &params).unwrap();
+    let acc = test_accuracy(&model, &load("GunPoint_TEST.csv"));
+    assert!(acc > 0.8, "GunPoint with max hypotheses only: {acc}");
+}

@@ -39,6 +39,7 @@ fn options() -> BenchOptions {
         compare_drift: false,
         view_clients: None,
         compare_delta: false,
+        compare_avro: false,
         spacing_ms: milstream::stream::embedded::DEMO_POINT_SPACING_MS,
     }
 }

@@ -9,13 +9,17 @@ use serde::{Deserialize, Serialize};
 
 mod drift;
 mod env;
+mod input;
 mod named;
 mod roles;
+mod schema_registry;
 mod training;
 mod view;
 pub use drift::{DriftConfig, ErrorDetector, OnDrift};
 pub use env::{expand_env, is_secret_key, Secrets};
+pub use input::{InputConfig, InputFormat};
 pub use named::{ModelInput, NamedModelConfig, NamedTrainingConfig};
+pub use schema_registry::SchemaRegistryConfig;
 pub use training::TrainingConfig;
 pub use view::ViewConfig;
 
@@ -26,6 +30,10 @@ pub struct Config {
     /// Where records come from: the cluster, the consumer group, the topics and librdkafka's
     /// own settings.
     pub kafka: KafkaConfig,
+    /// How each input topic's messages are encoded: JSON (the default) or Avro.
+    pub input: InputConfig,
+    /// The schema registry of Avro input.
+    pub schema_registry: SchemaRegistryConfig,
     /// How each series' points become windows (bags of subsequences) to score.
     pub window: WindowConfig,
     /// Input limits: what goes past one is a dead letter with its reason, never a larger
@@ -333,7 +341,7 @@ impl Config {
     }
 
     /// The values to keep out of logs and probes: secret `kafka.properties` (see
-    /// [`is_secret_key`]) and every `[object_store]` option.
+    /// [`is_secret_key`]), every `[object_store]` option and `schema_registry.password`.
     pub fn secrets(&self) -> Secrets {
         let kafka = self
             .kafka
@@ -343,7 +351,8 @@ impl Config {
         Secrets::new(
             kafka
                 .map(|(_, v)| v.clone())
-                .chain(self.object_store.0.values().cloned()),
+                .chain(self.object_store.0.values().cloned())
+                .chain([self.schema_registry.password.clone()]),
         )
     }
 
@@ -655,10 +664,16 @@ impl Config {
         Ok(cfg)
     }
 
+    /// The checks of the sections that have their own.
+    fn validate_sections(&self) -> Result<(), (&'static str, String)> {
+        self.drift.validate().and(self.view.validate())?;
+        self.schema_registry.validate(self.input.any_avro())
+    }
+
     /// Cross-field checks, run at start-up.
     // Long on purpose: a flat list of independent checks, one per key, read top to bottom.
     fn validate(&self) -> Result<(), (&'static str, String)> {
-        self.drift.validate().and(self.view.validate())?;
+        self.validate_sections()?;
         let w = &self.window;
         if w.points < 2 {
             return Err(("window.points", format!("must be >= 2, got {}", w.points)));

@@ -13,6 +13,8 @@ use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use serde_json::json;
 
+mod avro;
+
 use super::embedded::{start_mock_cluster, train_embedded_model};
 use super::pipeline::run_pipeline;
 use super::score::window::ScoringModel;
@@ -53,6 +55,9 @@ pub struct BenchOptions {
     /// Throughput runs: two more passes over the same topic (`[drift]` off), writing
     /// Parquet files, then Delta tables (`output.format`), reported side by side.
     pub compare_delta: bool,
+    /// Also decode the feed as Avro beside JSON (the decoders alone, then a daemon pass over
+    /// each format) and report both (throughput runs; `bench-stream --format avro`).
+    pub compare_avro: bool,
     /// Event time between a series' points (10 ms: the demo's 100 Hz; 1,000 ms: a 1 Hz
     /// sensor, whose hour of label-join history is 3,600 points).
     pub spacing_ms: i64,
@@ -201,7 +206,7 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     // consumer measured 330k messages/s in one run and 2M in the next.
     let props = cfg.kafka.properties.clone();
     let topic = cfg.kafka.points_topic.clone();
-    let bootstrap = start_mock_cluster(vec![topic.clone()], opts.partitions)?;
+    let bootstrap = start_mock_cluster(avro::with_avro_copy(&topic), opts.partitions)?;
     let data = bench_data(opts.channels)?;
     let model = if opts.channels == 1 {
         train_embedded_model()?
@@ -371,7 +376,7 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     let _ = stop_tx.send(true);
     pipeline.await??;
     let (with_view, without_drift, formats) =
-        more_passes(&opts, cfg_after, (&bootstrap, &topic), &scoring, n_points).await?;
+        more_passes(&opts, cfg_after, (&bootstrap, &topic, &feed), &scoring).await?;
     let _ = std::fs::remove_dir_all(&dir);
     // Paced: the topic holds the whole stream now; the bare consumer drains it after.
     let bare = match bare {
@@ -423,7 +428,7 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         "points_per_second_without_drift": without_drift.map(|s| n_points as f64 / s),
         "drift_cost": without_drift.map(|s| 1.0 - s / secs),
         "view": with_view,
-        "output_formats": formats,
+        "output_formats": formats.0, "input_formats": formats.1,
     }))
 }
 
@@ -442,23 +447,25 @@ fn lag_cap(feed: &Feed, opts: &BenchOptions, n_msgs: usize) -> usize {
 
 /// The passes after the first over the same topic, in the same run (throughput runs): the
 /// live view's cost (`view_clients`) and the same stream with `[drift]` off (the
-/// detectors' cost, `compare_drift`), as the view's report and the seconds without drift.
+/// detectors' cost, `compare_drift`), as the view's report and the seconds without drift;
+/// then the output formats (`compare_delta`) and the input formats (`compare_avro`).
 async fn more_passes(
     opts: &BenchOptions,
     cfg: Config,
-    (bootstrap, topic): (&str, &str),
+    (bootstrap, topic, feed): (&str, &str, &Feed),
     scoring: &Arc<ScoringModel>,
-    n_points: usize,
 ) -> anyhow::Result<(
     Option<serde_json::Value>,
     Option<f64>,
-    Option<serde_json::Value>,
+    (Option<serde_json::Value>, Option<serde_json::Value>),
 )> {
+    let n_points = feed.points();
     let with_view = match (opts.view_clients, opts.rate) {
         (Some(n), None) => Some(view_cost(&cfg, bootstrap, scoring, topic, n_points, n).await?),
         _ => None,
     };
     let formats = compare_formats(opts, &cfg, bootstrap, scoring, n_points).await?;
+    let inputs = avro::compare_inputs(opts, &cfg, (bootstrap, feed), scoring, n_points).await?;
     let without_drift = match (opts.compare_drift, opts.rate) {
         (true, None) => {
             let mut c = cfg;
@@ -470,7 +477,7 @@ async fn more_passes(
         }
         _ => None,
     };
-    Ok((with_view, without_drift, formats))
+    Ok((with_view, without_drift, (formats, inputs)))
 }
 
 /// One more daemon pass over the pre-produced topic (its own consumer group): seconds from

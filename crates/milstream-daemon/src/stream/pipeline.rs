@@ -21,6 +21,7 @@ use rdkafka::producer::FutureProducer;
 use tracing::{error, info, warn};
 
 use super::ingest::assignment::{Assignments, Ctx};
+use super::ingest::avro::AvroInput;
 use super::ingest::commit::DurableOffsets;
 use super::ingest::consumer;
 use super::ingest::position::PartitionKey;
@@ -146,7 +147,7 @@ pub async fn run_pipeline(
         running.lifecycle.watch(&mut watched);
         let (state, consumer, workers) = (&running.state, &running.consumer, &running.workers);
         tokio::select! {
-            () = consumer::consume(state, consumer, workers, &mut shutdown) => {}
+            () = consumer::consume(state, consumer, workers, running.avro.as_ref(), &mut shutdown) => {}
             () = watch_threads(watched, &health) => {}
         }
     }
@@ -168,6 +169,8 @@ struct Running {
     lifecycle: Lifecycle,
     durable: Arc<DurableOffsets>,
     give_up: Arc<GiveUp>,
+    /// The Avro topics' schema lookups, made before a message goes to its worker.
+    avro: Option<AvroInput>,
 }
 
 impl Running {
@@ -180,7 +183,7 @@ impl Running {
         (metrics, health, view): (Arc<Metrics>, Arc<Health>, Option<Arc<ViewFeed>>),
         shutdown: &tokio::sync::watch::Receiver<bool>,
     ) -> anyhow::Result<Self> {
-        let kinds = topic_kinds(&cfg);
+        let kinds = topic_kinds(cfg);
         for t in kinds.keys() {
             metrics.register_topic(t);
         }
@@ -189,7 +192,7 @@ impl Running {
             .and_then(|s| s.ensure_root().map(|()| s))
             .map_err(|e| anyhow::anyhow!("opening the output {}: {e}", out_dir.display()))?;
         let output = Arc::new(output);
-        let training = training_runtime(&cfg, &metrics)?;
+        let training = training_runtime(cfg, &metrics)?;
         let models = Arc::new(Models::new(start, &metrics));
         let durable = Arc::new(DurableOffsets::new(cfg.commit.metadata));
 
@@ -198,7 +201,7 @@ impl Running {
             if cfg.output.kafka_topic.is_empty() && cfg.output.dead_letter_topic.is_empty() {
                 None
             } else {
-                Some(producer_config(&cfg, &bootstrap).create()?)
+                Some(producer_config(cfg, bootstrap).create()?)
             };
         let file_sizes = Arc::new(FileSizes::default());
         let give_up = Arc::new(GiveUp::default());
@@ -229,15 +232,17 @@ impl Running {
                 quality.clone(),
             )
         });
+        let avro = AvroInput::new(cfg)?;
         let worker_env = Arc::new(WorkerEnv {
             cfg: cfg.clone(),
             metrics: metrics.clone(),
             models: models.clone(),
             labels,
             quality: quality.clone(),
-            limits: decode_limits(&cfg),
+            limits: decode_limits(cfg),
             file_sizes,
             view,
+            avro: avro.as_ref().map(|a| a.registry.clone()),
         });
         let (workers, worker_threads) = WorkerPool::start(
             &worker_env,
@@ -246,9 +251,9 @@ impl Running {
             &writers,
         )?;
         let workers = Arc::new(workers);
-        let ticker = spawn_ticker(&workers, &cfg);
+        let ticker = spawn_ticker(&workers, cfg);
 
-        let lifecycle = Lifecycle::start(&cfg, &bootstrap, &metrics, &models, &training, &quality)?;
+        let lifecycle = Lifecycle::start(cfg, bootstrap, &metrics, &models, &training, &quality)?;
 
         let state = Arc::new(Assignments::new(
             cfg.clone(),
@@ -256,13 +261,13 @@ impl Running {
             health.clone(),
             durable.clone(),
             kinds.clone(),
-            window_params(&cfg),
+            window_params(cfg),
             (output.clone(), training.clone()),
             workers.clone(),
             quality.clone(),
         ));
         let ctx = Ctx::default();
-        let consumer = consumer::create(&cfg, &bootstrap, ctx)?;
+        let consumer = consumer::create(cfg, bootstrap, ctx)?;
         consumer.context().attach(state.clone());
         let consumer = Arc::new(consumer);
         let topics: Vec<&str> = kinds.keys().map(String::as_str).collect();
@@ -283,6 +288,7 @@ impl Running {
             lifecycle,
             durable,
             give_up,
+            avro,
         })
     }
 
@@ -301,10 +307,9 @@ impl Running {
             lifecycle,
             durable,
             give_up,
+            ..
         } = self;
-        // Shutdown: not ready, stop consuming, let the workers finish their queues and seal
-        // everything, let the writers finish, commit; all within the grace period. A sink that
-        // keeps failing (a full disk, an unreachable store) must not hold the exit: at the
+        // A sink that keeps failing (a full disk, an unreachable store) must not hold the exit: at the
         // deadline the writers stop retrying, and the workers and writers still busy then are
         // left behind (the process is ending). What was not durable by then is not committed.
         health.set_ready(false);

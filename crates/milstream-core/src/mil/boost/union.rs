@@ -392,7 +392,11 @@ impl RoundLearner<'_> {
         let mut found: Vec<Candidate> = best.into_iter().chain(best_stump).collect();
         found.sort_by(|a, b| b.gain(eta).total_cmp(&a.gain(eta)));
         if found.is_empty() {
-            return Err(last_err.expect("no candidate means some space failed"));
+            // No space offered anything: a failed one says why; else none was asked (the
+            // paper's form with every kind but the DC step's off and its spaces not chosen).
+            return Err(last_err.unwrap_or_else(|| {
+                MilError::Training("no hypothesis space offered a hypothesis this round".into())
+            }));
         }
         if extra {
             others.sort_by(|a, b| b.gain(eta).total_cmp(&a.gain(eta)));

@@ -20,6 +20,7 @@ use tracing::{error, info, warn};
 
 use crate::config::Config;
 use crate::stream::ingest::assignment::{Assignments, Ctx};
+use crate::stream::ingest::avro::AvroInput;
 use crate::stream::score::worker::{Message, Work};
 use crate::stream::score::worker_pool::WorkerPool;
 
@@ -105,6 +106,7 @@ pub async fn consume(
     state: &Assignments,
     consumer: &StreamConsumer<Ctx>,
     workers: &WorkerPool,
+    avro: Option<&AvroInput>,
     shutdown: &mut tokio::sync::watch::Receiver<bool>,
 ) {
     let mut routes = Routes::default();
@@ -133,9 +135,15 @@ pub async fn consume(
         // callback inside one of these polls queues the staged messages before its own work.
         loop {
             match next {
-                Some(Ok(msg)) => {
-                    let (topic, i) = routes.route(workers, msg.topic(), msg.partition());
-                    workers.stage(i, to_message(&msg, topic));
+                Some(Ok(m)) => {
+                    let (topic, i) = routes.route(workers, m.topic(), m.partition());
+                    let msg = to_message(&m, topic);
+                    drop(m);
+                    // An Avro message's schema is known before its worker decodes it.
+                    if let Some(avro) = avro {
+                        avro.prefetch(&msg.topic, &msg.payload).await;
+                    }
+                    workers.stage(i, msg);
                     received += 1;
                 }
                 Some(Err(e)) => warn!(%e, "consumer error"),

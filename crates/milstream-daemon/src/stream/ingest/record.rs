@@ -207,7 +207,7 @@ pub struct Rejected {
 }
 
 impl Rejected {
-    fn new(reason: DeadReason, detail: impl Into<String>) -> Self {
+    pub(crate) fn new(reason: DeadReason, detail: impl Into<String>) -> Self {
         Self {
             reason,
             detail: detail.into(),
@@ -293,6 +293,19 @@ fn decode_checked(
             }
         }
     };
+    decode_value(kind, value, limits, lenient)
+}
+
+/// Decodes a message already parsed into a JSON value (one record or an array of them), as
+/// the JSON path does after parsing: other encodings (Avro) decode into the same value and
+/// end here, so they give exactly the same records and rejections. `lenient`: the value
+/// holds [`non_finite_marker`]s.
+pub(crate) fn decode_value(
+    kind: RecordKind,
+    value: Value,
+    limits: &DecodeLimits,
+    lenient: bool,
+) -> Vec<Result<Record, Rejected>> {
     let decoder = Decoder {
         kind,
         limits,
@@ -310,6 +323,14 @@ fn decode_checked(
             decoder.type_name(&other)
         )))],
     }
+}
+
+/// What stands for a non-finite number (`token`: "NaN", "Infinity", ...) in a value given to
+/// [`decode_value`] with `lenient`: the record holding it is a `non_finite` dead letter.
+pub(crate) fn non_finite_marker(token: &str) -> Value {
+    let mut map = Map::new();
+    map.insert(NON_FINITE_KEY.to_owned(), Value::String(token.to_owned()));
+    Value::Object(map)
 }
 
 /// Why a JSON value is not a usable number.

@@ -18,9 +18,10 @@ use std::time::{Duration, Instant};
 
 use arc_swap::Guard;
 
-use crate::config::{Config, ModelInput, Role};
+use crate::config::{Config, InputFormat, ModelInput, Role};
 use crate::metrics::Metrics;
 use crate::mil::{Bag, Sample};
+use crate::stream::ingest::avro::{self, SchemaRegistry};
 use crate::stream::ingest::commit::Generation;
 use crate::stream::ingest::position::{PartitionKey, Position};
 use crate::stream::ingest::record::{
@@ -159,9 +160,21 @@ pub struct WorkerEnv {
     pub file_sizes: Arc<FileSizes>,
     /// The live view's feed (`view.enabled` with `http.listen`): each message's predictions.
     pub view: Option<Arc<ViewFeed>>,
+    /// The schemas of Avro input (`[input]`): None when every topic is JSON.
+    pub avro: Option<Arc<SchemaRegistry>>,
 }
 
 impl WorkerEnv {
+    /// Decodes a message of a `kind` topic in the topic's format (`[input]`).
+    pub fn decode(&self, kind: RecordKind, payload: &[u8]) -> Vec<Result<Record, Rejected>> {
+        match (&self.avro, avro::format_of(&self.cfg, kind)) {
+            (Some(registry), InputFormat::Avro) => {
+                avro::decode(kind, payload, &self.limits, registry)
+            }
+            _ => decode(kind, payload, &self.limits),
+        }
+    }
+
     /// A new segment from `offset`, rolling where the files measured so far predict
     /// `output.roll_bytes` of Parquet.
     fn open_segment(&self, topic: &str, partition: i32, offset: i64, event_ms: i64) -> Segment {
@@ -425,7 +438,7 @@ impl Worker {
         if !emit {
             env.metrics.replayed_records.inc();
         }
-        let mut results = decode(p.kind, &msg.payload, &env.limits);
+        let mut results = env.decode(p.kind, &msg.payload);
         p.records.inc_by(results.len() as u64);
         // No event time or label time past the message's arrival: a producer's clock in
         // 2099 must neither hold a series, the replay point and idle eviction (points:
@@ -923,6 +936,7 @@ mod tests {
             },
             file_sizes: Default::default(),
             view: None,
+            avro: None,
         };
         (Arc::new(env), metrics)
     }
