@@ -180,117 +180,227 @@ fn concatenated(ds: &milstream::mil::Dataset) -> Vec<f64> {
 /// `bench --score`: the incremental scorer on the default GunPoint and ACSF1 models (fitted
 /// here from tests/data), per point and against the floor; bag scoring; memory per series.
 fn bench_score(opts: &FitOptions) -> Result<()> {
-    use milstream::mil::online::incremental::{plan, WindowScorer};
-    use milstream::mil::FitParams;
-    use std::hint::black_box;
-    use std::time::Duration;
-
     let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     let mut models = Vec::new();
     let mut gunpoint = None;
     for name in ["GunPoint", "ACSF1"] {
-        let train = load(&data.join(format!("{name}_TRAIN.csv")), None)?;
-        let test = load(&data.join(format!("{name}_TEST.csv")), None)?;
-        let t = Instant::now();
-        let model = Model::fit(&train, &FitParams::default())?;
-        let fit_seconds = t.elapsed().as_secs_f64();
-        let Model::LpboostShapelet(m) = &model else {
-            bail!("the default series model is an LPBoost shapelet model")
-        };
-        let window = train.min_series_len().unwrap_or(150).max(1);
-        let stream = concatenated(&test);
-        let p = plan(m);
-        let (spaces_used, kept, groups) = p.shape();
-        let reps_all: usize = m.spaces.iter().map(|s| s.count).sum();
-        // The scorer: warm (a full window), then timed point by point.
-        let mut sc = WindowScorer::new(&model, window)?;
-        for &x in &stream[..window] {
-            sc.push(&model, x)?;
-        }
-        let mut i = window;
-        let ns_point = ns_per_call(Duration::from_millis(1500), || {
-            sc.push(&model, stream[i])
-                .expect("a point of the model's channel count");
-            i = if i + 1 < stream.len() { i + 1 } else { window };
-        });
-        // The same stream fed in runs of 1,000 points (a 1,000-point array message of one
-        // series): `push_points`, space by space.
-        const RUN: usize = 1000;
-        let mut runs = WindowScorer::new(&model, window)?;
-        runs.push_points(&model, &stream[..window])?;
-        let mut r = window;
-        let ns_run = ns_per_call(Duration::from_millis(1500), || {
-            if r + RUN > stream.len() {
-                r = window;
-            }
-            runs.push_points(&model, &stream[r..r + RUN])
-                .expect("points of the model's channel count");
-            r += RUN;
-        });
-        let ns_point_in_runs = ns_run / RUN as f64;
-        let ns_explain = ns_per_call(Duration::from_millis(500), || {
-            black_box(sc.explain(&model).expect("explains"));
-        });
-        // The floor: each used space's new subsequence and its kernel row against the kept
-        // representatives (the block maxima's one compare per hypothesis group aside).
-        let foot = m
-            .spaces
-            .iter()
-            .map(|s| s.extraction().footprint())
-            .max()
-            .unwrap_or(1);
-        let (mut sub, mut row) = (Vec::new(), Vec::new());
-        let mut j = foot;
-        let ns_floor = ns_per_call(Duration::from_millis(1000), || {
-            let pts = [&stream[j + 1 - foot..=j]];
-            black_box(p.floor_point(&pts, &mut sub, &mut row));
-            j = if j + 1 < stream.len() { j + 1 } else { foot };
-        });
-        // What a point cost before the plan: every space's full kernel row.
-        let mut full = vec![0.0; m.spaces.iter().map(|s| s.count).max().unwrap_or(0)];
-        let mut k = foot;
-        let ns_full = ns_per_call(Duration::from_millis(1000), || {
-            let pts = [&stream[k + 1 - foot..=k]];
-            for s in &m.spaces {
-                let e = s.extraction();
-                let f = e.footprint();
-                sub.resize(e.dim(), 0.0);
-                e.extract_channels(&pts, foot - f, &mut sub);
-                s.kernel_row(&sub, &mut full[..s.count]);
-            }
-            black_box(&full);
-            k = if k + 1 < stream.len() { k + 1 } else { foot };
-        });
-        let heap = sc.heap_bytes();
-        let hyps: usize = m.ensembles.iter().map(|e| e.hypotheses.len()).sum();
-        models.push(json!({
-            "model": format!("{name} default"),
-            "fit_seconds": fit_seconds,
-            "window": window,
-            "spaces": m.spaces.len(),
-            "spaces_used": spaces_used,
-            "hypotheses": hyps,
-            "hypothesis_groups": groups,
-            "representatives": reps_all,
-            "representatives_kept": kept,
-            "ns_per_point": ns_point,
-            "ns_per_point_per_space": ns_point / spaces_used.max(1) as f64,
-            "floor_ns_per_point": ns_floor,
-            "floor_ns_per_point_per_space": ns_floor / spaces_used.max(1) as f64,
-            "ratio_to_floor": ns_point / ns_floor,
-            "ns_per_point_in_runs_of_1000": ns_point_in_runs,
-            "ratio_to_floor_in_runs_of_1000": ns_point_in_runs / ns_floor,
-            "full_rows_ns_per_point": ns_full,
-            "ns_per_explain": ns_explain,
-            // A window read once per window of points (a hop of the window's length):
-            // reading it recomputes at most one block per space.
-            "ns_per_point_explained_every_window": ns_point + ns_explain / window as f64,
-            "scorer_heap_bytes": {"block_maxima_in_window": heap[0], "block_maxima": heap[1], "recent": heap[2], "sums": heap[3]},
-        }));
+        let ScoredModel {
+            report,
+            model,
+            stream,
+        } = score_default_model(&data, name)?;
+        models.push(report);
         if name == "GunPoint" {
             gunpoint = Some((model, stream));
         }
     }
+
+    let bags = time_bag_scoring()?;
+
+    // Memory per live series: windows of 150 points with their scorers, as a worker holds
+    // them (the resident growth over `series` series of 300 points each).
+    let (model, stream) = gunpoint.expect("GunPoint ran");
+    let series = 10_000usize;
+    let memory = series_memory(model, &stream, series)?;
+
+    let out = json!({
+        "models": models,
+        "bags": {
+            "model": "MUSK1 bag default (LPBoost)",
+            "features": 166,
+            "mean_instances": bags.mean_instances,
+            "bags_per_second": 1e9 / bags.ns_per_bag,
+            "ns_per_bag": bags.ns_per_bag,
+        },
+        "memory": memory,
+    });
+    if opts.json {
+        println!("{out}");
+    } else {
+        print_score_table(&out, &bags);
+    }
+    Ok(())
+}
+
+/// One default series model of `bench --score`: its report, and the model and the test
+/// stream it was timed on (GunPoint's go on to the memory measurement).
+struct ScoredModel {
+    report: serde_json::Value,
+    model: Model,
+    stream: Vec<f64>,
+}
+
+/// The default model of `name` fitted on its training file in tests/data and timed on its
+/// test series as one stream: the scorer against the floor, as its `models` report.
+fn score_default_model(data: &std::path::Path, name: &str) -> Result<ScoredModel> {
+    use milstream::mil::online::incremental::plan;
+    use milstream::mil::FitParams;
+
+    let train = load(&data.join(format!("{name}_TRAIN.csv")), None)?;
+    let test = load(&data.join(format!("{name}_TEST.csv")), None)?;
+    let t = Instant::now();
+    let model = Model::fit(&train, &FitParams::default())?;
+    let fit_seconds = t.elapsed().as_secs_f64();
+    let Model::LpboostShapelet(m) = &model else {
+        bail!("the default series model is an LPBoost shapelet model")
+    };
+    let window = train.min_series_len().unwrap_or(150).max(1);
+    let stream = concatenated(&test);
+    let p = plan(m);
+    let (spaces_used, kept, groups) = p.shape();
+    let reps_all: usize = m.spaces.iter().map(|s| s.count).sum();
+    let scorer = time_scorer(&model, &stream, window)?;
+    let floor = time_floor(m, &stream);
+    let ns_point = scorer.ns_per_point;
+    let ns_floor = floor.ns_per_point;
+    let ns_point_in_runs = scorer.ns_per_point_in_runs;
+    let heap = scorer.heap_bytes;
+    let hyps: usize = m.ensembles.iter().map(|e| e.hypotheses.len()).sum();
+    let report = json!({
+        "model": format!("{name} default"),
+        "fit_seconds": fit_seconds,
+        "window": window,
+        "spaces": m.spaces.len(),
+        "spaces_used": spaces_used,
+        "hypotheses": hyps,
+        "hypothesis_groups": groups,
+        "representatives": reps_all,
+        "representatives_kept": kept,
+        "ns_per_point": ns_point,
+        "ns_per_point_per_space": ns_point / spaces_used.max(1) as f64,
+        "floor_ns_per_point": ns_floor,
+        "floor_ns_per_point_per_space": ns_floor / spaces_used.max(1) as f64,
+        "ratio_to_floor": ns_point / ns_floor,
+        "ns_per_point_in_runs_of_1000": ns_point_in_runs,
+        "ratio_to_floor_in_runs_of_1000": ns_point_in_runs / ns_floor,
+        "full_rows_ns_per_point": floor.full_rows_ns_per_point,
+        "ns_per_explain": scorer.ns_per_explain,
+        // A window read once per window of points (a hop of the window's length):
+        // reading it recomputes at most one block per space.
+        "ns_per_point_explained_every_window": ns_point + scorer.ns_per_explain / window as f64,
+        "scorer_heap_bytes": {"block_maxima_in_window": heap[0], "block_maxima": heap[1], "recent": heap[2], "sums": heap[3]},
+    });
+    Ok(ScoredModel {
+        report,
+        model,
+        stream,
+    })
+}
+
+/// What the incremental scorer costs on a stream: per point, per point fed in runs, per
+/// explanation, and the heap its state holds.
+struct ScorerTimings {
+    ns_per_point: f64,
+    ns_per_point_in_runs: f64,
+    ns_per_explain: f64,
+    heap_bytes: [usize; 4],
+}
+
+/// Times the `WindowScorer` of `model` on `stream`: point by point, in runs of 1,000 points,
+/// and explaining its window.
+fn time_scorer(model: &Model, stream: &[f64], window: usize) -> Result<ScorerTimings> {
+    use milstream::mil::online::incremental::WindowScorer;
+    use std::hint::black_box;
+    use std::time::Duration;
+
+    // The scorer: warm (a full window), then timed point by point.
+    let mut sc = WindowScorer::new(model, window)?;
+    for &x in &stream[..window] {
+        sc.push(model, x)?;
+    }
+    let mut i = window;
+    let ns_point = ns_per_call(Duration::from_millis(1500), || {
+        sc.push(model, stream[i])
+            .expect("a point of the model's channel count");
+        i = if i + 1 < stream.len() { i + 1 } else { window };
+    });
+    // The same stream fed in runs of 1,000 points (a 1,000-point array message of one
+    // series): `push_points`, space by space.
+    const RUN: usize = 1000;
+    let mut runs = WindowScorer::new(model, window)?;
+    runs.push_points(model, &stream[..window])?;
+    let mut r = window;
+    let ns_run = ns_per_call(Duration::from_millis(1500), || {
+        if r + RUN > stream.len() {
+            r = window;
+        }
+        runs.push_points(model, &stream[r..r + RUN])
+            .expect("points of the model's channel count");
+        r += RUN;
+    });
+    let ns_point_in_runs = ns_run / RUN as f64;
+    let ns_explain = ns_per_call(Duration::from_millis(500), || {
+        black_box(sc.explain(model).expect("explains"));
+    });
+    Ok(ScorerTimings {
+        ns_per_point: ns_point,
+        ns_per_point_in_runs: ns_point_in_runs,
+        ns_per_explain: ns_explain,
+        heap_bytes: sc.heap_bytes(),
+    })
+}
+
+/// What a point costs at the least the plan allows, and what it cost before the plan.
+struct FloorTimings {
+    ns_per_point: f64,
+    full_rows_ns_per_point: f64,
+}
+
+/// Times the floor of a point on `stream` (the plan's used spaces against their kept
+/// representatives) and every space's full kernel row, the cost before the plan.
+fn time_floor(m: &milstream::mil::shapelet::ShapeletModel, stream: &[f64]) -> FloorTimings {
+    use milstream::mil::online::incremental::plan;
+    use std::hint::black_box;
+    use std::time::Duration;
+
+    let p = plan(m);
+    // The floor: each used space's new subsequence and its kernel row against the kept
+    // representatives (the block maxima's one compare per hypothesis group aside).
+    let foot = m
+        .spaces
+        .iter()
+        .map(|s| s.extraction().footprint())
+        .max()
+        .unwrap_or(1);
+    let (mut sub, mut row) = (Vec::new(), Vec::new());
+    let mut j = foot;
+    let ns_floor = ns_per_call(Duration::from_millis(1000), || {
+        let pts = [&stream[j + 1 - foot..=j]];
+        black_box(p.floor_point(&pts, &mut sub, &mut row));
+        j = if j + 1 < stream.len() { j + 1 } else { foot };
+    });
+    // What a point cost before the plan: every space's full kernel row.
+    let mut full = vec![0.0; m.spaces.iter().map(|s| s.count).max().unwrap_or(0)];
+    let mut k = foot;
+    let ns_full = ns_per_call(Duration::from_millis(1000), || {
+        let pts = [&stream[k + 1 - foot..=k]];
+        for s in &m.spaces {
+            let e = s.extraction();
+            let f = e.footprint();
+            sub.resize(e.dim(), 0.0);
+            e.extract_channels(&pts, foot - f, &mut sub);
+            s.kernel_row(&sub, &mut full[..s.count]);
+        }
+        black_box(&full);
+        k = if k + 1 < stream.len() { k + 1 } else { foot };
+    });
+    FloorTimings {
+        ns_per_point: ns_floor,
+        full_rows_ns_per_point: ns_full,
+    }
+}
+
+/// What explaining a bag of the bag model costs, and how many instances a bag holds.
+struct BagTimings {
+    ns_per_bag: f64,
+    mean_instances: f64,
+}
+
+/// Times the bag model (LPBoost with the bag defaults) explaining MUSK1's bags of 166
+/// features, one after another.
+fn time_bag_scoring() -> Result<BagTimings> {
+    use std::hint::black_box;
+    use std::time::Duration;
 
     // Bags: the bag model (LPBoost with the bag defaults) on MUSK1's bags of 166 features.
     let musk = milstream::stream::embedded::musk1();
@@ -310,57 +420,42 @@ fn bench_score(opts: &FitOptions) -> Result<()> {
             _ => 0,
         })
         .sum();
+    Ok(BagTimings {
+        ns_per_bag: ns_bag,
+        mean_instances: instances as f64 / musk.samples.len().max(1) as f64,
+    })
+}
 
-    // Memory per live series: windows of 150 points with their scorers, as a worker holds
-    // them (the resident growth over `series` series of 300 points each).
-    let (model, stream) = gunpoint.expect("GunPoint ran");
-    let series = 10_000usize;
-    let memory = series_memory(model, &stream, series)?;
-
-    let out = json!({
-        "models": models,
-        "bags": {
-            "model": "MUSK1 bag default (LPBoost)",
-            "features": 166,
-            "mean_instances": instances as f64 / musk.samples.len().max(1) as f64,
-            "bags_per_second": 1e9 / ns_bag,
-            "ns_per_bag": ns_bag,
-        },
-        "memory": memory,
-    });
-    if opts.json {
-        println!("{out}");
-    } else {
-        for m in out["models"].as_array().into_iter().flatten() {
-            println!(
-                "{}: {:.0} ns/point over {} of {} spaces ({:.0} ns/point/space), {:.0} in runs of 1,000; \
-                 floor {:.0} ns/point ({:.2}x); full rows {:.0} ns/point; {} of {} representatives kept; explain {:.0} ns",
-                m["model"].as_str().unwrap_or(""),
-                m["ns_per_point"].as_f64().unwrap_or(f64::NAN),
-                m["spaces_used"],
-                m["spaces"],
-                m["ns_per_point_per_space"].as_f64().unwrap_or(f64::NAN),
-                m["ns_per_point_in_runs_of_1000"].as_f64().unwrap_or(f64::NAN),
-                m["floor_ns_per_point"].as_f64().unwrap_or(f64::NAN),
-                m["ratio_to_floor"].as_f64().unwrap_or(f64::NAN),
-                m["full_rows_ns_per_point"].as_f64().unwrap_or(f64::NAN),
-                m["representatives_kept"],
-                m["representatives"],
-                m["ns_per_explain"].as_f64().unwrap_or(f64::NAN),
-            );
-            println!(
-                "  scorer heap bytes: {} (groups {})",
-                m["scorer_heap_bytes"], m["hypothesis_groups"]
-            );
-        }
+/// `bench --score` for a person: a line (and its heap bytes) per model, the bags, the memory.
+fn print_score_table(out: &serde_json::Value, bags: &BagTimings) {
+    for m in out["models"].as_array().into_iter().flatten() {
         println!(
-            "bags: {:.0} bags/s (MUSK1, 166 features, {:.1} instances per bag)",
-            1e9 / ns_bag,
-            instances as f64 / musk.samples.len().max(1) as f64
+            "{}: {:.0} ns/point over {} of {} spaces ({:.0} ns/point/space), {:.0} in runs of 1,000; \
+             floor {:.0} ns/point ({:.2}x); full rows {:.0} ns/point; {} of {} representatives kept; explain {:.0} ns",
+            m["model"].as_str().unwrap_or(""),
+            m["ns_per_point"].as_f64().unwrap_or(f64::NAN),
+            m["spaces_used"],
+            m["spaces"],
+            m["ns_per_point_per_space"].as_f64().unwrap_or(f64::NAN),
+            m["ns_per_point_in_runs_of_1000"].as_f64().unwrap_or(f64::NAN),
+            m["floor_ns_per_point"].as_f64().unwrap_or(f64::NAN),
+            m["ratio_to_floor"].as_f64().unwrap_or(f64::NAN),
+            m["full_rows_ns_per_point"].as_f64().unwrap_or(f64::NAN),
+            m["representatives_kept"],
+            m["representatives"],
+            m["ns_per_explain"].as_f64().unwrap_or(f64::NAN),
         );
-        println!("memory: {}", out["memory"]);
+        println!(
+            "  scorer heap bytes: {} (groups {})",
+            m["scorer_heap_bytes"], m["hypothesis_groups"]
+        );
     }
-    Ok(())
+    println!(
+        "bags: {:.0} bags/s (MUSK1, 166 features, {:.1} instances per bag)",
+        1e9 / bags.ns_per_bag,
+        bags.mean_instances
+    );
+    println!("memory: {}", out["memory"]);
 }
 
 /// Resident bytes per live series of 150-point windows with their scorers: `series` series

@@ -14,7 +14,9 @@ use crate::mil::model::{
     BinaryMode, BoxKernelParams, KernelSpec, ModelKind, SvmParams, WidthChoice, Widths,
 };
 use crate::mil::select::{best_index, cross_validate_grid_until, default_grid, CvEstimate};
-use crate::mil::{ChannelMode, Dataset, FitParams, Model, ShapeletLength, View, WeakKind};
+use crate::mil::{
+    ChannelMode, Dataset, FitParams, Model, ShapeletLength, SpaceParams, View, WeakKind,
+};
 
 /// Hyperparameters shared by train, eval, cv and bench.
 #[derive(Args, Clone)]
@@ -323,19 +325,105 @@ impl FitOptions {
     /// The parameters for training on `ds`: the options given over the library's defaults
     /// (for bags or series; the paper's with --paper and for the other kinds).
     pub fn params(&self, ds: &Dataset) -> Result<FitParams> {
+        let base = self.base(ds);
+        let kernel = self.kernel(&base)?;
+        let gamma = self.gamma()?;
+        let k = self.k(&base)?;
+        let spaces = self.spaces(&base)?;
+        let widths = self.widths(&base)?;
+        let max_weight = self.max_weight(&base)?;
+        let dc_generation_rounds = self.dc_generation_rounds(&base)?;
+        let boxkernel = self.boxkernel()?;
+        let p = FitParams {
+            widths,
+            kernel,
+            lengths: if self.shapelet_length.is_empty() {
+                base.lengths.clone()
+            } else {
+                self.shapelet_length.clone()
+            },
+            spaces,
+            bias: base.bias && !self.no_bias,
+            mean_hypotheses: base.mean_hypotheses && !self.no_mean,
+            threshold_hypotheses: base.threshold_hypotheses && !self.no_threshold,
+            position_thresholds: base.position_thresholds && !self.no_position,
+            position_min_examples: self
+                .position_min_examples
+                .unwrap_or(base.position_min_examples),
+            few_examples: self.few_examples.unwrap_or(base.few_examples),
+            cap_examples: self.cap_examples.unwrap_or(base.cap_examples),
+            columns_per_round: self.columns_per_round.unwrap_or(base.columns_per_round),
+            columns_for_size: base.columns_for_size && !self.fixed_columns,
+            warm_master: base.warm_master && !self.no_warm_master,
+            partial_pricing: base.partial_pricing.filter(|_| !self.full_pricing),
+            pooled_head: base.pooled_head && !self.no_head,
+            decision_folds: self.decision_folds.unwrap_or(base.decision_folds),
+            sub_fits: self.sub_fits.unwrap_or(base.sub_fits),
+            threshold_share: self.threshold_share.unwrap_or(base.threshold_share),
+            max_weight,
+            balanced: (base.balanced || self.balance) && !self.no_balance,
+            stride: self.stride,
+            k,
+            // A k the user gives is every space's.
+            k_shared_by_channels: base.k_shared_by_channels && self.k.is_none(),
+            table_budget: base.table_budget.filter(|_| self.k.is_none()),
+            nu: self.nu.unwrap_or(base.nu),
+            epsilon: self.epsilon,
+            max_rounds: self.max_rounds,
+            weak: match self.weak {
+                WeakArg::Op1 => WeakKind::Op1,
+                WeakArg::Op2 => WeakKind::Op2,
+            },
+            binary: match self.binary {
+                BinaryArg::Single => BinaryMode::Single,
+                BinaryArg::Symmetric => BinaryMode::Symmetric,
+            },
+            dc_max_iters: self.dc_max_iters.unwrap_or(base.dc_max_iters),
+            starts: self.starts,
+            dc_generation_rounds,
+            seed: self.seed,
+            draw: 0,
+            standardize: !self.no_standardize,
+            kind: self.kind,
+            miordm: crate::mil::model::MiordmParams {
+                lambda: self.lambda,
+                theta: self.theta,
+                mu: self.mu,
+                gamma,
+                ..Default::default()
+            },
+            svm: SvmParams {
+                c: self.svm_c.unwrap_or(SvmParams::default().c),
+                gamma,
+                ..Default::default()
+            },
+            boxkernel,
+        };
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// The library's defaults the options apply over: the paper's with --paper and for the
+    /// kinds other than lpboost, otherwise the bag or the series defaults by `ds`'s samples.
+    fn base(&self, ds: &Dataset) -> FitParams {
         let bags = matches!(ds.samples.first(), Some(crate::mil::Sample::Bag(_)));
-        let base = if self.paper || self.kind != ModelKind::Lpboost {
+        if self.paper || self.kind != ModelKind::Lpboost {
             FitParams::paper()
         } else if bags {
             FitParams::for_bags()
         } else {
             FitParams::default()
-        };
+        }
+    }
+
+    /// The instance kernel of --kernel: a Gaussian's --sigma and --sigma-scale (over the
+    /// base's scale), or the polynomial's --degree and --coef0.
+    fn kernel(&self, base: &FitParams) -> Result<KernelSpec> {
         let base_scale = match base.kernel {
             KernelSpec::Gaussian { scale, .. } => scale,
             _ => 1.0,
         };
-        let kernel = match self.kernel {
+        Ok(match self.kernel {
             KernelArg::Gaussian => {
                 let sigma = match self.sigma.as_str() {
                     "auto" => None,
@@ -353,22 +441,35 @@ impl FitOptions {
                 degree: self.degree,
                 coef0: self.coef0,
             },
-        };
-        let gamma = match self.gamma.as_str() {
+        })
+    }
+
+    /// The RBF width --gamma of MIORDM and the MI-SVMs; None for `auto`.
+    fn gamma(&self) -> Result<Option<f64>> {
+        Ok(match self.gamma.as_str() {
             "auto" => None,
             g => Some(
                 g.parse::<f64>()
                     .with_context(|| format!("--gamma '{g}' is neither `auto` nor a number"))?,
             ),
-        };
-        let k = match self.k.as_deref() {
+        })
+    }
+
+    /// Representatives per space (--k) over the base's; None for `all`.
+    fn k(&self, base: &FitParams) -> Result<Option<usize>> {
+        Ok(match self.k.as_deref() {
             None => base.k,
             Some("all") => None,
             Some(s) => Some(
                 s.parse::<usize>()
                     .with_context(|| format!("--k '{s}' is neither `all` nor a count"))?,
             ),
-        };
+        })
+    }
+
+    /// The hypothesis spaces: the base's, with the views, normalisation, channels,
+    /// dilations, levels, DC spaces and instance cap the options give.
+    fn spaces(&self, base: &FitParams) -> Result<SpaceParams> {
         let mut spaces = base.spaces.clone();
         if let Some(r) = self.lag_for_noisy_diff.as_deref() {
             spaces.lag_for_noisy_diff = match r {
@@ -422,98 +523,56 @@ impl FitOptions {
                 })?),
             };
         }
-        let widths = self.widths(&base)?;
-        let p = FitParams {
-            widths,
-            kernel,
-            lengths: if self.shapelet_length.is_empty() {
-                base.lengths.clone()
-            } else {
-                self.shapelet_length.clone()
-            },
-            spaces,
-            bias: base.bias && !self.no_bias,
-            mean_hypotheses: base.mean_hypotheses && !self.no_mean,
-            threshold_hypotheses: base.threshold_hypotheses && !self.no_threshold,
-            position_thresholds: base.position_thresholds && !self.no_position,
-            position_min_examples: self
-                .position_min_examples
-                .unwrap_or(base.position_min_examples),
-            few_examples: self.few_examples.unwrap_or(base.few_examples),
-            cap_examples: self.cap_examples.unwrap_or(base.cap_examples),
-            columns_per_round: self.columns_per_round.unwrap_or(base.columns_per_round),
-            columns_for_size: base.columns_for_size && !self.fixed_columns,
-            warm_master: base.warm_master && !self.no_warm_master,
-            partial_pricing: base.partial_pricing.filter(|_| !self.full_pricing),
-            pooled_head: base.pooled_head && !self.no_head,
-            decision_folds: self.decision_folds.unwrap_or(base.decision_folds),
-            sub_fits: self.sub_fits.unwrap_or(base.sub_fits),
-            threshold_share: self.threshold_share.unwrap_or(base.threshold_share),
-            max_weight: match self.max_weight.as_deref() {
-                None => base.max_weight,
-                Some("none") => None,
-                Some(c) => Some(c.parse::<f64>().with_context(|| {
+        Ok(spaces)
+    }
+
+    /// The cap on each hypothesis weight (--max-weight) over the base's; None for `none`.
+    fn max_weight(&self, base: &FitParams) -> Result<Option<f64>> {
+        Ok(match self.max_weight.as_deref() {
+            None => base.max_weight,
+            Some("none") => None,
+            Some(c) => {
+                Some(c.parse::<f64>().with_context(|| {
                     format!("--max-weight '{c}' is neither `none` nor a number")
-                })?),
-            },
-            balanced: (base.balanced || self.balance) && !self.no_balance,
-            stride: self.stride,
-            k,
-            // A k the user gives is every space's.
-            k_shared_by_channels: base.k_shared_by_channels && self.k.is_none(),
-            table_budget: base.table_budget.filter(|_| self.k.is_none()),
-            nu: self.nu.unwrap_or(base.nu),
-            epsilon: self.epsilon,
-            max_rounds: self.max_rounds,
-            weak: match self.weak {
-                WeakArg::Op1 => WeakKind::Op1,
-                WeakArg::Op2 => WeakKind::Op2,
-            },
-            binary: match self.binary {
-                BinaryArg::Single => BinaryMode::Single,
-                BinaryArg::Symmetric => BinaryMode::Symmetric,
-            },
-            dc_max_iters: self.dc_max_iters.unwrap_or(base.dc_max_iters),
-            starts: self.starts,
-            dc_generation_rounds: match self.dc_generation_rounds.as_deref() {
-                None => base.dc_generation_rounds,
-                Some("all") => None,
-                Some(r) => Some(r.parse::<usize>().ok().filter(|&r| r >= 1).with_context(
-                    || format!("--dc-generation-rounds '{r}' is neither `all` nor a count >= 1"),
-                )?),
-            },
-            seed: self.seed,
-            draw: 0,
-            standardize: !self.no_standardize,
-            kind: self.kind,
-            miordm: crate::mil::model::MiordmParams {
-                lambda: self.lambda,
-                theta: self.theta,
-                mu: self.mu,
-                gamma,
-                ..Default::default()
-            },
-            svm: SvmParams {
-                c: self.svm_c.unwrap_or(SvmParams::default().c),
-                gamma,
-                ..Default::default()
-            },
-            boxkernel: BoxKernelParams {
-                s: self.box_s,
-                c: self.svm_c.unwrap_or(BoxKernelParams::default().c),
-                epsilon: self.box_epsilon,
-                delta: self.box_delta,
-                rho: match self.box_rho.as_str() {
-                    "auto" => None,
-                    r => Some(r.parse::<f64>().with_context(|| {
+                })?)
+            }
+        })
+    }
+
+    /// Constraint-generation rounds per DC step (--dc-generation-rounds) over the base's;
+    /// None for `all`.
+    fn dc_generation_rounds(&self, base: &FitParams) -> Result<Option<usize>> {
+        Ok(match self.dc_generation_rounds.as_deref() {
+            None => base.dc_generation_rounds,
+            Some("all") => None,
+            Some(r) => Some(
+                r.parse::<usize>()
+                    .ok()
+                    .filter(|&r| r >= 1)
+                    .with_context(|| {
+                        format!("--dc-generation-rounds '{r}' is neither `all` nor a count >= 1")
+                    })?,
+            ),
+        })
+    }
+
+    /// The box-counting kernel's parameters (boxsvm) from the --box-* options and --svm-c.
+    fn boxkernel(&self) -> Result<BoxKernelParams> {
+        Ok(BoxKernelParams {
+            s: self.box_s,
+            c: self.svm_c.unwrap_or(BoxKernelParams::default().c),
+            epsilon: self.box_epsilon,
+            delta: self.box_delta,
+            rho: match self.box_rho.as_str() {
+                "auto" => None,
+                r => {
+                    Some(r.parse::<f64>().with_context(|| {
                         format!("--box-rho '{r}' is neither `auto` nor a number")
-                    })?),
-                },
-                transductive: self.transductive,
+                    })?)
+                }
             },
-        };
-        p.validate()?;
-        Ok(p)
+            transductive: self.transductive,
+        })
     }
 }
 

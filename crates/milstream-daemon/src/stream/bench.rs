@@ -181,26 +181,11 @@ fn quantile(h: &prometheus::Histogram, q: f64) -> f64 {
     prev_bound
 }
 
+/// Runs the bench `opts` describes on a mock cluster: the bare consumer, the daemon's pass
+/// and the passes after it, as one JSON report (or the bare consumer's alone).
 pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
-    let mut cfg = Config::default();
     let dir = std::env::temp_dir().join(format!("milstream-bench-{}", std::process::id()));
-    cfg.output.dir = match &opts.output {
-        Some(url) => std::path::PathBuf::from(url),
-        None => dir.clone(),
-    };
-    cfg.object_store.0 = opts.store_options.clone();
-    cfg.training.dir = dir.join("training");
-    cfg.output.roll_age_ms = opts.roll_age_ms;
-    cfg.output.roll_rows = 100_000;
-    cfg.http.listen.clear();
-    cfg.kafka.bags_topic.clear();
-    cfg.kafka.labels_topic.clear();
-    cfg.commit.interval_ms = 100;
-    // A window every 150 points at any spacing, as at the demo's 100 Hz: the hop is event
-    // time, and a 1 Hz sensor with the default 1.5 s hop would be scored at every other point.
-    cfg.window.hop_ms =
-        cfg.window.hop_ms * opts.spacing_ms / super::embedded::DEMO_POINT_SPACING_MS;
-    super::embedded::for_mock_broker(&mut cfg.kafka);
+    let cfg = bench_config(&opts, &dir);
     // The bare consumer runs with the daemon's client properties: with librdkafka's default
     // fetch wait the mock cluster sometimes held its last fetch for 500 ms, and the bare
     // consumer measured 330k messages/s in one run and 2M in the next.
@@ -226,33 +211,7 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         .set("queue.buffering.max.messages", "1000000")
         .create()?;
     if opts.rate.is_none() {
-        produce(&producer, &topic, &feed, 0..n_msgs, true);
-        let probe: rdkafka::consumer::BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", &bootstrap)
-            .create()?;
-        let mut stored = 0;
-        for p in 0..opts.partitions {
-            let (lo, hi) = rdkafka::consumer::Consumer::fetch_watermarks(
-                &probe,
-                &topic,
-                p,
-                Duration::from_secs(10),
-            )?;
-            stored += hi - lo;
-        }
-        tracing::info!(
-            stored,
-            produced = n_msgs,
-            "messages on the topic before consuming"
-        );
-        if (stored as usize) < n_msgs {
-            anyhow::bail!(
-                "the mock cluster kept {stored} of {} messages (it retains about 100,000 \
-                 messages or 5 MB per partition): use more --partitions or fewer --points \
-                 (or --rate: a paced run produces while the daemon consumes)",
-                n_msgs
-            );
-        }
+        produce_all(&producer, &bootstrap, &topic, &feed, opts.partitions)?;
     }
     if opts.baseline {
         return baseline(&bootstrap, &props, &topic, n_msgs, n_points, &opts);
@@ -264,19 +223,119 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         )?),
         Some(_) => None,
     };
+    // A paced run's feeder takes the producer; a throughput run's lives to the end.
+    let mut producer = Some(producer);
+    let first = first_pass(&opts, &cfg, &bootstrap, &scoring, &feed, &mut producer).await?;
+    let more = more_passes(&opts, cfg, (&bootstrap, &topic, &feed), &scoring).await?;
+    let _ = std::fs::remove_dir_all(&dir);
+    // Paced: the topic holds the whole stream now; the bare consumer drains it after.
+    let bare = match bare {
+        Some(b) => b,
+        None => baseline(&bootstrap, &props, &topic, n_msgs, n_points, &opts)?,
+    };
+    Ok(report(&opts, &feed, first, &bare, more))
+}
+
+/// The daemon's configuration for the bench: output under `dir` (or the object store
+/// asked for), no HTTP, the points topic alone, on the mock broker.
+fn bench_config(opts: &BenchOptions, dir: &std::path::Path) -> Config {
+    let mut cfg = Config::default();
+    cfg.output.dir = match &opts.output {
+        Some(url) => std::path::PathBuf::from(url),
+        None => dir.to_path_buf(),
+    };
+    cfg.object_store.0 = opts.store_options.clone();
+    cfg.training.dir = dir.join("training");
+    cfg.output.roll_age_ms = opts.roll_age_ms;
+    cfg.output.roll_rows = 100_000;
+    cfg.http.listen.clear();
+    cfg.kafka.bags_topic.clear();
+    cfg.kafka.labels_topic.clear();
+    cfg.commit.interval_ms = 100;
+    // A window every 150 points at any spacing, as at the demo's 100 Hz: the hop is event
+    // time, and a 1 Hz sensor with the default 1.5 s hop would be scored at every other point.
+    cfg.window.hop_ms =
+        cfg.window.hop_ms * opts.spacing_ms / super::embedded::DEMO_POINT_SPACING_MS;
+    super::embedded::for_mock_broker(&mut cfg.kafka);
+    cfg
+}
+
+/// Throughput runs: every message on the topic before the daemon starts, checked against
+/// what the mock cluster kept (it drops the oldest beyond its retention).
+fn produce_all(
+    producer: &BenchProducer,
+    bootstrap: &str,
+    topic: &str,
+    feed: &Feed,
+    partitions: i32,
+) -> anyhow::Result<()> {
+    let n_msgs = feed.messages();
+    produce(producer, topic, feed, 0..n_msgs, true);
+    let probe: rdkafka::consumer::BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()?;
+    let mut stored = 0;
+    for p in 0..partitions {
+        let (lo, hi) = rdkafka::consumer::Consumer::fetch_watermarks(
+            &probe,
+            topic,
+            p,
+            Duration::from_secs(10),
+        )?;
+        stored += hi - lo;
+    }
+    tracing::info!(
+        stored,
+        produced = n_msgs,
+        "messages on the topic before consuming"
+    );
+    if (stored as usize) < n_msgs {
+        anyhow::bail!(
+            "the mock cluster kept {stored} of {} messages (it retains about 100,000 \
+             messages or 5 MB per partition): use more --partitions or fewer --points \
+             (or --rate: a paced run produces while the daemon consumes)",
+            n_msgs
+        );
+    }
+    Ok(())
+}
+
+/// What the daemon's measured pass saw: its metrics, its times and the process's memory.
+struct FirstPass {
+    metrics: Arc<Metrics>,
+    /// From the first record consumed to the last.
+    secs: f64,
+    /// From the daemon ready to its first record.
+    startup: Duration,
+    /// Series live when the last point was consumed.
+    live_series: i64,
+    rss_before: Option<u64>,
+    rss_loaded: Option<u64>,
+    /// Paced runs: how long the feeder waited for the daemon to catch up, in ms.
+    feeder_waited_ms: u64,
+}
+
+/// The measured daemon pass: the pipeline on `cfg` consumes the whole stream (pre-produced,
+/// or fed at the paced rate by `producer`, taken, meanwhile), then shuts down once durable.
+async fn first_pass(
+    opts: &BenchOptions,
+    cfg: &Config,
+    bootstrap: &str,
+    scoring: &Arc<ScoringModel>,
+    feed: &Arc<Feed>,
+    producer: &mut Option<BenchProducer>,
+) -> anyhow::Result<FirstPass> {
+    let (n_msgs, n_points) = (feed.messages(), feed.points());
+    let topic = &cfg.kafka.points_topic;
     let rss_before = rss_bytes();
     let metrics = Metrics::new();
     let health = Arc::new(Health::default());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     // The series model alone: bench-stream measures points.
-    let start = vec![(
-        super::score::models::specs(&cfg)[0].clone(),
-        scoring.clone(),
-    )];
-    let cfg_after = cfg.clone();
+    let start = vec![(super::score::models::specs(cfg)[0].clone(), scoring.clone())];
     let pipeline = tokio::spawn(run_pipeline(
-        cfg,
-        bootstrap.clone(),
+        cfg.clone(),
+        bootstrap.to_string(),
         start,
         (metrics.clone(), health.clone(), None),
         stop_rx,
@@ -284,7 +343,7 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     while !health.is_ready() {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    let consumed = |m: &Metrics| m.records_consumed_total(&topic) as usize;
+    let consumed = |m: &Metrics| m.records_consumed_total(topic) as usize;
     // The clock starts at the first record, as the baseline's does: group join and the
     // first fetch are start-up, not throughput.
     let ready_at = Instant::now();
@@ -301,47 +360,118 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     // long it waited). Half was not enough at 100,000 series of 1,000-point messages: the
     // lag is counted over all partitions, a slow partition holds more than its share, and
     // 0.1-0.6 % of the messages were dropped near the end of such runs.
-    let lag_cap = lag_cap(&feed, &opts, n_msgs);
+    let lag_cap = lag_cap(feed, opts, n_msgs);
     let feeder_waited = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let feeder = opts.rate.map(|rate| {
-        let (feed, topic, m) = (feed.clone(), topic.clone(), metrics.clone());
-        let waited = feeder_waited.clone();
-        let batch = opts.batch;
-        let points_topic = topic.clone();
-        std::thread::spawn(move || {
-            let t0 = Instant::now();
-            // About 1,000 points per burst, whatever the batch size: a coarser burst would
-            // measure the feeder's queueing, not the daemon's.
-            let per_chunk = (1000 / batch).max(1);
-            let mut sent = 0;
-            for (i, first) in (0..n_msgs).step_by(per_chunk).enumerate() {
-                let hold = Instant::now();
-                while (sent * batch)
-                    .saturating_sub(m.records_consumed_total(&points_topic) as usize)
-                    > lag_cap
-                {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                waited.fetch_add(
-                    hold.elapsed().as_millis() as u64,
-                    std::sync::atomic::Ordering::Relaxed,
-                );
-                let last = (first + per_chunk).min(n_msgs);
-                produce(&producer, &topic, &feed, first..last, false);
-                sent = last;
-                let due =
-                    Duration::from_secs_f64(((i + 1) * per_chunk * batch) as f64 / rate as f64);
-                if let Some(w) = due.checked_sub(t0.elapsed()) {
-                    std::thread::sleep(w);
-                }
-            }
-            let _ = producer.flush(Duration::from_secs(60));
-        })
+        Feeder {
+            producer: producer.take().expect("the producer is the feeder's"),
+            topic: topic.clone(),
+            feed: feed.clone(),
+            metrics: metrics.clone(),
+            waited: feeder_waited.clone(),
+            rate,
+            batch: opts.batch,
+            n_msgs,
+            lag_cap,
+        }
+        .spawn()
     });
+    wait_until_consumed(&metrics, topic, n_points, start).await?;
+    let secs = start.elapsed().as_secs_f64();
+    // Resident memory with every series live (the windows are dropped at shutdown).
+    let rss_loaded = rss_bytes();
+    let live_series = metrics.live_series.get();
+    if let Some(f) = feeder {
+        let _ = f.join();
+    }
+    // Let the last segments roll and become durable before reading the latency histogram.
+    tokio::time::sleep(Duration::from_millis(opts.roll_age_ms * 2 + 500)).await;
+    let _ = stop_tx.send(true);
+    pipeline.await??;
+    Ok(FirstPass {
+        metrics,
+        secs,
+        startup,
+        live_series,
+        rss_before,
+        rss_loaded,
+        feeder_waited_ms: feeder_waited.load(std::sync::atomic::Ordering::Relaxed),
+    })
+}
+
+/// The paced run's feeder: produces the stream at `rate` points/s on a thread of its own,
+/// waiting while it is more than `lag_cap` points ahead of the daemon (`waited`, in ms).
+struct Feeder {
+    producer: BenchProducer,
+    topic: String,
+    feed: Arc<Feed>,
+    metrics: Arc<Metrics>,
+    waited: Arc<std::sync::atomic::AtomicU64>,
+    rate: u64,
+    batch: usize,
+    n_msgs: usize,
+    lag_cap: usize,
+}
+
+impl Feeder {
+    /// Starts feeding; the thread ends once every message is produced and flushed.
+    fn spawn(self) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || self.run())
+    }
+
+    /// Produces the messages in bursts, each due at its share of the rate.
+    fn run(self) {
+        let Self {
+            producer,
+            topic,
+            feed,
+            metrics: m,
+            waited,
+            rate,
+            batch,
+            n_msgs,
+            lag_cap,
+        } = self;
+        let t0 = Instant::now();
+        // About 1,000 points per burst, whatever the batch size: a coarser burst would
+        // measure the feeder's queueing, not the daemon's.
+        let per_chunk = (1000 / batch).max(1);
+        let mut sent = 0;
+        for (i, first) in (0..n_msgs).step_by(per_chunk).enumerate() {
+            let hold = Instant::now();
+            while (sent * batch).saturating_sub(m.records_consumed_total(&topic) as usize) > lag_cap
+            {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            waited.fetch_add(
+                hold.elapsed().as_millis() as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+            let last = (first + per_chunk).min(n_msgs);
+            produce(&producer, &topic, &feed, first..last, false);
+            sent = last;
+            let due = Duration::from_secs_f64(((i + 1) * per_chunk * batch) as f64 / rate as f64);
+            if let Some(w) = due.checked_sub(t0.elapsed()) {
+                std::thread::sleep(w);
+            }
+        }
+        let _ = producer.flush(Duration::from_secs(60));
+    }
+}
+
+/// Waits until the daemon has consumed `n_points` points of `topic`, logging its progress
+/// every 5 s; an error when none arrived for 60 s.
+async fn wait_until_consumed(
+    metrics: &Metrics,
+    topic: &str,
+    n_points: usize,
+    start: Instant,
+) -> anyhow::Result<()> {
+    let consumed = |m: &Metrics| m.records_consumed_total(topic) as usize;
     let (mut last_report, mut last_count, mut last_change) = (start, 0, start);
-    while consumed(&metrics) < n_points {
+    while consumed(metrics) < n_points {
         tokio::time::sleep(Duration::from_millis(2)).await;
-        let now = consumed(&metrics);
+        let now = consumed(metrics);
         if now != last_count {
             (last_count, last_change) = (now, Instant::now());
         }
@@ -364,29 +494,38 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
             );
         }
     }
-    let secs = start.elapsed().as_secs_f64();
-    // Resident memory with every series live (the windows are dropped at shutdown).
-    let rss_loaded = rss_bytes();
-    let live_series = metrics.live_series.get();
-    if let Some(f) = feeder {
-        let _ = f.join();
-    }
-    // Let the last segments roll and become durable before reading the latency histogram.
-    tokio::time::sleep(Duration::from_millis(opts.roll_age_ms * 2 + 500)).await;
-    let _ = stop_tx.send(true);
-    pipeline.await??;
-    let (with_view, without_drift, formats) =
-        more_passes(&opts, cfg_after, (&bootstrap, &topic, &feed), &scoring).await?;
-    let _ = std::fs::remove_dir_all(&dir);
-    // Paced: the topic holds the whole stream now; the bare consumer drains it after.
-    let bare = match bare {
-        Some(b) => b,
-        None => baseline(&bootstrap, &props, &topic, n_msgs, n_points, &opts)?,
-    };
+    Ok(())
+}
+
+/// The bench's JSON report: the daemon's first pass against the bare consumer's `bare`,
+/// with the passes after it.
+fn report(
+    opts: &BenchOptions,
+    feed: &Feed,
+    first: FirstPass,
+    bare: &serde_json::Value,
+    more: MorePasses,
+) -> serde_json::Value {
+    let (n_msgs, n_points) = (feed.messages(), feed.points());
+    let FirstPass {
+        metrics,
+        secs,
+        startup,
+        live_series,
+        rss_before,
+        rss_loaded,
+        feeder_waited_ms,
+    } = first;
+    let MorePasses {
+        with_view,
+        without_drift,
+        formats,
+        inputs,
+    } = more;
     let bare_pps = bare["points_per_second"].as_f64().unwrap_or(f64::NAN);
     let pps = n_points as f64 / secs;
     let h = &metrics.consume_to_durable_seconds;
-    Ok(json!({
+    json!({
         "points": n_points,
         "messages": n_msgs,
         "points_per_message": opts.batch,
@@ -423,17 +562,18 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
         "consume_to_durable_p99_seconds": quantile(h, 0.99),
         "roll_age_ms": opts.roll_age_ms,
         "spacing_ms": opts.spacing_ms,
-        "feeder_waited_seconds": opts.rate.map(|_| feeder_waited.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e3),
+        "feeder_waited_seconds": opts.rate.map(|_| feeder_waited_ms as f64 / 1e3),
         "output": opts.output.as_deref().unwrap_or("local"),
         "points_per_second_without_drift": without_drift.map(|s| n_points as f64 / s),
         "drift_cost": without_drift.map(|s| 1.0 - s / secs),
         "view": with_view,
-        "output_formats": formats.0, "input_formats": formats.1,
-    }))
+        "output_formats": formats,
+        "input_formats": inputs,
+    })
 }
 
 /// How far the paced feeder may run ahead of the daemon, in points: a quarter of what the
-/// mock cluster keeps over all partitions (see `bench`).
+/// mock cluster keeps over all partitions (see `first_pass`).
 fn lag_cap(feed: &Feed, opts: &BenchOptions, n_msgs: usize) -> usize {
     let msg_bytes = feed
         .message(0)
@@ -445,6 +585,18 @@ fn lag_cap(feed: &Feed, opts: &BenchOptions, n_msgs: usize) -> usize {
     (opts.partitions.max(1) as usize * per_partition.min(100_000) * opts.batch / 4).max(1)
 }
 
+/// The passes after the first, as the report gives them.
+struct MorePasses {
+    /// The live view's cost (`view_clients`).
+    with_view: Option<serde_json::Value>,
+    /// Seconds of the pass with `[drift]` off (`compare_drift`).
+    without_drift: Option<f64>,
+    /// Parquet against Delta (`compare_delta`).
+    formats: Option<serde_json::Value>,
+    /// JSON against Avro (`compare_avro`).
+    inputs: Option<serde_json::Value>,
+}
+
 /// The passes after the first over the same topic, in the same run (throughput runs): the
 /// live view's cost (`view_clients`) and the same stream with `[drift]` off (the
 /// detectors' cost, `compare_drift`), as the view's report and the seconds without drift;
@@ -454,11 +606,7 @@ async fn more_passes(
     cfg: Config,
     (bootstrap, topic, feed): (&str, &str, &Feed),
     scoring: &Arc<ScoringModel>,
-) -> anyhow::Result<(
-    Option<serde_json::Value>,
-    Option<f64>,
-    (Option<serde_json::Value>, Option<serde_json::Value>),
-)> {
+) -> anyhow::Result<MorePasses> {
     let n_points = feed.points();
     let with_view = match (opts.view_clients, opts.rate) {
         (Some(n), None) => Some(view_cost(&cfg, bootstrap, scoring, topic, n_points, n).await?),
@@ -477,7 +625,12 @@ async fn more_passes(
         }
         _ => None,
     };
-    Ok((with_view, without_drift, (formats, inputs)))
+    Ok(MorePasses {
+        with_view,
+        without_drift,
+        formats,
+        inputs,
+    })
 }
 
 /// One more daemon pass over the pre-produced topic (its own consumer group): seconds from
