@@ -65,7 +65,7 @@ def summary(rows):
     return (
         f"{statistics.median(margin):.4f} | {statistics.median(abs(r[1]) for r in rows):.4f} | "
         f"{statistics.median(largest):.4f} | {statistics.median(ratio):.2f} (max {max(ratio):.2f}) | "
-        f"{over} of {len(rows)} | {statistics.median(share):.0%} ({above} above 100 %)"
+        f"{over} of {len(rows)} | {statistics.median(share):.0%} ({above} above 100%)"
     ).replace("%", " %")
 
 
