@@ -2,8 +2,6 @@
 //! combined as g(B) = sum_j w_j h_j(B) (eq. 2), trained by LPBoost (Algorithm 1) with the DC
 //! weak learner (Algorithm 2), one-vs-rest for more than two classes (footnote 3).
 
-use std::collections::HashSet;
-
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -13,15 +11,14 @@ use super::bag::{Dataset, InputKind, Standardizer};
 use super::boost::ensemble::majority_fallback;
 pub use super::boost::ensemble::{Ensemble, WeightedHypothesis};
 use super::boost::head::PooledHead;
-use super::boost::lpboost::{lpboost, BoostParams, Boosted};
+use super::boost::lpboost::BoostParams;
 pub use super::boost::stump::Threshold;
-use super::boost::stump::{best_threshold, column_key, ColumnKey, ThresholdTable};
-use super::boost::weak::{
-    active_bags, best_mean, dc_candidates, weak_learn, WeakHypothesis, WeakParams, WorkingSet,
-};
+use super::boost::stump::ThresholdTable;
+pub use super::boost::union::LEAN_WEIGHT;
+use super::boost::union::{fit_class, ClassFit, SolverStats, UnionOfSpaces};
+use super::boost::weak::WeakParams;
 use super::cancel::Cancel;
 use super::error::{MilError, Result};
-use super::lp::pricing::Focus;
 use super::params::{BinaryMode, FitParams, KernelSpec, WidthChoice};
 use super::space::kernel::Kernel;
 use super::space::kernel_table::KernelTable;
@@ -104,10 +101,6 @@ pub struct ShapeletModel {
     pub incremental: super::online::derived::Derived,
 }
 
-/// Hypothesis weights at or below this (relative to their sum of 1) are dropped after
-/// training: the master LP's interior-point solution leaves ~1e-9 on inactive rows.
-pub const LEAN_WEIGHT: f64 = 1e-6;
-
 /// Mean hypotheses sum their per-subsequence values in fixed point (units of 2^-40), which
 /// is exact: the incremental scorer adds and removes values as the window slides and gets
 /// the same bits as this from-scratch sum.
@@ -130,9 +123,6 @@ pub(crate) fn to_fixed(v: f64) -> i64 {
 pub(crate) fn fixed_mean(sum: i128, n: usize) -> f64 {
     sum as f64 / MEAN_SCALE / n.max(1) as f64
 }
-
-/// The space index that marks a constant hypothesis (the bias) during boosting.
-const CONSTANT: usize = usize::MAX;
 
 impl ShapeletModel {
     /// One fit on `ds` (`ShapeletModel::fit`, in `subfits`, may average several).
@@ -192,50 +182,14 @@ impl ShapeletModel {
         let start = Instant::now();
         cancel.check()?;
         params.validate()?;
-        let mut classes: Vec<String> = labels.to_vec();
-        classes.sort();
-        classes.dedup();
-        if classes.len() < 2 {
-            return Err(MilError::InvalidData(format!(
-                "a training set needs at least two classes, found {classes:?}"
-            )));
-        }
-        // The hypothesis spaces: each prepared space at each width of `WidthChoice::Spaces`
-        // (their union is the class, as over lengths: Algorithm 1 takes the largest edge),
-        // else at the kernel's own; a lean preparation built their tables already.
-        // `layout[t]` is table t's prepared space.
+        let classes = classes_of(labels)?;
+        // A lean preparation built its tables already; the others are built here.
         let built: Vec<Vec<(Kernel, KernelTable)>> = prepared
             .spaces
             .iter()
             .map(|space| space.tables_at(params, prepared.input))
             .collect::<Result<_>>()?;
-        let mut layout: Vec<usize> = Vec::new();
-        let mut kernels: Vec<Kernel> = Vec::new();
-        let mut tables: Vec<&KernelTable> = Vec::new();
-        for (p, (space, own)) in prepared.spaces.iter().zip(&built).enumerate() {
-            let pairs: &[(Kernel, KernelTable)] = if space.tables.is_empty() {
-                own
-            } else {
-                &space.tables
-            };
-            for (kernel, table) in pairs {
-                layout.push(p);
-                kernels.push(*kernel);
-                tables.push(table);
-            }
-        }
-        let fewest = classes
-            .iter()
-            .map(|c| labels.iter().filter(|l| *l == c).count())
-            .min()
-            .unwrap_or(0);
-        let positions = params.position_thresholds && fewest >= params.position_min_examples;
-        let stumps: Option<Vec<ThresholdTable>> = params.threshold_hypotheses.then(|| {
-            tables
-                .iter()
-                .map(|t| ThresholdTable::new(t, positions))
-                .collect()
-        });
+        let (union, layout, kernels) = union_of_spaces(prepared, &built, params, labels, &classes);
         // One-vs-rest (footnote 3); two classes in the paper's single form pose one problem
         // with classes[1] positive.
         let positives: Vec<usize> = if classes.len() == 2 && params.binary == BinaryMode::Single {
@@ -243,415 +197,30 @@ impl ShapeletModel {
         } else {
             (0..classes.len()).collect()
         };
-        let boost = BoostParams {
-            nu: params.nu,
-            epsilon: params.epsilon,
-            max_rounds: params.max_rounds,
-            balanced: params.balanced,
-            max_weight: params.max_weight,
-            group_share: params
-                .threshold_hypotheses
-                .then_some(params.threshold_share),
-            warm_master: params.warm_master,
-            cancel,
-        };
-        let weak = WeakParams {
-            kind: params.weak,
-            epsilon: params.epsilon,
-            max_dc_iters: params.dc_max_iters,
-            starts: params.starts,
-            generation_rounds: params.dc_generation_rounds,
-        };
-        type Stats = (usize, usize, usize, Option<String>);
-        // Per class: its ensemble, the solver's figures, and each kept hypothesis's outputs
-        // on the training bags (the pooled head's features).
-        let results: Vec<(Ensemble, Stats, Vec<Vec<f64>>)> = positives
+        let (boost, weak) = (boost_params(params, cancel), weak_params(params));
+        let fits: Vec<ClassFit> = positives
             .par_iter()
-            .map(|&pos| {
-                let y: Vec<f64> = labels
-                    .iter()
-                    .map(|l| if *l == classes[pos] { 1.0 } else { -1.0 })
-                    .collect();
-                let m_c = y.iter().filter(|v| **v > 0.0).count().max(1);
-                let mut boost = boost;
-                let batch;
-                (batch, boost.max_weight) = params.round_plan(labels.len(), m_c);
-                // Every space's best of each kind is a candidate once a round may add more than two.
-                let extra = batch > 2;
-                let mut solves = 0usize;
-                let mut max_rows = 0usize;
-                let mut failures = 0usize;
-                let mut last_failure: Option<String> = None;
-                let mut warm: Vec<WorkingSet> = vec![WorkingSet::default(); tables.len()];
-                let mut focus = Focus::new(params.partial_pricing);
-                // The spaces that offer the max hypothesis, ranked at full pricings (below).
-                let mut dc_chosen: Vec<usize> = Vec::new();
-                type Column = (usize, bool, Option<Threshold>, Vec<(usize, f64)>);
-                let boosted = match lpboost(&y, boost, |d, gamma, eta, cols: &[Column]| {
-                    // The hypothesis class is the union over spaces: take the largest edge.
-                    // The bags of positive weight, which every space's pricing sums over.
-                    let active = active_bags(y.len(), d);
-                    type Best = (usize, bool, Option<Threshold>, WeakHypothesis);
-                    // Under a weight cap a column already in the master is not offered
-                    // again: its copy would carry a cap of its own.
-                    let taken: HashSet<ColumnKey> = if params.max_weight.is_some() {
-                        cols.iter()
-                            .map(|(s, mean, t, alpha)| column_key(*s, *mean, *t, alpha))
-                            .collect()
-                    } else {
-                        HashSet::new()
-                    };
-                    let is_taken =
-                        |s: usize, mean: bool, t: Option<Threshold>, alpha: &[(usize, f64)]| {
-                            !taken.is_empty() && taken.contains(&column_key(s, mean, t, alpha))
-                        };
-                    let n_spaces = tables.len();
-                    type Hyp = WeakHypothesis;
-                    let mut one_hots: Vec<Option<Result<Hyp>>> =
-                        (0..n_spaces).map(|_| None).collect();
-                    let mut means: Vec<Option<Hyp>> = vec![None; n_spaces];
-                    let mut thresholds: Vec<Option<(Hyp, bool, Threshold)>> = vec![None; n_spaces];
-                    // The spaces flagged in `want` offer their best of each kind; each
-                    // returns its best gain over what it may offer (not a taken column).
-                    focus.price(n_spaces, gamma + params.epsilon, |want, full| {
-                        // The `dc_spaces` best spaces by one-hot edge (all in the paper's form)
-                        // offer the max hypothesis, ranked at full pricings only (`pricing`);
-                        // a full call also asks a ranked focus space the call before did not.
-                        if full {
-                            let n = params.spaces.dc_spaces;
-                            dc_chosen = dc_candidates(&tables, &y, d, n, params.weak);
-                        }
-                        let (chosen, asked) = (&dc_chosen, &one_hots);
-                        let found: Vec<(usize, Result<_>)> = tables
-                            .par_iter()
-                            .zip(warm.par_iter_mut())
-                            .enumerate()
-                            .filter(|(s, _)| {
-                                chosen.contains(s) && (want[*s] || (full && asked[*s].is_none()))
-                            })
-                            .map(|(s, (t, w))| (s, weak_learn(t, &y, d, &weak, w)))
-                            .collect();
-                        for (s, h) in found {
-                            one_hots[s] = Some(h);
-                        }
-                        if params.mean_hypotheses {
-                            let found: Vec<_> = tables
-                                .par_iter()
-                                .enumerate()
-                                .filter(|(s, _)| want[*s])
-                                .map(|(s, t)| {
-                                    let skip = |z, sign| is_taken(s, true, None, &[(z, sign)]);
-                                    (s, best_mean(t, &y, d, &active, skip))
-                                })
-                                .collect();
-                            for (s, h) in found {
-                                means[s] = Some(h);
-                            }
-                        }
-                        if let Some(stumps) = &stumps {
-                            let found: Vec<_> = stumps
-                                .par_iter()
-                                .enumerate()
-                                .filter(|(s, _)| want[*s])
-                                .map(|(s, t)| {
-                                    let skip =
-                                        |z, mean, th| is_taken(s, mean, Some(th), &[(z, 1.0)]);
-                                    (s, best_threshold(t, &y, d, &active, skip))
-                                })
-                                .collect();
-                            for (s, f) in found {
-                                thresholds[s] = f;
-                            }
-                        }
-                        let edge = |h: Option<&Hyp>| h.map_or(f64::NEG_INFINITY, |h| h.edge);
-                        (0..n_spaces)
-                            .filter(|&s| want[s])
-                            .map(|s| {
-                                let one_hot = match &one_hots[s] {
-                                    Some(Ok(h)) if !is_taken(s, false, None, &h.alpha) => h.edge,
-                                    _ => f64::NEG_INFINITY,
-                                };
-                                let stump = edge(thresholds[s].as_ref().map(|t| &t.0)) - eta;
-                                (s, one_hot.max(edge(means[s].as_ref())).max(stump))
-                            })
-                            .collect()
-                    });
-                    let mut best: Option<Best> = None;
-                    // A threshold hypothesis's edge counts less the price of their share cap.
-                    let gain = |b: &Best| b.3.edge - if b.2.is_some() { eta } else { 0.0 };
-                    // Every space's best of each kind (when a round adds more than two).
-                    let mut others: Vec<Best> = Vec::new();
-                    for (s, h) in means.into_iter().enumerate() {
-                        let Some(h) = h else { continue };
-                        if extra {
-                            others.push((s, true, None, h.clone()));
-                        }
-                        if best.as_ref().is_none_or(|b| h.edge > gain(b)) {
-                            best = Some((s, true, None, h));
-                        }
-                    }
-                    // The best threshold is kept apart: when a kernel hypothesis wins the
-                    // round, the threshold joins it if its edge is above gamma too (two
-                    // columns per master solve; fewer solves, the same optimum).
-                    let mut best_stump: Option<Best> = None;
-                    for (s, f) in thresholds.into_iter().enumerate() {
-                        if let Some((h, mean, t)) = f {
-                            if extra {
-                                others.push((s, mean, Some(t), h.clone()));
-                            }
-                            if best_stump.as_ref().is_none_or(|b| h.edge - eta > gain(b)) {
-                                best_stump = Some((s, mean, Some(t), h));
-                            }
-                        }
-                    }
-                    if params.bias {
-                        // The constant hypotheses h = +1 and h = -1 (edges +-sum y d): a bias,
-                        // which one-vs-rest's unbalanced problems need before any shapelet
-                        // can have a positive edge.
-                        let e: f64 = y.iter().zip(d).map(|(y, d)| y * d).sum();
-                        let sign = if e >= 0.0 { 1.0 } else { -1.0 };
-                        if best.as_ref().is_none_or(|b| e.abs() > gain(b))
-                            && !is_taken(CONSTANT, false, None, &[(0, sign)])
-                        {
-                            best = Some((
-                                CONSTANT,
-                                false,
-                                None,
-                                WeakHypothesis::constant(sign, e.abs(), y.len()),
-                            ));
-                        }
-                    }
-                    let mut last_err = None;
-                    for (s, c) in one_hots.into_iter().enumerate() {
-                        let Some(c) = c else { continue };
-                        match c {
-                            Ok(h) => {
-                                solves += h.lp_solves;
-                                max_rows = max_rows.max(h.rows_generated);
-                                if let Some(f) = &h.failure {
-                                    failures += 1;
-                                    last_failure = Some(f.clone());
-                                }
-                                if extra && !is_taken(s, false, None, &h.alpha) {
-                                    others.push((s, false, None, h.clone()));
-                                }
-                                if best.as_ref().is_none_or(|b| h.edge > gain(b))
-                                    && !is_taken(s, false, None, &h.alpha)
-                                {
-                                    best = Some((s, false, None, h));
-                                }
-                            }
-                            Err(e) => last_err = Some(e),
-                        }
-                    }
-                    // Mean and threshold candidates come without outputs (most are never
-                    // kept): computed here for the columns that are.
-                    let column = |(s, mean, t, h): Best| {
-                        let outputs = match (t, &stumps) {
-                            (Some(th), Some(stumps)) => stumps[s].outputs(h.alpha[0].0, mean, th),
-                            _ if mean => tables[s].mean_outputs(h.alpha[0].0, h.alpha[0].1),
-                            _ => h.outputs,
-                        };
-                        ((s, mean, t, h.alpha), outputs, t.is_some())
-                    };
-                    let mut found: Vec<Best> = best.into_iter().chain(best_stump).collect();
-                    found.sort_by(|a, b| gain(b).total_cmp(&gain(a)));
-                    if found.is_empty() {
-                        return Err(last_err.expect("no candidate means some space failed"));
-                    }
-                    if extra {
-                        // The best (which decides when boosting stops) first, then the
-                        // spaces' best by gain, each column once.
-                        others.sort_by(|a, b| gain(b).total_cmp(&gain(a)));
-                        let key = |b: &Best| column_key(b.0, b.1, b.2, &b.3.alpha);
-                        let mut seen: HashSet<ColumnKey> = found.iter().map(key).collect();
-                        for b in others {
-                            if found.len() >= batch {
-                                break;
-                            }
-                            if seen.insert(key(&b)) {
-                                found.push(b);
-                            }
-                        }
-                    }
-                    Ok(found.into_iter().map(column).collect())
-                }) {
-                    Ok(b) => b,
-                    // One-vs-rest: a class with no evidence of its own (no max-similarity
-                    // hypothesis has a positive edge for it) gets g = 0 and is decided by
-                    // the other classes' scores. When no class has any, the model is the
-                    // majority decision (below): legitimate data never stops a fit.
-                    Err(MilError::Training(reason)) => Boosted {
-                        hypotheses: Vec::new(),
-                        weights: Vec::new(),
-                        gamma: 0.0,
-                        rho: 0.0,
-                        rounds: 0,
-                        stop_reason: reason,
-                        master_fallbacks: 0,
-                        interior_rounds: 0,
-                    },
-                    Err(e) => return Err(e),
-                };
-                // Lean model: weights below LEAN_WEIGHT (the master LP's interior-point
-                // noise on inactive rows) are dropped; the rest keep their exact values.
-                let bias: f64 = boosted
-                    .hypotheses
-                    .iter()
-                    .zip(&boosted.weights)
-                    .filter(|(((space, ..), _), &w)| *space == CONSTANT && w > LEAN_WEIGHT)
-                    .map(|(((.., alpha), _), &w)| w * alpha[0].1)
-                    .sum();
-                let (hypotheses, outputs) = boosted
-                    .hypotheses
-                    .into_iter()
-                    .zip(&boosted.weights)
-                    .filter(|(((space, ..), _), &w)| *space != CONSTANT && w > LEAN_WEIGHT)
-                    .map(|(((space, mean, threshold, alpha), out), &w)| {
-                        let h = WeightedHypothesis {
-                            space,
-                            weight: w,
-                            alpha: alpha.into_iter().map(|(z, a)| (z as u32, a)).collect(),
-                            mean,
-                            threshold,
-                        };
-                        (h, out)
-                    })
-                    .unzip();
-                Ok((
-                    Ensemble {
-                        positive_class: pos,
-                        hypotheses,
-                        bias,
-                        rounds: boosted.rounds,
-                        rho: boosted.rho,
-                        gamma: boosted.gamma,
-                        stop_reason: boosted.stop_reason,
-                        master_interior_rounds: boosted.interior_rounds + boosted.master_fallbacks,
-                        master_fallbacks: boosted.master_fallbacks,
-                    },
-                    (solves, max_rows, failures, last_failure),
-                    outputs,
-                ))
-            })
+            .map(|&pos| fit_class(&union, labels, &classes, pos, params, boost, weak))
             .collect::<Result<_>>()?;
-
-        let mut ensembles = Vec::with_capacity(results.len());
-        let mut stats: Vec<Stats> = Vec::with_capacity(results.len());
-        let mut outputs: Vec<Vec<Vec<f64>>> = Vec::with_capacity(results.len());
-        for (e, st, o) in results {
-            ensembles.push(e);
-            stats.push(st);
-            outputs.push(o);
+        let mut ensembles = Vec::with_capacity(fits.len());
+        let mut stats = Vec::with_capacity(fits.len());
+        let mut outputs = Vec::with_capacity(fits.len());
+        for fit in fits {
+            ensembles.push(fit.ensemble);
+            stats.push(fit.stats);
+            outputs.push(fit.outputs);
         }
         majority_fallback(&mut ensembles, &mut outputs, labels, &classes);
-        let n_alpha: usize = ensembles
+        let mut summary = training_summary(&ensembles, &stats, &union.tables, labels.len());
+        summary.instances_per_space = layout
             .iter()
-            .flat_map(|e| &e.hypotheses)
-            .map(|h| tables[h.space].k)
-            .sum();
-        let nnz: usize = ensembles
-            .iter()
-            .flat_map(|e| &e.hypotheses)
-            .map(|h| h.alpha.len())
-            .sum();
-        // Keep only representatives some kept hypothesis uses: prediction cost and artifact
-        // size then scale with the support, not with k.
-        let mut spaces = Vec::with_capacity(tables.len());
-        for (s, &p) in layout.iter().enumerate() {
-            let space = &prepared.spaces[p];
-            let mut used: Vec<u32> = ensembles
-                .iter()
-                .flat_map(|e| &e.hypotheses)
-                .filter(|h| h.space == s)
-                .flat_map(|h| h.alpha.iter().map(|&(z, _)| z))
-                .collect();
-            used.sort_unstable();
-            used.dedup();
-            let dim = space.dim;
-            let reps: Vec<f64> = used
-                .iter()
-                .flat_map(|&z| {
-                    space.reps[z as usize * dim..(z as usize + 1) * dim]
-                        .iter()
-                        .copied()
-                })
-                .collect();
-            for h in ensembles
-                .iter_mut()
-                .flat_map(|e| &mut e.hypotheses)
-                .filter(|h| h.space == s)
-            {
-                for (z, _) in &mut h.alpha {
-                    *z = used
-                        .binary_search(z)
-                        .expect("every used index was collected") as u32;
-                }
-            }
-            let e = space.extraction;
-            spaces.push(ShapeletSpace {
-                length: e.length,
-                kernel: kernels[s],
-                count: used.len(),
-                representatives: reps,
-                view: e.view,
-                dilation: e.dilation,
-                znorm: e.znorm,
-                channel: e.channel,
-                block: e.block,
-                unit_exp: e.unit_exp,
-                blocked: BlockedReps::default(),
-            });
-        }
-        let summary = TrainingSummary {
-            n_train: labels.len(),
-            train_seconds: start.elapsed().as_secs_f64(),
-            rounds: ensembles.iter().map(|e| e.rounds).sum(),
-            rho: ensembles
-                .iter()
-                .filter(|e| !e.hypotheses.is_empty())
-                .map(|e| e.rho)
-                .reduce(f64::min)
-                .unwrap_or(0.0),
-            sparsity: if n_alpha == 0 {
-                0.0
-            } else {
-                nnz as f64 / n_alpha as f64
-            },
-            lp_solves: stats.iter().map(|s| s.0).sum(),
-            max_generated_rows: stats.iter().map(|s| s.1).max().unwrap_or(0),
-            instances_per_space: layout
-                .iter()
-                .map(|&p| prepared.spaces[p].n_instances)
-                .collect(),
-            weak_failures: stats.iter().map(|s| s.2).sum(),
-            last_weak_failure: stats.iter().rev().find_map(|s| s.3.clone()),
-            shown_shares: None,
-            width_accuracies: Vec::new(),
-        };
-        // The pooled head (more than two classes): one row per training bag, every kept
-        // hypothesis's output in model order.
+            .map(|&p| prepared.spaces[p].n_instances)
+            .collect();
+        let spaces = kept_representatives(prepared, &layout, &kernels, &mut ensembles);
         let head = (params.pooled_head && ensembles.len() > 2)
-            .then(|| {
-                let rows: Vec<Vec<f64>> = (0..labels.len())
-                    .map(|i| {
-                        outputs
-                            .iter()
-                            .flat_map(|outs| outs.iter().map(move |o| o[i]))
-                            .collect()
-                    })
-                    .collect();
-                let y: Vec<usize> = labels
-                    .iter()
-                    .map(|l| {
-                        classes
-                            .binary_search(l)
-                            .expect("classes come from the labels")
-                    })
-                    .collect();
-                PooledHead::fit(&rows, &y, classes.len())
-            })
+            .then(|| pooled_head(&outputs, labels, &classes))
             .flatten();
+        summary.train_seconds = start.elapsed().as_secs_f64();
         Ok(Self {
             input: prepared.input,
             classes,
@@ -808,6 +377,207 @@ impl ShapeletModel {
         }
         Ok(())
     }
+}
+
+/// The sorted classes of `labels`: at least two.
+fn classes_of(labels: &[String]) -> Result<Vec<String>> {
+    let mut classes: Vec<String> = labels.to_vec();
+    classes.sort();
+    classes.dedup();
+    if classes.len() < 2 {
+        return Err(MilError::InvalidData(format!(
+            "a training set needs at least two classes, found {classes:?}"
+        )));
+    }
+    Ok(classes)
+}
+
+/// The hypothesis spaces: each prepared space at each width of `WidthChoice::Spaces` (their
+/// union is the class, as over lengths: Algorithm 1 takes the largest edge), else at the
+/// kernel's own. Returns them with, per table, its prepared space (`layout`) and kernel.
+fn union_of_spaces<'a>(
+    prepared: &'a Prepared,
+    built: &'a [Vec<(Kernel, KernelTable<'a>)>],
+    params: &FitParams,
+    labels: &[String],
+    classes: &[String],
+) -> (UnionOfSpaces<'a>, Vec<usize>, Vec<Kernel>) {
+    let mut layout: Vec<usize> = Vec::new();
+    let mut kernels: Vec<Kernel> = Vec::new();
+    let mut tables: Vec<&KernelTable> = Vec::new();
+    for (p, (space, own)) in prepared.spaces.iter().zip(built).enumerate() {
+        let pairs: &[(Kernel, KernelTable)] = if space.tables.is_empty() {
+            own
+        } else {
+            &space.tables
+        };
+        for (kernel, table) in pairs {
+            layout.push(p);
+            kernels.push(*kernel);
+            tables.push(table);
+        }
+    }
+    // Position thresholds need enough examples of every class to place a cut.
+    let fewest = classes
+        .iter()
+        .map(|c| labels.iter().filter(|l| *l == c).count())
+        .min()
+        .unwrap_or(0);
+    let positions = params.position_thresholds && fewest >= params.position_min_examples;
+    let stumps: Option<Vec<ThresholdTable>> = params.threshold_hypotheses.then(|| {
+        tables
+            .iter()
+            .map(|t| ThresholdTable::new(t, positions))
+            .collect()
+    });
+    (UnionOfSpaces { tables, stumps }, layout, kernels)
+}
+
+/// Algorithm 1's options from the fit's.
+fn boost_params(params: &FitParams, cancel: Cancel) -> BoostParams {
+    BoostParams {
+        nu: params.nu,
+        epsilon: params.epsilon,
+        max_rounds: params.max_rounds,
+        balanced: params.balanced,
+        max_weight: params.max_weight,
+        group_share: params
+            .threshold_hypotheses
+            .then_some(params.threshold_share),
+        warm_master: params.warm_master,
+        cancel,
+    }
+}
+
+/// Algorithm 2's options from the fit's.
+fn weak_params(params: &FitParams) -> WeakParams {
+    WeakParams {
+        kind: params.weak,
+        epsilon: params.epsilon,
+        max_dc_iters: params.dc_max_iters,
+        starts: params.starts,
+        generation_rounds: params.dc_generation_rounds,
+    }
+}
+
+/// The fit's figures over its classes' ensembles (the caller fills in the spaces' sizes and
+/// the time).
+fn training_summary(
+    ensembles: &[Ensemble],
+    stats: &[SolverStats],
+    tables: &[&KernelTable],
+    n_train: usize,
+) -> TrainingSummary {
+    let hypotheses = || ensembles.iter().flat_map(|e| &e.hypotheses);
+    let n_alpha: usize = hypotheses().map(|h| tables[h.space].k).sum();
+    let nnz: usize = hypotheses().map(|h| h.alpha.len()).sum();
+    TrainingSummary {
+        n_train,
+        train_seconds: 0.0,
+        rounds: ensembles.iter().map(|e| e.rounds).sum(),
+        rho: ensembles
+            .iter()
+            .filter(|e| !e.hypotheses.is_empty())
+            .map(|e| e.rho)
+            .reduce(f64::min)
+            .unwrap_or(0.0),
+        sparsity: if n_alpha == 0 {
+            0.0
+        } else {
+            nnz as f64 / n_alpha as f64
+        },
+        lp_solves: stats.iter().map(|s| s.lp_solves).sum(),
+        max_generated_rows: stats.iter().map(|s| s.max_rows).max().unwrap_or(0),
+        instances_per_space: Vec::new(),
+        weak_failures: stats.iter().map(|s| s.weak_failures).sum(),
+        last_weak_failure: stats.iter().rev().find_map(|s| s.last_failure.clone()),
+        shown_shares: None,
+        width_accuracies: Vec::new(),
+    }
+}
+
+/// The model's spaces, each keeping only the representatives some kept hypothesis uses
+/// (prediction cost and artifact size then scale with the support, not with k); the
+/// hypotheses' indices are renumbered to match.
+fn kept_representatives(
+    prepared: &Prepared,
+    layout: &[usize],
+    kernels: &[Kernel],
+    ensembles: &mut [Ensemble],
+) -> Vec<ShapeletSpace> {
+    let mut spaces = Vec::with_capacity(layout.len());
+    for (s, &p) in layout.iter().enumerate() {
+        let space = &prepared.spaces[p];
+        let mut used: Vec<u32> = ensembles
+            .iter()
+            .flat_map(|e| &e.hypotheses)
+            .filter(|h| h.space == s)
+            .flat_map(|h| h.alpha.iter().map(|&(z, _)| z))
+            .collect();
+        used.sort_unstable();
+        used.dedup();
+        let dim = space.dim;
+        let reps: Vec<f64> = used
+            .iter()
+            .flat_map(|&z| {
+                space.reps[z as usize * dim..(z as usize + 1) * dim]
+                    .iter()
+                    .copied()
+            })
+            .collect();
+        for h in ensembles
+            .iter_mut()
+            .flat_map(|e| &mut e.hypotheses)
+            .filter(|h| h.space == s)
+        {
+            for (z, _) in &mut h.alpha {
+                *z = used
+                    .binary_search(z)
+                    .expect("every used index was collected") as u32;
+            }
+        }
+        let e = space.extraction;
+        spaces.push(ShapeletSpace {
+            length: e.length,
+            kernel: kernels[s],
+            count: used.len(),
+            representatives: reps,
+            view: e.view,
+            dilation: e.dilation,
+            znorm: e.znorm,
+            channel: e.channel,
+            block: e.block,
+            unit_exp: e.unit_exp,
+            blocked: BlockedReps::default(),
+        });
+    }
+    spaces
+}
+
+/// The pooled head over more than two classes: one row per training bag, every kept
+/// hypothesis's output in model order.
+fn pooled_head(
+    outputs: &[Vec<Vec<f64>>],
+    labels: &[String],
+    classes: &[String],
+) -> Option<PooledHead> {
+    let rows: Vec<Vec<f64>> = (0..labels.len())
+        .map(|i| {
+            outputs
+                .iter()
+                .flat_map(|outs| outs.iter().map(move |o| o[i]))
+                .collect()
+        })
+        .collect();
+    let y: Vec<usize> = labels
+        .iter()
+        .map(|l| {
+            classes
+                .binary_search(l)
+                .expect("classes come from the labels")
+        })
+        .collect();
+    PooledHead::fit(&rows, &y, classes.len())
 }
 
 #[cfg(test)]

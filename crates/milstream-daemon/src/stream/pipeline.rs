@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::Consumer;
+use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::producer::FutureProducer;
 use tracing::{error, info, warn};
 
@@ -37,7 +37,7 @@ use super::quality::Quality;
 use super::score::models::{ModelSpec, Models};
 use super::score::window::{ScoringModel, WindowParams};
 use super::score::worker::{Work, WorkerEnv};
-use super::score::worker_pool::{panic_text, seal_check_interval, WorkerPool};
+use super::score::worker_pool::{panic_text, seal_check_interval, WorkerPool, WorkerThread};
 use super::view::feed::ViewFeed;
 use super::{lifecycle::models_topic, lifecycle::registry_poll, lifecycle::trainer};
 use crate::config::{Config, Role};
@@ -131,177 +131,194 @@ pub async fn run_pipeline(
     (metrics, health, view): (Arc<Metrics>, Arc<Health>, Option<Arc<ViewFeed>>),
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
-    let kinds = topic_kinds(&cfg);
-    for t in kinds.keys() {
-        metrics.register_topic(t);
-    }
-    let out_dir = &cfg.output.dir;
-    let output = Store::open(out_dir, &cfg.object_store.0)
-        .and_then(|s| s.ensure_root().map(|()| s))
-        .map_err(|e| anyhow::anyhow!("opening the output {}: {e}", out_dir.display()))?;
-    let output = Arc::new(output);
-    let training = training_runtime(&cfg, &metrics)?;
-    let models = Arc::new(Models::new(start, &metrics));
-    let durable = Arc::new(DurableOffsets::new(cfg.commit.metadata));
-
-    // Writers first: the workers hand them segments.
-    let producer: Option<FutureProducer> =
-        if cfg.output.kafka_topic.is_empty() && cfg.output.dead_letter_topic.is_empty() {
-            None
-        } else {
-            Some(producer_config(&cfg, &bootstrap).create()?)
-        };
-    let file_sizes = Arc::new(FileSizes::default());
-    let give_up = Arc::new(GiveUp::default());
-    let quality = cfg
-        .drift
-        .evaluate
-        .then(|| Quality::new(cfg.drift.clone(), metrics.clone()));
-    let writer_env = Arc::new(WriterEnv {
-        cfg: cfg.clone(),
-        metrics: metrics.clone(),
-        health: health.clone(),
-        durable: durable.clone(),
-        output: output.clone(),
-        training: training.clone(),
-        file_sizes: file_sizes.clone(),
-        give_up: give_up.clone(),
-        quality: quality.clone(),
-    });
-    let (writers, writer_threads) =
-        Writers::start(writer_env, producer, tokio::runtime::Handle::current())?;
-    let writers = Arc::new(writers);
-
-    let labels = training.as_ref().map(|t| {
-        LabelJoiner::new(
-            t.clone(),
-            cfg.training.clone(),
-            models.clone(),
-            quality.clone(),
-        )
-    });
-    let worker_env = Arc::new(WorkerEnv {
-        cfg: cfg.clone(),
-        metrics: metrics.clone(),
-        models: models.clone(),
-        labels,
-        quality: quality.clone(),
-        limits: decode_limits(&cfg),
-        file_sizes,
-        view,
-    });
-    let (workers, worker_threads) = WorkerPool::start(
-        &worker_env,
-        cfg.pipeline.worker_count(),
-        (cfg.pipeline.queue_messages, cfg.pipeline.queue_bytes),
-        &writers,
-    )?;
-    let workers = Arc::new(workers);
-    let ticker = spawn_ticker(&workers, &cfg);
-
-    let trainer = match &training {
-        Some(store) => trainer::spawn(trainer::TrainerEnv {
-            cfg: cfg.clone(),
-            metrics: metrics.clone(),
-            models: models.clone(),
-            store: store.clone(),
-            bootstrap: bootstrap.clone(),
-            quality: quality.clone(),
-        })?,
-        None => None,
-    };
-    // Each model with a registry serves its `current`: polled, and read again at once when
-    // the models topic says something was published.
-    let with_registry: Vec<_> = models
-        .all
-        .iter()
-        .filter_map(|m| Some((m.spec.registry_dir.clone()?, m.serving.clone())))
-        .collect();
-    let followed = models
-        .all
-        .iter()
-        .map(|m| {
-            let registry = match &m.spec.registry_dir {
-                Some(dir) => Some(Registry::open_with(dir, &cfg.object_store.0)?),
-                None => None,
-            };
-            Ok((m.serving.clone(), registry))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let follower = models_topic::follow(&cfg, &bootstrap, followed)?;
-    let poller = registry_poll::spawn(&cfg, training.is_some(), with_registry)?;
-
-    let state = Arc::new(Assignments::new(
-        cfg.clone(),
-        metrics.clone(),
-        health.clone(),
-        durable.clone(),
-        kinds.clone(),
-        window_params(&cfg),
-        (output.clone(), training.clone()),
-        workers.clone(),
-        quality.clone(),
-    ));
-    let ctx = Ctx::default();
-    let consumer = consumer::create(&cfg, &bootstrap, ctx)?;
-    consumer.context().attach(state.clone());
-    let consumer = Arc::new(consumer);
-    let topics: Vec<&str> = kinds.keys().map(String::as_str).collect();
-    consumer.subscribe(&topics)?;
-    info!(bootstrap, topics = ?topics, group = cfg.kafka.group_id, "consuming");
-
-    let committer = consumer::spawn_committer(state.clone(), consumer.clone(), shutdown.clone());
+    let parts = (metrics, health.clone(), view);
+    let running = Running::start(&cfg, &bootstrap, start, parts, &shutdown)?;
     {
         // Beside the consume loop, until shutdown: a thread that ends before then died.
-        let mut watched: Vec<Watched> = worker_threads.iter().map(Watched::thread).collect();
-        watched.extend(writer_threads.iter().map(Watched::thread));
+        let mut watched: Vec<Watched> =
+            running.worker_threads.iter().map(Watched::thread).collect();
+        watched.extend(running.writer_threads.iter().map(Watched::thread));
         // The committer ends on the shutdown signal itself, maybe before the consume loop
         // does: that end is no death.
-        let (stopping, committer) = (shutdown.clone(), &committer);
+        let (stopping, committer) = (shutdown.clone(), &running.committer);
         let committer_died = move || committer.is_finished() && !*stopping.borrow();
         watched.push(Watched::new("committer", committer_died));
-        if let Some(t) = &trainer {
-            watched.push(Watched::new("milstream-trainer", || t.is_finished()));
-        }
-        if let Some(f) = &follower {
-            watched.push(Watched::new("milstream-models", || f.is_finished()));
-        }
-        if let Some(p) = &poller {
-            watched.push(Watched::new("milstream-registry", || p.is_finished()));
-        }
+        running.lifecycle.watch(&mut watched);
+        let (state, consumer, workers) = (&running.state, &running.consumer, &running.workers);
         tokio::select! {
-            () = consumer::consume(&state, &consumer, &workers, &mut shutdown) => {}
+            () = consumer::consume(state, consumer, workers, &mut shutdown) => {}
             () = watch_threads(watched, &health) => {}
         }
     }
+    running.shut_down(&cfg, &health).await;
+    Ok(())
+}
 
-    // Shutdown: not ready, stop consuming, let the workers finish their queues and seal
-    // everything, let the writers finish, commit; all within the grace period. A sink that
-    // keeps failing (a full disk, an unreachable store) must not hold the exit: at the
-    // deadline the writers stop retrying, and the workers and writers still busy then are
-    // left behind (the process is ending). What was not durable by then is not committed.
-    health.set_ready(false);
-    info!("shutting down: finishing queued messages and sealing open segments");
-    let grace = Duration::from_millis(cfg.shutdown.grace_ms);
-    let now = Instant::now();
-    // A grace too long for the clock is as good as none.
-    let deadline = now
-        .checked_add(grace)
-        .unwrap_or(now + Duration::from_secs(86_400 * 365));
-    give_up.at(deadline);
-    let _ = consumer.pause(&consumer.assignment().unwrap_or_default());
-    state.detach_workers();
-    drop(workers);
-    ticker.abort();
-    let (targets, workers_left) = join_until(worker_threads, deadline).await;
-    let targets: Vec<(PartitionKey, i64)> = targets.into_iter().flatten().collect();
-    {
-        let (d, t) = (durable.clone(), targets.clone());
-        let left = deadline.saturating_duration_since(Instant::now());
-        let ok = tokio::task::spawn_blocking(move || d.wait_durable(&t, left))
-            .await
-            .unwrap_or(false);
-        if !ok || workers_left > 0 {
+/// The pipeline's parts from start-up to shutdown: the consumer and its assignment state,
+/// the scoring workers, the writers, the model lifecycle's threads.
+struct Running {
+    state: Arc<Assignments>,
+    consumer: Arc<StreamConsumer<Ctx>>,
+    committer: tokio::task::JoinHandle<()>,
+    workers: Arc<WorkerPool>,
+    worker_threads: Vec<WorkerThread>,
+    writers: Arc<Writers>,
+    writer_threads: Vec<std::thread::JoinHandle<()>>,
+    ticker: tokio::task::JoinHandle<()>,
+    lifecycle: Lifecycle,
+    durable: Arc<DurableOffsets>,
+    give_up: Arc<GiveUp>,
+}
+
+impl Running {
+    /// Starts the stages in the order data flows back to front (writers first: the workers
+    /// hand them segments), then subscribes.
+    fn start(
+        cfg: &Config,
+        bootstrap: &str,
+        start: Vec<(ModelSpec, Arc<ScoringModel>)>,
+        (metrics, health, view): (Arc<Metrics>, Arc<Health>, Option<Arc<ViewFeed>>),
+        shutdown: &tokio::sync::watch::Receiver<bool>,
+    ) -> anyhow::Result<Self> {
+        let kinds = topic_kinds(&cfg);
+        for t in kinds.keys() {
+            metrics.register_topic(t);
+        }
+        let out_dir = &cfg.output.dir;
+        let output = Store::open(out_dir, &cfg.object_store.0)
+            .and_then(|s| s.ensure_root().map(|()| s))
+            .map_err(|e| anyhow::anyhow!("opening the output {}: {e}", out_dir.display()))?;
+        let output = Arc::new(output);
+        let training = training_runtime(&cfg, &metrics)?;
+        let models = Arc::new(Models::new(start, &metrics));
+        let durable = Arc::new(DurableOffsets::new(cfg.commit.metadata));
+
+        // Writers first: the workers hand them segments.
+        let producer: Option<FutureProducer> =
+            if cfg.output.kafka_topic.is_empty() && cfg.output.dead_letter_topic.is_empty() {
+                None
+            } else {
+                Some(producer_config(&cfg, &bootstrap).create()?)
+            };
+        let file_sizes = Arc::new(FileSizes::default());
+        let give_up = Arc::new(GiveUp::default());
+        let quality = cfg
+            .drift
+            .evaluate
+            .then(|| Quality::new(cfg.drift.clone(), metrics.clone()));
+        let writer_env = Arc::new(WriterEnv {
+            cfg: cfg.clone(),
+            metrics: metrics.clone(),
+            health: health.clone(),
+            durable: durable.clone(),
+            output: output.clone(),
+            training: training.clone(),
+            file_sizes: file_sizes.clone(),
+            give_up: give_up.clone(),
+            quality: quality.clone(),
+        });
+        let (writers, writer_threads) =
+            Writers::start(writer_env, producer, tokio::runtime::Handle::current())?;
+        let writers = Arc::new(writers);
+
+        let labels = training.as_ref().map(|t| {
+            LabelJoiner::new(
+                t.clone(),
+                cfg.training.clone(),
+                models.clone(),
+                quality.clone(),
+            )
+        });
+        let worker_env = Arc::new(WorkerEnv {
+            cfg: cfg.clone(),
+            metrics: metrics.clone(),
+            models: models.clone(),
+            labels,
+            quality: quality.clone(),
+            limits: decode_limits(&cfg),
+            file_sizes,
+            view,
+        });
+        let (workers, worker_threads) = WorkerPool::start(
+            &worker_env,
+            cfg.pipeline.worker_count(),
+            (cfg.pipeline.queue_messages, cfg.pipeline.queue_bytes),
+            &writers,
+        )?;
+        let workers = Arc::new(workers);
+        let ticker = spawn_ticker(&workers, &cfg);
+
+        let lifecycle = Lifecycle::start(&cfg, &bootstrap, &metrics, &models, &training, &quality)?;
+
+        let state = Arc::new(Assignments::new(
+            cfg.clone(),
+            metrics.clone(),
+            health.clone(),
+            durable.clone(),
+            kinds.clone(),
+            window_params(&cfg),
+            (output.clone(), training.clone()),
+            workers.clone(),
+            quality.clone(),
+        ));
+        let ctx = Ctx::default();
+        let consumer = consumer::create(&cfg, &bootstrap, ctx)?;
+        consumer.context().attach(state.clone());
+        let consumer = Arc::new(consumer);
+        let topics: Vec<&str> = kinds.keys().map(String::as_str).collect();
+        consumer.subscribe(&topics)?;
+        info!(bootstrap, topics = ?topics, group = cfg.kafka.group_id, "consuming");
+
+        let committer =
+            consumer::spawn_committer(state.clone(), consumer.clone(), shutdown.clone());
+        Ok(Self {
+            state,
+            consumer,
+            committer,
+            workers,
+            worker_threads,
+            writers,
+            writer_threads,
+            ticker,
+            lifecycle,
+            durable,
+            give_up,
+        })
+    }
+
+    /// Shutdown: not ready, stop consuming, let the workers finish their queues and seal
+    /// everything, let the writers finish, commit; all within the grace period.
+    async fn shut_down(self, cfg: &Config, health: &Health) {
+        let Running {
+            state,
+            consumer,
+            committer,
+            workers,
+            worker_threads,
+            writers,
+            writer_threads,
+            ticker,
+            lifecycle,
+            durable,
+            give_up,
+        } = self;
+        // Shutdown: not ready, stop consuming, let the workers finish their queues and seal
+        // everything, let the writers finish, commit; all within the grace period. A sink that
+        // keeps failing (a full disk, an unreachable store) must not hold the exit: at the
+        // deadline the writers stop retrying, and the workers and writers still busy then are
+        // left behind (the process is ending). What was not durable by then is not committed.
+        health.set_ready(false);
+        info!("shutting down: finishing queued messages and sealing open segments");
+        let deadline = shutdown_deadline(cfg.shutdown.grace_ms);
+        give_up.at(deadline);
+        let _ = consumer.pause(&consumer.assignment().unwrap_or_default());
+        state.detach_workers();
+        drop(workers);
+        ticker.abort();
+        let (targets, workers_left) = join_until(worker_threads, deadline).await;
+        let targets: Vec<(PartitionKey, i64)> = targets.into_iter().flatten().collect();
+        let all_durable = wait_durable(&durable, &targets, deadline).await;
+        if !all_durable || workers_left > 0 {
             // One line naming what is not durable: it is not committed, the next owner of
             // each partition replays it from the committed offset.
             let unwritten = durable.not_durable(&targets).join(", ");
@@ -313,35 +330,128 @@ pub async fn run_pipeline(
                  are not committed and will be replayed"
             );
         }
+        consumer::commit_durable(&state, &consumer).await;
+        committer.abort();
+        lifecycle.stop().await;
+        drop(writers);
+        // Past the deadline a writer drops what it holds at once; one blocked in a request that
+        // does not answer is left behind after a last moment.
+        let (_, writers_left) = join_until(
+            writer_threads,
+            deadline.max(Instant::now() + WRITER_LAST_MOMENT),
+        )
+        .await;
+        if writers_left > 0 {
+            warn!(
+                writers_left,
+                "a writer is still inside a sink request; exiting without it"
+            );
+        }
+        info!("stopped");
     }
-    consumer::commit_durable(&state, &consumer).await;
-    committer.abort();
-    if let Some(f) = follower {
-        let _ = tokio::task::spawn_blocking(move || f.stop()).await;
+}
+
+/// The shutdown's deadline, `grace_ms` from now (a grace too long for the clock is as good
+/// as none).
+fn shutdown_deadline(grace_ms: u64) -> Instant {
+    let now = Instant::now();
+    now.checked_add(Duration::from_millis(grace_ms))
+        .unwrap_or(now + Duration::from_secs(86_400 * 365))
+}
+
+/// Waits until every partition's `targets` offset is durable, or the deadline; whether all
+/// were.
+async fn wait_durable(
+    durable: &Arc<DurableOffsets>,
+    targets: &[(PartitionKey, i64)],
+    deadline: Instant,
+) -> bool {
+    let (d, t) = (durable.clone(), targets.to_vec());
+    let left = deadline.saturating_duration_since(Instant::now());
+    tokio::task::spawn_blocking(move || d.wait_durable(&t, left))
+        .await
+        .unwrap_or(false)
+}
+
+/// The model lifecycle's threads beside the pipeline: the trainer (a trainer's), and for
+/// the models with a registry, the models-topic follower and the registry poller (each
+/// serves its `current`: polled, and read again at once when the models topic says
+/// something was published).
+struct Lifecycle {
+    trainer: Option<trainer::TrainerHandle>,
+    follower: Option<models_topic::Follower>,
+    poller: Option<registry_poll::RegistryPoller>,
+}
+
+impl Lifecycle {
+    fn start(
+        cfg: &Config,
+        bootstrap: &str,
+        metrics: &Arc<Metrics>,
+        models: &Arc<Models>,
+        training: &Option<Arc<TrainingRuntime>>,
+        quality: &Option<Arc<Quality>>,
+    ) -> anyhow::Result<Self> {
+        let trainer = match training {
+            Some(store) => trainer::spawn(trainer::TrainerEnv {
+                cfg: cfg.clone(),
+                metrics: metrics.clone(),
+                models: models.clone(),
+                store: store.clone(),
+                bootstrap: bootstrap.to_string(),
+                quality: quality.clone(),
+            })?,
+            None => None,
+        };
+        let with_registry: Vec<_> = models
+            .all
+            .iter()
+            .filter_map(|m| Some((m.spec.registry_dir.clone()?, m.serving.clone())))
+            .collect();
+        let followed = models
+            .all
+            .iter()
+            .map(|m| {
+                let registry = match &m.spec.registry_dir {
+                    Some(dir) => Some(Registry::open_with(dir, &cfg.object_store.0)?),
+                    None => None,
+                };
+                Ok((m.serving.clone(), registry))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(Self {
+            trainer,
+            follower: models_topic::follow(cfg, bootstrap, followed)?,
+            poller: registry_poll::spawn(cfg, training.is_some(), with_registry)?,
+        })
     }
-    if let Some(p) = poller {
-        let _ = tokio::task::spawn_blocking(move || p.stop()).await;
+
+    /// Adds the threads that run until shutdown to `watched`.
+    fn watch<'a>(&'a self, watched: &mut Vec<Watched<'a>>) {
+        if let Some(t) = &self.trainer {
+            watched.push(Watched::new("milstream-trainer", || t.is_finished()));
+        }
+        if let Some(f) = &self.follower {
+            watched.push(Watched::new("milstream-models", || f.is_finished()));
+        }
+        if let Some(p) = &self.poller {
+            watched.push(Watched::new("milstream-registry", || p.is_finished()));
+        }
     }
-    if let Some(t) = trainer {
-        // A run in progress finishes first; the store and registry stay consistent.
-        let _ = tokio::task::spawn_blocking(move || t.stop()).await;
+
+    /// Stops them; a training run in progress finishes first, so the store and registry
+    /// stay consistent.
+    async fn stop(self) {
+        if let Some(f) = self.follower {
+            let _ = tokio::task::spawn_blocking(move || f.stop()).await;
+        }
+        if let Some(p) = self.poller {
+            let _ = tokio::task::spawn_blocking(move || p.stop()).await;
+        }
+        if let Some(t) = self.trainer {
+            let _ = tokio::task::spawn_blocking(move || t.stop()).await;
+        }
     }
-    drop(writers);
-    // Past the deadline a writer drops what it holds at once; one blocked in a request that
-    // does not answer is left behind after a last moment.
-    let (_, writers_left) = join_until(
-        writer_threads,
-        deadline.max(Instant::now() + WRITER_LAST_MOMENT),
-    )
-    .await;
-    if writers_left > 0 {
-        warn!(
-            writers_left,
-            "a writer is still inside a sink request; exiting without it"
-        );
-    }
-    info!("stopped");
-    Ok(())
 }
 
 /// The age check of idle workers: a tick on every worker's queue, dropped when it is full.

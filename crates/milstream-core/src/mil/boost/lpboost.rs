@@ -162,6 +162,22 @@ pub struct Boosted<H> {
     pub interior_rounds: usize,
 }
 
+impl<H> Boosted<H> {
+    /// No hypothesis: what a problem with no positive edge anywhere fits (g = 0).
+    pub fn empty(stop_reason: String) -> Self {
+        Self {
+            hypotheses: Vec::new(),
+            weights: Vec::new(),
+            gamma: 0.0,
+            rho: 0.0,
+            rounds: 0,
+            stop_reason,
+            master_fallbacks: 0,
+            interior_rounds: 0,
+        }
+    }
+}
+
 /// The master LP over a working set of bags (constraint generation in the primal, whose
 /// rows are the bags' margins). A bag left out has d_i = 0; the restricted optimum is the
 /// full one when every bag left out has a margin of at least rho under the restricted w

@@ -222,9 +222,40 @@ pub struct Worker {
     /// The key of the message being processed, reused so a lookup allocates nothing.
     key: PartitionKey,
     /// The points of one series for one model that came in a row in the message being
-    /// processed (an array's), windowed together, and their outcomes; reused.
-    run: Vec<Point>,
+    /// processed (an array's), windowed together; reused.
+    run: SeriesRun,
+}
+
+/// A run of points of one series for one model, and their outcomes once windowed. The
+/// buffers are reused from message to message.
+#[derive(Default)]
+struct SeriesRun {
+    points: Vec<Point>,
     outcomes: Vec<PointOutcome>,
+}
+
+/// The message being processed, as its records see it.
+struct Incoming<'m> {
+    msg: &'m Message,
+    at: Position<'m>,
+    /// Past the partition's committed outputs (below, the message only rebuilds state).
+    emit: bool,
+    /// Its Kafka timestamp, never past the clock: no event or label time may be later.
+    arrival: i64,
+}
+
+impl Incoming<'_> {
+    fn dead_letter(&self, rej: &Rejected) -> DeadLetterRecord {
+        let msg = self.msg;
+        DeadLetterRecord::new(
+            &msg.topic,
+            msg.partition,
+            msg.offset,
+            rej,
+            &msg.payload,
+            now_ms(),
+        )
+    }
 }
 
 impl Worker {
@@ -243,8 +274,7 @@ impl Worker {
             parts: HashMap::new(),
             open_budget,
             key: (String::new(), 0),
-            run: Vec::new(),
-            outcomes: Vec::new(),
+            run: SeriesRun::default(),
         }
     }
 
@@ -379,11 +409,8 @@ impl Worker {
             open_budget,
             key,
             run,
-            outcomes,
         } = self;
-        let metrics = &env.metrics;
         let (topic, partition, offset) = (&*msg.topic, msg.partition, msg.offset);
-        let at = Position::new(&msg.topic, partition, offset);
         key.0.clear();
         key.0.push_str(topic);
         key.1 = partition;
@@ -396,25 +423,14 @@ impl Worker {
         }
         let emit = offset >= p.emit_from;
         if !emit {
-            metrics.replayed_records.inc();
+            env.metrics.replayed_records.inc();
         }
-        let ts = msg.timestamp_ms;
-        let payload = msg.payload.as_slice();
-        let mut preds: Vec<PredictionRecord> = Vec::new();
-        let mut dead: Vec<DeadLetterRecord> = Vec::new();
-        // Each window with the model that scored it (name, version).
-        let mut windows_out: Vec<(ScoredWindow, &str, Arc<ScoringModel>)> = Vec::new();
-        let mut examples: Vec<Example> = Vec::new();
-        let mut graded = QualityRows::default();
-        let dead_letter = |rej: &Rejected| {
-            DeadLetterRecord::new(topic, partition, offset, rej, payload, now_ms())
-        };
-        let mut results = decode(p.kind, payload, &env.limits);
+        let mut results = decode(p.kind, &msg.payload, &env.limits);
         p.records.inc_by(results.len() as u64);
         // No event time or label time past the message's arrival: a producer's clock in
         // 2099 must neither hold a series, the replay point and idle eviction (points:
         // `future` beyond the skew) nor keep an example from ever aging out (labels).
-        let arrival = ts.min(now_ms());
+        let arrival = msg.timestamp_ms.min(now_ms());
         reject_future(&mut results, arrival, env.cfg.limits.max_future_skew_ms);
         if let Some(w) = p.windows.as_mut() {
             w.arrived(arrival);
@@ -429,125 +445,25 @@ impl Worker {
                 Ok(Record::Point(pt)) => Some(pt.ts_ms),
                 _ => None,
             })
-            .unwrap_or(ts);
-        // The labels of the message in order (each holds on its own), and the one prefix of
-        // the message they share for their dead letters.
-        let (mut label_index, mut label_raw) = (0u32, None);
-        // The model of the points in `run`.
-        let mut run_model: Option<(&ServedModel, Guard<Arc<ScoringModel>>)> = None;
-        // A `None` after the last record ends the last run.
-        for r in results.into_iter().map(Some).chain([None]) {
-            // Anything but the next point of the run ends it: outputs stay in record order.
-            let continues = match (&r, run.first(), &run_model) {
-                (Some(Ok(Record::Point(pt))), Some(first), Some((served, model))) => {
-                    pt.series_id == first.series_id
-                        && env
-                            .models
-                            .route_record(ModelInput::Series, &pt.series_id, pt.model.as_deref())
-                            .is_ok_and(|m| std::ptr::eq(m, *served))
-                        && Arc::ptr_eq(model, &served.serving.load())
-                }
-                _ => false,
-            };
-            if continues {
-                if let Some(Ok(Record::Point(pt))) = r {
-                    run.push(pt);
-                }
-                continue;
-            }
-            if let Some((served, model)) = run_model.take() {
-                let w = p.windows.as_mut().expect("a run is windowed");
-                let src = (msg, offset, emit);
-                window_run(
-                    env,
-                    w,
-                    src,
-                    (served, &model),
-                    run,
-                    outcomes,
-                    &mut windows_out,
-                    &mut dead,
-                );
-            }
-            let Some(r) = r else { break };
-            match r {
-                // A trainer keeps the raw history only (every channel of each point).
-                Ok(Record::Point(pt)) if p.windows.is_none() => {
-                    if let Some(l) = &env.labels {
-                        l.record_point(&pt, at);
-                    }
-                }
-                Ok(Record::Point(pt)) => {
-                    let served = match env.models.route_record(
-                        ModelInput::Series,
-                        &pt.series_id,
-                        pt.model.as_deref(),
-                    ) {
-                        Ok(m) => m,
-                        Err(detail) => {
-                            dead.push(dead_letter(&Rejected {
-                                reason: DeadReason::NoModel,
-                                detail,
-                            }));
-                            continue;
-                        }
-                    };
-                    // A guard, not a clone: no shared reference count is written per point.
-                    let series_model = served.serving.load();
-                    // A series has the channel count of the model that scores it.
-                    let channels = series_model.model.input().channels();
-                    if pt.channels() != channels.max(1) {
-                        dead.push(dead_letter(&Rejected {
-                            reason: DeadReason::Dimension,
-                            detail: format!(
-                                "point of series '{}' has {} values; model {:?} takes {channels} channel(s)",
-                                pt.series_id,
-                                pt.channels(),
-                                served.serving.name,
-                            ),
-                        }));
-                        continue;
-                    }
-                    // The first of a run (see above).
-                    run.push(pt);
-                    run_model = Some((served, series_model));
-                }
-                Ok(Record::Bag(b)) if env.cfg.pipeline.role == Role::Trainer => {
-                    if let Some(l) = &env.labels {
-                        let model = env
-                            .models
-                            .route_record(ModelInput::Bags, &b.bag_id, b.model.as_deref())
-                            .ok()
-                            .map(|m| m.spec.name.as_str());
-                        l.keep_bag(&b, model, at, arrival, &mut examples);
-                    }
-                }
-                Ok(Record::Bag(b)) => match score_bag(env, b, at, arrival, &mut examples) {
-                    Ok(row) => preds.push(row),
-                    Err(rej) => dead.push(dead_letter(&rej)),
-                },
-                // Labels join their segment (or bag) into a training example; one whose
-                // points are still on their way waits, holding the replay point back.
-                Ok(Record::Label(l)) => {
-                    if let Some(labels) = &env.labels {
-                        let raw = label_raw.get_or_insert_with(|| raw_prefix(payload));
-                        let at = ((offset, label_index), arrival);
-                        labels.queue(&mut p.waiting_labels, key, at, l, raw.clone());
-                    }
-                    label_index += 1;
-                }
-                Err(rej) => dead.push(dead_letter(&rej)),
-            }
-        }
+            .unwrap_or(msg.timestamp_ms);
+        let at = Position::new(&msg.topic, partition, offset);
+        let src = Incoming {
+            msg,
+            at,
+            emit,
+            arrival,
+        };
+        let mut out = MessageOutputs::default();
+        take_records(env, p, key, run, &src, results, &mut out);
         // The tests of the panic boundary: here, the windows hold the message's points.
         #[cfg(test)]
         tests::panic_if_asked(offset);
         // A trainer writes nothing of a points or bags partition (`sink::owned_trees`): the
         // scorers dead-letter its bad records, in their group, under their commits.
         if env.cfg.pipeline.role == Role::Trainer && p.kind != RecordKind::Label {
-            dead.clear();
+            out.dead.clear();
         }
-        env.window_rows(windows_out, at, &mut preds);
+        env.window_rows(std::mem::take(&mut out.windows), at, &mut out.preds);
         p.next_offset = offset + 1;
         if let Some(l) = &env.labels {
             let src = LabelSource {
@@ -555,33 +471,19 @@ impl Worker {
                 partition,
                 emit_from: p.emit_from,
             };
+            let graded = (&mut out.graded, &mut p.quality);
             l.resolve(
                 &mut p.waiting_labels,
                 &src,
-                &mut examples,
-                &mut dead,
-                (&mut graded, &mut p.quality),
+                &mut out.examples,
+                &mut out.dead,
+                graded,
             );
         }
         if !emit {
-            // Examples are written on a replay too: the store keeps one per key, and a label
-            // that was waiting at the crash is only joined now.
-            if !examples.is_empty() {
-                let seg = p
-                    .segment
-                    .get_or_insert_with(|| env.open_segment(topic, partition, offset, event_ms));
-                seg.last_offset = offset;
-                seg.examples.extend(examples);
-                seg.quality.extend(graded);
-            }
+            env.keep_replayed(p, out, at, event_ms);
             return None;
         }
-        let out = MessageOutputs {
-            preds,
-            dead,
-            examples,
-            graded,
-        };
         match env.append(p, out, at, event_ms, consumed_at) {
             Appended::Rolled(sealed) => return sealed,
             Appended::Unchanged => return None,
@@ -599,12 +501,144 @@ impl Worker {
     }
 }
 
+/// Takes a message's records in order: the points of one series for one model that come in
+/// a row gather into a run, windowed together (anything else ends the run, so outputs stay
+/// in record order); bags are scored; labels queue for their join; bad records dead-letter.
+fn take_records<'e>(
+    env: &'e WorkerEnv,
+    p: &mut PartitionState,
+    key: &PartitionKey,
+    run: &mut SeriesRun,
+    src: &Incoming,
+    results: Vec<Result<Record, Rejected>>,
+    out: &mut MessageOutputs<'e>,
+) {
+    // The labels of the message in order (each holds on its own), and the one prefix of
+    // the message they share for their dead letters.
+    let (mut label_index, mut label_raw) = (0u32, None);
+    // The model of the points in `run`.
+    let mut run_model: Option<(&ServedModel, Guard<Arc<ScoringModel>>)> = None;
+    // A `None` after the last record ends the last run.
+    for r in results.into_iter().map(Some).chain([None]) {
+        if let (Some(Ok(Record::Point(pt))), Some((served, model))) = (&r, &run_model) {
+            if run.continued_by(env, pt, served, model) {
+                if let Some(Ok(Record::Point(pt))) = r {
+                    run.points.push(pt);
+                }
+                continue;
+            }
+        }
+        if let Some((served, model)) = run_model.take() {
+            let w = p.windows.as_mut().expect("a run is windowed");
+            window_run(env, w, src, (served, &model), run, out);
+        }
+        let Some(r) = r else { break };
+        match r {
+            // A trainer keeps the raw history only (every channel of each point).
+            Ok(Record::Point(pt)) if p.windows.is_none() => {
+                if let Some(l) = &env.labels {
+                    l.record_point(&pt, src.at);
+                }
+            }
+            Ok(Record::Point(pt)) => match point_model(env, &pt) {
+                Ok(model) => {
+                    // The first of a run (see above).
+                    run.points.push(pt);
+                    run_model = Some(model);
+                }
+                Err(rej) => out.dead.push(src.dead_letter(&rej)),
+            },
+            Ok(Record::Bag(b)) if env.cfg.pipeline.role == Role::Trainer => {
+                if let Some(l) = &env.labels {
+                    let model = env
+                        .models
+                        .route_record(ModelInput::Bags, &b.bag_id, b.model.as_deref())
+                        .ok()
+                        .map(|m| m.spec.name.as_str());
+                    l.keep_bag(&b, model, src.at, src.arrival, &mut out.examples);
+                }
+            }
+            Ok(Record::Bag(b)) => match score_bag(env, b, src.at, src.arrival, &mut out.examples) {
+                Ok(row) => out.preds.push(row),
+                Err(rej) => out.dead.push(src.dead_letter(&rej)),
+            },
+            // Labels join their segment (or bag) into a training example; one whose
+            // points are still on their way waits, holding the replay point back.
+            Ok(Record::Label(l)) => {
+                if let Some(labels) = &env.labels {
+                    let raw = label_raw.get_or_insert_with(|| raw_prefix(&src.msg.payload));
+                    let at = ((src.msg.offset, label_index), src.arrival);
+                    labels.queue(&mut p.waiting_labels, key, at, l, raw.clone());
+                }
+                label_index += 1;
+            }
+            Err(rej) => out.dead.push(src.dead_letter(&rej)),
+        }
+    }
+}
+
+/// The model that scores point `pt` (and the version it serves now), or why there is none:
+/// no route, or a channel count other than the model's.
+fn point_model<'e>(
+    env: &'e WorkerEnv,
+    pt: &Point,
+) -> Result<(&'e ServedModel, Guard<Arc<ScoringModel>>), Rejected> {
+    let served = env
+        .models
+        .route_record(ModelInput::Series, &pt.series_id, pt.model.as_deref())
+        .map_err(|detail| Rejected {
+            reason: DeadReason::NoModel,
+            detail,
+        })?;
+    // A guard, not a clone: no shared reference count is written per point.
+    let series_model = served.serving.load();
+    // A series has the channel count of the model that scores it.
+    let channels = series_model.model.input().channels();
+    if pt.channels() != channels.max(1) {
+        return Err(Rejected {
+            reason: DeadReason::Dimension,
+            detail: format!(
+                "point of series '{}' has {} values; model {:?} takes {channels} channel(s)",
+                pt.series_id,
+                pt.channels(),
+                served.serving.name,
+            ),
+        });
+    }
+    Ok((served, series_model))
+}
+
+impl SeriesRun {
+    /// Whether `pt` is the next point of this run: the same series, routed to the same
+    /// model, which still serves the same version.
+    fn continued_by(
+        &self,
+        env: &WorkerEnv,
+        pt: &Point,
+        served: &ServedModel,
+        model: &Arc<ScoringModel>,
+    ) -> bool {
+        self.points.first().is_some_and(|first| {
+            pt.series_id == first.series_id
+                && env
+                    .models
+                    .route_record(ModelInput::Series, &pt.series_id, pt.model.as_deref())
+                    .is_ok_and(|m| std::ptr::eq(m, served))
+                && Arc::ptr_eq(model, &served.serving.load())
+        })
+    }
+}
+
 /// A message's outputs, in record order, on their way into its partition's open segment.
-struct MessageOutputs {
+#[derive(Default)]
+struct MessageOutputs<'e> {
     preds: Vec<PredictionRecord>,
     dead: Vec<DeadLetterRecord>,
     examples: Vec<Example>,
     graded: QualityRows,
+    /// The windows its points completed, each with the name of the model that scored it
+    /// and that model; they become prediction rows (`window_rows`) before the rest.
+    windows: Vec<(ScoredWindow, &'e str, Arc<ScoringModel>)>,
 }
 
 /// What appending a message's outputs did to its partition's open segment.
@@ -648,6 +682,27 @@ impl WorkerEnv {
         }
     }
 
+    /// Keeps what a replayed message (below `emit_from`) produced that must still be
+    /// written: its examples. The store keeps one per key, and a label that was waiting at
+    /// the crash is only joined now.
+    fn keep_replayed(
+        &self,
+        p: &mut PartitionState,
+        out: MessageOutputs,
+        at: Position,
+        event_ms: i64,
+    ) {
+        if out.examples.is_empty() {
+            return;
+        }
+        let seg = p
+            .segment
+            .get_or_insert_with(|| self.open_segment(at.topic, at.partition, at.offset, event_ms));
+        seg.last_offset = at.offset;
+        seg.examples.extend(out.examples);
+        seg.quality.extend(out.graded);
+    }
+
     /// Appends an emitted message's outputs to its partition's open segment (opened, dated
     /// `event_ms`, when none is), counting its dead letters and feeding the label-free
     /// detectors its predictions first.
@@ -668,6 +723,7 @@ impl WorkerEnv {
             dead,
             examples,
             graded,
+            ..
         } = out;
         for d in &dead {
             self.metrics
@@ -771,65 +827,52 @@ fn score_bag(
 }
 
 /// Windows a run of points of one series for one model (`run`, emptied) from the message
-/// `msg` at `offset`: the windows they complete to `windows_out` with their model, each
-/// accepted point to the label-join history, a late one to `dead`.
-#[allow(clippy::too_many_arguments)]
+/// `src`: the windows they complete to `out` with their model, each accepted point to the
+/// label-join history, a late one to the dead letters.
 fn window_run<'a>(
     env: &WorkerEnv,
     w: &mut PartitionWindows,
-    (msg, offset, emit): (&Message, i64, bool),
+    src: &Incoming,
     (served, model): (&'a ServedModel, &Arc<ScoringModel>),
-    run: &mut Vec<Point>,
-    outcomes: &mut Vec<PointOutcome>,
-    windows_out: &mut Vec<(ScoredWindow, &'a str, Arc<ScoringModel>)>,
-    dead: &mut Vec<DeadLetterRecord>,
+    run: &mut SeriesRun,
+    out: &mut MessageOutputs<'a>,
 ) {
     let mut scored = Vec::new();
+    let SeriesRun { points, outcomes } = run;
     outcomes.clear();
     w.on_points(
-        run,
-        offset,
+        points,
+        src.msg.offset,
         (&served.serving.name, model),
-        emit,
+        src.emit,
         &mut scored,
         outcomes,
     );
     // The windows of this series, scored by its model.
-    windows_out.extend(
+    out.windows.extend(
         scored
             .into_iter()
             .map(|sw| (sw, served.serving.name.as_str(), Arc::clone(model))),
     );
-    if let (Some(l), Some(first)) = (&env.labels, run.first()) {
-        let accepted = run
+    if let (Some(l), Some(first)) = (&env.labels, points.first()) {
+        let accepted = points
             .iter()
             .zip(outcomes.iter())
             .filter(|(_, o)| matches!(o, PointOutcome::Accepted))
             .map(|(pt, _)| pt);
-        l.record_points(
-            &first.series_id,
-            accepted,
-            Position::new(&msg.topic, msg.partition, offset),
-        );
+        l.record_points(&first.series_id, accepted, src.at);
     }
-    for (pt, outcome) in run.drain(..).zip(outcomes.iter()) {
+    for (pt, outcome) in points.drain(..).zip(outcomes.iter()) {
         match outcome {
             PointOutcome::Accepted => {}
             PointOutcome::Duplicate => env.metrics.duplicates_dropped.inc(),
-            PointOutcome::Late => dead.push(DeadLetterRecord::new(
-                &msg.topic,
-                msg.partition,
-                offset,
-                &Rejected {
-                    reason: DeadReason::Late,
-                    detail: format!(
-                        "point of series '{}' at ts {} arrived after its window moved on",
-                        pt.series_id, pt.ts_ms
-                    ),
-                },
-                &msg.payload,
-                now_ms(),
-            )),
+            PointOutcome::Late => out.dead.push(src.dead_letter(&Rejected {
+                reason: DeadReason::Late,
+                detail: format!(
+                    "point of series '{}' at ts {} arrived after its window moved on",
+                    pt.series_id, pt.ts_ms
+                ),
+            })),
         }
     }
 }
