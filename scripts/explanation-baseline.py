@@ -90,8 +90,8 @@ def main():
             for form, path in [("zero baseline (before)", zero), ("training-set baseline (after)", model)]:
                 rows.append(f"| {name} | {form} | {summary(cases(path, test, n, work))} |")
                 print(rows[-1], file=sys.stderr, flush=True)
-    print("| case | contributions read against | median margin m | median |baseline| | "
-          "median largest |finding| | largest / m: median (max) | cases with a finding > m | "
+    print("| case | contributions read against | median margin m | median abs(baseline) | "
+          "median largest abs(finding) | largest / m: median (max) | cases with a finding > m | "
           "share: median |")
     print("|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))

@@ -98,6 +98,14 @@ def main():
                 print(f"{name}, {form}: median {med:.0%} (quartiles {q1:.0%}-{q3:.0%}) over {len(shares)}",
                       file=sys.stderr)
             rows.append((name, cells))
+    # The page's sections after the generated table (from "## Against a baseline" on) are
+    # kept as they are (scripts/explanation-baseline.py writes that one's table).
+    kept = ""
+    if os.path.exists(a.out):
+        with open(a.out) as f:
+            page = f.read()
+        at = page.find("\n## Against a baseline")
+        kept = page[at:] if at >= 0 else ""
     with open(a.out, "w") as f:
         f.write("# How much of a decision the explanations show\n\n")
         f.write(
@@ -122,6 +130,7 @@ def main():
                 + " | ".join(f"{m:.0%} ({q1:.0%}-{q3:.0%})" for m, q1, q3, _ in cells).replace("%", " %")
                 + " |\n"
             )
+        f.write(kept)
     print(f"wrote {a.out} (commit {commit})", file=sys.stderr)
 
 
