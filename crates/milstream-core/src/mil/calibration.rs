@@ -134,7 +134,9 @@ mod tests {
         let a = 20.0;
         let (mut scores, mut label) = (Vec::new(), Vec::new());
         for _ in 0..20_000 {
-            let s: Vec<f64> = (0..3).map(|_| 0.1 * (2.0 * rng.random::<f64>() - 1.0)).collect();
+            let s: Vec<f64> = (0..3)
+                .map(|_| 0.1 * (2.0 * rng.random::<f64>() - 1.0))
+                .collect();
             let p = softmax(&s.iter().map(|v| a * v).collect::<Vec<_>>());
             let (mut u, mut y) = (rng.random::<f64>(), 2);
             for (c, pc) in p.iter().enumerate() {
@@ -148,7 +150,11 @@ mod tests {
             label.push(y);
         }
         let c = Calibration::fit(&scores, &label, 3).expect("scores spread");
-        assert!((c.scale / a - 1.0).abs() < 0.05, "scale {} against {a}", c.scale);
+        assert!(
+            (c.scale / a - 1.0).abs() < 0.05,
+            "scale {} against {a}",
+            c.scale
+        );
         assert_eq!(c.held_out, 20_000);
     }
 
@@ -157,7 +163,13 @@ mod tests {
     #[test]
     fn separated_scores_give_a_finite_scale() {
         let scores: Vec<Vec<f64>> = (0..30)
-            .map(|i| if i % 2 == 0 { vec![0.05, -0.05] } else { vec![-0.05, 0.05] })
+            .map(|i| {
+                if i % 2 == 0 {
+                    vec![0.05, -0.05]
+                } else {
+                    vec![-0.05, 0.05]
+                }
+            })
             .collect();
         let label: Vec<usize> = (0..30).map(|i| i % 2).collect();
         let c = Calibration::fit(&scores, &label, 2).expect("scores spread");

@@ -131,7 +131,11 @@ mod tests {
             let total = findings.iter().map(|f| f.value).sum::<f64>()
                 + other.map_or(0.0, |o| o.value)
                 + baseline(&m, &o);
-            assert!((total - o.score).abs() < 1e-9, "{total} against {}", o.score);
+            assert!(
+                (total - o.score).abs() < 1e-9,
+                "{total} against {}",
+                o.score
+            );
         }
         for (k, v) in sums {
             assert!(v.abs() < 1e-9, "{k:?} sums to {v} over the training set");

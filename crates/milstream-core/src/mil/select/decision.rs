@@ -148,7 +148,12 @@ impl ShapeletModel {
         if folds < 2 || classes.len() < 2 {
             return Ok(None);
         }
-        if *class_counts(train).iter().min().expect("two classes or more") < folds {
+        if *class_counts(train)
+            .iter()
+            .min()
+            .expect("two classes or more")
+            < folds
+        {
             return Ok(None);
         }
         let label: Vec<usize> = train
@@ -195,7 +200,10 @@ fn class_counts(train: &Dataset) -> Vec<usize> {
     let classes = train.classes();
     let mut counts = vec![0usize; classes.len()];
     for l in &train.labels {
-        counts[classes.iter().position(|c| c == l).expect("a training class")] += 1;
+        counts[classes
+            .iter()
+            .position(|c| c == l)
+            .expect("a training class")] += 1;
     }
     counts
 }
