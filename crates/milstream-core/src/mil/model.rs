@@ -386,6 +386,10 @@ impl<M: BinaryMachine> BagModel<M> {
 }
 
 /// A trained model of any kind.
+// The shapelet model is the largest variant by a few hundred bytes: a process holds a
+// handful of models (each serving one behind an Arc), never arrays of them, so a box would
+// buy nothing and cost every match an indirection.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Model {
