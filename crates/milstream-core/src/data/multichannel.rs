@@ -58,15 +58,109 @@ struct TsHeader {
     series_length: Option<usize>,
     /// Some(labels) when `@classLabel true ...`; Some(empty) for `true` without a list.
     class_labels: Option<Vec<String>>,
+    /// The channels a series must have: `@dimensions`, or 1 for `@univariate true`.
+    dims: Option<usize>,
 }
 
 /// The `.ts` format (aeon's `load_from_ts_file`): `#` comments, `@key value` header lines up
 /// to `@data`, then one series per line, channels separated by `:`, values by `,`, the class
 /// label last. Missing values (`?`) are an error: no model here imputes.
 pub fn parse_ts(file: &str, text: &str) -> Result<Dataset, DataError> {
+    let mut lines = text.lines().enumerate();
+    let h = read_ts_header(file, &mut lines)?;
+    let mut ds = Dataset::default();
+    let mut width: Option<usize> = h.dims;
+    let (mut filled, mut filled_series) = (0, 0);
+    for (n, raw) in lines {
+        let line_no = n + 1;
+        let line = raw.trim_end_matches('\r');
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        // Byte offsets of each ':'-separated part, for 1-based columns.
+        let mut parts: Vec<(usize, &str)> = Vec::new();
+        let mut start = 0;
+        for piece in line.split(':') {
+            parts.push((start, piece));
+            start += piece.len() + 1;
+        }
+        let (label_at, label) = parts.pop().expect("split yields at least one part");
+        let label = label.trim();
+        if parts.is_empty() || label.is_empty() {
+            return Err(at(
+                file,
+                line_no,
+                label_at + 1,
+                "a series needs its channels and a class label after the last ':'",
+            ));
+        }
+        if let Some(labels) = h.class_labels.as_ref().filter(|l| !l.is_empty()) {
+            if !labels.iter().any(|l| l == label) {
+                return Err(at(
+                    file,
+                    line_no,
+                    label_at + 1,
+                    format!("class label '{label}' is not among @classLabel {labels:?}"),
+                ));
+            }
+        }
+        let d = *width.get_or_insert(parts.len());
+        if parts.len() != d {
+            return Err(at(
+                file,
+                line_no,
+                1,
+                format!("series has {} channels, expected {d}", parts.len()),
+            ));
+        }
+        let mut channels: Vec<Vec<f64>> = Vec::with_capacity(d);
+        let mut series_filled = false;
+        for (c, &(offset, part)) in parts.iter().enumerate() {
+            let (values, missing) = read_ts_channel(file, line_no, c, offset, part)?;
+            filled += missing;
+            series_filled |= missing > 0;
+            if let Some(first) = channels.first() {
+                if values.len() != first.len() {
+                    return Err(at(
+                        file,
+                        line_no,
+                        offset + 1,
+                        format!(
+                            "channel {} has {} values, channel 1 has {}",
+                            c + 1,
+                            values.len(),
+                            first.len()
+                        ),
+                    ));
+                }
+            }
+            channels.push(values);
+        }
+        let first = ds.samples.first().and_then(Sample::series_len);
+        check_ts_length(file, line_no, &h, channels[0].len(), first)?;
+        ds.ids.push(format!("{file}:{line_no}"));
+        ds.labels.push(label.to_string());
+        ds.samples.push(sample(channels));
+        filled_series += usize::from(series_filled);
+    }
+    if ds.is_empty() {
+        return Err(DataError::File {
+            file: file.into(),
+            message: "no series after @data".into(),
+        });
+    }
+    report_filled(file, filled, filled_series);
+    Ok(ds)
+}
+
+/// Reads the header up to and including `@data` and checks it: its keys, with `dims`
+/// resolved (from `@dimensions`, or 1 for `@univariate true`).
+fn read_ts_header<'t>(
+    file: &str,
+    lines: &mut impl Iterator<Item = (usize, &'t str)>,
+) -> Result<TsHeader, DataError> {
     let mut h = TsHeader::default();
     let mut data_line = None;
-    let mut lines = text.lines().enumerate();
     for (n, raw) in lines.by_ref() {
         let line_no = n + 1;
         let line = raw.trim();
@@ -127,7 +221,7 @@ pub fn parse_ts(file: &str, text: &str) -> Result<Dataset, DataError> {
             "@univariate true but @dimensions is above 1",
         ));
     }
-    let dims = h
+    h.dims = h
         .dimensions
         .or_else(|| (h.univariate == Some(true)).then_some(1));
     if h.class_labels.is_none() {
@@ -138,140 +232,89 @@ pub fn parse_ts(file: &str, text: &str) -> Result<Dataset, DataError> {
             "the file has no class labels (@classLabel false)",
         ));
     }
-    let mut ds = Dataset::default();
-    let mut width: Option<usize> = dims;
-    let (mut filled, mut filled_series) = (0, 0);
-    for (n, raw) in lines {
-        let line_no = n + 1;
-        let mut series_filled = false;
-        let line = raw.trim_end_matches('\r');
-        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+    Ok(h)
+}
+
+/// Reads one channel of a series line (`part`, at byte `offset`): its values with the
+/// missing ones filled, and how many were missing.
+fn read_ts_channel(
+    file: &str,
+    line_no: usize,
+    c: usize,
+    offset: usize,
+    part: &str,
+) -> Result<(Vec<f64>, usize), DataError> {
+    let mut read = Vec::new();
+    let mut col = offset;
+    for field in part.split(',') {
+        let f = field.trim();
+        if is_missing(f) {
+            read.push(None);
+            col += field.len() + 1;
             continue;
         }
-        // Byte offsets of each ':'-separated part, for 1-based columns.
-        let mut parts: Vec<(usize, &str)> = Vec::new();
-        let mut start = 0;
-        for piece in line.split(':') {
-            parts.push((start, piece));
-            start += piece.len() + 1;
-        }
-        let (label_at, label) = parts.pop().expect("split yields at least one part");
-        let label = label.trim();
-        if parts.is_empty() || label.is_empty() {
+        if f.is_empty() {
             return Err(at(
                 file,
                 line_no,
-                label_at + 1,
-                "a series needs its channels and a class label after the last ':'",
+                col + 1,
+                format!("channel {}: empty value", c + 1),
             ));
         }
-        if let Some(labels) = h.class_labels.as_ref().filter(|l| !l.is_empty()) {
-            if !labels.iter().any(|l| l == label) {
-                return Err(at(
-                    file,
-                    line_no,
-                    label_at + 1,
-                    format!("class label '{label}' is not among @classLabel {labels:?}"),
-                ));
-            }
-        }
-        let d = *width.get_or_insert(parts.len());
-        if parts.len() != d {
-            return Err(at(
+        let v = parse_value(file, line_no, col + 1, f).map_err(|e| {
+            at(
                 file,
                 line_no,
-                1,
-                format!("series has {} channels, expected {d}", parts.len()),
-            ));
-        }
-        let mut channels: Vec<Vec<f64>> = Vec::with_capacity(d);
-        for (c, (offset, part)) in parts.iter().enumerate() {
-            let mut read = Vec::new();
-            let mut col = *offset;
-            for field in part.split(',') {
-                let f = field.trim();
-                if is_missing(f) {
-                    read.push(None);
-                    col += field.len() + 1;
-                    continue;
-                }
-                if f.is_empty() {
-                    return Err(at(
-                        file,
-                        line_no,
-                        col + 1,
-                        format!("channel {}: empty value", c + 1),
-                    ));
-                }
-                let v = parse_value(file, line_no, col + 1, f).map_err(|e| {
-                    at(
-                        file,
-                        line_no,
-                        col + 1,
-                        format!("channel {}: {}", c + 1, inner(&e)),
-                    )
-                })?;
-                read.push(Some(v));
-                col += field.len() + 1;
-            }
-            let missing = read.iter().filter(|v| v.is_none()).count();
-            filled += missing;
-            series_filled |= missing > 0;
-            let Some(values) = fill_missing(&read) else {
-                return Err(at(
-                    file,
-                    line_no,
-                    offset + 1,
-                    format!("channel {}: every value is missing", c + 1),
-                ));
-            };
-            if let Some(first) = channels.first() {
-                if values.len() != first.len() {
-                    return Err(at(
-                        file,
-                        line_no,
-                        offset + 1,
-                        format!(
-                            "channel {} has {} values, channel 1 has {}",
-                            c + 1,
-                            values.len(),
-                            first.len()
-                        ),
-                    ));
-                }
-            }
-            channels.push(values);
-        }
-        let len = channels[0].len();
-        if h.equal_length == Some(true) {
-            if let Some(want) = h.series_length {
-                if len != want {
-                    return Err(at(
-                        file,
-                        line_no,
-                        1,
-                        format!("series has {len} values per channel, @seriesLength is {want}"),
-                    ));
-                }
-            } else if let Some(first) = ds.samples.first().and_then(Sample::series_len) {
-                if len != first {
-                    return Err(at(file, line_no, 1, format!("series has {len} values per channel, the first has {first} (@equalLength true)")));
-                }
-            }
-        }
-        ds.ids.push(format!("{file}:{line_no}"));
-        ds.labels.push(label.to_string());
-        ds.samples.push(sample(channels));
-        filled_series += usize::from(series_filled);
+                col + 1,
+                format!("channel {}: {}", c + 1, inner(&e)),
+            )
+        })?;
+        read.push(Some(v));
+        col += field.len() + 1;
     }
-    if ds.is_empty() {
-        return Err(DataError::File {
-            file: file.into(),
-            message: "no series after @data".into(),
-        });
+    let missing = read.iter().filter(|v| v.is_none()).count();
+    let Some(values) = fill_missing(&read) else {
+        return Err(at(
+            file,
+            line_no,
+            offset + 1,
+            format!("channel {}: every value is missing", c + 1),
+        ));
+    };
+    Ok((values, missing))
+}
+
+/// Under `@equalLength true`, a series of `len` values per channel must have
+/// `@seriesLength` values, else the first series' (`first`).
+fn check_ts_length(
+    file: &str,
+    line_no: usize,
+    h: &TsHeader,
+    len: usize,
+    first: Option<usize>,
+) -> Result<(), DataError> {
+    if h.equal_length != Some(true) {
+        return Ok(());
     }
-    report_filled(file, filled, filled_series);
-    Ok(ds)
+    let (want, what) = match (h.series_length, first) {
+        (Some(want), _) => (want, "@seriesLength is"),
+        (None, Some(first)) => (first, "the first has"),
+        (None, None) => return Ok(()),
+    };
+    if len != want {
+        let suffix = if h.series_length.is_some() {
+            ""
+        } else {
+            " (@equalLength true)"
+        };
+        return Err(at(
+            file,
+            line_no,
+            1,
+            format!("series has {len} values per channel, {what} {want}{suffix}"),
+        ));
+    }
+    Ok(())
 }
 
 /// The message of an `At` error without its location (re-located with the channel).
