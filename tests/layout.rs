@@ -317,16 +317,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "iterate",
         198,
     ),
-    (
-        "crates/milstream-core/src/mil/boost/weak.rs",
-        "solve_dc_step",
-        197,
-    ),
-    (
-        "crates/milstream-core/src/mil/boost/lpboost.rs",
-        "lpboost",
-        195,
-    ),
     ("crates/milstream-tools/src/fit_options.rs", "params", 193),
     ("src/cli/bench.rs", "bench_score", 183),
     ("crates/milstream-tools/src/figure.rs", "figure", 142),

@@ -304,9 +304,6 @@ pub fn lpboost<H>(
     params: BoostParams,
     mut weak: impl FnMut(&[f64], f64, f64, &[H]) -> Result<Vec<(H, Vec<f64>, bool)>>,
 ) -> Result<Boosted<H>> {
-    let m = y.len();
-    let warm_master = params.warm_master;
-    let row_sets = m > WARM_MASTER_MAX_BAGS;
     if !(params.nu > 0.0 && params.nu <= 1.0) {
         return Err(MilError::InvalidParameter(format!(
             "nu must be in (0, 1], got {}",
@@ -314,24 +311,14 @@ pub fn lpboost<H>(
         )));
     }
     let (caps, mut d) = caps_and_start(y, params.nu, params.balanced);
-    let mut gamma = 0.0;
-    let mut eta = 0.0;
-    let mut grouped: Vec<bool> = Vec::new();
-    // The master's columns and, beside them, their outputs on the training bags.
-    let mut hyps: Vec<H> = Vec::new();
-    let mut outs: Vec<Vec<f64>> = Vec::new();
-    let mut master: Option<MasterSolution> = None;
+    let mut master = Master::new(y, caps, params);
+    let (mut gamma, mut eta) = (0.0, 0.0);
+    let mut solution: Option<MasterSolution> = None;
     let mut stop_reason = format!("reached the round limit ({})", params.max_rounds);
     let mut rounds = 0;
-    let mut idle: Vec<usize> = Vec::new();
-    // Bags in the master LP's first working set (all, until a solution says which bind).
-    let mut work = vec![true; m];
-    let mut warm: Option<WarmMaster> = None;
-    let mut master_fallbacks = 0;
-    let mut interior_rounds = 0;
     for round in 0..params.max_rounds {
         params.cancel.check()?;
-        let found = match weak(&d, gamma, eta, &hyps) {
+        let found = match weak(&d, gamma, eta, &master.hyps) {
             Ok(x) => x,
             Err(e) if round > 0 => {
                 stop_reason = format!("weak learner failed in round {}: {e}", round + 1);
@@ -339,53 +326,155 @@ pub fn lpboost<H>(
             }
             Err(e) => return Err(e),
         };
-        // Column generation may add every violated column at once; the master's optimum
-        // is the same, it is reached in fewer solves. The first is the weak learner's best
-        // and decides when boosting stops.
-        let before = hyps.len();
-        for (k, (h, out, in_group)) in found.into_iter().enumerate() {
-            let mut edge: f64 = (0..m).map(|i| y[i] * d[i] * out[i]).sum();
-            if in_group {
-                edge -= eta;
-            }
-            if edge <= gamma + params.epsilon {
-                if k == 0 {
-                    stop_reason = format!(
-                        "edge {edge:.6} of round {} is not above gamma {gamma:.6} + epsilon",
-                        round + 1
-                    );
-                }
-                continue;
-            }
-            hyps.push(h);
-            outs.push(out);
-            grouped.push(in_group);
+        let before = master.hyps.len();
+        if let Some(edge) = master.add_columns(found, &d, gamma, eta) {
+            stop_reason = format!(
+                "edge {edge:.6} of round {} is not above gamma {gamma:.6} + epsilon",
+                round + 1
+            );
         }
-        if hyps.len() == before {
+        if master.hyps.len() == before {
             break;
         }
         rounds += 1;
-        let group = params.group_share.map(|s| (grouped.as_slice(), s));
+        match master.solve(rounds, before) {
+            Ok((mut ms, tight)) => {
+                d.clone_from(&ms.d);
+                gamma = ms.gamma;
+                eta = ms.eta;
+                master.delete_idle(&mut ms, tight);
+                solution = Some(ms);
+            }
+            Err(e) if solution.is_some() => {
+                master.truncate(before);
+                stop_reason = format!("master LP failed in round {}: {e}", round + 1);
+                break;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let solution = solution.ok_or_else(|| {
+        MilError::Training(format!(
+            "no hypothesis has a positive edge on this data ({stop_reason}); \
+             check that the classes differ, or try another kernel width or shapelet length"
+        ))
+    })?;
+    let solution = master.central(solution);
+    Ok(Boosted {
+        hypotheses: master.hyps.into_iter().zip(master.outs).collect(),
+        weights: solution.w,
+        gamma: solution.gamma,
+        rho: solution.rho,
+        rounds,
+        stop_reason,
+        master_fallbacks: master.fallbacks,
+        interior_rounds: master.interior_rounds,
+    })
+}
+
+/// The master LP's side of Algorithm 1 across rounds: its columns (hypotheses, their
+/// outputs on the training bags, whether each is in the share-capped group, how many solves
+/// each has gone without weight), the working set of bags, and the warm-started simplex.
+struct Master<'y, H> {
+    y: &'y [f64],
+    caps: Vec<f64>,
+    params: BoostParams,
+    hyps: Vec<H>,
+    outs: Vec<Vec<f64>>,
+    grouped: Vec<bool>,
+    idle: Vec<usize>,
+    /// Bags in the master LP's working set (all, until a solution says which bind).
+    work: Vec<bool>,
+    /// More bags than the warm master solves over at once: it works on row sets.
+    row_sets: bool,
+    warm: Option<WarmMaster>,
+    /// Rounds whose warm master failed (Clarabel solved them).
+    fallbacks: usize,
+    /// Rounds whose optimal d was not unique (Clarabel solved them).
+    interior_rounds: usize,
+}
+
+impl<'y, H> Master<'y, H> {
+    fn new(y: &'y [f64], caps: Vec<f64>, params: BoostParams) -> Self {
+        let m = y.len();
+        Self {
+            y,
+            caps,
+            params,
+            hyps: Vec::new(),
+            outs: Vec::new(),
+            grouped: Vec::new(),
+            idle: Vec::new(),
+            work: vec![true; m],
+            row_sets: m > WARM_MASTER_MAX_BAGS,
+            warm: None,
+            fallbacks: 0,
+            interior_rounds: 0,
+        }
+    }
+
+    /// Adds the weak learner's columns whose edge at `d` is above gamma + epsilon. Column
+    /// generation may add every violated column at once; the master's optimum is the same,
+    /// it is reached in fewer solves. The first is the weak learner's best and decides when
+    /// boosting stops: returns its edge when it is not added.
+    fn add_columns(
+        &mut self,
+        found: Vec<(H, Vec<f64>, bool)>,
+        d: &[f64],
+        gamma: f64,
+        eta: f64,
+    ) -> Option<f64> {
+        let y = self.y;
+        let mut first_rejected = None;
+        for (k, (h, out, in_group)) in found.into_iter().enumerate() {
+            let mut edge: f64 = (0..y.len()).map(|i| y[i] * d[i] * out[i]).sum();
+            if in_group {
+                edge -= eta;
+            }
+            if edge <= gamma + self.params.epsilon {
+                if k == 0 {
+                    first_rejected = Some(edge);
+                }
+                continue;
+            }
+            self.hyps.push(h);
+            self.outs.push(out);
+            self.grouped.push(in_group);
+        }
+        first_rejected
+    }
+
+    /// Solves the master over the columns (those from `before` on are new), with which
+    /// columns are tight at the simplex's vertex when it solved it.
+    fn solve(
+        &mut self,
+        rounds: usize,
+        before: usize,
+    ) -> Result<(MasterSolution, Option<Vec<bool>>)> {
+        let (y, m) = (self.y, self.y.len());
+        let params = self.params;
+        let group = params.group_share.map(|s| (self.grouped.as_slice(), s));
         // The simplex re-optimises from the last round's basis; should it fail (singular,
         // stalled), Clarabel solves this round and the next builds a fresh simplex.
-        let warm_solution = match warm.as_mut() {
-            _ if !warm_master => Err(SimplexError::Singular),
+        let warm_solution = match self.warm.as_mut() {
+            _ if !params.warm_master => Err(SimplexError::Singular),
             Some(wm) => {
-                for (out, &g) in outs[before..].iter().zip(&grouped[before..]) {
+                for (out, &g) in self.outs[before..].iter().zip(&self.grouped[before..]) {
                     wm.add_column(y, out, g);
                 }
-                wm.solve_rows(y, &outs, &grouped, spare_rows(m))
+                wm.solve_rows(y, &self.outs, &self.grouped, spare_rows(m))
             }
             None => {
-                let bags = match (row_sets, rounds) {
+                let bags = match (self.row_sets, rounds) {
                     (false, _) => (0..m).collect(),
-                    (true, 1) => first_rows(y, &outs, &caps, spare_rows(m)),
-                    (true, _) => (0..m).filter(|&i| work[i]).collect(),
+                    (true, 1) => first_rows(y, &self.outs, &self.caps, spare_rows(m)),
+                    (true, _) => (0..m).filter(|&i| self.work[i]).collect(),
                 };
-                WarmMaster::new_on(bags, y, &outs, &caps, params.max_weight, group).and_then(
+                let (outs, grouped) = (&self.outs, &self.grouped);
+                WarmMaster::new_on(bags, y, outs, &self.caps, params.max_weight, group).and_then(
                     |mut wm| {
-                        let s = wm.solve_rows(y, &outs, &grouped, spare_rows(m));
-                        warm = Some(wm);
+                        let s = wm.solve_rows(y, outs, grouped, spare_rows(m));
+                        self.warm = Some(wm);
                         s
                     },
                 )
@@ -395,104 +484,99 @@ pub fn lpboost<H>(
         // simplex's vertex weighs few bags and boosting would take another path than the
         // interior point's d, inside the optimal face: Clarabel solves those rounds. Where
         // it is unique, both give the same d, gamma and eta.
-        let mut tight: Option<Vec<bool>> = None;
-        let solved = match warm_solution {
-            Ok(ms) if warm.as_ref().is_some_and(|wm| wm.duals_unique()) => {
-                tight = warm.as_ref().map(WarmMaster::tight_columns);
-                Ok(ms)
+        let interior = |work: &[bool]| {
+            solve_master_on_bags(y, &self.outs, &self.caps, params.max_weight, group, work)
+                .map(|(ms, _)| (ms, None))
+        };
+        match warm_solution {
+            Ok(ms) if self.warm.as_ref().is_some_and(|wm| wm.duals_unique()) => {
+                Ok((ms, self.warm.as_ref().map(WarmMaster::tight_columns)))
             }
             Ok(_) => {
-                interior_rounds += 1;
-                solve_master_on_bags(y, &outs, &caps, params.max_weight, group, &work)
-                    .map(|(ms, _)| ms)
+                self.interior_rounds += 1;
+                interior(&self.work)
             }
             Err(_) => {
-                warm = None;
-                master_fallbacks += usize::from(warm_master);
-                solve_master_on_bags(y, &outs, &caps, params.max_weight, group, &work)
-                    .map(|(ms, _)| ms)
+                self.warm = None;
+                self.fallbacks += usize::from(params.warm_master);
+                interior(&self.work)
             }
-        };
-        match solved {
-            Ok(mut ms) => {
-                d.clone_from(&ms.d);
-                gamma = ms.gamma;
-                eta = ms.eta;
-                // Column deletion: a column with no weight for IDLE_ROUNDS solves in a row
-                // leaves the master. Its row is not binding in the dual, so the optimum is
-                // unchanged; if it is violated again the weak learner finds it again. Keeps
-                // the LP, whose solves dominate long fits, at the size of the live ensemble.
-                // While the optimum is still zero (w = 0 is a solution: no margin yet),
-                // a vertex weighs nothing and no column counts as idle; they all stay until
-                // together they carry a margin.
-                idle.resize(hyps.len(), 0);
-                // A vertex's weights leave out columns that the interior point would
-                // weigh; a tight column (edge at gamma) is not idle either.
-                let tight = tight.unwrap_or_else(|| vec![false; ms.w.len()]);
-                for ((n, &w), &t) in idle.iter_mut().zip(&ms.w).zip(&tight) {
-                    *n = if w > 1e-9 || t { 0 } else { *n + 1 };
-                }
-                let keep: Vec<bool> = idle.iter().map(|&n| n < IDLE_ROUNDS).collect();
-                if keep.iter().any(|k| !k) {
-                    if let Some(wm) = warm.as_mut() {
-                        if wm.retain_columns(&keep).is_err() {
-                            warm = None;
-                        }
-                    }
-                    retain_flagged(&mut hyps, &keep);
-                    retain_flagged(&mut grouped, &keep);
-                    retain_flagged(&mut idle, &keep);
-                    retain_flagged(&mut ms.w, &keep);
-                    retain_flagged(&mut outs, &keep);
-                }
-                work = next_working_set(y, &outs, &ms);
-                if let Some(wm) = warm.as_mut().filter(|_| row_sets) {
-                    if wm.shrink(spare_rows(m), y, &outs, &grouped, &ms).is_err() {
-                        warm = None;
-                    }
-                }
-                master = Some(ms);
-            }
-            Err(e) if master.is_some() => {
-                hyps.truncate(before);
-                outs.truncate(before);
-                grouped.truncate(before);
-                stop_reason = format!("master LP failed in round {}: {e}", round + 1);
-                break;
-            }
-            Err(e) => return Err(e),
         }
     }
-    let master = master.ok_or_else(|| {
-        MilError::Training(format!(
-            "no hypothesis has a positive edge on this data ({stop_reason}); \
-             check that the classes differ, or try another kernel width or shapelet length"
-        ))
-    })?;
-    // The simplex ends at a vertex: of the optimal weights (ties are common) it picks one
-    // on few hypotheses. The interior-point solution spreads the vote over every optimal
-    // column, as the fits did before the simplex; one solve at the end keeps that vote.
-    let group = params.group_share.map(|s| (grouped.as_slice(), s));
-    // Over the last working set of bags, as the interior-point rounds are: bags join until
-    // every bag left out has its margin (the full LP's optimum; ACSF1Frames' fit 15 %
-    // faster than over every bag, each of 41 fits' accuracy the same).
-    let master = match warm_master {
-        true => match solve_master_on_bags(y, &outs, &caps, params.max_weight, group, &work) {
-            Ok((central, _)) if master.w.len() == hyps.len() => central,
-            _ => master,
-        },
-        false => master,
-    };
-    Ok(Boosted {
-        hypotheses: hyps.into_iter().zip(outs).collect(),
-        weights: master.w,
-        gamma: master.gamma,
-        rho: master.rho,
-        rounds,
-        stop_reason,
-        master_fallbacks,
-        interior_rounds,
-    })
+
+    /// Column deletion: a column with no weight for IDLE_ROUNDS solves in a row leaves the
+    /// master. Its row is not binding in the dual, so the optimum is unchanged; if it is
+    /// violated again the weak learner finds it again. Keeps the LP, whose solves dominate
+    /// long fits, at the size of the live ensemble. While the optimum is still zero (w = 0
+    /// is a solution: no margin yet), a vertex weighs nothing and no column counts as idle;
+    /// they all stay until together they carry a margin. Then the next working set of bags.
+    fn delete_idle(&mut self, ms: &mut MasterSolution, tight: Option<Vec<bool>>) {
+        self.idle.resize(self.hyps.len(), 0);
+        // A vertex's weights leave out columns that the interior point would weigh; a
+        // tight column (edge at gamma) is not idle either.
+        let tight = tight.unwrap_or_else(|| vec![false; ms.w.len()]);
+        for ((n, &w), &t) in self.idle.iter_mut().zip(&ms.w).zip(&tight) {
+            *n = if w > 1e-9 || t { 0 } else { *n + 1 };
+        }
+        let keep: Vec<bool> = self.idle.iter().map(|&n| n < IDLE_ROUNDS).collect();
+        if keep.iter().any(|k| !k) {
+            if let Some(wm) = self.warm.as_mut() {
+                if wm.retain_columns(&keep).is_err() {
+                    self.warm = None;
+                }
+            }
+            retain_flagged(&mut self.hyps, &keep);
+            retain_flagged(&mut self.grouped, &keep);
+            retain_flagged(&mut self.idle, &keep);
+            retain_flagged(&mut ms.w, &keep);
+            retain_flagged(&mut self.outs, &keep);
+        }
+        let y = self.y;
+        self.work = next_working_set(y, &self.outs, ms);
+        if let Some(wm) = self.warm.as_mut().filter(|_| self.row_sets) {
+            if wm
+                .shrink(spare_rows(y.len()), y, &self.outs, &self.grouped, ms)
+                .is_err()
+            {
+                self.warm = None;
+            }
+        }
+    }
+
+    /// Drops the columns a failed round added.
+    fn truncate(&mut self, before: usize) {
+        self.hyps.truncate(before);
+        self.outs.truncate(before);
+        self.grouped.truncate(before);
+    }
+
+    /// The simplex ends at a vertex: of the optimal weights (ties are common) it picks one
+    /// on few hypotheses. The interior-point solution spreads the vote over every optimal
+    /// column, as the fits did before the simplex; one solve at the end keeps that vote.
+    /// Over the last working set of bags, as the interior-point rounds are: bags join until
+    /// every bag left out has its margin (the full LP's optimum; ACSF1Frames' fit 15 %
+    /// faster than over every bag, each of 41 fits' accuracy the same).
+    fn central(&self, solution: MasterSolution) -> MasterSolution {
+        if !self.params.warm_master {
+            return solution;
+        }
+        let group = self
+            .params
+            .group_share
+            .map(|s| (self.grouped.as_slice(), s));
+        let p = &self.params;
+        match solve_master_on_bags(
+            self.y,
+            &self.outs,
+            &self.caps,
+            p.max_weight,
+            group,
+            &self.work,
+        ) {
+            Ok((central, _)) if solution.w.len() == self.hyps.len() => central,
+            _ => solution,
+        }
+    }
 }
 
 #[cfg(test)]

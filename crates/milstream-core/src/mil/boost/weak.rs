@@ -6,7 +6,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::mil::error::{MilError, Result};
-use crate::mil::lp::solver::ConicProgram;
+use crate::mil::lp::solver::{ConicProgram, ConicSolution};
 use crate::mil::online::rowsum::add_weighted_rows;
 use crate::mil::space::kernel_table::KernelTable;
 
@@ -285,22 +285,94 @@ fn solve_dc_step(
         .generation_rounds
         .filter(|_| kind == WeakKind::Op2)
         .map_or(MAX_CG_ROUNDS, |r| r.clamp(1, MAX_CG_ROUNDS));
-    let k = table.k;
-    // c_z = sum_{k: y_k=+1} d_k K(z, x_k*): the gradient of the linearised concave part.
-    let mut c = vec![0.0; k];
+    let c = linearised_gradient(table, y, d, active, alpha);
     let neg: Vec<usize> = active.iter().copied().filter(|&i| y[i] < 0.0).collect();
+    let mut rows = starting_rows(table, &neg, alpha, warm);
+    let mut cols = starting_columns(kind, &c, alpha, warm);
+    for round in 1..=MAX_CG_ROUNDS {
+        let sub = Subproblem {
+            table,
+            kind,
+            c: &c,
+            d,
+            neg: &neg,
+        };
+        let (p, first_row) = sub.program(&cols, &rows);
+        let sol = p.solve(&format!(
+            "weak learner subproblem {kind:?} (generation round {round}, {} rows, {} representatives)",
+            rows.len(),
+            cols.len()
+        ))?;
+        let cand = support(&sol.x[..cols.len()], &cols);
+        let mut added = sub.add_violated_rows(&sol, cols.len(), &cand, &mut rows);
+        if kind == WeakKind::Op2 && added == 0 {
+            added = sub.add_priced_columns(&sol, first_row, &rows, &mut cols);
+        }
+        // A step stopped short (`generation_rounds`) keeps a non-zero partial alpha.
+        if added == 0 || (round == last_round && last_round < MAX_CG_ROUNDS && !cand.is_empty()) {
+            if cand.is_empty() {
+                // alpha = 0 is optimal only when no shapelet separates the weighted bags.
+                return Ok(DcStep {
+                    alpha: alpha.to_vec(),
+                    solves: round,
+                    rows: rows.len(),
+                });
+            }
+            // Remember the binding rows and the support for the next call.
+            let mu = &sol.le_duals[first_row..];
+            warm.rows = rows
+                .iter()
+                .zip(mu)
+                .filter(|(_, &m)| m > 1e-9)
+                .map(|(&(_, x), _)| x)
+                .collect();
+            warm.cols = cand.iter().map(|&(z, _)| z).collect();
+            return Ok(DcStep {
+                alpha: cand,
+                solves: round,
+                rows: rows.len(),
+            });
+        }
+    }
+    Err(MilError::Training(format!(
+        "constraint generation did not converge in {MAX_CG_ROUNDS} rounds ({} rows, {} representatives)",
+        rows.len(),
+        cols.len()
+    )))
+}
+
+/// c_z = sum_{k: y_k=+1} d_k K(z, x_k*): the gradient of the linearised concave part, at
+/// each positive bag's best-matching instance under `alpha`.
+fn linearised_gradient(
+    table: &KernelTable,
+    y: &[f64],
+    d: &[f64],
+    active: &[usize],
+    alpha: &[(usize, f64)],
+) -> Vec<f64> {
+    let mut c = vec![0.0; table.k];
     for &i in active.iter().filter(|&&i| y[i] > 0.0) {
         let (_, x) = table.bag_score(i, alpha);
         for (cz, v) in c.iter_mut().zip(table.row(x)) {
             *cz += d[i] * v;
         }
     }
+    c
+}
+
+/// The first rows, `(negative bag r, instance x)`: each negative bag's best match under
+/// `alpha`, and the rows that bound the previous solutions (they usually bind again).
+fn starting_rows(
+    table: &KernelTable,
+    neg: &[usize],
+    alpha: &[(usize, f64)],
+    warm: &WorkingSet,
+) -> Vec<(usize, usize)> {
     let mut rows: Vec<(usize, usize)> = neg
         .iter()
         .enumerate()
         .map(|(r, &i)| (r, table.bag_score(i, alpha).1))
         .collect();
-    // Rows that bound the previous solutions usually bind again: start with them.
     for &x in &warm.rows {
         let i = table.bag_of(x);
         if let Ok(r) = neg.binary_search(&i) {
@@ -309,44 +381,78 @@ fn solve_dc_step(
             }
         }
     }
-    // Working set of representatives (columns).
-    let mut cols: Vec<usize> = match kind {
-        WeakKind::Op1 => (0..k).collect(),
-        WeakKind::Op2 => {
-            let mut by_grad: Vec<usize> = (0..k).collect();
-            by_grad.sort_by(|&a, &b| c[b].abs().total_cmp(&c[a].abs()));
-            let mut cols: Vec<usize> = alpha.iter().map(|&(z, _)| z).collect();
-            for &z in &warm.cols {
-                if !cols.contains(&z) {
-                    cols.push(z);
-                }
-            }
-            for z in by_grad.into_iter().take(INITIAL_COLUMNS) {
-                if !cols.contains(&z) {
-                    cols.push(z);
-                }
-            }
-            cols
-        }
-    };
+    rows
+}
 
-    for round in 1..=MAX_CG_ROUNDS {
-        let nc = cols.len();
-        // Variables. OP2: alpha (nc), t (nc) with |alpha_j| <= t_j, then lambda_r.
-        // OP1: alpha (k), then lambda_r. Generated rows touch alpha only, so the KKT
-        // system's dense block is nc x nc, not 2nc x 2nc as with alpha = a+ - a-.
-        let n_alpha = match kind {
-            WeakKind::Op2 => 2 * nc,
-            WeakKind::Op1 => nc,
-        };
-        let nv = n_alpha + neg.len();
+/// The first working set of representatives: OP1 all of them; OP2 alpha's support, the
+/// previous solution's, and the largest gradient entries.
+fn starting_columns(
+    kind: WeakKind,
+    c: &[f64],
+    alpha: &[(usize, f64)],
+    warm: &WorkingSet,
+) -> Vec<usize> {
+    let k = c.len();
+    if kind == WeakKind::Op1 {
+        return (0..k).collect();
+    }
+    let mut by_grad: Vec<usize> = (0..k).collect();
+    by_grad.sort_by(|&a, &b| c[b].abs().total_cmp(&c[a].abs()));
+    let mut cols: Vec<usize> = alpha.iter().map(|&(z, _)| z).collect();
+    for &z in &warm.cols {
+        if !cols.contains(&z) {
+            cols.push(z);
+        }
+    }
+    for z in by_grad.into_iter().take(INITIAL_COLUMNS) {
+        if !cols.contains(&z) {
+            cols.push(z);
+        }
+    }
+    cols
+}
+
+/// The alpha of a subproblem's solution over the working columns `cols`: its entries above
+/// interior-point noise, by representative.
+fn support(raw: &[f64], cols: &[usize]) -> Vec<(usize, f64)> {
+    let amax = raw.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+    let mut cand: Vec<(usize, f64)> = raw
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.abs() > ALPHA_ZERO * amax.max(1e-300))
+        .map(|(j, &v)| (cols[j], v))
+        .collect();
+    cand.sort_unstable_by_key(|&(z, _)| z);
+    cand
+}
+
+/// The convex problem (8) of one DC step, restricted to working rows and columns.
+struct Subproblem<'a> {
+    table: &'a KernelTable<'a>,
+    kind: WeakKind,
+    /// The linearised gradient (`linearised_gradient`).
+    c: &'a [f64],
+    d: &'a [f64],
+    /// The negative bags (with positive weight), row r of which is `neg[r]`.
+    neg: &'a [usize],
+}
+
+impl Subproblem<'_> {
+    /// The program over columns `cols` and rows `rows`, with the index of its first
+    /// generated row. Variables: OP2 alpha (nc), t (nc) with |alpha_j| <= t_j, then
+    /// lambda_r; OP1 alpha (k), then lambda_r. Generated rows touch alpha only, so the KKT
+    /// system's dense block is nc x nc, not 2nc x 2nc as with alpha = a+ - a-.
+    fn program(&self, cols: &[usize], rows: &[(usize, usize)]) -> (ConicProgram, usize) {
+        let (table, kind, k, nc) = (self.table, self.kind, self.table.k, cols.len());
+        let n_alpha = self.n_alpha(nc);
+        let nv = n_alpha + self.neg.len();
         let lam = |r: usize| n_alpha + r;
         let mut q = vec![0.0; nv];
         for (j, &z) in cols.iter().enumerate() {
-            q[j] = -c[z];
+            q[j] = -self.c[z];
         }
-        for (r, &i) in neg.iter().enumerate() {
-            q[lam(r)] = d[i];
+        for (r, &i) in self.neg.iter().enumerate() {
+            q[lam(r)] = self.d[i];
         }
         let mut p = ConicProgram::new(nv);
         p.set_objective(q);
@@ -380,7 +486,7 @@ fn solve_dc_step(
                 WeakKind::Op1 => k + 1,
             };
         // k_x' alpha <= lambda_r for the generated rows of negative bag r (eq. 8).
-        for &(r, x) in &rows {
+        for &(r, x) in rows {
             let kx = table.row(x);
             let mut row: Vec<(usize, f64)> = Vec::with_capacity(nc + 1);
             for (j, &z) in cols.iter().enumerate() {
@@ -389,84 +495,74 @@ fn solve_dc_step(
             row.push((lam(r), -1.0));
             p.add_le(row, 0.0);
         }
-        let sol = p.solve(&format!(
-            "weak learner subproblem {kind:?} (generation round {round}, {} rows, {nc} representatives)",
-            rows.len()
-        ))?;
-        let raw = &sol.x[..nc];
-        let amax = raw.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-        let mut cand: Vec<(usize, f64)> = raw
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| v.abs() > ALPHA_ZERO * amax.max(1e-300))
-            .map(|(j, &v)| (cols[j], v))
-            .collect();
-        cand.sort_unstable_by_key(|&(z, _)| z);
-        // Rows: every negative bag's most violated instance.
+        (p, first_row)
+    }
+
+    /// The variables before the lambdas, over `nc` working columns.
+    fn n_alpha(&self, nc: usize) -> usize {
+        match self.kind {
+            WeakKind::Op2 => 2 * nc,
+            WeakKind::Op1 => nc,
+        }
+    }
+
+    /// Adds every negative bag's most violated instance under `cand` as a row (the program
+    /// was over `nc` columns); how many.
+    fn add_violated_rows(
+        &self,
+        sol: &ConicSolution,
+        nc: usize,
+        cand: &[(usize, f64)],
+        rows: &mut Vec<(usize, usize)>,
+    ) -> usize {
+        let n_alpha = self.n_alpha(nc);
         let mut added = 0;
-        for (r, &i) in neg.iter().enumerate() {
-            let (s, x) = table.bag_score(i, &cand);
-            let lambda = sol.x[lam(r)];
+        for (r, &i) in self.neg.iter().enumerate() {
+            let (s, x) = self.table.bag_score(i, cand);
+            let lambda = sol.x[n_alpha + r];
             if s > lambda + VIOLATION_TOL * (1.0 + lambda.abs()) && !rows.contains(&(r, x)) {
                 rows.push((r, x));
                 added += 1;
             }
         }
-        // Columns (OP2): a representative outside the working set can improve the LP iff
-        // |c_z - sum mu K(z, x)| > beta, with beta the l1 row's dual and mu the generated
-        // rows' (the reduced costs of its alpha_z and t_z cannot both be made >= 0).
-        if kind == WeakKind::Op2 && added == 0 {
-            let beta = sol.le_duals[0];
-            let mu = &sol.le_duals[first_row..];
-            let mut priced: Vec<(f64, usize)> = (0..k)
-                .filter(|z| !cols.contains(z))
-                .map(|z| {
-                    let s: f64 = rows
-                        .iter()
-                        .zip(mu)
-                        .map(|(&(_, x), m)| m * table.row(x)[z])
-                        .sum();
-                    (beta - (c[z] - s).abs(), z)
-                })
-                .filter(|&(rc, _)| rc < -VIOLATION_TOL * (1.0 + beta.abs()))
-                .collect();
-            priced.sort_by(|a, b| a.0.total_cmp(&b.0));
-            for &(_, z) in priced.iter().take(COLUMNS_PER_ROUND) {
-                cols.push(z);
-                added += 1;
-            }
-        }
-        // A step stopped short (`generation_rounds`) keeps a non-zero partial alpha.
-        if added == 0 || (round == last_round && last_round < MAX_CG_ROUNDS && !cand.is_empty()) {
-            if cand.is_empty() {
-                // alpha = 0 is optimal only when no shapelet separates the weighted bags.
-                return Ok(DcStep {
-                    alpha: alpha.to_vec(),
-                    solves: round,
-                    rows: rows.len(),
-                });
-            }
-            // Remember the binding rows and the support for the next call.
-            let mu = &sol.le_duals[first_row..];
-            warm.rows = rows
-                .iter()
-                .zip(mu)
-                .filter(|(_, &m)| m > 1e-9)
-                .map(|(&(_, x), _)| x)
-                .collect();
-            warm.cols = cand.iter().map(|&(z, _)| z).collect();
-            return Ok(DcStep {
-                alpha: cand,
-                solves: round,
-                rows: rows.len(),
-            });
-        }
+        added
     }
-    Err(MilError::Training(format!(
-        "constraint generation did not converge in {MAX_CG_ROUNDS} rounds ({} rows, {} representatives)",
-        rows.len(),
-        cols.len()
-    )))
+
+    /// Columns (OP2): a representative outside the working set can improve the LP iff
+    /// |c_z - sum mu K(z, x)| > beta, with beta the l1 row's dual and mu the generated
+    /// rows' (the reduced costs of its alpha_z and t_z cannot both be made >= 0). Adds the
+    /// most negative few; how many.
+    fn add_priced_columns(
+        &self,
+        sol: &ConicSolution,
+        first_row: usize,
+        rows: &[(usize, usize)],
+        cols: &mut Vec<usize>,
+    ) -> usize {
+        let (table, c) = (self.table, self.c);
+        let beta = sol.le_duals[0];
+        let mu = &sol.le_duals[first_row..];
+        let mut priced: Vec<(f64, usize)> = (0..table.k)
+            .filter(|z| !cols.contains(z))
+            .map(|z| {
+                let s: f64 = rows
+                    .iter()
+                    .zip(mu)
+                    .map(|(&(_, x), m)| m * table.row(x)[z])
+                    .sum();
+                (beta - (c[z] - s).abs(), z)
+            })
+            .filter(|&(rc, _)| rc < -VIOLATION_TOL * (1.0 + beta.abs()))
+            .collect();
+        priced.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let new: Vec<usize> = priced
+            .iter()
+            .take(COLUMNS_PER_ROUND)
+            .map(|&(_, z)| z)
+            .collect();
+        cols.extend(&new);
+        new.len()
+    }
 }
 
 /// The spaces whose weak learner (its one-hot start, then the DC loop when on) runs: the

@@ -44,6 +44,19 @@ impl AppIds {
             next,
         }
     }
+
+    /// The app id that guards a segment's commit: the partition's (`next`), or for a
+    /// late-labels segment one of its own, `<next>/late/<first offset>`. Late labels' rows
+    /// lie below the partition's progress by design (their segment was sealed before they
+    /// joined); a replay joins them again into the same segment, which its own `txn` then
+    /// finds committed.
+    fn guard(&self, seg: &Segment) -> String {
+        if seg.late_labels {
+            format!("{}/late/{}", self.next, seg.first_offset)
+        } else {
+            self.next.clone()
+        }
+    }
 }
 
 /// A segment's rows of one kind from a source offset on, as a batch and the file's
@@ -76,23 +89,19 @@ pub fn append(
     rows: Rows,
 ) -> std::io::Result<Appended> {
     let dir = log.lock().expect("table log").dir;
+    let guard = app.guard(seg);
     for _ in 0..COMMIT_RACES {
         let held = {
             let mut l = log.lock().expect("table log");
             if l.version.is_none() {
                 l.catch_up(store)?;
             }
-            l.txn(&app.next)
+            l.txn(&guard)
         };
-        // Late labels' rows lie below the partition's progress by design (their segment
-        // was sealed): they are appended as they come (see docs/DELIVERY.md).
+        // A late-labels segment is committed whole or not at all (its guard is its own).
         let from = match held {
-            Some(h) if !seg.late_labels => {
-                if h > seg.last_offset {
-                    return Ok(Appended::Held);
-                }
-                h.max(seg.first_offset)
-            }
+            Some(h) if h > seg.last_offset => return Ok(Appended::Held),
+            Some(h) if !seg.late_labels => h.max(seg.first_offset),
             _ => seg.first_offset,
         };
         let Some((batch, meta)) = rows(from) else {
@@ -118,7 +127,7 @@ pub fn append(
         };
         let schema = schema_string(&batch.schema()).map_err(std::io::Error::other)?;
         let mut l = log.lock().expect("table log");
-        match commit_file(store, &mut l, app, seg, (add, &schema), held) {
+        match commit_file(store, &mut l, (app, &guard), seg, (add, &schema), held) {
             Ok(true) => return Ok(Appended::Committed(size)),
             // The partition's progress moved under us: this file's rows are stale.
             Ok(false) => {
@@ -135,25 +144,34 @@ pub fn append(
     )))
 }
 
-/// Commits `add` as the next version while the partition's `txn` is still `held`: true when
-/// made, false when another writer moved it meanwhile (the file must be rewritten).
+/// Commits `add` as the next version while the segment's guarding `txn` is still `held`:
+/// true when made, false when another writer moved it meanwhile (the file must be
+/// rewritten).
 fn commit_file(
     store: &Store,
     l: &mut TableLog,
-    app: &AppIds,
+    (app, guard): (&AppIds, &str),
     seg: &Segment,
     (add, schema): (Add, &str),
     held: Option<i64>,
 ) -> Result<bool, CommitError> {
     loop {
-        if l.txn(&app.next) != held {
+        if l.txn(guard) != held {
             return Ok(false);
         }
         let version = l.version.map_or(0, |v| v + 1);
         let mut actions = table_actions(l, schema)?;
         let now = now_ms();
-        let next = (seg.last_offset + 1).max(held.unwrap_or(i64::MIN));
+        // The partition's progress never goes back (a late segment lies below it).
+        let next = (seg.last_offset + 1).max(l.txn(&app.next).unwrap_or(i64::MIN));
         actions.push(Action::Add(add.clone()));
+        if guard != app.next {
+            actions.push(Action::Txn(Txn {
+                app_id: guard.to_string(),
+                version: seg.last_offset + 1,
+                last_updated: Some(now),
+            }));
+        }
         actions.push(Action::Txn(Txn {
             app_id: app.next.clone(),
             version: next,
@@ -244,4 +262,56 @@ fn uuid_text(hex: &str) -> String {
         &hex[16..20],
         &hex[20..32]
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::Int64Array;
+    use arrow_schema::{DataType, Field, Schema};
+
+    use super::*;
+
+    fn one_row(_from: i64) -> Option<(RecordBatch, Vec<(String, String)>)> {
+        let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, false)]));
+        let column = Arc::new(Int64Array::from(vec![7]));
+        Some((
+            RecordBatch::try_new(schema, vec![column]).unwrap(),
+            Vec::new(),
+        ))
+    }
+
+    fn adds(dir: &std::path::Path) -> usize {
+        std::fs::read_dir(dir.join("evaluations/_delta_log"))
+            .unwrap()
+            .map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap())
+            .map(|text| text.lines().filter(|l| l.starts_with("{\"add\"")).count())
+            .sum()
+    }
+
+    /// A replay joins late labels into the same late segment again: its own `txn` holds
+    /// it, so the table gets its rows once; the partition's progress does not go back.
+    #[test]
+    fn a_late_labels_segment_is_committed_once_and_never_moves_the_partition_back() {
+        let dir = std::env::temp_dir().join(format!("delta-late-{}", rand::random::<u64>()));
+        let store = Store::Local(dir.clone());
+        let log = Mutex::new(TableLog::new("evaluations"));
+        let app = AppIds::new("g", "labels", 0);
+        let mut seg = Segment::new("labels", 0, 0, 1_732_550_400_000);
+        seg.last_offset = 9;
+        let late = Segment::late_labels("labels", 0, (3, 5), 1_732_550_400_000);
+        let append = |seg: &Segment| append(&store, &log, &app, (seg, false), &one_row).unwrap();
+        assert!(matches!(append(&seg), Appended::Committed(_)));
+        assert!(matches!(append(&late), Appended::Committed(_)));
+        // The crash replay: both segments again.
+        assert!(matches!(append(&late), Appended::Held));
+        assert!(matches!(append(&seg), Appended::Held));
+        assert_eq!(adds(&dir), 2);
+        let mut fresh = TableLog::new("evaluations");
+        fresh.catch_up(&store).unwrap();
+        assert_eq!(fresh.txn(&app.next), Some(10));
+        assert_eq!(fresh.txn(&format!("{}/late/3", app.next)), Some(6));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
