@@ -3,8 +3,8 @@
 
 For each development set, trains a model on its training part (the CLI's defaults, and the
 paper's form `--paper --binary single`), runs `predict --explain --top K` on its test part
-and reports the quartiles of `shown_share` (the share of the decision margin the top K
-findings carry, as `explain --out` titles it and prediction rows carry it). MUSK1 has no
+and reports the quartiles of `shown_share` (the share of the decision margin beyond the
+baseline the top K findings carry, as `explain --out` titles it and prediction rows carry it). MUSK1 has no
 split: its even-numbered bags train, the odd ones are measured. Writes a markdown page.
 
     cargo build --release && scripts/explanation-share.py [--top 5] [--out docs/EXPLANATIONS.md]
@@ -98,17 +98,29 @@ def main():
                 print(f"{name}, {form}: median {med:.0%} (quartiles {q1:.0%}-{q3:.0%}) over {len(shares)}",
                       file=sys.stderr)
             rows.append((name, cells))
+    # The page's sections after the generated table (from "## Against a baseline" on) are
+    # kept as they are (scripts/explanation-baseline.py writes that one's table).
+    kept = ""
+    if os.path.exists(a.out):
+        with open(a.out) as f:
+            page = f.read()
+        at = page.find("\n## Against a baseline")
+        kept = page[at:] if at >= 0 else ""
     with open(a.out, "w") as f:
         f.write("# How much of a decision the explanations show\n\n")
         f.write(
-            f"The share of the decision margin (the score `explain --out` titles, less its bias) that\n"
-            f"the top {a.top} findings carry (`shown_share` in `explain --json`, prediction rows and\n"
+            f"The share of the decision margin beyond the baseline (the score `explain --out` titles,\n"
+            f"less its baseline: the bias plus each hypothesis's weight times its mean output over the\n"
+            f"training set, so each finding is what this case adds beyond the average training case)\n"
+            f"that the top {a.top} findings carry (`shown_share` in `explain --json`, prediction rows and\n"
             f"`predict --explain`; the model card gives it on the training set): median and\n"
             f"quartiles over the test series of each development set, with the defaults every user\n"
             f"gets and with the paper's form. MUSK1 has no split: its even-numbered bags train, the\n"
             f"odd ones are measured. Written by `scripts/explanation-share.py` at commit {commit}\n"
             f"(deterministic, seed 0).\n\n"
-            f"A share above 100 % means the findings shown outvote the rest, which pulls the other way.\n\n"
+            f"A share above 100 % means the findings shown outvote the rest, which pulls the other way\n"
+            f"(the figure's title says so); below 0, the rest outweighs them. Artifacts from before\n"
+            f"the baseline (no `hypothesis_means`) read against a zero baseline: the bias alone.\n\n"
         )
         f.write("| data set | test samples | defaults: median (quartiles) | paper's form: median (quartiles) |\n")
         f.write("|---|---|---|---|\n")
@@ -118,6 +130,7 @@ def main():
                 + " | ".join(f"{m:.0%} ({q1:.0%}-{q3:.0%})" for m, q1, q3, _ in cells).replace("%", " %")
                 + " |\n"
             )
+        f.write(kept)
     print(f"wrote {a.out} (commit {commit})", file=sys.stderr)
 
 

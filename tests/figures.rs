@@ -655,7 +655,7 @@ fn inspect_prints_the_model_card() {
     assert!(0.0 < q1 && q1 <= median && median <= q3, "{e}");
     assert!(
         text.contains(&format!(
-            "explanations the top 5 findings carry {:.0} % of the decision margin",
+            "explanations the top 5 findings carry {:.0} % of the decision margin beyond the baseline",
             100.0 * median
         )),
         "{text}"
@@ -818,7 +818,7 @@ fn entry_value(text: &str) -> f64 {
 /// two-class series (GunPoint), ten classes (ACSF1, the pooled head), six channels
 /// (BasicMotions) and a MUSK1 bag, read back from their SVG: at most K + 1 legend entries per
 /// panel, none printing as zero, every coloured line in the colour of an entry, and panel
-/// (a)'s entries (each finding once, the rest) plus the bias summing to the title's score.
+/// (a)'s entries (each finding once, the rest) plus the baseline summing to the title's score.
 #[test]
 fn default_figures_keep_their_legends_short_and_summing_to_the_score() {
     let dir = scratch("figures-defaults");
@@ -895,7 +895,7 @@ fn default_figures_keep_their_legends_short_and_summing_to_the_score() {
             Some(v.parse().unwrap())
         };
         let score = after(" = ").expect("the title states the score");
-        let bias = after("(bias ").unwrap_or(0.0);
+        let bias = after("(baseline ").unwrap_or(0.0);
         let sum: f64 = a.iter().map(|e| entry_value(&e.text)).sum::<f64>() + bias;
         assert!(
             (sum - score).abs() <= 1e-4 * (a.len() + 2) as f64,

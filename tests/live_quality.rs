@@ -609,6 +609,7 @@ fn the_default_detectors_raise_no_false_alarm_on_20000_stationary_labels_and_fin
             top: Vec::new(),
             findings: None,
             shown_share: None,
+            probabilities: Vec::new(),
             source_topic: "points".into(),
             source_partition: 0,
             source_offset: n as i64,

@@ -152,6 +152,7 @@ fn output_records() {
             channel: None,
         }]),
         shown_share: Some(1.0),
+        probabilities: vec![0.9, 0.1],
         source_topic: "milstream.points".into(),
         source_partition: 0,
         source_offset: 9,

@@ -44,12 +44,6 @@ def _native_call(call, *args, **kwargs):
         raise ValueError(_params.python_message(str(e))) from None
 
 
-def _softmax(scores):
-    z = scores - scores.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
-
-
 class _MilstreamClassifier(ClassifierMixin, BaseEstimator):
     """What both estimators share; subclasses set ``_bags`` and ``_names``."""
 
@@ -134,6 +128,14 @@ class _MilstreamClassifier(ClassifierMixin, BaseEstimator):
     # -- scoring --------------------------------------------------------------------------
 
     def _native_predict(self, X):
+        cases = self._checked_cases(X)
+        index, scores = _native_call(
+            self._model.predict, cases, self._bags, _n_threads(self.n_jobs)
+        )
+        scores = np.asarray(scores, dtype=np.float64).reshape(len(cases), -1)
+        return self._to_classes[np.asarray(index, dtype=np.intp)], scores[:, self._order]
+
+    def _checked_cases(self, X):
         check_is_fitted(self)
         cases, width = self._cases(X)
         if not self._bags and len(cases[0]) != self.n_channels_:
@@ -154,11 +156,7 @@ class _MilstreamClassifier(ClassifierMixin, BaseEstimator):
                     "or a list of arrays)"
                 )
             )
-        index, scores = _native_call(
-            self._model.predict, cases, self._bags, _n_threads(self.n_jobs)
-        )
-        scores = np.asarray(scores, dtype=np.float64).reshape(len(cases), -1)
-        return self._to_classes[np.asarray(index, dtype=np.intp)], scores[:, self._order]
+        return cases
 
     def predict(self, X):
         """The predicted class of each case (the library's ``predict``: the class with the
@@ -181,20 +179,25 @@ class _MilstreamClassifier(ClassifierMixin, BaseEstimator):
         return scores
 
     def predict_proba(self, X):
-        """Softmax of the class scores: p_c = exp(g_c) / sum_k exp(g_k). A monotone map
-        (a larger score never gets a smaller probability; the argmax is ``predict``'s
-        class); not calibrated: with two classes p(classes_[1]) is the logistic of
-        ``decision_function``. Calibrate with ``sklearn.calibration.CalibratedClassifierCV``
-        when probabilities must be frequencies."""
-        return _softmax(self.class_scores(X))
+        """Class probabilities ``(n_cases, n_classes)`` in ``classes_`` order: softmax(a g)
+        of the class scores g with one scale a fitted when the model was, on held-out folds
+        of its training set (temperature scaling; the library's ``predict_proba``, the
+        daemon's prediction rows' ``probabilities``). A monotone map: the argmax is
+        ``predict``'s class. Artifacts from before the calibration, and the bag kinds other
+        than lpboost, give the softmax of the scores (a = 1)."""
+        cases = self._checked_cases(X)
+        p = _native_call(self._model.predict_proba, cases, self._bags, _n_threads(self.n_jobs))
+        p = np.asarray(p, dtype=np.float64).reshape(len(cases), -1)
+        return p[:, self._order]
 
     # -- explanations -----------------------------------------------------------------------
 
     def explain(self, X, as_frame=False):
         """Per case the decision, the class scores and every hypothesis's contribution:
         its offset (the maximising subsequence's start, or instance for a bag), length,
-        dilation, view, normalisation, channel, similarity h_j, weight w_j and contribution
-        w_j h_j, as ``milstream explain`` gives them. A list of dicts, or with
+        dilation, view, normalisation, channel, similarity h_j, weight w_j, baseline (h_j's
+        mean over the training set) and contribution w_j (h_j - baseline): what this case
+        adds beyond the training set's average one, as ``milstream explain`` gives them. A list of dicts, or with
         ``as_frame=True`` a pandas DataFrame in long form (one row per case and hypothesis,
         the class scores as ``score_<class>`` columns)."""
         check_is_fitted(self)
@@ -299,6 +302,7 @@ def _contribution(c):
         "channel": c.get("channel", 0),
         "similarity": c["similarity"],
         "weight": c["weight"],
+        "baseline": c.get("baseline", 0.0),
         "contribution": c["contribution"],
         "asserts": c.get("asserts", {"kind": "match"})["kind"],
     }

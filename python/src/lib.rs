@@ -214,6 +214,32 @@ impl PyModel {
         })
     }
 
+    /// Per case the class probabilities (aligned with `classes`), as `Model::predict_proba`
+    /// gives them: calibrated on held-out folds when the model was (`calibration.rs`).
+    #[pyo3(signature = (cases, bags, n_jobs=None))]
+    fn predict_proba(
+        &self,
+        py: Python<'_>,
+        cases: Vec<Vec<Vec<f64>>>,
+        bags: bool,
+        n_jobs: Option<usize>,
+    ) -> PyResult<Vec<Vec<f64>>> {
+        let model = Arc::clone(&self.model);
+        run_released(py, n_jobs, move || {
+            use rayon::prelude::*;
+            samples(cases, bags)?
+                .par_iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    let (_, p) = model
+                        .predict_proba(s)
+                        .map_err(|e| anyhow::anyhow!("X[{i}]: {e}"))?;
+                    Ok(p)
+                })
+                .collect()
+        })
+    }
+
     /// Per case the explanation as JSON: the prediction and every hypothesis's
     /// contribution (`Model::explain`, what `milstream explain` prints).
     #[pyo3(signature = (cases, bags, n_jobs=None))]

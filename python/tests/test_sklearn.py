@@ -68,3 +68,44 @@ def test_predict_proba_is_a_monotone_map_of_the_scores(gunpoint):
     assert (np.argsort(s, axis=1) == np.argsort(p, axis=1)).all()
     order = np.argsort(clf.decision_function(Xt), kind="stable")
     assert (np.diff(p[order, 1]) >= 0).all()
+
+
+def test_predict_proba_is_calibrated_and_older_artifacts_give_the_softmax(gunpoint, tmp_path):
+    """Issue 73: softmax(a g) with the artifact's scale a, fitted on held-out folds; the
+    probabilities are no longer about 0.5 whatever the margin. An artifact without the
+    calibration (older ones) loads and gives softmax(g)."""
+    import json
+
+    X, y, Xt, yt = gunpoint
+    clf = ShapeletClassifier().fit(X, y)
+    art = json.loads(clf._model.to_json())
+    a = art["model"]["calibration"]["scale"]
+    assert a > 1.0 and art["model"]["calibration"]["held_out"] == len(y)
+    s = clf.class_scores(Xt)
+    z = np.exp(a * (s - s.max(axis=1, keepdims=True)))
+    p = clf.predict_proba(Xt)
+    np.testing.assert_allclose(p, z / z.sum(axis=1, keepdims=True), rtol=1e-9)
+    assert p.max(axis=1).mean() > 0.8, p.max(axis=1).mean()
+    del art["model"]["calibration"]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(art))
+    old = ShapeletClassifier.load(path)
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(old.predict_proba(Xt), e / e.sum(axis=1, keepdims=True), rtol=1e-9)
+
+
+def test_explain_reads_contributions_against_the_training_mean(gunpoint):
+    """Issue 73: each contribution is w (similarity - baseline), the baseline its
+    hypothesis's mean similarity over the training set: over the training set every
+    hypothesis's contributions average zero."""
+    X, y, _, _ = gunpoint
+    clf = ShapeletClassifier().fit(X, y)
+    sums = {}
+    for case in clf.explain(X):
+        for c in case["contributions"]:
+            np.testing.assert_allclose(
+                c["contribution"], c["weight"] * (c["similarity"] - c["baseline"]), atol=1e-12
+            )
+            key = (c["class"], c["hypothesis"])
+            sums[key] = sums.get(key, 0.0) + c["contribution"]
+    assert sums and all(abs(v) < 1e-9 for v in sums.values()), sums

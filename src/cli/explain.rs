@@ -71,7 +71,8 @@ pub fn run(args: ExplainArgs) -> Result<()> {
                 .map(|f| format!("{}: {}", f.text, milstream::figure::legend_text(f.value)))
                 .collect();
             println!(
-                "wrote {}: predicted {}{}, {} = {}, {:.0} % of it in the top {}; {}",
+                "wrote {}: predicted {}{}, {} = {} (baseline {}), {:.0} % of its distance from the \
+                 baseline in the top {}; {}",
                 out.display(),
                 fig.label,
                 fig.truth
@@ -84,6 +85,7 @@ pub fn run(args: ExplainArgs) -> Result<()> {
                     format!("g({}) - g({})", fig.positive, fig.negative)
                 },
                 milstream::figure::legend_text(fig.score),
+                milstream::figure::legend_text(fig.bias),
                 100.0 * fig.shown_share,
                 fig.findings.len(),
                 findings.join("; ")

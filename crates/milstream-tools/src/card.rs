@@ -428,8 +428,8 @@ fn shapelet_text(m: &ShapeletModel, s: &mut String) {
     if let Some(e) = &m.summary.shown_shares {
         let _ = writeln!(
             s,
-            "explanations the top {} findings carry {:.0} % of the decision margin (median over \
-             the {} training examples; quartiles {:.0}-{:.0} %)",
+            "explanations the top {} findings carry {:.0} % of the decision margin beyond the \
+             baseline (median over the {} training examples; quartiles {:.0}-{:.0} %)",
             e.top,
             100.0 * e.median,
             e.n,

@@ -121,8 +121,10 @@ pub struct Figure {
     /// The model's class count: above two, `positive` is the predicted class and
     /// `negative` the runner-up.
     pub classes: usize,
-    /// The ensembles' bias (the weight of the constant hypotheses; 0 in the paper's form,
-    /// where g(B) = sum_j w_j h_j(B), eq. 2): the contributions plus the bias make the score.
+    /// The baseline (`findings::baseline`): the ensembles' bias (the weight of the constant
+    /// hypotheses; 0 in the paper's form, where g(B) = sum_j w_j h_j(B), eq. 2) plus each
+    /// hypothesis's weight times its training-set mean output. The contributions, read
+    /// against those means, plus the baseline make the score.
     pub bias: f64,
     pub input: Input,
     /// Figure 1(a) (or the bars of a bag): one per hypothesis, largest |value| first.
@@ -133,10 +135,10 @@ pub struct Figure {
     /// subsequence covers (one finding, their contributions summed), the `top` largest by
     /// |value|, largest first.
     pub findings: Vec<Finding>,
-    /// The rest, as one legend entry, so the entries sum to the score less the bias.
+    /// The rest, as one legend entry, so the entries sum to the score less the baseline.
     pub other: Option<Other>,
-    /// The share of the contributions' sum (the score less the bias) that the findings shown
-    /// carry: 1 when they are all of it.
+    /// The share of the contributions' sum (the score less the baseline) that the findings
+    /// shown carry: 1 when they are all of it.
     pub shown_share: f64,
 }
 
@@ -190,10 +192,10 @@ pub fn figure(
             length: c.length,
             positions,
             values,
-            value: w * c.similarity,
+            value: w * (c.similarity - c.baseline),
         };
         let n = channels.first().map_or(0, |v| v.len());
-        parts.push((covers(c, n), w * c.similarity, c));
+        parts.push((covers(c, n), w * (c.similarity - c.baseline), c));
         if channels.is_empty() {
             maximizers.push(segment(0, Vec::new(), Vec::new()));
             continue;
@@ -270,7 +272,7 @@ pub fn figure(
         score,
         single,
         classes: classes.len(),
-        bias: crate::mil::findings::bias(model, &o),
+        bias: crate::mil::findings::baseline(model, &o),
         input: match sample {
             Sample::Series(v) => Input::Series(v.clone()),
             Sample::Bag(b) => Input::Bag { instances: b.len() },

@@ -7,6 +7,7 @@
 
 pub mod bag;
 pub mod boost;
+pub mod calibration;
 pub mod cancel;
 pub mod error;
 pub mod findings;

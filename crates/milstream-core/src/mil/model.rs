@@ -199,6 +199,7 @@ macro_rules! instance_machine {
                     unit_exp: 0,
                     similarity: f,
                     weight: 1.0,
+                    baseline: 0.0,
                     contribution: f,
                     asserts: Default::default(),
                 };
@@ -254,6 +255,7 @@ impl BinaryMachine for BoxSvmModel {
                     0.0
                 },
                 weight: self.weights[j],
+                baseline: 0.0,
                 contribution: t,
                 asserts: Default::default(),
             })
@@ -384,6 +386,10 @@ impl<M: BinaryMachine> BagModel<M> {
 }
 
 /// A trained model of any kind.
+// The shapelet model is the largest variant by a few hundred bytes: a process holds a
+// handful of models (each serving one behind an Arc), never arrays of them, so a box would
+// buy nothing and cost every match an indirection.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Model {
@@ -579,6 +585,24 @@ impl Model {
             Model::LpboostShapelet(m) => m.predict(sample),
             _ => Ok(self.explain(sample)?.prediction),
         }
+    }
+
+    /// Class probabilities of a prediction this model made (aligned with `classes`): a
+    /// shapelet model's calibrated softmax(a s) (`calibration.rs`), else (older artifacts,
+    /// the other kinds) the softmax of the scores.
+    pub fn probabilities(&self, prediction: &Prediction) -> Vec<f64> {
+        let calibration = match self {
+            Model::LpboostShapelet(m) => m.calibration.as_ref(),
+            _ => None,
+        };
+        super::calibration::probabilities(calibration, &prediction.scores)
+    }
+
+    /// `predict` and its class probabilities.
+    pub fn predict_proba(&self, sample: &Sample) -> Result<(Prediction, Vec<f64>)> {
+        let prediction = self.predict(sample)?;
+        let p = self.probabilities(&prediction);
+        Ok((prediction, p))
     }
 
     pub fn explain(&self, sample: &Sample) -> Result<Explanation> {

@@ -51,7 +51,12 @@ pub struct Contribution {
     /// h_j(B) = max_x sum_z alpha_z K(z, x).
     pub similarity: f64,
     pub weight: f64,
-    /// w_j h_j(B).
+    /// h_j's mean over the model's training set: the baseline this bag is read against (0
+    /// in older artifacts and for kinds without one; `findings/baseline.rs`).
+    #[serde(default, skip_serializing_if = "super::space::is_default")]
+    pub baseline: f64,
+    /// w_j (h_j(B) - baseline): what this bag adds to the score beyond the training set's
+    /// average bag (the average joins the bias).
     pub contribution: f64,
     /// What the hypothesis asserts (absent: `match`, the paper's max similarity).
     #[serde(default, skip_serializing_if = "Asserts::is_match")]

@@ -58,7 +58,7 @@ impl ShapeletModel {
     }
 
     /// Per ensemble, per hypothesis: (h_j(B), index of the maximising instance).
-    fn hypothesis_outputs(&self, sample: &Sample) -> Result<Vec<Vec<(f64, usize)>>> {
+    pub(crate) fn hypothesis_outputs(&self, sample: &Sample) -> Result<Vec<Vec<(f64, usize)>>> {
         self.check_sample(sample)?;
         let mut out: Vec<Vec<(f64, usize)>> = self
             .ensembles
@@ -191,6 +191,8 @@ impl ShapeletModel {
                     Some(head) => (predicted, flat, head.weights[predicted][flat]),
                     None => (ens.positive_class, j, h.weight),
                 };
+                // The training set's mean output: the contribution is read against it.
+                let mean = self.hypothesis_means.get(flat).copied().unwrap_or(0.0);
                 flat += 1;
                 let v = values[e][j];
                 let sp = &self.spaces[h.space];
@@ -207,7 +209,8 @@ impl ShapeletModel {
                     unit_exp: sp.unit_exp,
                     similarity: v,
                     weight,
-                    contribution: weight * v,
+                    baseline: mean,
+                    contribution: weight * (v - mean),
                     asserts: match h.threshold {
                         Some(t) if t.position => super::prediction::Asserts::Position {
                             at: t.at,

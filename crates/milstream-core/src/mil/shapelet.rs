@@ -86,6 +86,15 @@ pub struct ShapeletModel {
     /// `decision.rs`; empty in older artifacts and on classes of about equal size).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub class_offsets: Vec<f64>,
+    /// The scale of the decided class scores into probabilities, fitted on held-out folds
+    /// (`calibration.rs`); None in older artifacts: the softmax of the scores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<super::calibration::Calibration>,
+    /// Each hypothesis's mean output over the training set, in model order: the baseline
+    /// explanations are read against (`findings/baseline.rs`); empty in older artifacts (a
+    /// zero baseline).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hypothesis_means: Vec<f64>,
     /// What the incremental scorer derives from the model (each used space's kept
     /// representatives, its hypotheses), made on first use and shared by every series.
     #[serde(skip)]
@@ -129,7 +138,7 @@ impl ShapeletModel {
             prepare(ds, params)?
         };
         let mut m = Self::fit_prepared(&prepared, ds, params, cancel)?;
-        m.place_decision(&prepared, ds, params, cancel)?;
+        m.place_and_calibrate(&prepared, ds, params, cancel)?;
         m.summary.train_seconds = start.elapsed().as_secs_f64();
         Ok(m)
     }
@@ -224,6 +233,8 @@ impl ShapeletModel {
             head,
             decision_offset: 0.0,
             class_offsets: Vec::new(),
+            calibration: None,
+            hypothesis_means: Vec::new(),
             incremental: Default::default(),
         })
     }
@@ -682,6 +693,8 @@ mod tests {
             head: None,
             decision_offset: 0.0,
             class_offsets: Vec::new(),
+            calibration: None,
+            hypothesis_means: Vec::new(),
             incremental: Default::default(),
         }
     }

@@ -294,22 +294,38 @@ fn title_lines(fig: &Figure, chars: usize) -> Vec<String> {
     } else {
         String::new()
     };
-    // A bias that prints as zero is rounding (the master LP's constant hypotheses).
+    // A baseline that prints as zero is rounding (the master LP's constant hypotheses).
     let bias = if fig.bias.abs() >= 5e-5 {
-        format!(" (bias {})", legend_text(fig.bias))
+        format!(" (baseline {})", legend_text(fig.bias))
     } else {
         String::new()
     };
     let second = format!(
-        "{score} = {}{bias}{versus}; warm votes for {}, cool for {}; the findings shown carry {:.0} % of it",
+        "{score} = {}{bias}{versus}; warm votes for {}, cool for {}; the findings shown carry {}",
         legend_text(fig.score),
         fig.positive,
         fig.negative,
-        fig.shown_share * 100.0
+        share_text(fig.shown_share)
     );
     let mut lines = vec![format!("{}: predicted {}{truth}", fig.id, fig.label)];
     lines.extend(wrap(&second, chars));
     lines
+}
+
+/// The findings' share of the score less the baseline, and why when it is not between 0
+/// and 100 %: the rest pulls the other way (above), or outweighs them (below zero).
+pub fn share_text(share: f64) -> String {
+    let pct = share * 100.0;
+    if share > 1.0 + 5e-3 {
+        format!(
+            "{pct:.0} % of its distance from the baseline (the rest pulls {:.0} % the other way)",
+            pct - 100.0
+        )
+    } else if share < -5e-3 {
+        format!("{pct:.0} % of its distance from the baseline (the rest outweighs them)")
+    } else {
+        format!("{pct:.0} % of its distance from the baseline")
+    }
 }
 
 /// `bitmap`: drawn by plotters' own rasteriser, whose joins of thick lines spike at sharp

@@ -287,6 +287,7 @@ mod tests {
             unit_exp: 0,
             similarity,
             weight: 1.0,
+            baseline: 0.0,
             contribution: similarity,
             asserts,
         }

@@ -6,8 +6,11 @@
 
 use serde::Serialize;
 
+mod baseline;
 mod group;
 mod shares;
+
+pub use baseline::baseline;
 
 pub use group::{extraction, findings_of, space_name, FindingKey};
 pub use shares::{quartiles, record_shown_shares, shown_shares, TOP_FINDINGS};
@@ -81,8 +84,8 @@ pub fn orientation(model: &ShapeletModel, prediction: &Prediction) -> Orientatio
 }
 
 /// The bias of the oriented score (the weight of the constant hypotheses; 0 in the paper's
-/// form): the findings, the rest and this sum to `o.score`. The figure and the live view
-/// state it beside their legends.
+/// form). With the hypotheses' training means it makes the [`baseline`], which the figure
+/// and the live view state beside their legends.
 pub fn bias(model: &ShapeletModel, o: &Orientation) -> f64 {
     let b = |c: usize| -> f64 {
         model
@@ -147,7 +150,7 @@ pub fn explanation_findings(
         .iter()
         .filter_map(|c| {
             let w = weight_in_score(model, &o, &c.class, c.hypothesis, c.weight)?;
-            Some((covers(c, n), w * c.similarity, c))
+            Some((covers(c, n), w * (c.similarity - c.baseline), c))
         })
         .collect();
     findings_of(parts, top, n)

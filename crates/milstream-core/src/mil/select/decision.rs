@@ -12,6 +12,7 @@ use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
 use crate::mil::bag::Dataset;
+use crate::mil::calibration::Calibration;
 use crate::mil::cancel::Cancel;
 use crate::mil::error::Result;
 use crate::mil::params::{BinaryMode, FitParams};
@@ -40,12 +41,17 @@ const PRIOR: f64 = 1e-3;
 /// Where the decision moves, from held-out scores.
 #[derive(Debug, Clone, PartialEq)]
 enum Placement {
-    /// Classes of about equal size, bags, or the option off: where the scores meet.
-    Unchanged,
     /// Two classes: the first when s_0 - s_1 > t.
     TwoClass(f64),
     /// More than two: the class of the largest s_c + offset_c.
     PerClass(Vec<f64>),
+}
+
+/// Held-out scores of a training set: per example, the class scores (`Prediction::scores`)
+/// of a model fitted as this one is on the other folds, and the example's class index.
+struct HeldOut {
+    scores: Vec<Vec<f64>>,
+    label: Vec<usize>,
 }
 
 impl ShapeletModel {
@@ -58,31 +64,59 @@ impl ShapeletModel {
         params: &FitParams,
         cancel: Cancel,
     ) -> Result<()> {
-        match Self::placement(prepared, train, params, cancel)? {
-            Placement::Unchanged => {}
-            Placement::TwoClass(t) => self.decision_offset = t,
-            Placement::PerClass(offsets) => self.class_offsets = offsets,
+        if !Self::moves_decision(train, params)? {
+            return Ok(());
+        }
+        if let Some(held) = Self::held_out(prepared, train, params, cancel)? {
+            self.apply(placement(&held, train.classes().len()));
         }
         Ok(())
     }
 
-    /// Where this fit's model should decide. Two classes: the offset t, the midpoint of the
-    /// two classes' median s_0 - s_1 over held-out training series. More than two: one
-    /// offset a class, b_c / a from the multinomial logistic fit of softmax(a s + b) to the
-    /// held-out scores (the biases of maximum held-out likelihood at the training set's
-    /// class sizes). Each held-out series is scored by a model fitted as this one is on the
-    /// other `FitParams::decision_folds` stratified folds' part of this fit's preparation
-    /// (the same representatives and widths, which no label chose; fresh ones per fold
-    /// cost twice as much for 0.004 on two classes and 0.020 on ten, docs/VARIANTS.md).
-    /// Unchanged when the option is off, the classes are of about equal size, the input is
-    /// not series, the smallest class has fewer examples than folds, or the set has
-    /// SMALL_SET examples or more.
-    fn placement(
+    /// [`place_decision`](Self::place_decision), then the probabilities' calibration
+    /// (`calibration.rs`) from the same held-out scores, decided as this model decides: one
+    /// set of fold fits serves both. Fits the folds for the calibration alone when the
+    /// decision stays (classes of about equal size, bags, large sets).
+    pub(crate) fn place_and_calibrate(
+        &mut self,
         prepared: &Prepared,
         train: &Dataset,
         params: &FitParams,
         cancel: Cancel,
-    ) -> Result<Placement> {
+    ) -> Result<()> {
+        let Some(held) = Self::held_out(prepared, train, params, cancel)? else {
+            return Ok(());
+        };
+        let classes = train.classes().len();
+        if Self::moves_decision(train, params)? {
+            self.apply(placement(&held, classes));
+        }
+        let decided: Vec<Vec<f64>> = held.scores.iter().map(|s| self.redecide(s)).collect();
+        self.calibration = Calibration::fit(&decided, &held.label, classes);
+        Ok(())
+    }
+
+    fn apply(&mut self, placement: Placement) {
+        match placement {
+            Placement::TwoClass(t) => self.decision_offset = t,
+            Placement::PerClass(offsets) => self.class_offsets = offsets,
+        }
+    }
+
+    /// The scores this model reports for an undecided model's reported scores `s` (a single
+    /// ensemble reports (-g, g)).
+    fn redecide(&self, s: &[f64]) -> Vec<f64> {
+        if self.ensembles.len() == 1 {
+            self.decide(&s[1..2]).scores
+        } else {
+            self.decide(s).scores
+        }
+    }
+
+    /// Whether this fit's decision moves (see `placement`): the option on, series, two
+    /// symmetric classes or more, of unequal size, fewer than SMALL_SET examples, the
+    /// smallest class at least as many as folds.
+    fn moves_decision(train: &Dataset, params: &FitParams) -> Result<bool> {
         let folds = params.decision_folds;
         let classes = train.classes();
         if folds < 2
@@ -90,7 +124,37 @@ impl ShapeletModel {
             || (classes.len() == 2 && params.binary != BinaryMode::Symmetric)
             || !train.input_kind()?.is_series()
         {
-            return Ok(Placement::Unchanged);
+            return Ok(false);
+        }
+        let counts = class_counts(train);
+        let small = *counts.iter().min().expect("two classes or more");
+        let large = *counts.iter().max().expect("two classes or more");
+        Ok(small >= folds && train.len() < SMALL_SET && (large as f64) >= UNEQUAL * small as f64)
+    }
+
+    /// Each training example scored by a model fitted as this one is on the other
+    /// `FitParams::decision_folds` stratified folds' part of this fit's preparation (the
+    /// same representatives and widths, which no label chose; fresh ones per fold cost
+    /// twice as much for 0.004 on two classes and 0.020 on ten, docs/VARIANTS.md). None
+    /// when the option is off or the smallest class has fewer examples than folds.
+    fn held_out(
+        prepared: &Prepared,
+        train: &Dataset,
+        params: &FitParams,
+        cancel: Cancel,
+    ) -> Result<Option<HeldOut>> {
+        let folds = params.decision_folds;
+        let classes = train.classes();
+        if folds < 2 || classes.len() < 2 {
+            return Ok(None);
+        }
+        if *class_counts(train)
+            .iter()
+            .min()
+            .expect("two classes or more")
+            < folds
+        {
+            return Ok(None);
         }
         let label: Vec<usize> = train
             .labels
@@ -102,15 +166,6 @@ impl ShapeletModel {
                     .expect("a training class")
             })
             .collect();
-        let mut counts = vec![0usize; classes.len()];
-        for &c in &label {
-            counts[c] += 1;
-        }
-        let small = *counts.iter().min().expect("two classes or more");
-        let large = *counts.iter().max().expect("two classes or more");
-        if small < folds || train.len() >= SMALL_SET || (large as f64) < UNEQUAL * small as f64 {
-            return Ok(Placement::Unchanged);
-        }
         let inner = FitParams {
             decision_folds: 0,
             ..params.clone()
@@ -137,16 +192,37 @@ impl ShapeletModel {
         for (i, s) in held_out.into_iter().flatten() {
             scores[i] = s;
         }
-        Ok(if classes.len() == 2 {
-            let mut by_class: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
-            for (s, &c) in scores.iter().zip(&label) {
-                by_class[c].push(s[0] - s[1]);
-            }
-            let [first, second] = by_class.map(median);
-            Placement::TwoClass(0.5 * (first + second))
-        } else {
-            Placement::PerClass(calibrated_offsets(&scores, &label, classes.len()))
-        })
+        Ok(Some(HeldOut { scores, label }))
+    }
+}
+
+fn class_counts(train: &Dataset) -> Vec<usize> {
+    let classes = train.classes();
+    let mut counts = vec![0usize; classes.len()];
+    for l in &train.labels {
+        counts[classes
+            .iter()
+            .position(|c| c == l)
+            .expect("a training class")] += 1;
+    }
+    counts
+}
+
+/// Where this fit's model should decide, from its held-out scores. Two classes: the offset
+/// t, the midpoint of the two classes' median s_0 - s_1 over held-out training series. More
+/// than two: one offset a class, b_c / a from the multinomial logistic fit of
+/// softmax(a s + b) to the held-out scores (the biases of maximum held-out likelihood at the
+/// training set's class sizes).
+fn placement(held: &HeldOut, classes: usize) -> Placement {
+    if classes == 2 {
+        let mut by_class: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+        for (s, &c) in held.scores.iter().zip(&held.label) {
+            by_class[c].push(s[0] - s[1]);
+        }
+        let [first, second] = by_class.map(median);
+        Placement::TwoClass(0.5 * (first + second))
+    } else {
+        Placement::PerClass(calibrated_offsets(&held.scores, &held.label, classes))
     }
 }
 

@@ -51,6 +51,8 @@ impl ShapeletModel {
         } else {
             Self::fit_once(ds, params)?
         };
+        // The explanations' baseline (findings/baseline.rs): one pass over the training set.
+        m.record_hypothesis_means(ds)?;
         m.summary.train_seconds = start.elapsed().as_secs_f64();
         Ok(m)
     }
@@ -111,6 +113,15 @@ fn average(fits: Vec<ShapeletModel>, params: &FitParams) -> ShapeletModel {
             })
             .collect()
     };
+    // The scores are the fits' mean: their calibrations' mean scale (an approximation).
+    let calibration = all
+        .iter()
+        .map(|m| m.calibration)
+        .collect::<Option<Vec<_>>>()
+        .map(|c| crate::mil::calibration::Calibration {
+            scale: c.iter().map(|c| c.scale).sum::<f64>() * share,
+            held_out: c[0].held_out,
+        });
     for ensemble in &mut out.ensembles {
         scale(ensemble, share);
     }
@@ -180,6 +191,7 @@ fn average(fits: Vec<ShapeletModel>, params: &FitParams) -> ShapeletModel {
     out.head = head;
     out.decision_offset = decision_offset;
     out.class_offsets = class_offsets;
+    out.calibration = calibration;
     out.params = params.clone();
     out.incremental = Default::default(); // the scorer's plan, for the merged spaces
     out

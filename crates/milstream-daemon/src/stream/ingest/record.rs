@@ -718,9 +718,15 @@ pub struct PredictionRecord {
     /// Null for models without shapelets (and in rows written before it existed).
     #[serde(default)]
     pub findings: Option<Vec<FindingSummary>>,
-    /// The share of the decision margin (the score less its bias) the findings carry.
+    /// The share of the decision margin beyond the baseline (the score less the bias and
+    /// the hypotheses' training means, `findings::baseline`) the findings carry.
     #[serde(default)]
     pub shown_share: Option<f64>,
+    /// The class probabilities, parallel to `classes`: `Model::probabilities`, calibrated
+    /// on held-out folds when the model was (`calibration.rs`). Empty in rows written
+    /// before it existed.
+    #[serde(default)]
+    pub probabilities: Vec<f64>,
     pub source_topic: String,
     pub source_partition: i32,
     /// Offset of the message that completed the window / held the bag.
@@ -1733,6 +1739,7 @@ mod schema_tests {
             // Options (null here): not required, so rows written before them validate.
             findings: None,
             shown_share: None,
+            probabilities: Vec::new(),
             source_topic: "bags".into(),
             source_partition: 0,
             source_offset: 1,

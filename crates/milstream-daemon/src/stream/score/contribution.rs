@@ -14,7 +14,8 @@ pub struct TopContribution {
     pub class: String,
     /// Index of the instance (for a window: the subsequence start) it matched best.
     pub offset: u32,
-    /// Its weighted contribution w_j h_j(B) to that class's score.
+    /// Its weighted contribution w_j (h_j(B) - mean_j) to that class's score, against the
+    /// hypothesis's training-set mean (`Contribution::contribution`).
     pub contribution: f64,
     /// The channel its hypothesis reads, for a multichannel model: the training header's
     /// name, `channel <i>` when unnamed, `all` for a dependent space. Absent otherwise.

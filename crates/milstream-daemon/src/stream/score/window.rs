@@ -58,6 +58,7 @@ impl ScoringModel {
             top: TopContribution::top_named(e, top_k, &self.model),
             findings,
             shown_share,
+            probabilities: self.model.probabilities(&e.prediction),
             source_topic: src.topic.to_string(),
             source_partition: src.partition,
             source_offset: src.offset,

@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use crate::mil::findings::{bias, explanation_findings, orientation};
+use crate::mil::findings::{baseline, explanation_findings, orientation};
 use crate::mil::{Explanation, Model};
 use crate::stream::ingest::record::{FindingSummary, PredictionRecord};
 
@@ -41,6 +41,7 @@ pub struct Legend {
     pub negative: String,
     /// g(positive) - g(negative) (a single binary ensemble: g itself).
     pub score: f64,
+    /// The baseline (`findings::baseline`): the bias and the hypotheses' training means.
     pub bias: f64,
     /// The model is one binary ensemble: `score` is `scores[1]`.
     pub single: bool,
@@ -48,7 +49,7 @@ pub struct Legend {
     pub findings: Vec<FindingSummary>,
     /// The findings not shown, as one entry.
     pub other: Option<OtherEntry>,
-    /// The share of the score less the bias that the findings carry.
+    /// The share of the score less the baseline that the findings carry.
     pub shown_share: Option<f64>,
 }
 
@@ -98,7 +99,7 @@ fn legend(row: &PredictionRecord, e: &Explanation, n: usize, model: &Model) -> O
         positive: m.classes[o.pos].clone(),
         negative: m.classes[o.neg].clone(),
         score: o.score,
-        bias: bias(m, &o),
+        bias: baseline(m, &o),
         single: m.ensembles.len() == 1,
         findings,
         other: other.map(|o| OtherEntry {

@@ -45,6 +45,8 @@ pub static PREDICTION_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
         Field::new("finding_end", list_of(DataType::UInt32), false),
         Field::new("finding_hypotheses", list_of(DataType::UInt32), false),
         Field::new("shown_share", DataType::Float64, true),
+        // Added last and nullable: a Delta table from before it grows it (delta/table.rs).
+        Field::new("probabilities", list_of(DataType::Float64), true),
     ]))
 });
 
@@ -89,6 +91,7 @@ pub fn prediction_batch(rows: &[PredictionRecord]) -> RecordBatch {
     let mut f_end = ListBuilder::new(UInt32Builder::new());
     let mut f_hyp = ListBuilder::new(UInt32Builder::new());
     let mut shown = Float64Builder::with_capacity(n);
+    let mut probabilities = ListBuilder::new(Float64Builder::new());
     for r in rows {
         key.append_value(&r.key);
         kind.append_value(&r.kind);
@@ -134,6 +137,8 @@ pub fn prediction_batch(rows: &[PredictionRecord]) -> RecordBatch {
         f_end.append(true);
         f_hyp.append(true);
         shown.append_option(r.shown_share);
+        probabilities.values().append_slice(&r.probabilities);
+        probabilities.append(true);
     }
     let cols: Vec<ArrayRef> = vec![
         Arc::new(key.finish()),
@@ -162,6 +167,7 @@ pub fn prediction_batch(rows: &[PredictionRecord]) -> RecordBatch {
         Arc::new(f_end.finish()),
         Arc::new(f_hyp.finish()),
         Arc::new(shown.finish()),
+        Arc::new(probabilities.finish()),
     ];
     RecordBatch::try_new(PREDICTION_SCHEMA.clone(), cols).expect("builders match PREDICTION_SCHEMA")
 }

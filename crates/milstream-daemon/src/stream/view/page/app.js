@@ -177,7 +177,7 @@ function draw(x) {
   lg.findings.forEach((f, i) => entry("entry finding", side(f.value), `${i + 1}. ${f.text}${f.channel ? ` [${f.channel}]` : ""}`, f.value));
   if (lg.other) entry("entry other", "#bbb", `the rest (${lg.other.hypotheses} hypotheses)`, lg.other.value);
   const bias = el("li", { class: "bias", "data-bias": String(lg.bias) });
-  bias.append(el("span", { class: "swatch", style: "background:#eee" }), el("span", {}, "bias"), el("span", { class: "v" }, signed(lg.bias)));
+  bias.append(el("span", { class: "swatch", style: "background:#eee" }), el("span", {}, "baseline"), el("span", { class: "v" }, signed(lg.bias)));
   legend.append(bias);
   const total = el("li", { class: "total", "data-score": String(lg.score), "data-positive": lg.positive, "data-negative": lg.negative, "data-single": String(lg.single) });
   const share = lg.shown_share === null || lg.shown_share === undefined ? "" : ` · findings carry ${(100 * lg.shown_share).toFixed(0)}%`;
