@@ -235,7 +235,15 @@ pub fn card_text(model: &Model) -> String {
 }
 
 fn shapelet_text(m: &ShapeletModel, s: &mut String) {
-    let (nnz, total) = alpha_counts(m);
+    input_text(m, s);
+    spaces_text(m, s);
+    boosting_text(m, s);
+    classes_text(m, s);
+    training_text(m, s);
+}
+
+/// The card's input line: the kind of input and the shapelet lengths.
+fn input_text(m: &ShapeletModel, s: &mut String) {
     let mut lengths: Vec<String> = Vec::new();
     for sp in m.spaces.iter().filter(|sp| !sp.extraction().is_level()) {
         let l = sp.length.to_string();
@@ -272,6 +280,10 @@ fn shapelet_text(m: &ShapeletModel, s: &mut String) {
             }
         ),
     };
+}
+
+/// The hypothesis spaces searched and, for each one used, its kernel.
+fn spaces_text(m: &ShapeletModel, s: &mut String) {
     // Spaces no kept hypothesis uses hold no representatives: counted, not listed.
     let used = m.spaces.iter().filter(|sp| sp.count > 0).count();
     if m.spaces.len() > 1 {
@@ -305,6 +317,10 @@ fn shapelet_text(m: &ShapeletModel, s: &mut String) {
             sp.count
         );
     }
+}
+
+/// How the problems were boosted and how the class scores become a decision.
+fn boosting_text(m: &ShapeletModel, s: &mut String) {
     let _ = writeln!(
         s,
         "boosting    nu {}, weak learner {:?}, k {}, {} problem(s) ({:?})",
@@ -373,6 +389,10 @@ fn shapelet_text(m: &ShapeletModel, s: &mut String) {
                 .map_or("uncapped".to_string(), |c| c.to_string())
         );
     }
+}
+
+/// One line per class's ensemble.
+fn classes_text(m: &ShapeletModel, s: &mut String) {
     for e in &m.ensembles {
         let thresholds: Vec<f64> = e
             .hypotheses
@@ -398,6 +418,11 @@ fn shapelet_text(m: &ShapeletModel, s: &mut String) {
             e.stop_reason
         );
     }
+}
+
+/// What the fit cost and what its explanations carry.
+fn training_text(m: &ShapeletModel, s: &mut String) {
+    let (nnz, total) = alpha_counts(m);
     let _ = writeln!(
         s,
         "sparsity    {nnz} of {total} alpha coefficients are non-zero ({:.2} %)",

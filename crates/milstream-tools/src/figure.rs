@@ -32,6 +32,7 @@ pub use render::{diverging, legend_text, render_png, render_svg, size, write};
 
 use crate::mil::findings::{
     covers, drawn_channels, extraction, findings_of, orientation, weight_in_score, FindingKey,
+    Orientation,
 };
 pub use crate::mil::findings::{explanation_findings, Finding, Other};
 
@@ -209,52 +210,7 @@ pub fn figure(
             maximizers.push(segment(ch, positions, values));
         }
     }
-    let mut patterns = Vec::new();
-    if !channels.is_empty() {
-        let mut flat = 0;
-        for e in &model.ensembles {
-            let own = &classes[e.positive_class];
-            // As in the maximizers: a head model's segments carry the predicted class.
-            let class = if model.head.is_some() {
-                &classes[pos]
-            } else {
-                own
-            };
-            for (j, h) in e.hypotheses.iter().enumerate() {
-                flat += 1;
-                let Some(w) = weight_in_score(own, flat - 1, h.weight) else {
-                    continue;
-                };
-                let space = &model.spaces[h.space];
-                let ex = space.extraction();
-                let dim = ex.dim();
-                for &(z, a) in h.alpha.iter().filter(|(_, a)| *a != 0.0) {
-                    let rep = &space.representatives[z as usize * dim..(z as usize + 1) * dim];
-                    let drawn = if ex == Extraction::raw(space.length) {
-                        let o = best_match(channels[0], rep);
-                        (o, vec![(0, (o..o + space.length).collect(), rep.to_vec())])
-                    } else {
-                        pattern_on_series(&channels, &ex, rep)
-                    };
-                    let (offset, per_channel) = drawn;
-                    for (channel, positions, values) in per_channel {
-                        patterns.push(Highlight {
-                            class: class.clone(),
-                            hypothesis: if model.head.is_some() { flat - 1 } else { j },
-                            representative: Some(z),
-                            offset,
-                            channel,
-                            length: space.length,
-                            positions,
-                            values,
-                            value: w * a,
-                        });
-                    }
-                }
-            }
-        }
-        patterns.sort_by(|a: &Highlight, b| b.value.abs().total_cmp(&a.value.abs()));
-    }
+    let mut patterns = patterns_of(model, &o, &channels);
     let (findings, other, shown_share) =
         findings_of(parts, top, channels.first().map_or(0, |v| v.len()));
     let shown: std::collections::HashSet<(&str, usize)> = findings
@@ -273,28 +229,87 @@ pub fn figure(
         single,
         classes: classes.len(),
         bias: crate::mil::findings::baseline(model, &o),
-        input: match sample {
-            Sample::Series(v) => Input::Series(v.clone()),
-            Sample::Bag(b) => Input::Bag { instances: b.len() },
-            Sample::Multi(c) => Input::Multi {
-                channels: c.clone(),
-                names: (0..c.len())
-                    .map(|i| {
-                        model
-                            .channel_names
-                            .get(i)
-                            .cloned()
-                            .unwrap_or_else(|| format!("channel {i}"))
-                    })
-                    .collect(),
-            },
-        },
+        input: input_of(model, sample),
         maximizers,
         patterns,
         findings,
         other,
         shown_share,
     })
+}
+
+/// Figure 1(b)'s patterns: every kept hypothesis's non-zero representatives, each drawn on
+/// the series where it matches best, largest value in the score first (none for a bag).
+fn patterns_of(model: &ShapeletModel, o: &Orientation, channels: &[&[f64]]) -> Vec<Highlight> {
+    let mut patterns = Vec::new();
+    if channels.is_empty() {
+        return patterns;
+    }
+    let classes = &model.classes;
+    let mut flat = 0;
+    for e in &model.ensembles {
+        let own = &classes[e.positive_class];
+        // As in the maximizers: a head model's segments carry the predicted class.
+        let class = if model.head.is_some() {
+            &classes[o.pos]
+        } else {
+            own
+        };
+        for (j, h) in e.hypotheses.iter().enumerate() {
+            flat += 1;
+            let Some(w) = weight_in_score(model, o, own, flat - 1, h.weight) else {
+                continue;
+            };
+            let space = &model.spaces[h.space];
+            let ex = space.extraction();
+            let dim = ex.dim();
+            for &(z, a) in h.alpha.iter().filter(|(_, a)| *a != 0.0) {
+                let rep = &space.representatives[z as usize * dim..(z as usize + 1) * dim];
+                let drawn = if ex == Extraction::raw(space.length) {
+                    let o = best_match(channels[0], rep);
+                    (o, vec![(0, (o..o + space.length).collect(), rep.to_vec())])
+                } else {
+                    pattern_on_series(channels, &ex, rep)
+                };
+                let (offset, per_channel) = drawn;
+                for (channel, positions, values) in per_channel {
+                    patterns.push(Highlight {
+                        class: class.clone(),
+                        hypothesis: if model.head.is_some() { flat - 1 } else { j },
+                        representative: Some(z),
+                        offset,
+                        channel,
+                        length: space.length,
+                        positions,
+                        values,
+                        value: w * a,
+                    });
+                }
+            }
+        }
+    }
+    patterns.sort_by(|a: &Highlight, b| b.value.abs().total_cmp(&a.value.abs()));
+    patterns
+}
+
+/// The figure's input: the series (its channels, named) or the bag's size.
+fn input_of(model: &ShapeletModel, sample: &Sample) -> Input {
+    match sample {
+        Sample::Series(v) => Input::Series(v.clone()),
+        Sample::Bag(b) => Input::Bag { instances: b.len() },
+        Sample::Multi(c) => Input::Multi {
+            channels: c.clone(),
+            names: (0..c.len())
+                .map(|i| {
+                    model
+                        .channel_names
+                        .get(i)
+                        .cloned()
+                        .unwrap_or_else(|| format!("channel {i}"))
+                })
+                .collect(),
+        },
+    }
 }
 
 /// A pattern drawn on one channel: (channel, series positions, values).
