@@ -199,13 +199,8 @@ mod tests {
     fn the_artifact_keeps_the_calibration_and_older_ones_load_without() {
         use crate::mil::bag::{Bag, Dataset, Sample};
         use crate::mil::{FitParams, Model};
-        let mut state = 5u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        };
+        let mut u = crate::mil::test_draws::uniform(5);
+        let mut next = || u() * 2.0 - 1.0;
         let (mut samples, mut labels) = (Vec::new(), Vec::new());
         for i in 0..30 {
             let mut data: Vec<f64> = (0..5 * 3).map(|_| next()).collect();

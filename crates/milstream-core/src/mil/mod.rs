@@ -21,6 +21,8 @@ pub mod score;
 pub mod select;
 pub mod shapelet;
 pub mod space;
+#[cfg(test)]
+pub(crate) mod test_draws;
 
 pub use bag::{Bag, Dataset, InputKind, Sample};
 pub use error::MilError;

@@ -746,13 +746,8 @@ mod tests {
         // 12 bags of 10 two-feature instances (a fixed LCG), 60 representatives: the exact
         // step needs several generation rounds; one round keeps an edge between the one-hot
         // start's and the exact step's, in one LP solve.
-        let mut state = 12345u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0
-        };
+        let mut u = crate::mil::test_draws::uniform(12345);
+        let mut next = || u() * 4.0 - 2.0;
         let data: Vec<f64> = (0..12 * 10 * 2).map(|_| next()).collect();
         let set = InstanceSet {
             dim: 2,

@@ -74,13 +74,8 @@ mod tests {
     /// noise, and every bag one instance near (-3, -3, -3) (a pattern of every bag, which
     /// says nothing of any one).
     fn bags(n: usize) -> Dataset {
-        let mut state = 99u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        };
+        let mut u = crate::mil::test_draws::uniform(99);
+        let mut next = || u() * 2.0 - 1.0;
         let (mut samples, mut labels) = (Vec::new(), Vec::new());
         for i in 0..n {
             let positive = i % 2 == 0;

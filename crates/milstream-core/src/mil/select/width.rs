@@ -99,13 +99,8 @@ mod tests {
     /// Two classes of 3-feature bags: a positive bag holds one instance near (2, 2, 2)
     /// among noise, a negative bag noise only (a fixed linear congruential draw).
     fn bags(n: usize) -> Dataset {
-        let mut state = 12345u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        };
+        let mut u = crate::mil::test_draws::uniform(12345);
+        let mut next = || u() * 2.0 - 1.0;
         let (mut samples, mut labels) = (Vec::new(), Vec::new());
         for i in 0..n {
             let positive = i % 2 == 0;

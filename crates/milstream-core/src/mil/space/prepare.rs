@@ -547,13 +547,8 @@ mod tests {
     /// Series of a slow cycle (period `period` points) plus `noise` x a deterministic
     /// pseudo-random sequence, two classes of `per_class` series of 200 points.
     fn cycles(noise: f64, per_class: usize) -> Dataset {
-        let mut state = 12345u64;
-        let mut uniform = move || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        };
+        let mut u = crate::mil::test_draws::uniform(12345);
+        let mut uniform = || u() - 0.5;
         let (mut samples, mut labels, mut ids) = (Vec::new(), Vec::new(), Vec::new());
         for (c, period) in [(0, 60.0), (1, 90.0)] {
             for i in 0..per_class {
