@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use super::{timed_pass, BenchProducer, Feed};
 use crate::config::{Config, InputFormat};
+use crate::stream::ingest::avro::encode::{double, long, string};
 use crate::stream::ingest::avro::{self, SchemaRegistry, POINT_AVSC};
 use crate::stream::ingest::record::{decode, DecodeLimits, RecordKind};
 use crate::stream::score::window::ScoringModel;
@@ -26,20 +27,6 @@ fn writer_schema() -> String {
     format!(r#"{{"type":"array","items":{POINT_AVSC}}}"#)
 }
 
-fn long(out: &mut Vec<u8>, v: i64) {
-    let mut z = ((v << 1) ^ (v >> 63)) as u64;
-    while z >= 0x80 {
-        out.push((z as u8) | 0x80);
-        z >>= 7;
-    }
-    out.push(z as u8);
-}
-
-fn string(out: &mut Vec<u8>, s: &str) {
-    long(out, s.len() as i64);
-    out.extend_from_slice(s.as_bytes());
-}
-
 /// One point record of `schemas/point.avsc` from its JSON form.
 fn point(out: &mut Vec<u8>, p: &Value) {
     string(out, p["series_id"].as_str().unwrap_or(""));
@@ -47,7 +34,7 @@ fn point(out: &mut Vec<u8>, p: &Value) {
     match p.get("value").and_then(Value::as_f64) {
         Some(v) => {
             long(out, 1);
-            out.extend_from_slice(&v.to_le_bytes());
+            double(out, v);
         }
         None => long(out, 0),
     }
@@ -56,7 +43,7 @@ fn point(out: &mut Vec<u8>, p: &Value) {
             long(out, 1);
             long(out, vs.len() as i64);
             for v in vs {
-                out.extend_from_slice(&v.as_f64().unwrap_or(f64::NAN).to_le_bytes());
+                double(out, v.as_f64().unwrap_or(f64::NAN));
             }
             long(out, 0);
         }

@@ -10,6 +10,7 @@
 //! schema that does not carry milstream's fields, is `schema`.
 
 mod datum;
+pub mod encode;
 mod plain;
 mod prefetch;
 mod reader;
@@ -128,6 +129,7 @@ fn value(
 
 #[cfg(test)]
 mod tests {
+    use super::encode::{double, long, string};
     use super::*;
     use crate::stream::ingest::record::decode as decode_json;
 
@@ -136,24 +138,6 @@ mod tests {
         max_bag_instances: 4,
         max_id_bytes: 8,
     };
-
-    fn long(out: &mut Vec<u8>, v: i64) {
-        let mut z = ((v << 1) ^ (v >> 63)) as u64;
-        while z >= 0x80 {
-            out.push((z as u8) | 0x80);
-            z >>= 7;
-        }
-        out.push(z as u8);
-    }
-
-    fn string(out: &mut Vec<u8>, s: &str) {
-        long(out, s.len() as i64);
-        out.extend_from_slice(s.as_bytes());
-    }
-
-    fn double(out: &mut Vec<u8>, v: f64) {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
 
     /// Ids 1-3: our point, bag and label schemas; 4: a point schema without `ts`.
     fn registry() -> SchemaRegistry {
