@@ -6,7 +6,9 @@
 //! - the crash loop: the daemon SIGKILLed three times mid-stream, restarted, and the table
 //!   holds every expected window exactly once, scored as the never-killed model scores it,
 //!   with `transaction_version` at the partitions' progress and no commit without its file;
-//! - the store (moto S3) stopped for 30 s mid-stream: nothing lost, nothing twice.
+//! - the store (moto S3) stopped for 30 s mid-stream: nothing lost, nothing twice;
+//! - commits whose answer S3 loses (made, then a 500; the retry finds them there): each
+//!   known for the writer's own, its file kept.
 
 mod common;
 
@@ -543,6 +545,94 @@ fn the_store_stopped_for_30_s_loses_and_duplicates_nothing_in_the_delta_table() 
             );
         }
     }
+}
+
+/// S3 makes a commit and its answer is lost (a 500 after the write; the client retries and
+/// the retry finds the object there): the writer must know the commit for its own and keep
+/// its data file. Every third commit's answer is lost through a forwarder in front of moto;
+/// deltalake then reads every window once, and every file the log names is there.
+#[test]
+fn a_commit_whose_answer_is_lost_is_known_for_its_own_and_keeps_its_file() {
+    use common::s3::{lose_commit_answers, Moto, BUCKET};
+    let moto = Moto::start();
+    let dir = scratch("delta-lost-answer");
+    let bootstrap = cluster(2);
+    let (model_path, _) = model_file(&dir);
+    let local_out = dir.join("out");
+    let _ = config(&bootstrap, &local_out, &model_path, "delta-lost", "");
+    let path = config_path(&local_out, "delta-lost");
+    let target = moto
+        .endpoint()
+        .trim_start_matches("http://")
+        .parse()
+        .unwrap();
+    let (proxy, lost) = lose_commit_answers(target, 3);
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        &format!("dir = \"{}\"", local_out.display()),
+        &format!("dir = \"s3://{BUCKET}/dlost\"\nformat = \"delta\""),
+    );
+    let store_table = moto
+        .config_table()
+        .replace(&moto.endpoint(), &format!("http://127.0.0.1:{proxy}"));
+    let cfg =
+        milstream::config::Config::parse("delta s3 config", &format!("{text}\n{store_table}"))
+            .expect("config parses");
+    let stream = known_stream(4, 8, 1_700_000_001_500);
+    let want: BTreeSet<_> = expected_windows(&stream).keys().cloned().collect();
+    let (daemon, stop) = spawn_daemon(cfg);
+    let p = producer(&bootstrap);
+    let uri = format!("s3://{BUCKET}/dlost/predictions");
+    let opts = moto_options(&moto);
+    let apps: Vec<String> = (0..2)
+        .map(|p| format!("milstream/delta-lost/{POINTS}/{p}"))
+        .collect();
+    // In slices, so that the partitions make several commits each.
+    for chunk in point_messages(&stream).chunks(40) {
+        produce_all(&p, chunk);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let store = moto.store("dlost");
+    let all_in = wait_until(Duration::from_secs(120), || {
+        store
+            .get("predictions/_delta_log/00000000000000000000.json")
+            .is_ok_and(|b| b.is_some())
+            && {
+                let check = delta_check(&uri, &apps, Some(&opts));
+                // A commit without its file ends the wait: it will not come back.
+                check["missing"] != json!([])
+                    || window_rows(&check)
+                        .into_iter()
+                        .collect::<BTreeSet<_>>()
+                        .is_superset(&want)
+            }
+    });
+    stop.send(true).unwrap();
+    daemon.join().unwrap().expect("the daemon stops cleanly");
+    let check = delta_check(&uri, &apps, Some(&opts));
+    let rows = window_rows(&check);
+    let got: BTreeSet<_> = rows.iter().cloned().collect();
+    let lost = lost.load(std::sync::atomic::Ordering::SeqCst);
+    println!(
+        "delta lost commit answers: {lost} lost, {} windows, missing {}, duplicated {}, table version {}, {} files, files missing {}",
+        want.len(),
+        want.difference(&got).count(),
+        rows.len() - got.len(),
+        check["version"],
+        check["files"],
+        check["missing"]
+    );
+    assert!(
+        lost >= 1,
+        "no commit answer was lost: the test tested nothing"
+    );
+    assert_eq!(
+        check["missing"],
+        json!([]),
+        "every file the log names is in the store"
+    );
+    assert!(all_in, "every window in the table");
+    assert_eq!(got, want, "no loss, nothing unexpected");
+    assert_eq!(rows.len(), want.len(), "no duplicates");
 }
 
 /// Schema evolution: a predictions table made before the finding columns existed (its

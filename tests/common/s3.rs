@@ -212,3 +212,108 @@ pub fn read_store_predictions(store: &Store) -> Vec<Row> {
     }
     rows
 }
+
+/// An HTTP forwarder to the store at `target` that passes every request on and answers it
+/// with the store's answer, except the PUT of every `every`-th Delta commit
+/// (`_delta_log/*.json`): the store makes it, and the client gets a 500 instead — the
+/// answer S3 sometimes loses, which clients retry (the retry then finds the object there).
+/// One request per connection (`Connection: close` both ways). Returns the port and the
+/// count of answers lost.
+pub fn lose_commit_answers(
+    target: std::net::SocketAddr,
+    every: usize,
+) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// One request from `client`: its head (without `Connection`) and body; None at EOF.
+    fn request(client: &mut TcpStream) -> Option<(String, Vec<u8>)> {
+        let mut bytes = Vec::new();
+        let mut byte = [0u8; 1];
+        while !bytes.ends_with(b"\r\n\r\n") {
+            if client.read(&mut byte).ok()? == 0 {
+                return None;
+            }
+            bytes.push(byte[0]);
+        }
+        let head = String::from_utf8_lossy(&bytes).into_owned();
+        let length = head
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse::<usize>().ok())?
+            })
+            .unwrap_or(0);
+        let mut body = vec![0u8; length];
+        client.read_exact(&mut body).ok()?;
+        let head: String = head
+            .trim_end()
+            .lines()
+            .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
+            .map(|l| format!("{l}\r\n"))
+            .collect();
+        Some((head, body))
+    }
+
+    /// `answer` with its `Connection` header replaced by `close`.
+    fn closing(answer: &[u8]) -> Vec<u8> {
+        let Some(end) = answer.windows(4).position(|w| w == b"\r\n\r\n") else {
+            return answer.to_vec();
+        };
+        let head = String::from_utf8_lossy(&answer[..end]);
+        let mut out: String = head
+            .lines()
+            .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
+            .map(|l| format!("{l}\r\n"))
+            .collect();
+        out.push_str("Connection: close\r\n\r\n");
+        let mut bytes = out.into_bytes();
+        bytes.extend_from_slice(&answer[end + 4..]);
+        bytes
+    }
+
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (commits, lost) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let lost_count = lost.clone();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let (commits, lost) = (commits.clone(), lost.clone());
+            std::thread::spawn(move || {
+                let mut client = client;
+                let Some((head, body)) = request(&mut client) else {
+                    return;
+                };
+                let Ok(mut store) = TcpStream::connect(target) else {
+                    return;
+                };
+                let _ = store.write_all(format!("{head}Connection: close\r\n\r\n").as_bytes());
+                let _ = store.write_all(&body);
+                let mut answer = Vec::new();
+                let _ = store.read_to_end(&mut answer);
+                let line = head.lines().next().unwrap_or("");
+                let path = line.split(' ').nth(1).unwrap_or("");
+                let path = path.split('?').next().unwrap_or("");
+                let commit = line.starts_with("PUT ")
+                    && path.contains("/_delta_log/")
+                    && path.ends_with(".json");
+                let made =
+                    answer.starts_with(b"HTTP/1.1 200") || answer.starts_with(b"HTTP/1.0 200");
+                if commit && made && (commits.fetch_add(1, Ordering::SeqCst) + 1) % every == 0 {
+                    lost.fetch_add(1, Ordering::SeqCst);
+                    let body = "<Error><Code>InternalError</Code><Message>lost</Message></Error>";
+                    answer = format!(
+                        "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    )
+                    .into_bytes();
+                }
+                let _ = client.write_all(&closing(&answer));
+            });
+        }
+    });
+    (port, lost_count)
+}

@@ -1,8 +1,8 @@
 //! The Delta log's actions this writer writes and reads (Delta protocol, "Actions"): one
 //! JSON object per line of a commit file `_delta_log/<version, 20 digits>.json`.
 //! Written: `protocol` and `metaData` (version 0, and `metaData` again when the schema
-//! grows), `add`, `txn` and `commitInfo`. Read back: `txn` and `metaData` only (the replay
-//! point and the schema); other actions (a user's `optimize`, `vacuum`) are skipped.
+//! grows), `add`, `txn` and `commitInfo`. Read back: `txn` and `metaData` (the replay point
+//! and the schema), and an `add`'s path to know a commit for one's own; other actions (a user's `optimize`, `vacuum`) are skipped.
 
 use std::collections::BTreeMap;
 
@@ -136,6 +136,20 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Action>, serde_json::Error> {
         }
     }
     Ok(out)
+}
+
+/// Whether a commit file holds an `add` of `path` (as written: URI-encoded).
+pub fn adds(bytes: &[u8], path: &str) -> Result<bool, serde_json::Error> {
+    for line in bytes.split(|b| *b == b'\n') {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_slice(line)?;
+        if v.pointer("/add/path").and_then(|p| p.as_str()) == Some(path) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// `path` URI-encoded as the protocol wants an `add` path: every byte but the unreserved

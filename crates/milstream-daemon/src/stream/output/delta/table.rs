@@ -19,7 +19,7 @@ use arrow_array::RecordBatch;
 use tracing::info;
 
 use super::actions::{self, Action, Add, CommitInfo, Format, Metadata, Protocol, Txn};
-use super::commit::{put_commit, CommitError};
+use super::commit::{log_file, put_commit, CommitError};
 use super::log::TableLog;
 use super::schema::{for_delta, grown, schema_string};
 use crate::stream::output::sink::parquet::encode_parquet;
@@ -198,6 +198,12 @@ fn commit_file(
                 return Ok(true);
             }
             Err(CommitError::Conflict(v)) => {
+                // A put retried after its answer was lost (S3 made it, then said 500) finds
+                // its own commit there: made, and its file must stay.
+                if holds_add(store, l.dir, v, &add.path)? {
+                    l.catch_up(store)?;
+                    return Ok(true);
+                }
                 info!(
                     table = l.dir,
                     version = v,
@@ -209,6 +215,15 @@ fn commit_file(
             Err(e) => return Err(e),
         }
     }
+}
+
+/// Whether the commit of `version` adds the data file `path` (names are unique per attempt).
+fn holds_add(store: &Store, dir: &str, version: i64, path: &str) -> Result<bool, CommitError> {
+    let Some(bytes) = store.get(&log_file(dir, version))? else {
+        return Ok(false);
+    };
+    actions::adds(&bytes, path)
+        .map_err(|e| CommitError::Io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
 }
 
 /// The actions a commit needs besides its file and txns: `protocol` and `metaData` when it
