@@ -2,7 +2,8 @@
 //! JSON object per line of a commit file `_delta_log/<version, 20 digits>.json`.
 //! Written: `protocol` and `metaData` (version 0, and `metaData` again when the schema
 //! grows), `add`, `txn` and `commitInfo`. Read back: `txn` and `metaData` (the replay point
-//! and the schema), and an `add`'s path to know a commit for one's own; other actions (a user's `optimize`, `vacuum`) are skipped.
+//! and the schema), and an `add`'s path to know a commit for one's own; other actions (a
+//! user's `optimize`, `vacuum`) are skipped.
 
 use std::collections::BTreeMap;
 
