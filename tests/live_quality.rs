@@ -70,7 +70,8 @@ fn alert_only(dir: &Path, label_wait_ms: u64) -> String {
     )
 }
 
-/// The rows of an output folder as JSON objects, read by pyarrow (timestamps as epoch ms).
+/// The rows of an output folder as JSON objects, read by pyarrow, or by deltalake when the
+/// folder is a Delta table (timestamps as epoch ms).
 fn read_rows(out: &Path, sub: &str) -> Vec<Value> {
     let dir = out.join(sub);
     if !dir.exists() {
@@ -78,8 +79,13 @@ fn read_rows(out: &Path, sub: &str) -> Vec<Value> {
     }
     let script = format!(
         r#"
-import json, datetime, pyarrow.dataset as ds
-t = ds.dataset("{}", format="parquet", partitioning="hive").to_table()
+import json, datetime, os, pyarrow.dataset as ds
+d = "{}"
+if os.path.isdir(os.path.join(d, "_delta_log")):
+    from deltalake import DeltaTable
+    t = DeltaTable(d).to_pyarrow_table()
+else:
+    t = ds.dataset(d, format="parquet", partitioning="hive").to_table()
 def conv(v):
     if isinstance(v, datetime.datetime):
         return int(v.timestamp() * 1000)
@@ -904,6 +910,17 @@ fn feed_slowly(
     (feeder, fed)
 }
 
+/// Python: `files(d)`, the Parquet files of an output folder, or the files a Delta table's
+/// log names (not those a writer left uncommitted).
+const TABLE_FILES: &str = r#"
+import os
+def files(d):
+    if os.path.isdir(os.path.join(d, "_delta_log")):
+        from deltalake import DeltaTable
+        return [f.removeprefix("file://") for f in DeltaTable(d).file_uris()]
+    return glob.glob(d + "/**/*.parquet", recursive=True)
+"#;
+
 /// Per label partition, the detector state of its newest `evaluations` checkpoint (read
 /// back with pyarrow from the files' key-value metadata), with each model's `version` and
 /// label times dropped: two runs' registries name the start-up model differently, and
@@ -912,8 +929,9 @@ fn final_checkpoints(out: &Path) -> BTreeMap<i64, Value> {
     let script = format!(
         r#"
 import glob, json, pyarrow.parquet as pq
+{FILES}
 best = {{}}
-for f in glob.glob("{}/**/*.parquet", recursive=True):
+for f in files("{}"):
     m = pq.read_metadata(f).metadata or {{}}
     t, s = m.get(b"milstream.quality_through"), m.get(b"milstream.quality_state")
     if t is None or s is None:
@@ -923,7 +941,8 @@ for f in glob.glob("{}/**/*.parquet", recursive=True):
         best[p] = (int(t), json.loads(s))
 print(json.dumps({{str(p): v[1] for p, v in best.items()}}))
 "#,
-        out.join("evaluations").display()
+        out.join("evaluations").display(),
+        FILES = TABLE_FILES
     );
     let o = common::tools::python_with("pyarrow.parquet", "pyarrow")
         .args(["-c", &script])
@@ -984,6 +1003,18 @@ fn error_events(out: &Path) -> BTreeSet<(i64, i64, String, u64)> {
 /// what is compared is where they fire and what they hold at the end.
 #[test]
 fn the_detectors_state_survives_a_rebalance_and_a_sigkill() {
+    detectors_survive_a_rebalance_and_a_sigkill("parquet");
+}
+
+/// The same with the outputs as Delta tables: the detectors' checkpoints are read from the
+/// files the tables' logs name, and the replay's rows below a table's `txn` are dropped at
+/// the commit, so the drift events are each in the table once, as the uninterrupted run's.
+#[test]
+fn the_detectors_state_survives_a_rebalance_and_a_sigkill_with_delta_tables() {
+    detectors_survive_a_rebalance_and_a_sigkill("delta");
+}
+
+fn detectors_survive_a_rebalance_and_a_sigkill(format: &str) {
     const ROUNDS: usize = 36;
     const CHANGE: usize = 10;
     let test = load("GunPoint_TEST.csv");
@@ -1015,7 +1046,7 @@ fn the_detectors_state_survives_a_rebalance_and_a_sigkill() {
     };
 
     // Uninterrupted.
-    let dir = scratch("quality-state-whole");
+    let dir = scratch(&format!("quality-state-whole-{format}"));
     let out_whole = dir.join("out");
     let bootstrap = cluster(2);
     let (model_path, _) = model_file(&dir);
@@ -1028,6 +1059,7 @@ fn the_detectors_state_survives_a_rebalance_and_a_sigkill() {
         &extra(&dir),
     );
     cfg.http.listen = format!("127.0.0.1:{port}");
+    cfg.output.format = format.to_string();
     let (daemon, stop) = spawn_daemon(cfg);
     let p = producer(&bootstrap);
     for chunk in msgs.chunks(604) {
@@ -1049,12 +1081,15 @@ fn the_detectors_state_survives_a_rebalance_and_a_sigkill() {
     let whole_predictions = predictions(&out_whole);
 
     // A rebalance, then a SIGKILL.
-    let dir = scratch("quality-state-moved");
+    let dir = scratch(&format!("quality-state-moved-{format}"));
     let out = dir.join("out");
     let bootstrap = cluster(2);
     let (model_path, _) = model_file(&dir);
     let _ = config(&bootstrap, &out, &model_path, "state-moved", &extra(&dir));
     let cfg_path = config_path(&out, "state-moved");
+    let text = std::fs::read_to_string(&cfg_path).unwrap();
+    let text = text.replace("[output]\n", &format!("[output]\nformat = \"{format}\"\n"));
+    std::fs::write(&cfg_path, text).unwrap();
     let (feeder, fed) = feed_slowly(&bootstrap, msgs);
     let mut first = spawn_child(&cfg_path, &dir.join("first.log"));
     wait_until(Duration::from_secs(30), || graded(&out) >= labels / 5);
@@ -1134,8 +1169,9 @@ fn served_checkpoints(out: &Path) -> BTreeMap<i64, Value> {
     let script = format!(
         r#"
 import glob, json, pyarrow.parquet as pq
+{FILES}
 best = {{}}
-for f in glob.glob("{}/**/*.parquet", recursive=True):
+for f in files("{}"):
     m = pq.read_metadata(f).metadata or {{}}
     s = m.get(b"milstream.served_state")
     if s is None:
@@ -1145,7 +1181,8 @@ for f in glob.glob("{}/**/*.parquet", recursive=True):
         best[p] = (last, json.loads(s))
 print(json.dumps({{str(p): v[1] for p, v in best.items()}}))
 "#,
-        out.join("predictions").display()
+        out.join("predictions").display(),
+        FILES = TABLE_FILES
     );
     let o = common::tools::python_with("pyarrow.parquet", "pyarrow")
         .args(["-c", &script])

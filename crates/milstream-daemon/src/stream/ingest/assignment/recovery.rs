@@ -11,8 +11,9 @@ use super::Assignments;
 use crate::config::Role;
 use crate::stream::ingest::commit::{choose_replay_point, decode_metadata};
 use crate::stream::ingest::record::RecordKind;
-use crate::stream::output::delta::{DeltaTables, FORMAT_DELTA};
-use crate::stream::output::sink::{self, folders::FolderLog};
+use crate::stream::output::delta::DeltaTables;
+use crate::stream::output::sink;
+use crate::stream::output::sink::folders::{FolderLog, PartitionFiles};
 
 /// Attempts at listing the output store for a newly assigned partition before it is left
 /// unstarted, and the pause after the first failure (doubling after each): a blip passes,
@@ -46,7 +47,7 @@ impl Assignments {
         let mut found: Option<Option<i64>> = None;
         let mut counted: Option<Option<i64>> = None;
         let mut attempt = 1;
-        let delta = self.cfg.output.format == FORMAT_DELTA;
+        let tables = DeltaTables::for_output(&self.cfg, &self.output);
         loop {
             // The folders the partition's files are in: all that is listed below.
             let log = FolderLog::for_assignment(
@@ -64,19 +65,20 @@ impl Assignments {
             });
             let r = r.and_then(|(r, log)| {
                 found = Some(r);
-                // Delta tables: the detectors start over (their checkpoints are not read
-                // back from the tables yet; docs/DELIVERY.md, "Delta tables").
-                let quality = self
-                    .quality
-                    .as_ref()
-                    .filter(|_| kind == RecordKind::Label && !delta);
+                // The files whose footers hold the detectors' checkpoints: the folders' or
+                // the tables' (their logs name them).
+                let files: &dyn PartitionFiles = match &tables {
+                    Some(t) => t.as_ref(),
+                    None => &log,
+                };
+                let quality = self.quality.as_ref().filter(|_| kind == RecordKind::Label);
                 // The highest label already counted: read before the sweep removes the
                 // durable rows beyond the commit, which the replay writes (and would count)
                 // again. Found once, kept across attempts (a failed sweep may remove some).
                 if quality.is_some() && counted.is_none() {
                     counted = Some(sink::newest_quality_through(
                         &self.output,
-                        &log,
+                        files,
                         (topic, partition),
                     )?);
                 }
@@ -87,8 +89,8 @@ impl Assignments {
                 // file left them (after the sweep: the replay emits from the commit on).
                 let scored = kind != RecordKind::Label && self.cfg.pipeline.role != Role::Trainer;
                 let served = match (commit, &self.quality) {
-                    (Some(c), Some(_)) if scored && may_sweep && !delta => {
-                        sink::served_checkpoint(&self.output, &log, (topic, partition), c)?
+                    (Some(c), Some(_)) if scored && may_sweep => {
+                        sink::served_checkpoint(&self.output, files, (topic, partition), c)?
                     }
                     _ => None,
                 };
@@ -97,7 +99,7 @@ impl Assignments {
                         let mut restored = sink::restore_quality(
                             &self.output,
                             q.config(),
-                            &log,
+                            files,
                             (topic, partition),
                             r.filter(|_| may_sweep),
                         )?;

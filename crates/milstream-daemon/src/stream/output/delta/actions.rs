@@ -2,8 +2,8 @@
 //! JSON object per line of a commit file `_delta_log/<version, 20 digits>.json`.
 //! Written: `protocol` and `metaData` (version 0, and `metaData` again when the schema
 //! grows), `add`, `txn` and `commitInfo`. Read back: `txn` and `metaData` (the replay point
-//! and the schema), and an `add`'s path to know a commit for one's own; other actions (a
-//! user's `optimize`, `vacuum`) are skipped.
+//! and the schema), and the paths of `add` and `remove` (the partitions' newest files, whose
+//! footers hold the detectors' checkpoints; a commit known for one's own).
 
 use std::collections::BTreeMap;
 
@@ -55,19 +55,28 @@ pub struct Metadata {
 }
 
 /// A data file joining the table. `path` is relative to the table's root and URI-encoded.
+/// Read back for its path only (the rest defaults when another writer left it out).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Add {
     pub path: String,
-    #[serde(rename = "partitionValues")]
+    #[serde(default, rename = "partitionValues")]
     pub partition_values: BTreeMap<String, Option<String>>,
+    #[serde(default)]
     pub size: i64,
-    #[serde(rename = "modificationTime")]
+    #[serde(default, rename = "modificationTime")]
     pub modification_time: i64,
-    #[serde(rename = "dataChange")]
+    #[serde(default, rename = "dataChange")]
     pub data_change: bool,
     /// `{"numRecords": n}`: lets readers count rows without opening the file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stats: Option<String>,
+}
+
+/// A data file leaving the table (another writer's `optimize` replaced it): read for its
+/// path; this writer writes none.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Remove {
+    pub path: String,
 }
 
 /// An application's progress, committed atomically with the files it covers: the latest
@@ -104,6 +113,8 @@ pub enum Action {
     MetaData(Metadata),
     #[serde(rename = "add")]
     Add(Add),
+    #[serde(rename = "remove")]
+    Remove(Remove),
     #[serde(rename = "txn")]
     Txn(Txn),
     #[serde(rename = "commitInfo")]
@@ -120,9 +131,9 @@ pub fn encode(actions: &[Action]) -> Vec<u8> {
     out
 }
 
-/// What a commit file says that this writer needs: its `txn` and `metaData` actions, in
-/// order. Lines of other actions (`remove`, `cdc`, a newer `commitInfo`) are skipped; a
-/// line that is not JSON is an error (the log is corrupt, not merely newer).
+/// What a commit file says that this writer needs: its `txn`, `metaData`, `add` and
+/// `remove` actions, in order. Lines of other actions (`cdc`, a newer `commitInfo`) are
+/// skipped; a line that is not JSON is an error (the log is corrupt, not merely newer).
 pub fn decode(bytes: &[u8]) -> Result<Vec<Action>, serde_json::Error> {
     let mut out = Vec::new();
     for line in bytes.split(|b| *b == b'\n') {
@@ -134,6 +145,10 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Action>, serde_json::Error> {
             out.push(Action::Txn(serde_json::from_value(t.clone())?));
         } else if let Some(m) = v.get("metaData") {
             out.push(Action::MetaData(serde_json::from_value(m.clone())?));
+        } else if let Some(a) = v.get("add") {
+            out.push(Action::Add(serde_json::from_value(a.clone())?));
+        } else if let Some(r) = v.get("remove") {
+            out.push(Action::Remove(serde_json::from_value(r.clone())?));
         }
     }
     Ok(out)
@@ -172,7 +187,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_commit_round_trips_its_txn_and_skips_other_actions() {
+    fn a_commit_round_trips_its_txn_and_reads_removes_and_skips_other_actions() {
         let txn = Txn {
             app_id: "milstream/g/points/0".into(),
             version: 42,
@@ -183,7 +198,9 @@ mod tests {
             Action::Txn(txn.clone()),
         ]);
         bytes.extend_from_slice(b"{\"remove\":{\"path\":\"x\",\"dataChange\":true}}\n");
-        assert_eq!(decode(&bytes).unwrap(), vec![Action::Txn(txn)]);
+        bytes.extend_from_slice(b"{\"cdc\":{\"path\":\"y\"}}\n");
+        let removed = Action::Remove(Remove { path: "x".into() });
+        assert_eq!(decode(&bytes).unwrap(), vec![Action::Txn(txn), removed]);
         let line = String::from_utf8(encode(&[Action::Protocol(Protocol::plain())])).unwrap();
         assert_eq!(
             line,

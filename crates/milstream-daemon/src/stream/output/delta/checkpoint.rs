@@ -1,6 +1,7 @@
 //! Reading a checkpoint: the Parquet summary of the log up to a version that other writers
 //! (delta-rs's `optimize`, `create_checkpoint`, Spark) may leave, after which they may
-//! also expire the JSON commits before it. Only its `txn` and `metaData` columns are read.
+//! also expire the JSON commits before it. Only its `txn`, `metaData` and `add` columns are
+//! read (of `add`, the path).
 //! The daemon writes no checkpoints itself (docs/DELIVERY.md, "Delta tables").
 
 use arrow_array::cast::AsArray;
@@ -9,9 +10,9 @@ use arrow_array::{Array, RecordBatch, StructArray};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 
-use super::actions::{Action, Format, Metadata, Txn};
+use super::actions::{Action, Add, Format, Metadata, Txn};
 
-/// The `txn` and `metaData` actions of one checkpoint file's bytes.
+/// The `txn`, `metaData` and `add` actions of one checkpoint file's bytes.
 pub fn read_checkpoint(bytes: Vec<u8>) -> Result<Vec<Action>, String> {
     let builder = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))
         .map_err(|e| e.to_string())?;
@@ -19,7 +20,7 @@ pub fn read_checkpoint(bytes: Vec<u8>) -> Result<Vec<Action>, String> {
     let roots: Vec<usize> = (0..schema.root_schema().get_fields().len())
         .filter(|i| {
             let name = schema.root_schema().get_fields()[*i].name();
-            name == "txn" || name == "metaData"
+            name == "txn" || name == "metaData" || name == "add"
         })
         .collect();
     let mask = ProjectionMask::roots(schema, roots);
@@ -34,7 +35,8 @@ pub fn read_checkpoint(bytes: Vec<u8>) -> Result<Vec<Action>, String> {
     Ok(out)
 }
 
-/// The non-null `txn` and `metaData` rows of a checkpoint batch.
+/// The non-null `txn`, `metaData` and `add` rows of a checkpoint batch (an `add` with its
+/// path only: the rest is not read back).
 fn actions_of(batch: &RecordBatch, out: &mut Vec<Action>) {
     if let Some(txn) = batch.column_by_name("txn").map(|c| c.as_struct()) {
         let app = string_field(txn, "appId");
@@ -47,6 +49,20 @@ fn actions_of(batch: &RecordBatch, out: &mut Vec<Action>) {
                     app_id: a.value(row).to_string(),
                     version: v.value(row),
                     last_updated: None,
+                }));
+            }
+        }
+    }
+    if let Some(add) = batch.column_by_name("add").map(|c| c.as_struct()) {
+        if let Some(path) = string_field(add, "path") {
+            for row in (0..add.len()).filter(|r| add.is_valid(*r) && path.is_valid(*r)) {
+                out.push(Action::Add(Add {
+                    path: path.value(row).to_string(),
+                    partition_values: Default::default(),
+                    size: 0,
+                    modification_time: 0,
+                    data_change: false,
+                    stats: None,
                 }));
             }
         }

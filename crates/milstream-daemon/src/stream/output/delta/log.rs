@@ -1,5 +1,6 @@
 //! One table's log as this process last read it: the newest version, the latest `txn`
-//! version of every app id, and the table's metadata (its id and schema). Loaded once per
+//! version of every app id, the table's metadata (its id and schema) and each partition's
+//! newest data files. Loaded once per
 //! table by listing `_delta_log/` (never the data files): the newest checkpoint, if a
 //! reader left one, then the JSON commits after it. Later catch-ups read the commits after
 //! the newest known version by name until one is missing (no listing).
@@ -9,6 +10,7 @@ use std::collections::HashMap;
 use super::actions::{self, Action, Metadata};
 use super::checkpoint::{newest_checkpoint, read_checkpoint};
 use super::commit::log_file;
+use super::recent::RecentFiles;
 use crate::stream::output::store::Store;
 
 #[derive(Debug)]
@@ -20,6 +22,7 @@ pub struct TableLog {
     pub version: Option<i64>,
     txns: HashMap<String, i64>,
     pub metadata: Option<Metadata>,
+    pub recent: RecentFiles,
 }
 
 fn bad(what: String) -> std::io::Error {
@@ -34,6 +37,7 @@ impl TableLog {
             version: None,
             txns: HashMap::new(),
             metadata: None,
+            recent: RecentFiles::default(),
         }
     }
 
@@ -65,6 +69,8 @@ impl TableLog {
                     self.txns.insert(t.app_id.clone(), t.version);
                 }
                 Action::MetaData(m) => self.metadata = Some(m.clone()),
+                Action::Add(a) => self.recent.added(&a.path),
+                Action::Remove(r) => self.recent.removed(&r.path),
                 _ => {}
             }
         }

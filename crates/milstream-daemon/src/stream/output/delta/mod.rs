@@ -17,6 +17,7 @@
 //! - `commit`: a version's commit file, created only if absent.
 //! - `checkpoint`: reading a checkpoint another writer left.
 //! - `log`: one table's log as last read (newest version, `txn` per app id, schema).
+//! - `recent`: each partition's newest data files, from the log (the detectors' checkpoints).
 //! - `table`: appending a segment's rows of one kind, exactly once.
 //! - `tables`: the four tables, a segment's write and a partition's replay point.
 
@@ -24,6 +25,7 @@ pub mod actions;
 pub mod checkpoint;
 pub mod commit;
 pub mod log;
+pub mod recent;
 pub mod schema;
 pub mod table;
 pub mod tables;

@@ -12,10 +12,11 @@ use crate::config::{Config, Role};
 use crate::stream::ingest::record::RecordKind;
 use crate::stream::output::arrow::predictions::{dead_letter_batch, prediction_batch};
 use crate::stream::output::arrow::quality::{drift_event_batch, evaluation_batch};
+use crate::stream::output::sink::folders::PartitionFiles;
 use crate::stream::output::sink::parquet::Written;
 use crate::stream::output::sink::{
-    owned_trees, Segment, DEAD_LETTERS_DIR, DRIFT_EVENTS_DIR, EVALUATIONS_DIR, META_QUALITY_STATE,
-    META_QUALITY_THROUGH, META_SERVED_STATE, PREDICTIONS_DIR,
+    owned_trees, OutputName, Segment, DEAD_LETTERS_DIR, DRIFT_EVENTS_DIR, EVALUATIONS_DIR,
+    META_QUALITY_STATE, META_QUALITY_THROUGH, META_SERVED_STATE, PREDICTIONS_DIR,
 };
 use crate::stream::output::store::Store;
 
@@ -179,5 +180,28 @@ impl DeltaTables {
         let mut l = t.lock().expect("table log");
         l.catch_up(store)?;
         Ok(l.txn(app_id))
+    }
+}
+
+/// A partition's files in a table are the ones its log added and kept (see `recent`): no
+/// data file is listed.
+impl PartitionFiles for DeltaTables {
+    fn files_down_to(
+        &self,
+        store: &Store,
+        tree: &str,
+        (topic, partition): (&str, i32),
+        _below: i64,
+    ) -> std::io::Result<Vec<(String, OutputName)>> {
+        let Some(t) = self.table(tree) else {
+            return Ok(Vec::new());
+        };
+        let mut l = t.lock().expect("table log");
+        l.catch_up(store)?;
+        Ok(l.recent
+            .of(topic, partition)
+            .into_iter()
+            .map(|(path, name)| (format!("{tree}/{path}"), name))
+            .collect())
     }
 }

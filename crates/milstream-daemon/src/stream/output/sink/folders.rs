@@ -253,10 +253,37 @@ impl WriterLogs {
     }
 }
 
+/// Where a partition's durable files are found: the date folders its [`FolderLog`] names
+/// (Parquet files), or a Delta table's log (`delta::DeltaTables`: the files its commits
+/// added). What the replay point, the detectors' restore and their checkpoints read.
+pub trait PartitionFiles {
+    /// The partition's files in `tree` with their parsed names, at least down to the first
+    /// whose range ends below `below` (when there is one), in no particular order.
+    fn files_down_to(
+        &self,
+        store: &Store,
+        tree: &str,
+        partition: (&str, i32),
+        below: i64,
+    ) -> std::io::Result<Vec<(String, OutputName)>>;
+}
+
+impl PartitionFiles for FolderLog {
+    fn files_down_to(
+        &self,
+        store: &Store,
+        tree: &str,
+        partition: (&str, i32),
+        below: i64,
+    ) -> std::io::Result<Vec<(String, OutputName)>> {
+        files_down_to(store, tree, self, partition, below)
+    }
+}
+
 /// The visible Parquet files of `topic`/`partition` under `tree`, folder by folder in the
 /// log's newest-first order, down to the first folder holding one whose range ends below
 /// `below`: what a search for the newest file below an offset needs to read.
-pub fn files_down_to(
+fn files_down_to(
     store: &Store,
     tree: &str,
     log: &FolderLog,

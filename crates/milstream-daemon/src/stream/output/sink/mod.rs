@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 
-use self::folders::{files_down_to, FolderLog};
+use self::folders::{FolderLog, PartitionFiles};
 use crate::config::{DriftConfig, Role};
 use crate::stream::ingest::commit::Generation;
 use crate::stream::ingest::record::RecordKind;
@@ -287,13 +287,13 @@ pub fn sweep_tree(
 pub fn newest_durable_file(
     store: &Store,
     dirs: &[&str],
-    log: &FolderLog,
+    log: &dyn PartitionFiles,
     (topic, partition): (&str, i32),
     below: i64,
 ) -> std::io::Result<Option<(String, OutputName)>> {
     let mut best: Option<(String, OutputName)> = None;
     for dir in dirs {
-        for (rel, parsed) in files_down_to(store, dir, log, (topic, partition), below)? {
+        for (rel, parsed) in log.files_down_to(store, dir, (topic, partition), below)? {
             let newer = best
                 .as_ref()
                 .is_none_or(|(_, b)| parsed.last_offset > b.last_offset);
@@ -369,7 +369,7 @@ pub const META_SERVED_STATE: &str = "milstream.served_state";
 /// start over); an error when the store cannot be listed or read.
 pub fn served_checkpoint(
     store: &Store,
-    log: &FolderLog,
+    log: &dyn PartitionFiles,
     (topic, partition): (&str, i32),
     committed: i64,
 ) -> std::io::Result<Option<String>> {
@@ -433,7 +433,7 @@ pub struct Restored {
 pub fn restore_quality(
     store: &Store,
     cfg: &DriftConfig,
-    log: &FolderLog,
+    log: &dyn PartitionFiles,
     (topic, partition): (&str, i32),
     replay_from: Option<i64>,
 ) -> std::io::Result<Restored> {
@@ -487,7 +487,7 @@ impl Unreadable {
 fn restore_from_files(
     store: &Store,
     cfg: &DriftConfig,
-    log: &FolderLog,
+    log: &dyn PartitionFiles,
     (topic, partition): (&str, i32),
     replay_from: i64,
 ) -> Result<Restored, Unreadable> {
@@ -496,7 +496,8 @@ fn restore_from_files(
         durable_through: None,
         unreadable: None,
     };
-    let mut files = files_down_to(store, EVALUATIONS_DIR, log, (topic, partition), replay_from)
+    let mut files = log
+        .files_down_to(store, EVALUATIONS_DIR, (topic, partition), replay_from)
         .map_err(Unreadable::Io)?;
     files.sort_by_key(|(_, n)| std::cmp::Reverse((n.first_offset, n.last_offset)));
     let mut newer = Vec::new();
@@ -545,10 +546,10 @@ fn restore_from_files(
 /// offset order, so the newest file holds the highest). None without such a file.
 pub fn newest_quality_through(
     store: &Store,
-    log: &FolderLog,
+    log: &dyn PartitionFiles,
     (topic, partition): (&str, i32),
 ) -> std::io::Result<Option<i64>> {
-    let mut files = files_down_to(store, EVALUATIONS_DIR, log, (topic, partition), i64::MAX)?;
+    let mut files = log.files_down_to(store, EVALUATIONS_DIR, (topic, partition), i64::MAX)?;
     files.sort_by_key(|(_, n)| std::cmp::Reverse((n.first_offset, n.last_offset)));
     for (rel, _) in files {
         // A footer that cannot be decoded says nothing: the next newest does (a lower mark,
