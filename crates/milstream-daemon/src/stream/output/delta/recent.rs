@@ -13,10 +13,12 @@ use crate::stream::output::sink::{parse_output_name, OutputName};
 /// Files kept per partition, the newest by their last offset.
 pub const KEPT_PER_PARTITION: usize = 256;
 
+/// A file by (last offset, first offset, path relative to the table): newest last.
+type ByOffsets = BTreeSet<(i64, i64, String)>;
+
 #[derive(Debug, Default)]
 pub struct RecentFiles {
-    /// (topic, partition) -> (last offset, first offset, path relative to the table).
-    by_partition: HashMap<(String, i32), BTreeSet<(i64, i64, String)>>,
+    by_partition: HashMap<(String, i32), ByOffsets>,
 }
 
 impl RecentFiles {
