@@ -28,4 +28,4 @@ if ! .venv/bin/python -c "import confluent_kafka.schema_registry.avro, flask" >/
   .venv/bin/pip install --quiet "confluent-kafka[avro,schemaregistry]==2.16.2" "fastavro==1.13.1" "httpx2==2.17.0" flask
 fi
 export MILSTREAM_PYTHON="$PWD/.venv/bin/python"
-cargo test --release --test stream_e2e --test stream_recovery --test stream_avro "$@" -- --ignored --test-threads 1 tansu
+cargo test --release --test stream_e2e --test stream_recovery --test stream_avro --test stream_delta "$@" -- --ignored --test-threads 1 tansu

@@ -365,6 +365,28 @@ fn without_commit_metadata_the_replay_point_comes_from_the_table_txn() {
     assert_crash_loop_exact(&bootstrap, group, &check, &expected, &model, &history);
 }
 
+/// The crash loop on a real broker: Tansu, which drops commit metadata, so each restart
+/// takes its replay point from the tables' txn. Run by `scripts/real-broker-tests.sh`.
+#[test]
+#[ignore]
+fn tansu_sigkill_three_times_then_restart_gives_each_window_once_in_the_delta_table() {
+    let broker = common::tansu::Tansu::start("delta-crash", 3);
+    let group = "tansu-delta";
+    let (check, expected, model, history) = delta_crash_loop(&broker.bootstrap, group, "");
+    assert!(
+        history.contains("delta table txn"),
+        "no replay point came from the tables:\n{history}"
+    );
+    assert_crash_loop_exact(
+        &broker.bootstrap,
+        group,
+        &check,
+        &expected,
+        &model,
+        &history,
+    );
+}
+
 /// 0 lost, 0 duplicated, 0 differing, 0 unexpected; every commit's file present; DuckDB
 /// reads the same rows; each partition's txn past its last row and not past its Kafka
 /// commit.
