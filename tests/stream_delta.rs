@@ -387,6 +387,71 @@ fn tansu_sigkill_three_times_then_restart_gives_each_window_once_in_the_delta_ta
     );
 }
 
+/// The crash-loop soak with Delta output: a producer at a fixed rate, the daemon SIGKILLed
+/// at `MILSTREAM_SOAK_KILLS` (default 50) random moments over about ten minutes, restarted
+/// each time; then the table read with deltalake and DuckDB and every window compared with
+/// the never-killed reference. Run with
+/// `cargo test --release --test stream_delta -- --ignored --nocapture soak`.
+#[test]
+#[ignore]
+fn soak_sigkill_at_fifty_random_moments_with_delta_tables() {
+    use rand::{Rng, SeedableRng};
+    let kills: usize = std::env::var("MILSTREAM_SOAK_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50);
+    let group = "delta-soak";
+    let dir = scratch(group);
+    let out = dir.join("out");
+    let bootstrap = cluster(3);
+    let (model_path, model) = model_file(&dir);
+    // 8 sensors x 60 series x 150 points = 72,000 points at 120 points/s: ten minutes.
+    let stream = known_stream(8, 60, 1_700_000_001_500);
+    let expected = expected_windows(&stream);
+    let want: BTreeSet<_> = expected.keys().cloned().collect();
+    let _ = config(&bootstrap, &out, &model_path, group, "");
+    let cfg_path = config_path(&out, group);
+    let text = std::fs::read_to_string(&cfg_path).unwrap();
+    std::fs::write(
+        &cfg_path,
+        text.replace("[output]\n", "[output]\nformat = \"delta\"\n"),
+    )
+    .unwrap();
+    let (feeder, fed) = paced_producer(bootstrap.clone(), point_messages(&stream), 120);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(50);
+    let mut history = String::new();
+    let mut child = spawn_child(&cfg_path, &dir.join("child-0.log"));
+    for i in 0..kills {
+        std::thread::sleep(Duration::from_millis(rng.random_range(2_000..14_000)));
+        child.kill().expect("SIGKILL");
+        child.wait().unwrap();
+        let log = std::fs::read_to_string(dir.join(format!("child-{i}.log"))).unwrap_or_default();
+        for l in log.lines().filter(|l| l.contains("replay point")) {
+            history.push_str(l);
+            history.push('\n');
+        }
+        child = spawn_child(&cfg_path, &dir.join(format!("child-{}.log", i + 1)));
+    }
+    let table = format!("{}/predictions", out.display());
+    let apps: Vec<String> = (0..3)
+        .map(|p| format!("milstream/{group}/{POINTS}/{p}"))
+        .collect();
+    let complete = wait_until(Duration::from_secs(900), || {
+        fed.load(std::sync::atomic::Ordering::SeqCst)
+            && window_rows(&delta_check(&table, &apps, None))
+                .into_iter()
+                .collect::<BTreeSet<_>>()
+                .is_superset(&want)
+    });
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    feeder.join().unwrap();
+    assert!(complete && status.success(), "the final run did not finish");
+    let check = delta_check(&table, &apps, None);
+    eprintln!("soak: {kills} SIGKILLs");
+    assert_crash_loop_exact(&bootstrap, group, &check, &expected, &model, &history);
+}
+
 /// 0 lost, 0 duplicated, 0 differing, 0 unexpected; every commit's file present; DuckDB
 /// reads the same rows; each partition's txn past its last row and not past its Kafka
 /// commit.

@@ -7,36 +7,12 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use common::scratch;
 use common::stream::*;
 use milstream::mil::Sample;
-
-/// Produces `msgs` in the background at about `per_second`.
-fn paced_producer(
-    bootstrap: String,
-    msgs: Vec<(String, String, Vec<u8>)>,
-    per_second: usize,
-) -> (std::thread::JoinHandle<()>, Arc<AtomicBool>) {
-    let done = Arc::new(AtomicBool::new(false));
-    let flag = done.clone();
-    let h = std::thread::spawn(move || {
-        let p = producer(&bootstrap);
-        let start = Instant::now();
-        for (i, chunk) in msgs.chunks(50).enumerate() {
-            produce_all(&p, chunk);
-            let due = Duration::from_secs_f64(((i + 1) * 50) as f64 / per_second as f64);
-            if let Some(wait) = due.checked_sub(start.elapsed()) {
-                std::thread::sleep(wait);
-            }
-        }
-        flag.store(true, Ordering::SeqCst);
-    });
-    (h, done)
-}
 
 fn any_file(out: &Path) -> bool {
     !read_predictions(out).is_empty()

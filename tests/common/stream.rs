@@ -659,3 +659,30 @@ pub fn spawn_child(config: &Path, log: &Path) -> std::process::Child {
         .spawn()
         .expect("milstream run starts")
 }
+
+/// Produces `msgs` in the background at about `per_second`.
+pub fn paced_producer(
+    bootstrap: String,
+    msgs: Vec<(String, String, Vec<u8>)>,
+    per_second: usize,
+) -> (
+    std::thread::JoinHandle<()>,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let flag = done.clone();
+    let h = std::thread::spawn(move || {
+        let p = producer(&bootstrap);
+        let start = Instant::now();
+        for (i, chunk) in msgs.chunks(50).enumerate() {
+            produce_all(&p, chunk);
+            let due = Duration::from_secs_f64(((i + 1) * 50) as f64 / per_second as f64);
+            if let Some(wait) = due.checked_sub(start.elapsed()) {
+                std::thread::sleep(wait);
+            }
+        }
+        flag.store(true, Ordering::SeqCst);
+    });
+    (h, done)
+}
