@@ -7,11 +7,16 @@
 
 use std::collections::HashMap;
 
+use tracing::warn;
+
 use super::actions::{self, Action, Metadata};
 use super::checkpoint::{newest_checkpoint, read_checkpoint};
 use super::commit::log_file;
 use super::recent::RecentFiles;
 use crate::stream::output::store::Store;
+
+/// Commits after the newest checkpoint past which loading a log warns.
+const LONG_LOG: usize = 1_000;
 
 #[derive(Debug)]
 pub struct TableLog {
@@ -104,6 +109,16 @@ impl TableLog {
             .filter(|v| *v >= from)
             .collect();
         versions.sort_unstable();
+        if versions.len() > LONG_LOG {
+            // Each commit is one read (a GET on an object store): a log never checkpointed
+            // makes every process's first assignment slower by the day.
+            warn!(
+                table = self.dir,
+                commits = versions.len(),
+                "reading a long Delta log without a checkpoint: checkpoint the table \
+                 (delta-rs create_checkpoint, README \"Delta Lake tables\")"
+            );
+        }
         for v in versions {
             if let Some(bytes) = store.get(&log_file(self.dir, v))? {
                 self.apply_bytes(v, &bytes)?;
