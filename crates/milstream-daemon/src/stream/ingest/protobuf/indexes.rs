@@ -11,12 +11,39 @@
 /// parsers stop at a depth of 100; schemas nest two or three deep).
 pub const MAX_INDEXES: usize = 32;
 
+/// Message indexes, kept inline (no allocation per message).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Indexes {
+    len: usize,
+    items: [i32; MAX_INDEXES],
+}
+
+impl Indexes {
+    fn new() -> Self {
+        Self {
+            len: 0,
+            items: [0; MAX_INDEXES],
+        }
+    }
+
+    fn push(&mut self, i: i32) {
+        self.items[self.len] = i;
+        self.len += 1;
+    }
+
+    pub fn as_slice(&self) -> &[i32] {
+        &self.items[..self.len]
+    }
+}
+
 /// The indexes at the start of `body` and the message bytes after them.
-pub fn read(body: &[u8]) -> Result<(Vec<i32>, &[u8]), String> {
+pub fn read(body: &[u8]) -> Result<(Indexes, &[u8]), String> {
     let mut rest = body;
+    let mut out = Indexes::new();
     let count = varint(&mut rest)?;
     if count == 0 {
-        return Ok((vec![0], rest));
+        out.push(0);
+        return Ok((out, rest));
     }
     let count = usize::try_from(count)
         .ok()
@@ -28,7 +55,7 @@ pub fn read(body: &[u8]) -> Result<(Vec<i32>, &[u8]), String> {
             rest.len()
         ));
     }
-    let mut out = Vec::with_capacity(count);
+    // At most MAX_INDEXES pushes (checked above).
     for _ in 0..count {
         let i = varint(&mut rest)?;
         out.push(
@@ -82,17 +109,18 @@ mod tests {
 
     #[test]
     fn indexes_round_trip_and_zero_is_the_first_message() {
+        let read = |b: &[u8]| read(b).map(|(ix, rest)| (ix.as_slice().to_vec(), rest.to_vec()));
         for indexes in [vec![0], vec![1], vec![0, 2], vec![3, 0, 70], vec![1000]] {
             let mut bytes = Vec::new();
             write(&mut bytes, &indexes);
             bytes.extend_from_slice(b"msg");
-            assert_eq!(read(&bytes).unwrap(), (indexes, &b"msg"[..]));
+            assert_eq!(read(&bytes).unwrap(), (indexes, b"msg".to_vec()));
         }
         // The single byte 0 is [0]; the long form [1, 0] (count 1, index 0) is the same.
-        assert_eq!(read(&[0]).unwrap(), (vec![0], &[][..]));
-        assert_eq!(read(&[2, 0, 9]).unwrap(), (vec![0], &[9][..]));
+        assert_eq!(read(&[0]).unwrap(), (vec![0], vec![]));
+        assert_eq!(read(&[2, 0, 9]).unwrap(), (vec![0], vec![9]));
         // Zig-zag: count 2 is the byte 4, index 1 is the byte 2.
-        assert_eq!(read(&[4, 2, 4]).unwrap(), (vec![1, 2], &[][..]));
+        assert_eq!(read(&[4, 2, 4]).unwrap(), (vec![1, 2], vec![]));
     }
 
     #[test]

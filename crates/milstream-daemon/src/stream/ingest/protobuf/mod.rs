@@ -5,7 +5,8 @@
 //! no protoc), the message decoded against the writer's descriptor (prost-reflect's
 //! `DynamicMessage`), mapped onto ours by field number (`schemas/*.proto`, [`reader`]) and
 //! handed to the JSON path's record rules as a JSON value (`value`), so a Protobuf record
-//! gives exactly the record (or rejection) its JSON form does.
+//! gives exactly the record (or rejection) its JSON form does. Plain points skip the
+//! `DynamicMessage` and the JSON value (`plain`), as plain JSON and Avro points do.
 //!
 //! Dead letters, as for Avro: a payload that is not the wire format, message indexes or a
 //! message that are truncated or malformed, is `parse`; a schema id the registry does not
@@ -20,6 +21,7 @@
 mod descriptor;
 pub mod encode;
 mod indexes;
+mod plain;
 pub(crate) mod reader;
 mod value;
 
@@ -39,20 +41,26 @@ pub fn decode(
     limits: &DecodeLimits,
     registry: &SchemaRegistry,
 ) -> Vec<Result<Record, Rejected>> {
-    match json_value(kind, payload, limits, registry) {
-        Ok((value, non_finite)) => decode_value(kind, value, limits, non_finite),
+    match read(kind, payload, limits, registry) {
+        Ok(Decoded::Points(points)) => points.into_iter().map(|p| Ok(Record::Point(p))).collect(),
+        Ok(Decoded::Value(value, non_finite)) => decode_value(kind, value, limits, non_finite),
         Err(rejected) => vec![Err(rejected)],
     }
 }
 
-/// The message as the JSON value its records' JSON form would parse to, and whether it
-/// holds non-finite markers.
-fn json_value(
+/// A message read: plain points (the fast path), or the JSON value its records' JSON form
+/// would parse to, with whether it holds non-finite markers.
+enum Decoded {
+    Points(Vec<super::record::Point>),
+    Value(serde_json::Value, bool),
+}
+
+fn read(
     kind: RecordKind,
     payload: &[u8],
     limits: &DecodeLimits,
     registry: &SchemaRegistry,
-) -> Result<(serde_json::Value, bool), Rejected> {
+) -> Result<Decoded, Rejected> {
     let (id, body) = unframe(payload, limits)?;
     let parse = |e: String| {
         Rejected::new(
@@ -66,11 +74,17 @@ fn json_value(
         return Err(writer.other_type(id, SchemaType::Protobuf));
     };
     let resolved = schema
-        .resolved(&indexes, kind)
+        .resolved(indexes.as_slice(), kind)
         .map_err(|e| Rejected::new(DeadReason::Schema, format!("schema id {id}: {e}")))?;
+    if kind == RecordKind::Point {
+        if let Some(points) = plain::plain_points(resolved, message, limits.max_id_bytes) {
+            return Ok(Decoded::Points(points));
+        }
+    }
     let decoded = DynamicMessage::decode(resolved.message.clone(), message)
         .map_err(|e| parse(e.to_string()))?;
-    Ok(value::records(&decoded, resolved))
+    let (value, non_finite) = value::records(&decoded, resolved);
+    Ok(Decoded::Value(value, non_finite))
 }
 
 #[cfg(test)]

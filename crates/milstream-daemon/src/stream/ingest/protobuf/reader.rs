@@ -169,6 +169,11 @@ pub struct Mapped {
     /// Our name for it (the JSON key).
     pub name: String,
     pub shape: Shape,
+    /// The writer's: its number, its type, whether it has presence (kept here for the fast
+    /// path, which reads them for every field of every point).
+    pub number: u32,
+    pub kind: Kind,
+    pub presence: bool,
 }
 
 /// How to read messages of one writer message type as records of one kind.
@@ -217,6 +222,9 @@ pub fn resolve(kind: RecordKind, message: &MessageDescriptor) -> Result<Resolved
             ));
         }
         mapped.push(Mapped {
+            number: w.number(),
+            kind: w.kind(),
+            presence: w.supports_presence(),
             field: w,
             name: r.name.clone(),
             shape: r.shape,
