@@ -68,11 +68,12 @@ fn read(
             format!("Protobuf of schema id {id}: {e}"),
         )
     };
-    let (indexes, message) = indexes::read(body).map_err(parse)?;
+    // The schema first, as for Avro: an unknown id is `schema` whatever its bytes are.
     let writer = registry.ready(id)?;
     let WriterSchema::Protobuf(schema) = &*writer else {
         return Err(writer.other_type(id, SchemaType::Protobuf));
     };
+    let (indexes, message) = indexes::read(body).map_err(parse)?;
     let resolved = schema
         .resolved(indexes.as_slice(), kind)
         .map_err(|e| Rejected::new(DeadReason::Schema, format!("schema id {id}: {e}")))?;
