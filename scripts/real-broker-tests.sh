@@ -23,9 +23,11 @@ echo "tansu: $MILSTREAM_TANSU ($("$MILSTREAM_TANSU" --version 2>&1 | head -1))" 
 if [[ ! -x .venv/bin/python ]]; then
   python3 -m venv .venv && .venv/bin/pip install --quiet pyarrow PyYAML
 fi
-# tests/stream_avro.rs: confluent-kafka's AvroSerializer and a Flask registry (as scripts/test.sh pins them).
-if ! .venv/bin/python -c "import confluent_kafka.schema_registry.avro, flask" >/dev/null 2>&1; then
-  .venv/bin/pip install --quiet "confluent-kafka[avro,schemaregistry]==2.16.2" "fastavro==1.13.1" "httpx2==2.17.0" flask
+# tests/stream_avro.rs: confluent-kafka's AvroSerializer and ProtobufSerializer, grpcio-tools'
+# protoc and a Flask registry (as scripts/test.sh pins them).
+if ! .venv/bin/python -c "import confluent_kafka.schema_registry.avro, confluent_kafka.schema_registry.protobuf, grpc_tools.protoc, flask" >/dev/null 2>&1; then
+  .venv/bin/pip install --quiet "confluent-kafka[avro,schemaregistry]==2.16.2" "fastavro==1.13.1" "httpx2==2.17.0" \
+    "protobuf==7.36.2" "googleapis-common-protos==1.76.0" "grpcio==1.85.4" "grpcio-tools==1.85.4" flask
 fi
 export MILSTREAM_PYTHON="$PWD/.venv/bin/python"
 cargo test --release --test stream_e2e --test stream_recovery --test stream_avro --test stream_delta "$@" -- --ignored --test-threads 1 tansu

@@ -65,7 +65,10 @@ fi
 # confluent-kafka's AvroSerializer and SchemaRegistryClient (and what they import) produce the
 # Avro records of tests/stream_avro.rs.
 avro_pins=("confluent-kafka==2.16.2" "fastavro==1.13.1" "httpx2==2.17.0" "authlib==1.9.10" "cachetools==8.0.3" "attrs==26.1.0" "certifi==2026.10.19.post1" "requests==2.34.2")
-python_pins=("maturin==1.16.0" "pytest==9.2.0" "numpy==2.3.5" "pandas==3.0.6" "scikit-learn==1.9.1" "aeon==1.6.0" "playwright==1.58.0" "${avro_pins[@]}")
+# Its ProtobufSerializer (protobuf, googleapis-common-protos) and grpcio-tools' protoc, which
+# generates the message classes from schemas/*.proto at test time (tests/protobuf_produce.py).
+protobuf_pins=("protobuf==7.36.2" "googleapis-common-protos==1.76.0" "grpcio==1.85.4" "grpcio-tools==1.85.4")
+python_pins=("maturin==1.16.0" "pytest==9.2.0" "numpy==2.3.5" "pandas==3.0.6" "scikit-learn==1.9.1" "aeon==1.6.0" "playwright==1.58.0" "${avro_pins[@]}" "${protobuf_pins[@]}")
 pins_installed='
 import sys
 from importlib.metadata import version

@@ -15,9 +15,16 @@ PyPI), so this implements the REST subset the clients use, after Confluent's API
 Anything else is a 404, which the clients take as "not there" (confluent-kafka 2.16 first
 asks GET /associations/... and falls back to the topic's subject).
 
+Schemas are AVRO (the default) or PROTOBUF (`schemaType`), stored and returned as given
+with their type: a .proto source, or the base64 FileDescriptorProto that confluent-kafka's
+ProtobufSerializer registers (a real Confluent registry turns that into .proto text; the
+daemon reads both). Schema references are stored but not resolved.
+
 The compatibility rule is Avro's BACKWARD one for records, in its simplest form: every field
 of the new schema without a default must be in the latest one, by name or by one of its
-aliases. Usage: python schema_registry.py PORT
+aliases. For PROTOBUF it is permissive (every schema is compatible): the tests register
+evolved and incompatible Protobuf schemas on purpose, and it is the daemon's reading of
+them, not this registry's, that is under test. Usage: python schema_registry.py PORT
 """
 
 import json
@@ -36,8 +43,11 @@ hits = {}  # id -> GET /schemas/ids/{id} count
 CT = "application/vnd.schemaregistry.v1+json"
 
 
-def canonical(text):
-    return json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"))
+def canonical(text, kind="AVRO"):
+    """The key a schema is known by: Avro's parsed JSON, any other type's text and type."""
+    if kind == "AVRO":
+        return json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"))
+    return "{}:{}".format(kind, text.strip())
 
 
 def error(status, code, message):
@@ -55,8 +65,11 @@ def record_fields(text):
     return s["fields"]
 
 
-def backward_compatible(new_text, old_text):
-    """Whether data written with old_text reads with new_text (record fields only)."""
+def backward_compatible(new_text, old_text, new_kind="AVRO", old_kind="AVRO"):
+    """Whether data written with old_text reads with new_text (Avro record fields only;
+    anything involving another type is compatible, see the module's doc)."""
+    if new_kind != "AVRO" or old_kind != "AVRO":
+        return True
     new, old = record_fields(new_text), record_fields(old_text)
     if new is None or old is None:
         return canonical(new_text) == canonical(old_text)
@@ -66,6 +79,13 @@ def backward_compatible(new_text, old_text):
         if "default" not in f and not names & old_names:
             return False
     return True
+
+
+def typed(body, kind):
+    """An answer about a schema, with its schemaType unless AVRO (as the API leaves it out)."""
+    if kind != "AVRO":
+        body["schemaType"] = kind
+    return body
 
 
 def schema_body():
@@ -78,11 +98,12 @@ def register(subject):
     text, kind = schema_body()
     with lock:
         versions = subjects.setdefault(subject, [])
-        key = canonical(text)
+        key = canonical(text, kind)
         known = ids_by_text.get(key)
         if known is not None and known in versions:
             return jsonify({"id": known})
-        if versions and not backward_compatible(text, schemas[versions[-1]][0]):
+        if versions and not backward_compatible(text, schemas[versions[-1]][0],
+                                                kind, schemas[versions[-1]][1]):
             return error(409, 409, "Schema being registered is incompatible with an earlier schema")
         if known is None:
             known = len(schemas) + 1
@@ -94,14 +115,14 @@ def register(subject):
 
 @app.post("/subjects/<path:subject>")
 def lookup(subject):
-    text, _ = schema_body()
+    text, kind = schema_body()
     with lock:
-        sid = ids_by_text.get(canonical(text))
+        sid = ids_by_text.get(canonical(text, kind))
         versions = subjects.get(subject, [])
         if sid is None or sid not in versions:
             return error(404, 40403, "Schema not found")
-        return jsonify({"subject": subject, "id": sid, "version": versions.index(sid) + 1,
-                        "schema": schemas[sid][0]})
+        return jsonify(typed({"subject": subject, "id": sid, "version": versions.index(sid) + 1,
+                              "schema": schemas[sid][0]}, schemas[sid][1]))
 
 
 @app.get("/schemas/ids/<int:sid>")
@@ -111,10 +132,7 @@ def by_id(sid):
         if sid not in schemas:
             return error(404, 40403, "Schema {} not found".format(sid))
         text, kind = schemas[sid]
-    body = {"schema": text}
-    if kind != "AVRO":
-        body["schemaType"] = kind
-    return jsonify(body)
+    return jsonify(typed({"schema": text}, kind))
 
 
 @app.get("/subjects")
@@ -138,18 +156,19 @@ def latest(subject):
         if not versions:
             return error(404, 40401, "Subject not found")
         sid = versions[-1]
-        return jsonify({"subject": subject, "id": sid, "version": len(versions),
-                        "schema": schemas[sid][0]})
+        return jsonify(typed({"subject": subject, "id": sid, "version": len(versions),
+                              "schema": schemas[sid][0]}, schemas[sid][1]))
 
 
 @app.post("/compatibility/subjects/<path:subject>/versions/latest")
 def compatibility(subject):
-    text, _ = schema_body()
+    text, kind = schema_body()
     with lock:
         versions = subjects.get(subject)
         if not versions:
             return error(404, 40401, "Subject not found")
-        return jsonify({"is_compatible": backward_compatible(text, schemas[versions[-1]][0])})
+        old_text, old_kind = schemas[versions[-1]]
+        return jsonify({"is_compatible": backward_compatible(text, old_text, kind, old_kind)})
 
 
 @app.get("/_test/hits")

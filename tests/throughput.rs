@@ -39,7 +39,7 @@ fn options() -> BenchOptions {
         compare_drift: false,
         view_clients: None,
         compare_delta: false,
-        compare_avro: false,
+        compare_input: None,
         spacing_ms: milstream::stream::embedded::DEMO_POINT_SPACING_MS,
     }
 }

@@ -51,9 +51,10 @@ pub struct BenchStreamArgs {
     /// files, then Delta tables (`output.format = "delta"`), and report both (throughput runs).
     #[arg(long)]
     compare_delta: bool,
-    /// `avro`: also measure Avro input beside JSON in the same run (throughput runs): the
-    /// two decoders alone over the same messages, then a daemon pass over each format.
-    #[arg(long, default_value = "json", value_parser = ["json", "avro"])]
+    /// `avro` or `protobuf`: also measure that input beside JSON in the same run (throughput
+    /// runs): the JSON, Avro and Protobuf decoders alone over the same messages, then a daemon
+    /// pass over JSON and one over the format.
+    #[arg(long, default_value = "json", value_parser = ["json", "avro", "protobuf"])]
     format: String,
     /// Event time between a series' points, in ms (10: the demo's 100 Hz; 1000: a 1 Hz
     /// sensor). The label-join history keeps `training.history_ms` of it (an hour).
@@ -89,7 +90,11 @@ pub fn run(args: BenchStreamArgs) -> Result<()> {
         compare_drift: args.compare_drift,
         view_clients: args.view_clients,
         compare_delta: args.compare_delta,
-        compare_avro: args.format == "avro",
+        compare_input: match args.format.as_str() {
+            "avro" => Some(milstream::config::InputFormat::Avro),
+            "protobuf" => Some(milstream::config::InputFormat::Protobuf),
+            _ => None,
+        },
         spacing_ms: args.spacing_ms.max(1),
     };
     let report = rt.block_on(milstream::stream::bench::bench(opts))?;

@@ -667,7 +667,7 @@ impl Config {
     /// The checks of the sections that have their own.
     fn validate_sections(&self) -> Result<(), (&'static str, String)> {
         self.drift.validate().and(self.view.validate())?;
-        self.schema_registry.validate(self.input.any_avro())
+        self.schema_registry.validate(self.input.uses_registry())
     }
 
     /// Cross-field checks, run at start-up.

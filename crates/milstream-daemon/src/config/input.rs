@@ -13,24 +13,37 @@ pub enum InputFormat {
     /// schema registry (`[schema_registry]`), then one binary Avro record or an array of
     /// them (`schemas/*.avsc`).
     Avro,
+    /// Protobuf in the Confluent wire format: a zero byte, the writer schema's 4-byte id in
+    /// the schema registry (`[schema_registry]`), the message indexes, then one Protobuf
+    /// record or a batch of them (`schemas/*.proto`).
+    Protobuf,
+}
+
+impl InputFormat {
+    /// Whether its messages name a writer schema in the schema registry.
+    pub fn uses_registry(self) -> bool {
+        matches!(self, InputFormat::Avro | InputFormat::Protobuf)
+    }
 }
 
 /// The encoding of each input topic. A topic's records obey the same rules in every
-/// format: an Avro record decodes to exactly the record its JSON form gives.
+/// format: an Avro or Protobuf record decodes to exactly the record its JSON form gives.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct InputConfig {
-    /// Encoding of `kafka.points_topic`: json | avro.
+    /// Encoding of `kafka.points_topic`: json | avro | protobuf.
     pub points_format: InputFormat,
-    /// Encoding of `kafka.bags_topic`: json | avro.
+    /// Encoding of `kafka.bags_topic`: json | avro | protobuf.
     pub bags_format: InputFormat,
-    /// Encoding of `kafka.labels_topic`: json | avro.
+    /// Encoding of `kafka.labels_topic`: json | avro | protobuf.
     pub labels_format: InputFormat,
 }
 
 impl InputConfig {
-    /// Whether any topic is Avro (and so needs `[schema_registry]`).
-    pub fn any_avro(&self) -> bool {
-        [self.points_format, self.bags_format, self.labels_format].contains(&InputFormat::Avro)
+    /// Whether any topic is Avro or Protobuf (and so needs `[schema_registry]`).
+    pub fn uses_registry(&self) -> bool {
+        [self.points_format, self.bags_format, self.labels_format]
+            .iter()
+            .any(|f| f.uses_registry())
     }
 }

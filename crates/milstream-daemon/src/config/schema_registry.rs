@@ -1,16 +1,18 @@
-//! `[schema_registry]`: where the writer schemas of Avro input come from
-//! (`src/stream/ingest/avro/registry.rs`).
+//! `[schema_registry]`: where the writer schemas of Avro and Protobuf input come from
+//! (`src/stream/ingest/registry/`).
 
 use serde::{Deserialize, Serialize};
 
-/// The Confluent-compatible schema registry that Avro messages' schema ids name. Each id is
+/// The Confluent-compatible schema registry that Avro and Protobuf messages' schema ids name
+/// (Confluent Schema Registry, Confluent Cloud, Redpanda, Karapace, Apicurio's Confluent
+/// API: anything that serves `GET /schemas/ids/{id}`). Each id is
 /// fetched once (`GET /schemas/ids/{id}`) and kept; a message whose schema cannot be had is
 /// a `schema` dead letter, never a stall.
 #[derive(Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SchemaRegistryConfig {
     /// Base URL, e.g. `http://registry:8081` or `https://psrc-xxxx.confluent.cloud`. Needed
-    /// when a topic of `[input]` is Avro.
+    /// when a topic of `[input]` is Avro or Protobuf.
     pub url: String,
     /// HTTP basic-auth user (Confluent Cloud: the API key); empty = no authentication.
     pub username: String,
@@ -74,7 +76,7 @@ impl SchemaRegistryConfig {
         if needed && self.url.is_empty() {
             return Err((
                 "schema_registry.url",
-                "an [input] topic is avro: the schema registry's URL is needed".into(),
+                "an [input] topic is avro or protobuf: the schema registry's URL is needed".into(),
             ));
         }
         if !self.url.is_empty() {
@@ -115,6 +117,8 @@ mod tests {
         let e = err("[input]\npoints_format = \"avro\"\n");
         assert!(e.contains("schema_registry.url"), "{e}");
         let e = err("[input]\nbags_format = \"protobuf\"\n");
+        assert!(e.contains("schema_registry.url"), "{e}");
+        let e = err("[input]\nbags_format = \"thrift\"\n");
         assert!(e.contains("input.bags_format"), "{e}");
         let e = err("[schema_registry]\nurl = \"ftp://r\"\n");
         assert!(e.contains("must be http or https"), "{e}");

@@ -13,7 +13,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use serde_json::json;
 
-mod avro;
+mod inputs;
 
 use super::embedded::{start_mock_cluster, train_embedded_model};
 use super::pipeline::run_pipeline;
@@ -55,9 +55,10 @@ pub struct BenchOptions {
     /// Throughput runs: two more passes over the same topic (`[drift]` off), writing
     /// Parquet files, then Delta tables (`output.format`), reported side by side.
     pub compare_delta: bool,
-    /// Also decode the feed as Avro beside JSON (the decoders alone, then a daemon pass over
-    /// each format) and report both (throughput runs; `bench-stream --format avro`).
-    pub compare_avro: bool,
+    /// Also decode the feed as Avro or Protobuf beside JSON (the three decoders alone, then
+    /// a daemon pass over JSON and one over this format) and report them (throughput runs;
+    /// `bench-stream --format avro|protobuf`). None, or `Json`: JSON only.
+    pub compare_input: Option<crate::config::InputFormat>,
     /// Event time between a series' points (10 ms: the demo's 100 Hz; 1,000 ms: a 1 Hz
     /// sensor, whose hour of label-join history is 3,600 points).
     pub spacing_ms: i64,
@@ -191,7 +192,7 @@ pub async fn bench(opts: BenchOptions) -> anyhow::Result<serde_json::Value> {
     // consumer measured 330k messages/s in one run and 2M in the next.
     let props = cfg.kafka.properties.clone();
     let topic = cfg.kafka.points_topic.clone();
-    let bootstrap = start_mock_cluster(avro::with_avro_copy(&topic), opts.partitions)?;
+    let bootstrap = start_mock_cluster(inputs::with_copies(&topic), opts.partitions)?;
     let data = bench_data(opts.channels)?;
     let model = if opts.channels == 1 {
         train_embedded_model()?
@@ -593,14 +594,14 @@ struct MorePasses {
     without_drift: Option<f64>,
     /// Parquet against Delta (`compare_delta`).
     formats: Option<serde_json::Value>,
-    /// JSON against Avro (`compare_avro`).
+    /// JSON against Avro or Protobuf (`compare_input`).
     inputs: Option<serde_json::Value>,
 }
 
 /// The passes after the first over the same topic, in the same run (throughput runs): the
 /// live view's cost (`view_clients`) and the same stream with `[drift]` off (the
 /// detectors' cost, `compare_drift`), as the view's report and the seconds without drift;
-/// then the output formats (`compare_delta`) and the input formats (`compare_avro`).
+/// then the output formats (`compare_delta`) and the input formats (`compare_input`).
 async fn more_passes(
     opts: &BenchOptions,
     cfg: Config,
@@ -613,7 +614,7 @@ async fn more_passes(
         _ => None,
     };
     let formats = compare_formats(opts, &cfg, bootstrap, scoring, n_points).await?;
-    let inputs = avro::compare_inputs(opts, &cfg, (bootstrap, feed), scoring, n_points).await?;
+    let inputs = inputs::compare_inputs(opts, &cfg, (bootstrap, feed), scoring, n_points).await?;
     let without_drift = match (opts.compare_drift, opts.rate) {
         (true, None) => {
             let mut c = cfg;

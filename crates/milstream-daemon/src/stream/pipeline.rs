@@ -21,11 +21,11 @@ use rdkafka::producer::FutureProducer;
 use tracing::{error, info, warn};
 
 use super::ingest::assignment::{Assignments, Ctx};
-use super::ingest::avro::AvroInput;
 use super::ingest::commit::DurableOffsets;
 use super::ingest::consumer;
 use super::ingest::position::PartitionKey;
 use super::ingest::record::{DecodeLimits, RecordKind};
+use super::ingest::registry::prefetch::RegistryInput;
 use super::join::history::{BagCache, SeriesHistory};
 use super::join::labels::LabelJoiner;
 use super::lifecycle::registry::Registry;
@@ -147,7 +147,7 @@ pub async fn run_pipeline(
         running.lifecycle.watch(&mut watched);
         let (state, consumer, workers) = (&running.state, &running.consumer, &running.workers);
         tokio::select! {
-            () = consumer::consume(state, consumer, workers, running.avro.as_ref(), &mut shutdown) => {}
+            () = consumer::consume(state, consumer, workers, running.registry.as_ref(), &mut shutdown) => {}
             () = watch_threads(watched, &health) => {}
         }
     }
@@ -170,7 +170,7 @@ struct Running {
     durable: Arc<DurableOffsets>,
     give_up: Arc<GiveUp>,
     /// The Avro topics' schema lookups, made before a message goes to its worker.
-    avro: Option<AvroInput>,
+    registry: Option<RegistryInput>,
 }
 
 impl Running {
@@ -232,7 +232,7 @@ impl Running {
                 quality.clone(),
             )
         });
-        let avro = AvroInput::new(cfg)?;
+        let registry = RegistryInput::new(cfg)?;
         let worker_env = Arc::new(WorkerEnv {
             cfg: cfg.clone(),
             metrics: metrics.clone(),
@@ -242,7 +242,7 @@ impl Running {
             limits: decode_limits(cfg),
             file_sizes,
             view,
-            avro: avro.as_ref().map(|a| a.registry.clone()),
+            registry: registry.as_ref().map(|r| r.registry.clone()),
         });
         let (workers, worker_threads) = WorkerPool::start(
             &worker_env,
@@ -288,7 +288,7 @@ impl Running {
             lifecycle,
             durable,
             give_up,
-            avro,
+            registry,
         })
     }
 

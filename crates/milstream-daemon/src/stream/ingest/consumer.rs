@@ -20,7 +20,7 @@ use tracing::{error, info, warn};
 
 use crate::config::Config;
 use crate::stream::ingest::assignment::{Assignments, Ctx};
-use crate::stream::ingest::avro::AvroInput;
+use crate::stream::ingest::registry::prefetch::RegistryInput;
 use crate::stream::score::worker::{Message, Work};
 use crate::stream::score::worker_pool::WorkerPool;
 
@@ -106,7 +106,7 @@ pub async fn consume(
     state: &Assignments,
     consumer: &StreamConsumer<Ctx>,
     workers: &WorkerPool,
-    avro: Option<&AvroInput>,
+    registry: Option<&RegistryInput>,
     shutdown: &mut tokio::sync::watch::Receiver<bool>,
 ) {
     let mut routes = Routes::default();
@@ -139,9 +139,10 @@ pub async fn consume(
                     let (topic, i) = routes.route(workers, m.topic(), m.partition());
                     let msg = to_message(&m, topic);
                     drop(m);
-                    // An Avro message's schema is known before its worker decodes it.
-                    if let Some(avro) = avro {
-                        avro.prefetch(&msg.topic, &msg.payload).await;
+                    // An Avro or Protobuf message's schema is known before its worker
+                    // decodes it.
+                    if let Some(registry) = registry {
+                        registry.prefetch(&msg.topic, &msg.payload).await;
                     }
                     workers.stage(i, msg);
                     received += 1;

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use chrono::DateTime;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
 use thiserror::Error;
 
 pub use crate::stream::score::contribution::{FindingSummary, TopContribution};
@@ -331,6 +331,26 @@ pub(crate) fn non_finite_marker(token: &str) -> Value {
     let mut map = Map::new();
     map.insert(NON_FINITE_KEY.to_owned(), Value::String(token.to_owned()));
     Value::Object(map)
+}
+
+/// A number as the JSON value of another encoding (Avro, Protobuf): itself, or the marker of
+/// its non-finite token, which sets `non_finite` (the value is then given to
+/// [`decode_value`] as lenient).
+pub(crate) fn number_value(v: f64, non_finite: &mut bool) -> Value {
+    match Number::from_f64(v) {
+        Some(n) => Value::Number(n),
+        None => {
+            *non_finite = true;
+            let token = if v.is_nan() {
+                "NaN"
+            } else if v > 0.0 {
+                "Infinity"
+            } else {
+                "-Infinity"
+            };
+            non_finite_marker(token)
+        }
+    }
 }
 
 /// Why a JSON value is not a usable number.

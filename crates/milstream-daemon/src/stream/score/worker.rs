@@ -21,13 +21,15 @@ use arc_swap::Guard;
 use crate::config::{Config, InputFormat, ModelInput, Role};
 use crate::metrics::Metrics;
 use crate::mil::{Bag, Sample};
-use crate::stream::ingest::avro::{self, SchemaRegistry};
 use crate::stream::ingest::commit::Generation;
 use crate::stream::ingest::position::{PartitionKey, Position};
 use crate::stream::ingest::record::{
     decode, reject_future, BagRecord, DeadLetterRecord, DeadReason, DecodeLimits, Point,
     PredictionRecord, Record, RecordKind, Rejected,
 };
+use crate::stream::ingest::registry::prefetch::format_of;
+use crate::stream::ingest::registry::SchemaRegistry;
+use crate::stream::ingest::{avro, protobuf};
 use crate::stream::join::labels::{raw_prefix, LabelJoiner, LabelSource, WaitingLabels};
 use crate::stream::output::arrow::examples::Example;
 use crate::stream::output::sink::roll::FileSizes;
@@ -160,16 +162,19 @@ pub struct WorkerEnv {
     pub file_sizes: Arc<FileSizes>,
     /// The live view's feed (`view.enabled` with `http.listen`): each message's predictions.
     pub view: Option<Arc<ViewFeed>>,
-    /// The schemas of Avro input (`[input]`): None when every topic is JSON.
-    pub avro: Option<Arc<SchemaRegistry>>,
+    /// The schemas of Avro and Protobuf input (`[input]`): None when every topic is JSON.
+    pub registry: Option<Arc<SchemaRegistry>>,
 }
 
 impl WorkerEnv {
     /// Decodes a message of a `kind` topic in the topic's format (`[input]`).
     pub fn decode(&self, kind: RecordKind, payload: &[u8]) -> Vec<Result<Record, Rejected>> {
-        match (&self.avro, avro::format_of(&self.cfg, kind)) {
+        match (&self.registry, format_of(&self.cfg, kind)) {
             (Some(registry), InputFormat::Avro) => {
                 avro::decode(kind, payload, &self.limits, registry)
+            }
+            (Some(registry), InputFormat::Protobuf) => {
+                protobuf::decode(kind, payload, &self.limits, registry)
             }
             _ => decode(kind, payload, &self.limits),
         }
@@ -936,7 +941,7 @@ mod tests {
             },
             file_sizes: Default::default(),
             view: None,
-            avro: None,
+            registry: None,
         };
         (Arc::new(env), metrics)
     }

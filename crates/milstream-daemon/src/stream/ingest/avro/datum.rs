@@ -5,10 +5,10 @@
 //! and what one message can make the daemon hold is bounded by its size
 //! (`limits.max_message_bytes`), as for JSON.
 
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 
 use super::schema::{Record, Schema, MAX_DEPTH};
-use crate::stream::ingest::record::non_finite_marker;
+use crate::stream::ingest::record::number_value;
 
 /// A reader over one datum's bytes.
 pub struct Reader<'a> {
@@ -105,20 +105,7 @@ impl<'a> Reader<'a> {
     }
 
     fn float(&mut self, v: f64) -> Value {
-        match Number::from_f64(v) {
-            Some(n) => Value::Number(n),
-            None => {
-                self.non_finite = true;
-                let token = if v.is_nan() {
-                    "NaN"
-                } else if v > 0.0 {
-                    "Infinity"
-                } else {
-                    "-Infinity"
-                };
-                non_finite_marker(token)
-            }
-        }
+        number_value(v, &mut self.non_finite)
     }
 
     /// A string borrowed from the datum.
@@ -267,6 +254,7 @@ impl<'a> Reader<'a> {
 mod tests {
     use super::super::schema::parse;
     use super::*;
+    use crate::stream::ingest::record::non_finite_marker;
 
     fn zigzag(v: i64) -> Vec<u8> {
         let mut z = ((v << 1) ^ (v >> 63)) as u64;

@@ -12,38 +12,16 @@
 mod datum;
 pub mod encode;
 mod plain;
-mod prefetch;
-mod reader;
-pub mod registry;
+pub(crate) mod reader;
 mod schema;
 
-pub use prefetch::{format_of, AvroInput};
 pub use reader::{BAG_AVSC, LABEL_AVSC, POINT_AVSC};
-pub use registry::{Entry, SchemaRegistry};
 
 use datum::Reader;
 
 use super::record::{decode_value, DeadReason, DecodeLimits, Record, RecordKind, Rejected};
-
-/// The wire format's first byte.
-const MAGIC: u8 = 0;
-
-/// The schema id of a message in the wire format, if it is one.
-pub fn schema_id(payload: &[u8]) -> Option<u32> {
-    match payload {
-        [MAGIC, a, b, c, d, ..] => Some(u32::from_be_bytes([*a, *b, *c, *d])),
-        _ => None,
-    }
-}
-
-/// Frames an Avro datum in the wire format (benchmarks and tests).
-pub fn frame(id: u32, datum: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(5 + datum.len());
-    out.push(MAGIC);
-    out.extend_from_slice(&id.to_be_bytes());
-    out.extend_from_slice(datum);
-    out
-}
+use super::registry::wire::unframe;
+use super::registry::{SchemaRegistry, SchemaType, WriterSchema};
 
 /// Decodes one Avro message of a `kind` topic, as [`super::record::decode`] does a JSON one:
 /// every record of an array on its own, bad ones as `Err` with their reason.
@@ -74,42 +52,21 @@ fn value(
     limits: &DecodeLimits,
     registry: &SchemaRegistry,
 ) -> Result<Decoded, Rejected> {
-    if payload.len() > limits.max_message_bytes {
-        return Err(Rejected::new(
-            DeadReason::Oversized,
-            format!(
-                "message is {} bytes, more than max_message_bytes = {}",
-                payload.len(),
-                limits.max_message_bytes
-            ),
-        ));
-    }
-    let Some(id) = schema_id(payload) else {
-        return Err(Rejected::new(
-            DeadReason::Parse,
-            "not the Confluent wire format (a zero byte and a 4-byte schema id first)",
-        ));
-    };
-    let schema = match registry.lookup(id) {
-        Some(Entry::Ready(schema)) => schema,
-        Some(Entry::Failed(why, _)) => return Err(Rejected::new(DeadReason::Schema, &*why)),
-        None => {
-            return Err(Rejected::new(
-                DeadReason::Schema,
-                format!("schema id {id} is not known (not fetched from the registry)"),
-            ))
-        }
+    let (id, datum) = unframe(payload, limits)?;
+    let writer = registry.ready(id)?;
+    let WriterSchema::Avro(schema) = &*writer else {
+        return Err(writer.other_type(id, SchemaType::Avro));
     };
     let resolved = schema
         .resolved(kind)
         .as_ref()
         .map_err(|e| Rejected::new(DeadReason::Schema, format!("schema id {id}: {e}")))?;
     if kind == RecordKind::Point {
-        if let Some(points) = plain::plain_points(resolved, &payload[5..], limits.max_id_bytes) {
+        if let Some(points) = plain::plain_points(resolved, datum, limits.max_id_bytes) {
             return Ok(Decoded::Points(points));
         }
     }
-    let mut reader = Reader::new(&payload[5..]);
+    let mut reader = Reader::new(datum);
     let parse =
         |e: String| Rejected::new(DeadReason::Parse, format!("Avro of schema id {id}: {e}"));
     let value = if resolved.many {
@@ -132,6 +89,7 @@ mod tests {
     use super::encode::{double, long, string};
     use super::*;
     use crate::stream::ingest::record::decode as decode_json;
+    use crate::stream::ingest::registry::wire::frame;
 
     const LIMITS: DecodeLimits = DecodeLimits {
         max_message_bytes: 4096,
@@ -142,11 +100,11 @@ mod tests {
     /// Ids 1-3: our point, bag and label schemas; 4: a point schema without `ts`.
     fn registry() -> SchemaRegistry {
         let r = SchemaRegistry::offline(8);
-        r.insert(1, POINT_AVSC).unwrap();
-        r.insert(2, BAG_AVSC).unwrap();
-        r.insert(3, LABEL_AVSC).unwrap();
+        r.insert(1, SchemaType::Avro, POINT_AVSC).unwrap();
+        r.insert(2, SchemaType::Avro, BAG_AVSC).unwrap();
+        r.insert(3, SchemaType::Avro, LABEL_AVSC).unwrap();
         let no_ts = r#"{"type":"record","name":"P","fields":[{"name":"series_id","type":"string"},{"name":"value","type":"double"}]}"#;
-        r.insert(4, no_ts).unwrap();
+        r.insert(4, SchemaType::Avro, no_ts).unwrap();
         r
     }
 
@@ -245,7 +203,7 @@ mod tests {
             {"name":"device","type":"string","aliases":["series_id"]},
             {"name":"ts","type":"int"},
             {"name":"value","type":["null","double"]}]}}"#;
-        r.insert(5, evolved).unwrap();
+        r.insert(5, SchemaType::Avro, evolved).unwrap();
         for second in [2.5, f64::INFINITY] {
             let mut d = Vec::new();
             long(&mut d, 2);

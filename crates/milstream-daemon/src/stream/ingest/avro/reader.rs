@@ -31,6 +31,32 @@ fn reader(kind: RecordKind) -> &'static AvroRecord {
     }
 }
 
+/// A writer schema, resolved for each record kind (points, bags, labels).
+#[derive(Debug)]
+pub struct AvroSchema {
+    pub id: u32,
+    resolved: [Result<Resolved, String>; 3],
+}
+
+impl AvroSchema {
+    /// Parses the schema's text and resolves it against each reader schema.
+    pub fn new(id: u32, text: &str) -> Result<Self, String> {
+        let schema = parse(text)?;
+        let resolved = [RecordKind::Point, RecordKind::Bag, RecordKind::Label]
+            .map(|kind| resolve(kind, &schema));
+        Ok(Self { id, resolved })
+    }
+
+    /// How to read it as records of `kind`, or why it cannot be.
+    pub fn resolved(&self, kind: RecordKind) -> &Result<Resolved, String> {
+        match kind {
+            RecordKind::Point => &self.resolved[0],
+            RecordKind::Bag => &self.resolved[1],
+            RecordKind::Label => &self.resolved[2],
+        }
+    }
+}
+
 /// How to read messages of one writer schema as records of one kind.
 #[derive(Debug, Clone)]
 pub struct Resolved {

@@ -1,16 +1,18 @@
-//! Which topics are Avro, and the consumer's fetch of their schema ids before a message
-//! reaches its worker (so decoding never waits on the registry).
+//! Which topics are read through the schema registry (Avro and Protobuf), and the
+//! consumer's fetch of their schema ids before a message reaches its worker (so decoding
+//! never waits on the registry).
 
 use std::sync::Arc;
 
-use super::{schema_id, SchemaRegistry};
+use super::wire::schema_id;
+use super::SchemaRegistry;
 use crate::config::{Config, InputFormat};
 use crate::stream::ingest::record::RecordKind;
 
-/// The Avro topics of the configuration and the registry their ids are looked up in.
-pub struct AvroInput {
+/// The registry topics of the configuration and the registry their ids are looked up in.
+pub struct RegistryInput {
     pub registry: Arc<SchemaRegistry>,
-    /// The names of the Avro topics (at most three).
+    /// The names of the registry topics (at most three).
     topics: Vec<String>,
 }
 
@@ -23,8 +25,8 @@ pub fn format_of(cfg: &Config, kind: RecordKind) -> InputFormat {
     }
 }
 
-impl AvroInput {
-    /// None when no topic is Avro.
+impl RegistryInput {
+    /// None when no topic is read through the registry.
     pub fn new(cfg: &Config) -> anyhow::Result<Option<Self>> {
         let k = &cfg.kafka;
         let topics: Vec<String> = [
@@ -33,7 +35,7 @@ impl AvroInput {
             (&k.labels_topic, RecordKind::Label),
         ]
         .into_iter()
-        .filter(|(t, kind)| !t.is_empty() && format_of(cfg, *kind) == InputFormat::Avro)
+        .filter(|(t, kind)| !t.is_empty() && format_of(cfg, *kind).uses_registry())
         .map(|(t, _)| t.clone())
         .collect();
         if topics.is_empty() {
@@ -43,7 +45,8 @@ impl AvroInput {
         Ok(Some(Self { registry, topics }))
     }
 
-    /// Fetches the schema of a message of `topic` if the topic is Avro and the id is new.
+    /// Fetches the schema of a message of `topic` if the topic is a registry topic and the
+    /// id is new.
     pub async fn prefetch(&self, topic: &str, payload: &[u8]) {
         if !self.topics.iter().any(|t| t == topic) {
             return;

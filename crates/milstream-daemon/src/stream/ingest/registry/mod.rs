@@ -1,12 +1,20 @@
-//! The schema registry client and its cache: each writer schema id is fetched once over the
-//! Confluent REST API (`GET /schemas/ids/{id}`), parsed and resolved against our reader
-//! schemas for every record kind, and kept (at most `max_schemas`, least recently used out
-//! first). A failed fetch is kept too, for `failure_ttl_ms`: its messages are `schema` dead
-//! letters until the registry is asked again.
+//! The schema registry shared by the registry formats (Avro, `super::avro`; Protobuf,
+//! `super::protobuf`): its client and cache, the Confluent wire format's framing (`wire`),
+//! and the consumer's fetch of a message's schema before the message reaches its worker
+//! (`prefetch`).
 //!
-//! The consumer [`SchemaRegistry::prefetch`]es the id of each Avro message before it hands
-//! the message to its worker (async, bounded by `timeout_ms` and `retries`), so the
-//! workers' decoding only looks the id up: it never waits on the network.
+//! Each writer schema id is fetched once over the Confluent REST API
+//! (`GET /schemas/ids/{id}`), parsed as its `schemaType` says (Avro when absent, as the API
+//! does) and resolved against our reader schemas for every record kind, and kept (at most
+//! `max_schemas`, least recently used out first). A failed fetch is kept too, for
+//! `failure_ttl_ms`: its messages are `schema` dead letters until the registry is asked again.
+//!
+//! The consumer [`SchemaRegistry::prefetch`]es the id of each message of a registry topic
+//! before it hands the message to its worker (async, bounded by `timeout_ms` and
+//! `retries`), so the workers' decoding only looks the id up: it never waits on the network.
+
+pub mod prefetch;
+pub mod wire;
 
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
@@ -16,37 +24,69 @@ use lru::LruCache;
 use serde::Deserialize;
 use tracing::{info, warn};
 
-use super::reader::{resolve, Resolved};
-use super::schema::parse;
 use crate::config::SchemaRegistryConfig;
-use crate::stream::ingest::record::RecordKind;
+use crate::stream::ingest::avro::reader::AvroSchema;
+use crate::stream::ingest::protobuf::reader::ProtoSchema;
+use crate::stream::ingest::record::{DeadReason, Rejected};
 
 /// Largest registry answer read, in bytes: a schema is a few kilobytes.
 const MAX_ANSWER_BYTES: usize = 1 << 20;
 
-/// A writer schema, resolved for each record kind (points, bags, labels).
+/// The registry's `schemaType`s milstream reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaType {
+    Avro,
+    Protobuf,
+}
+
+impl SchemaType {
+    /// As the registry names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SchemaType::Avro => "AVRO",
+            SchemaType::Protobuf => "PROTOBUF",
+        }
+    }
+}
+
+/// A writer schema, parsed and resolved for each record kind in its own format.
 #[derive(Debug)]
-pub struct WriterSchema {
-    pub id: u32,
-    resolved: [Result<Resolved, String>; 3],
+pub enum WriterSchema {
+    Avro(AvroSchema),
+    Protobuf(ProtoSchema),
 }
 
 impl WriterSchema {
-    /// Parses the schema's text and resolves it against each reader schema.
-    pub fn new(id: u32, text: &str) -> Result<Self, String> {
-        let schema = parse(text)?;
-        let resolved = [RecordKind::Point, RecordKind::Bag, RecordKind::Label]
-            .map(|kind| resolve(kind, &schema));
-        Ok(Self { id, resolved })
+    /// Parses the text of schema `id` of type `ty`.
+    pub fn parse(id: u32, ty: SchemaType, text: &str) -> Result<Self, String> {
+        match ty {
+            SchemaType::Avro => AvroSchema::new(id, text)
+                .map(Self::Avro)
+                .map_err(|e| format!("schema id {id} is not a usable Avro schema: {e}")),
+            SchemaType::Protobuf => ProtoSchema::new(id, text)
+                .map(Self::Protobuf)
+                .map_err(|e| format!("schema id {id} is not a usable Protobuf schema: {e}")),
+        }
     }
 
-    /// How to read it as records of `kind`, or why it cannot be.
-    pub fn resolved(&self, kind: RecordKind) -> &Result<Resolved, String> {
-        match kind {
-            RecordKind::Point => &self.resolved[0],
-            RecordKind::Bag => &self.resolved[1],
-            RecordKind::Label => &self.resolved[2],
+    pub fn schema_type(&self) -> SchemaType {
+        match self {
+            WriterSchema::Avro(_) => SchemaType::Avro,
+            WriterSchema::Protobuf(_) => SchemaType::Protobuf,
         }
+    }
+
+    /// The dead letter (`schema`) of a message of a `topic` topic whose schema `id` is this
+    /// one, of another type.
+    pub fn other_type(&self, id: u32, topic: SchemaType) -> Rejected {
+        Rejected::new(
+            DeadReason::Schema,
+            format!(
+                "schema id {id} is a {} schema; the topic is read as {}",
+                self.schema_type().name(),
+                topic.name()
+            ),
+        )
     }
 }
 
@@ -124,8 +164,8 @@ impl SchemaRegistry {
     }
 
     /// Adds a schema by id, as if fetched.
-    pub fn insert(&self, id: u32, text: &str) -> Result<(), String> {
-        let schema = WriterSchema::new(id, text)?;
+    pub fn insert(&self, id: u32, ty: SchemaType, text: &str) -> Result<(), String> {
+        let schema = WriterSchema::parse(id, ty, text)?;
         self.put(id, Entry::Ready(Arc::new(schema)));
         Ok(())
     }
@@ -146,6 +186,19 @@ impl SchemaRegistry {
             .cloned()
     }
 
+    /// The schema of `id` for decoding a message, or the message's dead letter (`schema`)
+    /// when the id is unknown or could not be had.
+    pub fn ready(&self, id: u32) -> Result<Arc<WriterSchema>, Rejected> {
+        match self.lookup(id) {
+            Some(Entry::Ready(schema)) => Ok(schema),
+            Some(Entry::Failed(why, _)) => Err(Rejected::new(DeadReason::Schema, &*why)),
+            None => Err(Rejected::new(
+                DeadReason::Schema,
+                format!("schema id {id} is not known (not fetched from the registry)"),
+            )),
+        }
+    }
+
     /// Makes sure `id` is known: fetches it unless it is cached, or failed less than
     /// `failure_ttl_ms` ago. Takes at most `(retries + 1) * timeout_ms` (plus short pauses).
     pub async fn prefetch(&self, id: u32) {
@@ -159,10 +212,11 @@ impl SchemaRegistry {
             self.put(id, Entry::Failed(why.into(), Instant::now()));
             return;
         };
-        let entry = match http.fetch(id).await.and_then(|text| {
-            WriterSchema::new(id, &text)
-                .map_err(|e| format!("schema id {id} is not a usable Avro schema: {e}"))
-        }) {
+        let entry = match http
+            .fetch(id)
+            .await
+            .and_then(|(ty, text)| WriterSchema::parse(id, ty, &text))
+        {
             Ok(schema) => {
                 info!(id, "schema fetched from the registry");
                 Entry::Ready(Arc::new(schema))
@@ -177,8 +231,9 @@ impl SchemaRegistry {
 }
 
 impl Http {
-    /// The schema text of `id`, retrying connection errors, timeouts and 5xx answers.
-    async fn fetch(&self, id: u32) -> Result<String, String> {
+    /// The schema type and text of `id`, retrying connection errors, timeouts and 5xx
+    /// answers.
+    async fn fetch(&self, id: u32) -> Result<(SchemaType, String), String> {
         let mut last = String::new();
         for attempt in 0..=self.retries {
             if attempt > 0 {
@@ -200,7 +255,7 @@ impl Http {
     }
 
     /// One attempt: Err((why, final)), final for a 4xx answer or a bad body.
-    async fn fetch_once(&self, id: u32) -> Result<String, (String, bool)> {
+    async fn fetch_once(&self, id: u32) -> Result<(SchemaType, String), (String, bool)> {
         let url = format!("{}/schemas/ids/{id}", self.base);
         let mut req = self
             .client
@@ -233,9 +288,10 @@ impl Http {
         let answer: SchemaAnswer = serde_json::from_slice(&body)
             .map_err(|e| (format!("schema id {id}: not a registry answer: {e}"), true))?;
         match answer.schema_type.as_deref() {
-            None | Some("AVRO") => Ok(answer.schema),
+            None | Some("AVRO") => Ok((SchemaType::Avro, answer.schema)),
+            Some("PROTOBUF") => Ok((SchemaType::Protobuf, answer.schema)),
             Some(other) => Err((
-                format!("schema id {id} is a {other} schema, not Avro"),
+                format!("schema id {id} is a {other} schema; milstream reads AVRO and PROTOBUF"),
                 true,
             )),
         }

@@ -1,7 +1,8 @@
-//! `bench-stream --format avro`: the bench's feed also as Avro in the Confluent wire format,
-//! measured beside JSON in the same run: the two decoders alone over the same messages (one
-//! thread; they must give the same records), and a daemon pass over each topic (the Avro
-//! one with its schema served by a registry in process).
+//! `bench-stream --format avro|protobuf`: the bench's feed also as Avro and as Protobuf in
+//! the Confluent wire format, measured beside JSON in the same run: the three decoders alone
+//! over the same messages (one thread; they must give the same records), and a daemon pass
+//! over the JSON topic and one over the format's (its schema served by a registry in
+//! process).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,12 +14,16 @@ use serde_json::{json, Value};
 use super::{timed_pass, BenchProducer, Feed};
 use crate::config::{Config, InputFormat};
 use crate::stream::ingest::avro::encode::{double, long, string};
-use crate::stream::ingest::avro::{self, SchemaRegistry, POINT_AVSC};
+use crate::stream::ingest::avro::{self, POINT_AVSC};
+use crate::stream::ingest::protobuf::{self, POINT_PROTO};
 use crate::stream::ingest::record::{decode, DecodeLimits, RecordKind};
+use crate::stream::ingest::registry::wire::frame;
+use crate::stream::ingest::registry::{SchemaRegistry, SchemaType};
 use crate::stream::score::window::ScoringModel;
 
-/// The id the bench's writer schema has in its registry.
-const SCHEMA_ID: u32 = 1;
+/// The ids the bench's writer schemas have in its registry.
+const AVRO_ID: u32 = 1;
+const PROTOBUF_ID: u32 = 2;
 /// Messages the decoders alone are timed over, at most.
 const DECODE_MESSAGES: usize = 200_000;
 
@@ -70,28 +75,52 @@ fn encode(json: &str) -> Vec<u8> {
         points.iter().for_each(|p| point(&mut datum, p));
     }
     long(&mut datum, 0);
-    avro::frame(SCHEMA_ID, &datum)
+    frame(AVRO_ID, &datum)
+}
+
+/// A JSON message of the feed as the same points in Protobuf (a `Points` batch).
+fn encode_protobuf(json: &str) -> Vec<u8> {
+    let value: Value = serde_json::from_str(json).expect("the feed writes JSON");
+    let batch = match value {
+        Value::Array(_) => value,
+        one => Value::Array(vec![one]),
+    };
+    frame(
+        PROTOBUF_ID,
+        &protobuf::encode::body(RecordKind::Point, &batch),
+    )
+}
+
+/// The bench's registry: its Avro and Protobuf writer schemas.
+fn bench_registry() -> anyhow::Result<SchemaRegistry> {
+    let registry = SchemaRegistry::offline(2);
+    registry
+        .insert(AVRO_ID, SchemaType::Avro, &writer_schema())
+        .map_err(|e| anyhow::anyhow!("the bench's Avro schema: {e}"))?;
+    registry
+        .insert(PROTOBUF_ID, SchemaType::Protobuf, POINT_PROTO)
+        .map_err(|e| anyhow::anyhow!("the bench's Protobuf schema: {e}"))?;
+    Ok(registry)
 }
 
 /// The decoders alone over the feed's first messages: their points/s and bytes per point,
 /// after checking that they decode every message to the same records.
 fn decode_cost(feed: &Feed, n_msgs: usize) -> anyhow::Result<Value> {
     let limits = DecodeLimits::from(&Config::default().limits);
-    let registry = SchemaRegistry::offline(1);
-    registry
-        .insert(SCHEMA_ID, &writer_schema())
-        .map_err(|e| anyhow::anyhow!("the bench's Avro schema: {e}"))?;
+    let registry = bench_registry()?;
     let n = n_msgs.min(DECODE_MESSAGES);
     let json: Vec<String> = (0..n).map(|i| feed.message(i).1).collect();
     let avro: Vec<Vec<u8>> = json.iter().map(|j| encode(j)).collect();
-    for (j, a) in json.iter().zip(&avro) {
-        let (from_json, from_avro) = (
-            decode(RecordKind::Point, j.as_bytes(), &limits),
-            avro::decode(RecordKind::Point, a, &limits, &registry),
+    let proto: Vec<Vec<u8>> = json.iter().map(|j| encode_protobuf(j)).collect();
+    for ((j, a), p) in json.iter().zip(&avro).zip(&proto) {
+        let from_json = decode(RecordKind::Point, j.as_bytes(), &limits);
+        anyhow::ensure!(
+            from_json == avro::decode(RecordKind::Point, a, &limits, &registry),
+            "Avro and JSON decode differently: {j}"
         );
         anyhow::ensure!(
-            from_json == from_avro,
-            "Avro and JSON decode differently: {j}"
+            from_json == protobuf::decode(RecordKind::Point, p, &limits, &registry),
+            "Protobuf and JSON decode differently: {j}"
         );
     }
     let time = |f: &dyn Fn(usize) -> usize| {
@@ -103,23 +132,33 @@ fn decode_cost(feed: &Feed, n_msgs: usize) -> anyhow::Result<Value> {
         time(&|i| decode(RecordKind::Point, json[i].as_bytes(), &limits).len());
     let (_, avro_secs) =
         time(&|i| avro::decode(RecordKind::Point, &avro[i], &limits, &registry).len());
-    let bytes = |total: usize| total as f64 / points.max(1) as f64;
+    let (_, proto_secs) =
+        time(&|i| protobuf::decode(RecordKind::Point, &proto[i], &limits, &registry).len());
+    let per_point = |secs: f64, bytes: usize| {
+        json!({"points_per_second": points as f64 / secs,
+               "ns_per_point": secs * 1e9 / points.max(1) as f64,
+               "bytes_per_point": bytes as f64 / points.max(1) as f64})
+    };
     Ok(json!({
         "messages": n,
         "points": points,
-        "json": {"points_per_second": points as f64 / json_secs,
-                 "ns_per_point": json_secs * 1e9 / points.max(1) as f64,
-                 "bytes_per_point": bytes(json.iter().map(String::len).sum())},
-        "avro": {"points_per_second": points as f64 / avro_secs,
-                 "ns_per_point": avro_secs * 1e9 / points.max(1) as f64,
-                 "bytes_per_point": bytes(avro.iter().map(Vec::len).sum())},
+        "json": per_point(json_secs, json.iter().map(String::len).sum()),
+        "avro": per_point(avro_secs, avro.iter().map(Vec::len).sum()),
+        "protobuf": per_point(proto_secs, proto.iter().map(Vec::len).sum()),
         "avro_to_json": json_secs / avro_secs,
+        "protobuf_to_json": json_secs / proto_secs,
     }))
 }
 
 /// A registry that serves the bench's one schema, on a free port until `stop` is sent.
-async fn serve_registry() -> anyhow::Result<(String, tokio::sync::oneshot::Sender<()>)> {
-    let body = json!({"schema": writer_schema()}).to_string();
+async fn serve_registry(
+    format: InputFormat,
+) -> anyhow::Result<(String, tokio::sync::oneshot::Sender<()>)> {
+    let body = match format {
+        InputFormat::Protobuf => json!({"schema": POINT_PROTO, "schemaType": "PROTOBUF"}),
+        _ => json!({"schema": writer_schema()}),
+    }
+    .to_string();
     let app = axum::Router::new().route(
         "/schemas/ids/{id}",
         axum::routing::get(move || std::future::ready(body.clone())),
@@ -138,9 +177,9 @@ async fn serve_registry() -> anyhow::Result<(String, tokio::sync::oneshot::Sende
     Ok((url, stop))
 }
 
-/// JSON against Avro: the decoders alone, then a daemon pass over the JSON topic and one over
-/// `<topic>.avro` (the same messages in Avro), each in its own group. None unless asked for
-/// (`compare_avro`) in a throughput run.
+/// JSON against Avro or Protobuf: the decoders alone, then a daemon pass over the JSON topic
+/// and one over `<topic>.<format>` (the same messages in that format), each in its own
+/// group. None unless asked for (`compare_input`) in a throughput run.
 pub(super) async fn compare_inputs(
     opts: &super::BenchOptions,
     base: &Config,
@@ -148,12 +187,14 @@ pub(super) async fn compare_inputs(
     scoring: &Arc<ScoringModel>,
     n_points: usize,
 ) -> anyhow::Result<Option<Value>> {
-    if !opts.compare_avro || opts.rate.is_some() {
-        return Ok(None);
-    }
+    let format = match opts.compare_input {
+        Some(f) if f.uses_registry() && opts.rate.is_none() => f,
+        _ => return Ok(None),
+    };
+    let name = format_name(format);
     let n_msgs = feed.messages();
     let decoders = decode_cost(feed, n_msgs)?;
-    let avro_topic = avro_topic(&base.kafka.points_topic);
+    let copy_topic = copy_topic(&base.kafka.points_topic, format);
     let producer: BenchProducer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("linger.ms", "5")
@@ -161,31 +202,30 @@ pub(super) async fn compare_inputs(
         .create()?;
     for i in 0..n_msgs {
         let (k, v) = feed.message(i);
-        let payload = encode(&v);
+        let payload = match format {
+            InputFormat::Protobuf => encode_protobuf(&v),
+            _ => encode(&v),
+        };
         while producer
-            .send(BaseRecord::to(&avro_topic).key(&k).payload(&payload))
+            .send(BaseRecord::to(&copy_topic).key(&k).payload(&payload))
             .is_err()
         {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
     producer.flush(Duration::from_secs(60))?;
-    let (url, stop) = serve_registry().await?;
+    let (url, stop) = serve_registry(format).await?;
     let mut report = serde_json::Map::new();
     let mut secs = Vec::new();
-    for format in [InputFormat::Json, InputFormat::Avro] {
+    for pass in [InputFormat::Json, format] {
         let mut c = base.clone();
-        let name = if format == InputFormat::Avro {
-            "avro"
-        } else {
-            "json"
-        };
+        let name = format_name(pass);
         c.drift.evaluate = false;
         c.kafka.group_id = format!("{}.input-{name}", base.kafka.group_id);
         c.output.dir = base.output.dir.join(format!("input-{name}"));
-        if format == InputFormat::Avro {
-            c.kafka.points_topic = avro_topic.clone();
-            c.input.points_format = InputFormat::Avro;
+        if pass != InputFormat::Json {
+            c.kafka.points_topic = copy_topic.clone();
+            c.input.points_format = pass;
             c.schema_registry.url = url.clone();
         }
         let topic = c.kafka.points_topic.clone();
@@ -197,31 +237,42 @@ pub(super) async fn compare_inputs(
         );
     }
     let _ = stop.send(());
-    report.insert("avro_to_json_pass".into(), json!(secs[0] / secs[1]));
+    report.insert(format!("{name}_to_json_pass"), json!(secs[0] / secs[1]));
     report.insert("decoders".into(), decoders);
     Ok(Some(Value::Object(report)))
 }
 
-/// The topic of the Avro copy of the feed (created with the points topic).
-fn avro_topic(points_topic: &str) -> String {
-    format!("{points_topic}.avro")
+fn format_name(format: InputFormat) -> &'static str {
+    match format {
+        InputFormat::Json => "json",
+        InputFormat::Avro => "avro",
+        InputFormat::Protobuf => "protobuf",
+    }
 }
 
-/// The bench's topics: the points topic and its Avro copy.
-pub(super) fn with_avro_copy(points_topic: &str) -> Vec<String> {
-    vec![points_topic.to_owned(), avro_topic(points_topic)]
+/// The topic of the feed's copy in `format` (created with the points topic).
+fn copy_topic(points_topic: &str, format: InputFormat) -> String {
+    format!("{points_topic}.{}", format_name(format))
+}
+
+/// The bench's topics: the points topic and its Avro and Protobuf copies.
+pub(super) fn with_copies(points_topic: &str) -> Vec<String> {
+    vec![
+        points_topic.to_owned(),
+        copy_topic(points_topic, InputFormat::Avro),
+        copy_topic(points_topic, InputFormat::Protobuf),
+    ]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The bench's encoder writes what the decoder reads: the same points as the JSON.
+    /// The bench's encoders write what the decoders read: the same points as the JSON.
     #[test]
     fn encoded_feed_messages_decode_to_their_json_points() {
         let limits = DecodeLimits::from(&Config::default().limits);
-        let registry = SchemaRegistry::offline(1);
-        registry.insert(SCHEMA_ID, &writer_schema()).unwrap();
+        let registry = bench_registry().unwrap();
         for json in [
             r#"{"series_id":"a","ts":1,"value":0.25}"#,
             r#"[{"series_id":"a","ts":1,"value":0.25},{"series_id":"b","ts":-2,"values":[1,2.5],"model":"m"}]"#,
@@ -229,6 +280,13 @@ mod tests {
         ] {
             let want = decode(RecordKind::Point, json.as_bytes(), &limits);
             let got = avro::decode(RecordKind::Point, &encode(json), &limits, &registry);
+            assert_eq!(got, want, "{json}");
+            let got = protobuf::decode(
+                RecordKind::Point,
+                &encode_protobuf(json),
+                &limits,
+                &registry,
+            );
             assert_eq!(got, want, "{json}");
         }
     }
