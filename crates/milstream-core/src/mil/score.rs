@@ -97,12 +97,16 @@ impl ShapeletModel {
                     if h.space != s {
                         continue;
                     }
+                    let mean_group = plan.group_is_mean[g];
                     let (max, at, sum) = *groups[g].get_or_insert_with(|| {
                         let mut best = (f64::NEG_INFINITY, 0);
                         let mut sum: i128 = 0;
                         for (x, r) in krow.chunks_exact(space.count).enumerate() {
                             let v: f64 = h.alpha.iter().map(|&(z, a)| a * r[z as usize]).sum();
-                            sum += i128::from(to_fixed(v));
+                            // Only a mean group reads the fixed-point sum; most are max ones.
+                            if mean_group {
+                                sum += i128::from(to_fixed(v));
+                            }
                             if v > best.0 {
                                 best = (v, x);
                             }
@@ -243,7 +247,14 @@ impl ShapeletModel {
     /// The prediction and, for every hypothesis, its maximising instance and w_j h_j(B):
     /// the data of the paper's Figure 1(a). Sorted by |contribution|, largest first.
     pub fn explain(&self, sample: &Sample) -> Result<(Prediction, Vec<Contribution>)> {
-        let outs = self.hypothesis_outputs(sample)?;
+        Ok(self.explain_outputs(&self.hypothesis_outputs(sample)?))
+    }
+
+    /// [`explain`](Self::explain) from a sample's [`hypothesis_outputs`](Self::hypothesis_outputs).
+    pub(crate) fn explain_outputs(
+        &self,
+        outs: &[Vec<(f64, usize)>],
+    ) -> (Prediction, Vec<Contribution>) {
         let values: Vec<Vec<f64>> = outs
             .iter()
             .map(|o| o.iter().map(|&(v, _)| v).collect())
@@ -252,6 +263,6 @@ impl ShapeletModel {
             .iter()
             .map(|o| o.iter().map(|&(_, x)| x).collect())
             .collect();
-        Ok(self.explanation(&values, &offsets))
+        self.explanation(&values, &offsets)
     }
 }

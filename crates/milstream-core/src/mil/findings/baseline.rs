@@ -8,6 +8,7 @@
 
 use rayon::prelude::*;
 
+use super::shares::{quartiles, shown_share, TOP_FINDINGS};
 use super::{bias, weight_in_score, Orientation};
 use crate::mil::bag::Dataset;
 use crate::mil::error::Result;
@@ -15,8 +16,11 @@ use crate::mil::shapelet::ShapeletModel;
 
 impl ShapeletModel {
     /// Records each hypothesis's mean output over the training set `ds` (model order):
-    /// `hypothesis_means`, the baseline its explanations are read against.
-    pub fn record_hypothesis_means(&mut self, ds: &Dataset) -> Result<()> {
+    /// `hypothesis_means`, the baseline its explanations are read against; then, from the
+    /// same outputs, the share of the margin the top findings carry on it
+    /// (`summary.shown_shares`, `shares.rs`). Scoring the training set is most of either,
+    /// so one pass serves both (it held n x hypotheses outputs, as the tables hold n x k).
+    pub fn record_training_baseline(&mut self, ds: &Dataset) -> Result<()> {
         let total: usize = self.ensembles.iter().map(|e| e.hypotheses.len()).sum();
         if ds.samples.is_empty() || total == 0 {
             self.hypothesis_means = Vec::new();
@@ -35,6 +39,13 @@ impl ShapeletModel {
         }
         let n = ds.samples.len() as f64;
         self.hypothesis_means = sum.into_iter().map(|s| s / n).collect();
+        let shares: Vec<f64> = ds
+            .samples
+            .par_iter()
+            .zip(&outputs)
+            .map(|(s, outs)| shown_share(self, s, outs, TOP_FINDINGS))
+            .collect();
+        self.summary.shown_shares = quartiles(&shares, TOP_FINDINGS);
         Ok(())
     }
 }

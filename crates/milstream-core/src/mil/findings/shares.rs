@@ -13,20 +13,29 @@ pub const TOP_FINDINGS: usize = 5;
 pub fn shown_shares(m: &ShapeletModel, ds: &Dataset, top: usize) -> Vec<f64> {
     ds.samples
         .iter()
-        .filter_map(|s| {
-            let (prediction, contributions) = m.explain(s).ok()?;
-            let points = match s {
-                Sample::Series(v) => v.len(),
-                Sample::Multi(c) => c.first().map_or(0, Vec::len),
-                Sample::Bag(_) => 0,
-            };
-            let e = Explanation {
-                prediction,
-                contributions,
-            };
-            Some(super::explanation_findings(m, &e, points, top).2)
-        })
+        .filter_map(|s| Some(shown_share(m, s, &m.hypothesis_outputs(s).ok()?, top)))
         .collect()
+}
+
+/// The share of the decision margin the top `top` findings carry for sample `s`, from its
+/// hypotheses' outputs `outs` (`hypothesis_outputs`).
+pub(crate) fn shown_share(
+    m: &ShapeletModel,
+    s: &Sample,
+    outs: &[Vec<(f64, usize)>],
+    top: usize,
+) -> f64 {
+    let (prediction, contributions) = m.explain_outputs(outs);
+    let points = match s {
+        Sample::Series(v) => v.len(),
+        Sample::Multi(c) => c.first().map_or(0, Vec::len),
+        Sample::Bag(_) => 0,
+    };
+    let e = Explanation {
+        prediction,
+        contributions,
+    };
+    super::explanation_findings(m, &e, points, top).2
 }
 
 /// The quartiles of `shares` (None when empty), by linear interpolation.
@@ -51,9 +60,14 @@ pub fn quartiles(shares: &[f64], top: usize) -> Option<ShownShares> {
 }
 
 /// Records in a freshly trained shapelet model how much of the decision margin its
-/// explanations' top findings carry on its training set `ds` (the card reports it).
+/// explanations' top findings carry on its training set `ds` (the card reports it). A
+/// model from `ShapeletModel::fit` has them already (`record_training_baseline`, one
+/// scoring pass for them and the baseline): kept as they are.
 pub fn record_shown_shares(model: &mut Model, ds: &Dataset) {
     if let Model::LpboostShapelet(m) = model {
+        if m.summary.shown_shares.is_some() {
+            return;
+        }
         let shares = shown_shares(m, ds, TOP_FINDINGS);
         m.summary.shown_shares = quartiles(&shares, TOP_FINDINGS);
     }

@@ -40,6 +40,8 @@ pub struct Plan {
     /// Per hypothesis (flat, ensemble by ensemble): its group (the offline scorer's too).
     pub(crate) group_of: Vec<usize>,
     pub(crate) n_groups: usize,
+    /// Per group: whether a member is a mean hypothesis (the offline scorer sums only these).
+    pub(crate) group_is_mean: Vec<bool>,
     /// The block maxima's layout by window length, shared by the scorers of every series.
     layouts: Layouts,
 }
@@ -151,6 +153,7 @@ impl Plan {
             max_groups,
             group_of,
             n_groups,
+            group_is_mean: is_mean,
             layouts: Layouts::default(),
         }
     }

@@ -51,8 +51,9 @@ impl ShapeletModel {
         } else {
             Self::fit_once(ds, params)?
         };
-        // The explanations' baseline (findings/baseline.rs): one pass over the training set.
-        m.record_hypothesis_means(ds)?;
+        // The explanations' baseline and shown shares (findings/baseline.rs): one pass over
+        // the training set.
+        m.record_training_baseline(ds)?;
         m.summary.train_seconds = start.elapsed().as_secs_f64();
         Ok(m)
     }
