@@ -337,6 +337,8 @@ impl Running {
         }
         consumer::commit_durable(&state, &consumer).await;
         committer.abort();
+        // Its clone of the consumer goes with it, so the close below is the last one.
+        let _ = committer.await;
         lifecycle.stop().await;
         drop(writers);
         // Past the deadline a writer drops what it holds at once; one blocked in a request that
@@ -353,6 +355,29 @@ impl Running {
             );
         }
         info!("stopped");
+        leave_group(consumer, Instant::now() + CLOSE_AT_MOST).await;
+    }
+}
+
+/// How long leaving the consumer group may take at exit.
+const CLOSE_AT_MOST: Duration = Duration::from_secs(5);
+
+/// Leaves the group: the consumer's drop closes it, and librdkafka's close serves the last
+/// rebalance through the callbacks. On a thread of its own, waited for until `until`: with
+/// a rebalance under way at exit, an assign or commit in those callbacks can wait for an
+/// answer that never comes, and that must not hold the exit (what was durable is
+/// committed already; the group expires a member that left no word).
+async fn leave_group(consumer: Arc<StreamConsumer<Ctx>>, until: Instant) {
+    let (left, done) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        drop(consumer);
+        let _ = left.send(());
+    });
+    if tokio::time::timeout_at(until.into(), done).await.is_err() {
+        warn!(
+            seconds = CLOSE_AT_MOST.as_secs(),
+            "leaving the consumer group did not finish in time (a rebalance under way); exiting without it"
+        );
     }
 }
 
